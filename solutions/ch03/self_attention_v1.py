@@ -1,0 +1,28 @@
+"""Self-attention with trainable weights, first version (book section 3.4.2)."""
+import torch
+import torch.nn as nn
+
+
+class SelfAttention_v1(nn.Module):
+    """Scaled dot-product attention with weight matrices drawn by torch.rand.
+
+    forward: x (num_tokens, d_in) -> context vectors (num_tokens, d_out)
+    """
+
+    def __init__(self, d_in, d_out):
+        super().__init__()
+        ### BEGIN SOLUTION
+        self.W_query = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_key = nn.Parameter(torch.rand(d_in, d_out))
+        self.W_value = nn.Parameter(torch.rand(d_in, d_out))
+        ### END SOLUTION
+
+    def forward(self, x):
+        ### BEGIN SOLUTION
+        queries = x @ self.W_query  # (num_tokens, d_out)
+        keys = x @ self.W_key
+        values = x @ self.W_value
+        attn_scores = queries @ keys.T  # (num_tokens, num_tokens)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        return attn_weights @ values
+        ### END SOLUTION

@@ -1,0 +1,17 @@
+"""Exercise 3.1: make SelfAttention_v1 compute exactly what SelfAttention_v2 computes."""
+import torch
+
+
+def transfer_v2_to_v1(sa_v2, sa_v1):
+    """Copy the weights of sa_v2 (nn.Linear layers) into sa_v1 (plain matrices); return sa_v1.
+
+    nn.Linear stores its weight as (d_out, d_in) and computes x @ weight.T, while
+    SelfAttention_v1 computes x @ W with W of shape (d_in, d_out). sa_v2 stays unchanged.
+    """
+    ### BEGIN SOLUTION
+    with torch.no_grad():
+        sa_v1.W_query.copy_(sa_v2.W_query.weight.T)
+        sa_v1.W_key.copy_(sa_v2.W_key.weight.T)
+        sa_v1.W_value.copy_(sa_v2.W_value.weight.T)
+    return sa_v1
+    ### END SOLUTION
