@@ -1,0 +1,140 @@
+"""The request loop inside the sandboxed child: the only code that touches student modules.
+
+Each request names an operation on a student module or on an object the child holds for the
+grader (a handle): call it, read an attribute, take gradients, describe a module. Answers are
+plain data (see protocol.py). Whatever the student's code does here can only change the
+numbers sent back, which the grader judges in its own process.
+"""
+import importlib
+import os
+import random
+import sys
+import traceback
+
+import numpy as np
+import torch
+
+from autograder import protocol
+
+WORKSPACE = None  # the folder holding the student's modules, set by serve()
+
+
+class Handles:
+    """Objects the grader refers to by number (modules the student's code built)."""
+
+    def __init__(self):
+        self.objects, self.ids = {}, {}
+
+    def store(self, obj):
+        key = id(obj)
+        if key not in self.ids:
+            self.ids[key] = len(self.objects) + 1
+            self.objects[self.ids[key]] = obj
+        return {"__handle__": self.ids[key], "type": type(obj).__name__}
+
+    def get(self, spec):
+        try:
+            return self.objects[spec["__handle__"]]
+        except (KeyError, TypeError):
+            raise LookupError(f"unknown handle {spec}") from None
+
+
+def reset_global_state(seed):
+    """Every operation starts from the same global state, whatever the previous one left."""
+    torch.set_default_dtype(torch.float32)
+    torch.set_grad_enabled(True)
+    torch.manual_seed(seed)
+    np.random.seed(seed % 2**32)
+    random.seed(seed)
+
+
+def resolve(handles, target):
+    if "handle" in target:
+        obj = handles.get({"__handle__": target["handle"]})
+    else:
+        obj = importlib.import_module(target["module"])
+    for name in filter(None, target.get("attr", "").split(".")):
+        obj = obj[int(name)] if name.isdigit() else getattr(obj, name)
+    return obj
+
+
+def run(handles, header, payload):
+    inputs = protocol.decode(header["input"], payload, handles.get) if "input" in header else {}
+    args, kwargs = list(inputs.get("args", ())), dict(inputs.get("kwargs", {}))
+    op, target = header["op"], header["target"]
+    reset_global_state(header.get("seed", 0))
+    if op == "import":
+        importlib.import_module(target["module"])
+        return None
+    obj = resolve(handles, target)
+    if op == "getattr":
+        return obj
+    if op == "call":
+        return obj(*args, **kwargs)
+    if op == "grads":
+        return gradients(obj, args, kwargs)
+    if op == "describe":
+        return describe(obj)
+    raise ValueError(f"unknown operation {op!r}")
+
+
+def gradients(module, args, kwargs):
+    """Forward, backward with the given upstream gradient; the gradient of every parameter."""
+    grad_output = kwargs.pop("grad_output")
+    module.zero_grad(set_to_none=True)
+    output = module(*args)
+    output.backward(grad_output)
+    return {name: p.grad for name, p in module.named_parameters()}
+
+
+def describe(module):
+    return {
+        "class": type(module).__name__,
+        "training": bool(module.training),
+        "parameters": [(name, tuple(p.shape), str(p.dtype)) for name, p in module.named_parameters()],
+        "buffers": [(name, tuple(b.shape), str(b.dtype)) for name, b in module.named_buffers()],
+        "state_dict": list(module.state_dict().keys()),
+        "children": [(name, type(m).__name__) for name, m in module.named_children()],
+    }
+
+
+def where(tb):
+    """The innermost frame of the student's own files, as 'causal.py, line 12, in forward'."""
+    frames = [f for f in traceback.extract_tb(tb) if WORKSPACE and f.filename.startswith(WORKSPACE)]
+    if not frames:
+        return ""
+    f = frames[-1]
+    return f"{os.path.basename(f.filename)}, line {f.lineno}, in {f.name}"
+
+
+def error_reply(exc):
+    kind = type(exc).__name__
+    message = str(exc)
+    if isinstance(exc, SystemExit):
+        message = f"the code called sys.exit({exc.code!r})"
+    return {"error": {
+        "type": kind,
+        "message": message[:2000],
+        "where": where(exc.__traceback__),
+        "not_implemented": isinstance(exc, NotImplementedError),
+    }}
+
+
+def serve(requests_fd, replies_fd, workspace):
+    """Answer requests until the grader closes the channel."""
+    global WORKSPACE
+    WORKSPACE = os.path.realpath(workspace) + os.sep
+    sys.path.insert(0, WORKSPACE.rstrip(os.sep))
+    handles = Handles()
+    while True:
+        try:
+            header, payload = protocol.receive(requests_fd)
+        except protocol.ProtocolError:
+            return
+        try:
+            result = run(handles, header, payload)
+            structure, buffers = protocol.encode(result, fallback=handles.store)
+            reply = {"result": structure}
+        except BaseException as exc:  # the student's exception, exit or interrupt is this part's answer
+            reply, buffers = error_reply(exc), []
+        protocol.send(replies_fd, reply, buffers)

@@ -1,0 +1,172 @@
+"""The grader's end: start a fork server, open one sandboxed session per part, talk to it.
+
+Every wait has a deadline; on a deadline or any sign of trouble the child is killed with
+SIGKILL from here (the grader's clock), and the session reports what happened in words.
+"""
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+from autograder import PROJECT_ROOT, protocol
+
+SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+BOOT = (
+    "import sys; sys.path.insert(0, {root!r}); "
+    "from autograder.sandbox.zygote import main; main({fd})"
+)
+
+
+class SessionDied(Exception):
+    """The child ended (or was ended) before answering; str() says how, in a student's terms."""
+
+
+def scrubbed_environment():
+    """Only harmless variables reach the fork server (and so any student code): no tokens."""
+    env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
+    env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
+def python_dirs():
+    """Folders the child needs to see to keep importing (the Python installation)."""
+    import sysconfig
+
+    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix}
+    dirs.update(sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib"))
+    return sorted(d for d in dirs if d)
+
+
+class Sandbox:
+    """One fork server (torch imported once); sessions are opened on it one at a time."""
+
+    def __init__(self, hide=(), slot=0):
+        self.hide = [str(PROJECT_ROOT)] + [str(p) for p in hide]
+        self.slot = slot
+        ours, theirs = socket.socketpair()
+        self.control = ours
+        self.process = subprocess.Popen(
+            [sys.executable, "-I", "-c", BOOT.format(root=str(PROJECT_ROOT), fd=theirs.fileno())],
+            pass_fds=[theirs.fileno()], env=scrubbed_environment(), stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        theirs.close()
+        self.info = None
+
+    def ready(self, timeout=120):
+        if self.info is None:
+            try:
+                self.info, _ = protocol.receive(self.control.fileno(), time.monotonic() + timeout)
+            except (protocol.Deadline, protocol.ProtocolError) as e:
+                self.close()
+                raise RuntimeError(f"the sandbox fork server did not start ({type(e).__name__})") from None
+        return self.info
+
+    def open(self, submission, timeout, memory_mb):
+        """A session on a staged submission folder, with a wall-clock budget of `timeout` seconds."""
+        self.ready()
+        request = {"op": "open", "submission": str(submission), "timeout": timeout, "memory_mb": memory_mb,
+                   "hide": self.hide, "keep": python_dirs(), "slot": self.slot}
+        protocol.send(self.control.fileno(), request, deadline=time.monotonic() + 30)
+        message, fds, _, _ = socket.recv_fds(self.control, 1 << 16, 2)
+        head_len, payload_len = protocol.HEAD.unpack_from(message)
+        import json
+
+        opened = json.loads(message[protocol.HEAD.size:protocol.HEAD.size + head_len])
+        return Session(self, opened["pid"], fds[0], fds[1], timeout)
+
+    def close(self):
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        self.process.wait()
+        self.control.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Session:
+    """One child process for one part: call() until close(); each call counts against the budget."""
+
+    def __init__(self, sandbox, pid, requests_w, replies_r, timeout):
+        self.sandbox, self.pid, self.timeout = sandbox, pid, timeout
+        self.requests_w, self.replies_r = requests_w, replies_r
+        self.started = time.monotonic()
+        self.deadline = self.started + timeout
+        self.pidfd = _pidfd(pid)
+        self.died = None  # the reason, once the child is gone
+        self.end = None
+        try:
+            hello, _ = protocol.receive(replies_r, self.deadline)
+            self.protections = hello.get("protections", [])
+        except (protocol.Deadline, protocol.ProtocolError) as e:
+            self.protections = []
+            self._fail(e)
+
+    def call(self, header, buffers=()):
+        """Send one request and wait for its reply -> (reply header, payload); SessionDied on trouble."""
+        if self.died:
+            raise SessionDied(self.died)
+        try:
+            protocol.send(self.requests_w, header, buffers, self.deadline)
+            return protocol.receive(self.replies_r, self.deadline)
+        except (protocol.Deadline, protocol.ProtocolError) as e:
+            self._fail(e)
+            raise SessionDied(self.died) from None
+
+    def _fail(self, error):
+        self.kill()
+        end = self._collect_end()
+        if isinstance(error, protocol.Deadline):
+            self.died = f"timed out after {self.timeout:g} s (the part's time limit): look for a loop that never ends"
+        elif end.get("exitcode") is None:
+            self.died = f"the sandbox lost the child ({error})"
+        elif end["exitcode"] == -signal.SIGKILL:
+            self.died = "was killed (SIGKILL): most likely it used more memory than the part's limit"
+        elif end["exitcode"] < 0:
+            self.died = f"was killed by signal {signal.Signals(-end['exitcode']).name}"
+        elif isinstance(error, protocol.ProtocolError) and "closed" not in str(error):
+            self.died = f"sent back something that is not an answer ({error})"
+        else:
+            self.died = f"exited with status {end['exitcode']} before returning (sys.exit/os._exit in the code?)"
+
+    def kill(self):
+        try:
+            if self.pidfd is not None:
+                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+            else:
+                os.killpg(self.pid, signal.SIGKILL)
+        except (ProcessLookupError, OSError):
+            pass
+
+    def _collect_end(self):
+        if self.end is None:
+            try:
+                self.end, _ = protocol.receive(self.sandbox.control.fileno(), time.monotonic() + 30)
+            except (protocol.Deadline, protocol.ProtocolError):
+                self.end = {}
+            for fd in (self.requests_w, self.replies_r, self.pidfd):
+                if fd is not None:
+                    os.close(fd)
+        return self.end
+
+    def close(self):
+        """End the child (whatever it is doing) -> {'exitcode', 'output', 'output_bytes'}."""
+        self.kill()
+        end = self._collect_end()
+        self.elapsed = time.monotonic() - self.started
+        return end
+
+
+def _pidfd(pid):
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None

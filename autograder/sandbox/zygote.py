@@ -1,0 +1,110 @@
+"""The fork server: imports torch once, then forks one isolated child per part it is asked for.
+
+Started by client.Sandbox as `python -I -c ...` with a scrubbed environment and one end of a
+socket pair (the control channel). Per "open" request:
+
+    zygote --fork--> intermediate (new PID namespace) --fork--> child (PID 1 there, runs student code)
+
+The child's request/reply pipes go straight to the grader (sent over the control socket), so the
+grader times every answer itself and kills the child on its own clock. When the child is gone,
+the zygote reports how it ended and what it printed (first 64 KiB) on the control channel.
+"""
+import json
+import os
+import shutil
+import socket
+import sys
+import tempfile
+
+import numpy as np  # noqa: F401  (imported once here, inherited by every child)
+import torch
+
+from autograder import protocol
+from autograder.sandbox import child, isolation
+
+OUTPUT_CAP = 64 << 10
+
+
+def intermediate(request, requests_r, replies_w, output_fd, status_w):
+    """Runs between the zygote and the child: enters a PID namespace, forks, reports, reaps."""
+    in_namespace = isolation.new_pid_namespace()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            workspace, protections = isolation.enter(request, output_fd, {requests_r, replies_w}, in_namespace)
+            protocol.send(replies_w, {"ready": True, "protections": protections})
+            child.serve(requests_r, replies_w, workspace)
+            code = 0
+        except BaseException as exc:  # report the setup failure through the output capture
+            try:
+                os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
+            except OSError:
+                pass
+        os._exit(code)
+    os.close(requests_r)
+    os.close(replies_w)
+    os.write(status_w, f"{pid}\n".encode())
+    _, status = os.waitpid(pid, 0)
+    os.write(status_w, f"{status}\n".encode())
+    os._exit(0)
+
+
+def read_output(fd):
+    size = os.fstat(fd).st_size
+    os.lseek(fd, 0, os.SEEK_SET)
+    data = os.read(fd, OUTPUT_CAP) if size else b""
+    return data.decode("utf-8", "replace"), size
+
+
+def open_session(control, request):
+    requests_r, requests_w = os.pipe()
+    replies_r, replies_w = os.pipe()
+    status_r, status_w = os.pipe()
+    output_fd = os.memfd_create("student-output")
+    request["scratch"] = tempfile.mkdtemp(prefix="sandbox-")
+    os.chmod(request["scratch"], 0o755)
+    pid = os.fork()
+    if pid == 0:
+        try:
+            control.close()
+            for fd in (requests_w, replies_r, status_r):
+                os.close(fd)
+            intermediate(request, requests_r, replies_w, output_fd, status_w)
+        finally:
+            os._exit(1)
+    for fd in (requests_r, replies_w, status_w):
+        os.close(fd)
+    with os.fdopen(status_r) as status:
+        child_pid = int(status.readline() or 0)
+        opened = protocol.pack({"opened": True, "pid": child_pid})
+        socket.send_fds(control, [opened], [requests_w, replies_r])
+        os.close(requests_w)
+        os.close(replies_r)
+        os.waitpid(pid, 0)
+        line = status.readline().strip()
+    wait_status = int(line) if line else None
+    output, size = read_output(output_fd)
+    os.close(output_fd)
+    shutil.rmtree(request["scratch"], ignore_errors=True)
+    end = {"ended": True, "output": output, "output_bytes": size}
+    if wait_status is not None:
+        end["exitcode"] = os.waitstatus_to_exitcode(wait_status)
+    protocol.send(control.fileno(), end)
+
+
+def main(control_fd):
+    torch.set_num_threads(1)
+    control = socket.socket(fileno=control_fd)
+    protocol.send(control_fd, {"ready": True, "torch": torch.__version__, "python": sys.version.split()[0]})
+    while True:
+        try:
+            request, _ = protocol.receive(control_fd)
+        except protocol.ProtocolError:
+            return
+        if request.get("op") == "open":
+            open_session(control, request)
+        elif request.get("op") == "quit":
+            return
+        else:
+            protocol.send(control_fd, {"error": f"unknown request {json.dumps(request)[:100]}"})
