@@ -43,7 +43,9 @@ class Sandbox:
     """One fork server (torch imported once); sessions are opened on it one at a time."""
 
     def __init__(self, hide=(), slot=0):
-        self.hide = [str(PROJECT_ROOT)] + [str(p) for p in hide]
+        # files are hidden through their folders; the project root holds suites, solutions, rubric
+        self.hide = [str(PROJECT_ROOT)] + [str(p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p)))
+                                           for p in hide]
         self.slot = slot
         ours, theirs = socket.socketpair()
         self.control = ours

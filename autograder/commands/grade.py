@@ -1,0 +1,39 @@
+"""python -m autograder grade PATH [--json FILE] [--junit FILE] [--markdown FILE] [--rubric FILE]"""
+from pathlib import Path
+
+from autograder import grading, reports
+from autograder.cli import UsageError
+from autograder.rubric import RubricError
+from autograder.sandbox.client import Sandbox
+from autograder.submission import SubmissionError
+
+HELP = "grade one submission (a folder of modules, a .zip, or notebooks) and print the score table"
+
+
+def add_arguments(parser):
+    parser.add_argument("path", help="folder of student modules, a .zip, a notebook or a folder of notebooks")
+    parser.add_argument("--json", metavar="FILE", help="write Gradescope-style results.json here")
+    parser.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
+    parser.add_argument("--markdown", metavar="FILE", help="write a Markdown report here")
+    parser.add_argument("--rubric", metavar="FILE", default=str(grading.RUBRIC_PATH), help="grading.yml to use")
+
+
+def run(args):
+    path = Path(args.path)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or folder")
+    sandbox = Sandbox(hide=[p for p in (args.json, args.junit, args.markdown) if p])
+    try:
+        try:
+            rubric, suites = grading.load_rubric(args.rubric)
+        except RubricError as e:
+            raise UsageError(str(e)) from None
+        try:
+            grade = grading.grade_submission(path, rubric, suites, sandbox)
+        except SubmissionError as e:
+            raise UsageError(str(e)) from None
+    finally:
+        sandbox.close()
+    print(reports.table(grade))
+    reports.write(grade, args.json, args.junit, args.markdown)
+    return 0

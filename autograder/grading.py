@@ -1,0 +1,78 @@
+"""From a submission to a grade: stage -> run each part's checks in the sandbox -> score.
+
+    result = grade_submission("path/to/folder", rubric, suites, sandbox)
+
+The returned Grade holds one ScoredCheck per rubric check, part totals, the sandbox's
+protections and anything staging had to say; reports.py turns it into tables and files.
+"""
+import tempfile
+from dataclasses import dataclass, field
+
+from autograder import PROJECT_ROOT, rubric as rubric_mod, runner
+from autograder.submission import stage
+
+RUBRIC_PATH = PROJECT_ROOT / "grading.yml"
+
+
+@dataclass
+class ScoredCheck:
+    part: str
+    name: str
+    passed: bool
+    score: float
+    max_score: float
+    visibility: str
+    message: str
+
+
+@dataclass
+class Grade:
+    submission: str
+    checks: list = field(default_factory=list)
+    parts: dict = field(default_factory=dict)     # part -> {"score", "max_score", "problem", "seconds"}
+    protections: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+    output: dict = field(default_factory=dict)    # part -> what the student's code printed
+
+    @property
+    def score(self):
+        return round(sum(p["score"] for p in self.parts.values()), 4)
+
+    @property
+    def max_score(self):
+        return round(sum(p["max_score"] for p in self.parts.values()), 4)
+
+
+def load_rubric(path=RUBRIC_PATH):
+    suites = runner.discover()
+    return rubric_mod.load(path, {part: [name for name, _ in checks] for part, checks in suites.items()}), suites
+
+
+def grade_submission(path, rubric, suites, sandbox, fixtures=None):
+    fixtures = fixtures or runner.default_fixtures()
+    with tempfile.TemporaryDirectory(prefix="staged-") as tmp:
+        staged = stage(path, tmp)
+        grade = Grade(str(path), notes=list(staged.notes))
+        for part_name, part in rubric.parts.items():
+            run = runner.run_part(sandbox, staged.folder, part_name, suites[part_name], part, fixtures,
+                                  missing=staged.missing(part_name))
+            grade.protections = grade.protections or run.protections
+            if run.output:
+                grade.output[part_name] = run.output
+            score_part(grade, part, run)
+    return grade
+
+
+def score_part(grade, part, run):
+    by_name = {r.name: r for r in run.results}
+    group_share = {name: points / len(members) for name, (points, members) in part.groups.items()}
+    total = 0.0
+    for check in part.checks.values():
+        result = by_name[check.name]
+        worth = group_share[check.group] if check.group else check.points
+        earned = worth if result.passed else 0.0
+        total += earned
+        grade.checks.append(ScoredCheck(part.name, check.name, result.passed, round(earned, 4),
+                                        round(worth, 4), check.visibility, result.message))
+    grade.parts[part.name] = {"score": round(total, 4), "max_score": round(part.max_score, 4),
+                              "problem": run.problem, "seconds": round(run.seconds, 3)}

@@ -1,0 +1,184 @@
+"""grading.yml: points, visibility and limits per part and check, validated against the suites.
+
+    parts:
+      causal:                      # a part = a student module
+        timeout: 20                # seconds of wall clock for the whole part (optional)
+        memory_mb: 2048            # address-space budget for the part's process (optional)
+        checks:
+          book_example: 2                              # points, default visibility
+          future_tokens_never_matter: {points: 3, visibility: hidden}
+        groups:                                        # optional: points shared by several checks
+          dropout: {points: 4, checks: [dropout_train_values, dropout_rate]}
+
+Every error names the file and the line.
+"""
+from dataclasses import dataclass, field
+
+import yaml
+
+VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+TOP_KEYS = {"version", "defaults", "parts"}
+DEFAULT_KEYS = {"timeout", "memory_mb", "visibility"}
+PART_KEYS = {"timeout", "memory_mb", "visibility", "checks", "groups"}
+CHECK_KEYS = {"points", "visibility"}
+GROUP_KEYS = {"points", "checks", "visibility"}
+
+
+class RubricError(ValueError):
+    pass
+
+
+@dataclass
+class Check:
+    part: str
+    name: str
+    points: float
+    visibility: str
+    group: str = ""
+
+
+@dataclass
+class Part:
+    name: str
+    timeout: float
+    memory_mb: int
+    checks: dict = field(default_factory=dict)  # name -> Check
+    groups: dict = field(default_factory=dict)  # name -> (points, [check names])
+
+    @property
+    def max_score(self):
+        return sum(c.points for c in self.checks.values() if not c.group) + sum(p for p, _ in self.groups.values())
+
+
+@dataclass
+class Rubric:
+    path: str
+    parts: dict  # name -> Part, in file order
+
+    @property
+    def max_score(self):
+        return sum(p.max_score for p in self.parts.values())
+
+
+def load(path, suites=None):
+    """Parse and validate; suites maps part -> list of check names the hidden suites define."""
+    try:
+        text = open(path, encoding="utf-8").read()
+    except OSError as e:
+        raise RubricError(f"{path}: cannot read the rubric ({e.strerror})") from None
+    try:
+        root = yaml.compose(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f":{mark.line + 1}" if mark else ""
+        raise RubricError(f"{path}{where}: not valid YAML ({getattr(e, 'problem', e)})") from None
+    return _Reader(path).rubric(root, suites)
+
+
+class _Reader:
+    def __init__(self, path):
+        self.path = path
+
+    def fail(self, node, message):
+        line = f":{node.start_mark.line + 1}" if node is not None else ""
+        raise RubricError(f"{self.path}{line}: {message}")
+
+    def mapping(self, node, allowed, where):
+        if not isinstance(node, yaml.MappingNode):
+            self.fail(node, f"{where} must be a mapping")
+        out = {}
+        for key, value in node.value:
+            name = key.value
+            if allowed is not None and name not in allowed:
+                self.fail(key, f"unknown key '{name}' in {where} (allowed: {', '.join(sorted(allowed))})")
+            if name in out:
+                self.fail(key, f"'{name}' appears twice in {where}")
+            out[name] = (key, value)
+        return out
+
+    def scalar(self, node, kind, where, choices=None):
+        if not isinstance(node, yaml.ScalarNode):
+            self.fail(node, f"{where} must be a single value")
+        value = node.value if kind is str else yaml.safe_load(node.value)
+        if kind is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
+            self.fail(node, f"{where} must be a {kind.__name__}, not {node.value!r}")
+        if kind in (float, int) and value < 0:
+            self.fail(node, f"{where} must not be negative")
+        if choices and value not in choices:
+            self.fail(node, f"{where} must be one of {', '.join(choices)}, not {value!r}")
+        return value
+
+    def rubric(self, root, suites):
+        if root is None:
+            raise RubricError(f"{self.path}: the rubric is empty")
+        top = self.mapping(root, TOP_KEYS, "the rubric")
+        if "parts" not in top:
+            self.fail(root, "the rubric has no 'parts'")
+        defaults = {"timeout": 20.0, "memory_mb": 2048, "visibility": "visible"}
+        if "defaults" in top:
+            for name, (key, value) in self.mapping(top["defaults"][1], DEFAULT_KEYS, "defaults").items():
+                defaults[name] = self.option(name, value, "defaults")
+        parts = {}
+        for part_name, (key, node) in self.mapping(top["parts"][1], None, "parts").items():
+            if suites is not None and part_name not in suites:
+                self.fail(key, f"part '{part_name}' has no hidden suite (known: {', '.join(suites)})")
+            parts[part_name] = self.part(part_name, node, defaults, suites)
+        if suites is not None:
+            missing = [p for p in suites if p not in parts]
+            if missing:
+                self.fail(top["parts"][1], f"no points given for part(s) {', '.join(missing)}")
+        return Rubric(self.path, parts)
+
+    def option(self, name, node, where):
+        if name == "timeout":
+            return self.scalar(node, float, f"{where}.timeout")
+        if name == "memory_mb":
+            return self.scalar(node, int, f"{where}.memory_mb")
+        return self.scalar(node, str, f"{where}.visibility", VISIBILITIES)
+
+    def part(self, name, node, defaults, suites):
+        fields = self.mapping(node, PART_KEYS, f"part '{name}'")
+        opts = {k: self.option(k, fields[k][1], name) if k in fields else defaults[k] for k in DEFAULT_KEYS}
+        part = Part(name, opts["timeout"], opts["memory_mb"])
+        if "checks" not in fields:
+            self.fail(node, f"part '{name}' lists no checks")
+        for check, (key, value) in self.mapping(fields["checks"][1], None, f"{name}.checks").items():
+            where = f"{name}.checks.{check}"
+            if isinstance(value, yaml.ScalarNode) and value.value in ("", "~", "null"):
+                points, visibility = 0.0, opts["visibility"]  # scored through a group
+            elif isinstance(value, yaml.ScalarNode):
+                points, visibility = self.scalar(value, float, where), opts["visibility"]
+            else:
+                spec = self.mapping(value, CHECK_KEYS, where)
+                points = self.scalar(spec["points"][1], float, f"{where}.points") if "points" in spec else 0.0
+                visibility = self.option("visibility", spec["visibility"][1], where) if "visibility" in spec else opts["visibility"]
+            if suites is not None and check not in suites[name]:
+                self.fail(key, f"check '{check}' is not in the hidden suite for {name}")
+            part.checks[check] = Check(name, check, points, visibility)
+        for group, (key, value) in self.mapping(fields["groups"][1], None, f"{name}.groups").items() if "groups" in fields else ():
+            spec = self.mapping(value, GROUP_KEYS, f"{name}.groups.{group}")
+            if "points" not in spec or "checks" not in spec:
+                self.fail(value, f"group '{group}' needs both points and checks")
+            points = self.scalar(spec["points"][1], float, f"{name}.groups.{group}.points")
+            members = spec["checks"][1]
+            if not isinstance(members, yaml.SequenceNode) or not members.value:
+                self.fail(members, f"group '{group}' checks must be a non-empty list")
+            names = []
+            for m in members.value:
+                check = part.checks.get(m.value)
+                if check is None:
+                    self.fail(m, f"group '{group}' names '{m.value}', which is not a check of {name}")
+                if check.group:
+                    self.fail(m, f"'{m.value}' is already in group '{check.group}'")
+                if check.points:
+                    self.fail(m, f"'{m.value}' has its own points and is in group '{group}': give points to one")
+                check.group = group
+                names.append(m.value)
+            part.groups[group] = (points, names)
+        if suites is not None:
+            missing = [c for c in suites[name] if c not in part.checks]
+            if missing:
+                self.fail(fields["checks"][1], f"{name}: the suite has checks with no entry here: {', '.join(missing)}")
+        return part

@@ -1,0 +1,116 @@
+"""The thin adapter the hidden suites use to reach student code: every call is a remote call.
+
+    causal = student.module("causal")
+    attn = causal.CausalAttention(3, 2, 6, 0.0, _seed=123)   # built in the sandboxed child
+    out = attn(batch)                                         # a plain tensor, rebuilt here
+    attn.eval(); attn.load_state_dict(weights); attn.get("mask"); attn.describe()
+
+Nothing here imports or runs student code. Results are plain tensors, arrays and numbers;
+objects that are not data (modules) stay in the child and come back as RemoteObject handles.
+"""
+from autograder import protocol
+from autograder.sandbox.client import SessionDied  # noqa: F401  (re-exported for the suites)
+
+
+class StudentError(Exception):
+    """The student's code raised (or is not implemented yet)."""
+
+    def __init__(self, kind, message, where="", not_implemented=False):
+        self.kind, self.message, self.where, self.not_implemented = kind, message, where, not_implemented
+        super().__init__(self.explain())
+
+    def explain(self):
+        place = f" ({self.where})" if self.where else ""
+        if self.not_implemented:
+            hint = f": {self.message}" if self.message else ""
+            return f"not implemented yet{hint}{place}"
+        return f"your code raised {self.kind}: {self.message}{place}"
+
+
+class Student:
+    """One part's session on one submission."""
+
+    def __init__(self, session):
+        self.session = session
+
+    def module(self, name):
+        return RemoteCallable(self, {"module": name, "attr": ""})
+
+    def request(self, op, target, args=(), kwargs=None, seed=0):
+        structure, buffers = protocol.encode({"args": list(args), "kwargs": dict(kwargs or {})}, fallback=_handle_ref)
+        header, payload = self.session.call({"op": op, "target": target, "input": structure, "seed": seed}, buffers)
+        if "error" in header:
+            e = header["error"]
+            raise StudentError(str(e.get("type")), str(e.get("message", "")), str(e.get("where", "")),
+                               bool(e.get("not_implemented")))
+        try:
+            return protocol.decode(header["result"], payload, lambda ref: RemoteObject(self, ref))
+        except (KeyError, protocol.ProtocolError) as exc:
+            raise StudentError("ProtocolError", f"the answer could not be read back ({exc})") from None
+
+    def import_module(self, name):
+        return self.request("import", {"module": name})
+
+
+class RemoteCallable:
+    """A function, class or attribute path inside a student module."""
+
+    def __init__(self, student, target):
+        self._student, self._target = student, target
+
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        path = f"{self._target['attr']}.{name}".lstrip(".")
+        return RemoteCallable(self._student, {**self._target, "attr": path})
+
+    def __call__(self, *args, _seed=0, **kwargs):
+        return self._student.request("call", self._target, args, kwargs, _seed)
+
+    def get(self):
+        """The attribute's value (data, or a RemoteObject for anything else)."""
+        return self._student.request("getattr", self._target)
+
+
+class RemoteObject:
+    """An object that lives in the child (a module the student's code built)."""
+
+    def __init__(self, student, ref):
+        self._student, self._ref = student, ref
+        self.type_name = ref.get("type", "?")
+
+    @property
+    def _id(self):
+        return self._ref["__handle__"]
+
+    def __call__(self, *args, _seed=0, **kwargs):
+        return self._student.request("call", {"handle": self._id}, args, kwargs, _seed)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return RemoteCallable(self._student, {"handle": self._id, "attr": name})
+
+    def get(self, path):
+        """Read an attribute path, e.g. get('mask'), get('heads.0'), get('dropout.p')."""
+        return self._student.request("getattr", {"handle": self._id, "attr": path})
+
+    def describe(self):
+        """Class name, training flag, parameters and buffers (name, shape, dtype) in registration order."""
+        return self._student.request("describe", {"handle": self._id})
+
+    def grads(self, *args, grad_output, _seed=0):
+        """Gradient of every named parameter after backward(grad_output) through self(*args)."""
+        return self._student.request("grads", {"handle": self._id}, args, {"grad_output": grad_output}, _seed)
+
+    def same_object(self, other):
+        return isinstance(other, RemoteObject) and other._id == self._id
+
+    def __repr__(self):
+        return f"<remote {self.type_name} #{self._id}>"
+
+
+def _handle_ref(value):
+    if isinstance(value, RemoteObject):
+        return dict(value._ref)
+    raise TypeError(f"cannot send a {type(value).__name__} to the student's process")

@@ -1,0 +1,91 @@
+"""The book's printed values, as a snapshot the suites carry with them (suites/snapshots/book.json).
+
+The snapshot is made from the reference solutions (`python -m autograder.suites.book --refresh`);
+the project's tests prove it agrees with the book (../shared/ch03-book-values.json) to 1e-4.
+"""
+import functools
+import json
+from pathlib import Path
+
+import torch
+
+SNAPSHOT = Path(__file__).with_name("snapshots") / "book.json"
+
+
+class Book(dict):
+    """name -> tensor (or int); .inputs is the 6x3 'Your journey starts with one step' batch row."""
+
+    @property
+    def inputs(self):
+        return self["inputs"]
+
+    @property
+    def batch(self):
+        return torch.stack((self["inputs"], self["inputs"]))
+
+
+@functools.lru_cache(maxsize=1)
+def values():
+    raw = json.loads(SNAPSHOT.read_text())
+    book = Book()
+    for name, value in raw.items():
+        book[name] = value if isinstance(value, int) else torch.tensor(value, dtype=torch.float32)
+    return book
+
+
+def compute_from_solutions(folder):
+    """Recompute every snapshot value by running the reference modules in `folder` (trusted code)."""
+    import importlib
+    import sys
+
+    sys.path.insert(0, str(folder))
+    try:
+        sa, v1, v2, wt, causal, mha, ex, npa = (importlib.import_module(m) for m in (
+            "simple_attention", "self_attention_v1", "self_attention_v2", "weight_transfer",
+            "causal", "mha", "exercises", "numpy_attention"))
+    finally:
+        sys.path.remove(str(folder))
+    inputs = torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
+                           [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]])
+    batch = torch.stack((inputs, inputs))
+
+    def seeded(seed, make):
+        torch.manual_seed(seed)
+        return make()
+
+    sa_v2_789 = seeded(789, lambda: v2.SelfAttention_v2(3, 2))
+    scores_v2 = sa_v2_789.W_query(inputs) @ sa_v2_789.W_key(inputs).T
+    sa_v1 = seeded(123, lambda: v1.SelfAttention_v1(3, 2))
+    sa_v2 = seeded(123, lambda: v2.SelfAttention_v2(3, 2))
+    out = {
+        "inputs": inputs,
+        "attn_scores": sa.attention_scores(inputs),
+        "attn_weights": sa.attention_weights(sa.attention_scores(inputs)),
+        "attn_weights_2": sa.softmax_naive(inputs @ inputs[1]),
+        "context_vec_2": sa.context_vector(inputs, 1),
+        "all_context_vecs": sa.context_vectors(inputs),
+        "W_query_seed123": sa_v1.W_query, "W_key_seed123": sa_v1.W_key, "W_value_seed123": sa_v1.W_value,
+        "sa_v1_seed123": sa_v1(inputs),
+        "sa_v2_seed789": sa_v2_789(inputs),
+        "attn_scores_sa_v2": scores_v2,
+        "causal_attn_weights": causal.masked_attention_weights(scores_v2, 2),
+        "ex31_sa_v1": wt.transfer_v2_to_v1(sa_v2, seeded(123, lambda: v1.SelfAttention_v1(3, 2)))(inputs),
+        "causal_attention_seed123": seeded(123, lambda: causal.CausalAttention(3, 2, 6, 0.0))(batch),
+        "mha_wrapper_seed123": seeded(123, lambda: mha.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2))(batch),
+        "mha_seed123": seeded(123, lambda: mha.MultiHeadAttention(3, 2, 6, 0.0, num_heads=2))(batch),
+        "ex32_mha_wrapper_dout1_seed123": seeded(123, lambda: ex.two_dim_wrapper(3, 6))(batch),
+        "ex33_param_count": sum(p.numel() for p in ex.gpt2_small_attention().parameters()),
+        "gpt3_175b_block_params": 96 * npa.block_param_count(12288, 4 * 12288),
+    }
+    return {k: v if isinstance(v, int) else torch.round(v.detach().double(), decimals=6).tolist() for k, v in out.items()}
+
+
+if __name__ == "__main__":
+    import sys
+
+    from autograder import PROJECT_ROOT
+
+    if sys.argv[1:] != ["--refresh"]:
+        sys.exit("usage: python -m autograder.suites.book --refresh")
+    SNAPSHOT.write_text(json.dumps(compute_from_solutions(PROJECT_ROOT / "solutions" / "ch03"), indent=None) + "\n")
+    print(f"wrote {SNAPSHOT}")
