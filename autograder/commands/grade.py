@@ -1,13 +1,10 @@
 """python -m autograder grade PATH [--json FILE] [--junit FILE] [--markdown FILE] [--rubric FILE]"""
 from pathlib import Path
 
-from autograder import grading, reports
 from autograder.cli import UsageError
-from autograder.rubric import RubricError
-from autograder.sandbox.client import Sandbox
-from autograder.submission import SubmissionError
 
 HELP = "grade one submission (a folder of modules, a .zip, or notebooks) and print the score table"
+DEFAULT_RUBRIC = Path(__file__).resolve().parents[2] / "grading.yml"
 
 
 def add_arguments(parser):
@@ -15,15 +12,22 @@ def add_arguments(parser):
     parser.add_argument("--json", metavar="FILE", help="write Gradescope-style results.json here")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
     parser.add_argument("--markdown", metavar="FILE", help="write a Markdown report here")
-    parser.add_argument("--rubric", metavar="FILE", default=str(grading.RUBRIC_PATH), help="grading.yml to use")
+    parser.add_argument("--rubric", metavar="FILE", default=str(DEFAULT_RUBRIC), help="grading.yml to use")
 
 
 def run(args):
     path = Path(args.path)
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder")
+    from autograder.sandbox.client import Sandbox
+
+    # the fork server imports torch while this process does the same: the two starts overlap
     sandbox = Sandbox(hide=[p for p in (args.json, args.junit, args.markdown) if p])
     try:
+        from autograder import grading, reports
+        from autograder.rubric import RubricError
+        from autograder.submission import SubmissionError
+
         try:
             rubric, suites = grading.load_rubric(args.rubric)
         except RubricError as e:
