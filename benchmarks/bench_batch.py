@@ -1,0 +1,129 @@
+"""Batch throughput of the project's grader vs `nbgrader autograde`, measured in one run.
+
+    .venv/bin/python benchmarks/bench_batch.py [--students N] [--jobs 2] [--repeats 3]
+
+Builds N submissions (copies of the reference solutions), then, alternating A B A B:
+  A: python -m autograder batch CLASS --out OUT --jobs J --force      (modules, sandboxed)
+  B: nbgrader autograde ch03 on the notebook versions of the same N submissions
+and prints seconds per submission (median over repeats) for both, the ratio B/A, and the
+peak memory of A (sum of the resident memory of its whole process tree, sampled).
+Needs nbgrader (pip install -e '.[notebooks]'); with --skip-nbgrader only A runs.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PY = sys.executable
+
+
+def tree_rss(pid):
+    """Resident memory (bytes) of pid and all its descendants, from /proc."""
+    children, rss = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            children.setdefault(int(fields[1]), []).append(int(entry))
+            rss[int(entry)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, IndexError, ValueError):
+            continue
+    total, stack = 0, [pid]
+    while stack:
+        p = stack.pop()
+        total += rss.get(p, 0)
+        stack.extend(children.get(p, []))
+    return total
+
+
+def timed(cmd, cwd=None, env=None):
+    """(seconds, peak tree RSS) of a command; raises if it fails."""
+    peak = [0]
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    done = threading.Event()
+
+    def sample():
+        while not done.wait(0.05):
+            peak[0] = max(peak[0], tree_rss(proc.pid))
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, err = proc.communicate()
+    done.set()
+    elapsed = time.perf_counter() - start
+    if proc.returncode:
+        raise SystemExit(f"{' '.join(map(str, cmd))} failed ({proc.returncode}):\n{err[-2000:]}")
+    return elapsed, peak[0]
+
+
+def make_class(folder, n):
+    for i in range(n):
+        shutil.copytree(ROOT / "solutions" / "ch03", folder / f"student{i:03d}",
+                        ignore=shutil.ignore_patterns("__pycache__"))
+
+
+def nbgrader_course(folder, n):
+    """A course directory with the released assignment and n submitted notebook sets."""
+    source = ROOT / "source" / "ch03"
+    course = folder / "course"
+    shutil.copytree(source, course / "source" / "ch03")
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    subprocess.run([PY, "-m", "nbgrader", "generate_assignment", "ch03", "--force", "--create",
+                    f"--CourseDirectory.root={course}"], check=True, env=env, capture_output=True)
+    for i in range(n):
+        target = course / "submitted" / f"student{i:03d}" / "ch03"
+        shutil.copytree(course / "source" / "ch03", target)  # the solutions, as if the student solved it
+        (target / "timestamp.txt").write_text("2026-11-22 12:00:00.000000 UTC")
+    return course, env
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--students", type=int, default=20)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--nbgrader-students", type=int, default=4, help="nbgrader is slow: fewer students for B")
+    parser.add_argument("--skip-nbgrader", action="store_true")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        tmp = Path(tmp)
+        make_class(tmp / "class", args.students)
+        course = env = None
+        if not args.skip_nbgrader:
+            course, env = nbgrader_course(tmp, args.nbgrader_students)
+        ours, theirs, peaks = [], [], []
+        for _ in range(args.repeats):
+            seconds, peak = timed([PY, "-m", "autograder", "batch", str(tmp / "class"), "--out", str(tmp / "out"),
+                                   "--jobs", str(args.jobs), "--force"], cwd=ROOT)
+            ours.append(seconds / args.students)
+            peaks.append(peak)
+            if course:
+                seconds, _ = timed([PY, "-m", "nbgrader", "autograde", "ch03", "--force",
+                                    f"--CourseDirectory.root={course}"], cwd=course, env=env)
+                theirs.append(seconds / args.nbgrader_students)
+        result = {
+            "students": args.students, "jobs": args.jobs, "repeats": args.repeats,
+            "autograder_batch_s_per_submission": round(statistics.median(ours), 3),
+            "autograder_batch_peak_rss_mib": round(max(peaks) / 2**20),
+        }
+        if theirs:
+            result["nbgrader_autograde_s_per_submission"] = round(statistics.median(theirs), 3)
+            result["ratio_nbgrader_over_autograder"] = round(statistics.median(
+                t / o for t, o in zip(theirs, ours)), 1)
+        print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
