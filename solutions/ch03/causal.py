@@ -4,16 +4,20 @@ import torch.nn as nn
 
 
 def causal_mask(num_tokens):
-    """Bool (num_tokens, num_tokens) mask, True above the diagonal: the future positions to hide."""
+    """Where attention must not look (3.5.1): True above the diagonal, the future positions.
+
+    num_tokens: int -> bool tensor (num_tokens, num_tokens); the diagonal itself is False.
+    """
     ### BEGIN SOLUTION
     return torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=1)
     ### END SOLUTION
 
 
 def masked_attention_weights(scores, d_k):
-    """Causal attention weights: hide future positions with -inf, scale by 1/sqrt(d_k), softmax.
+    """Causal attention weights (3.5.1): hide future positions with -inf, scale by 1/sqrt(d_k), softmax.
 
-    scores: (..., num_tokens, num_tokens) -> weights of the same shape, rows summing to 1.
+    scores: (..., num_tokens, num_tokens) -> weights of the same shape; each row sums to 1
+    and is 0 right of the diagonal.
     """
     ### BEGIN SOLUTION
     num_tokens = scores.shape[-1]
@@ -30,6 +34,12 @@ class CausalAttention(nn.Module):
     """
 
     def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):
+        """Create, in this order, W_query, W_key, W_value, dropout and the buffer 'mask'.
+
+        W_query, W_key, W_value are nn.Linear(d_in, d_out, bias=qkv_bias), dropout is
+        nn.Dropout(dropout), and 'mask' (register_buffer) is the (context_length, context_length)
+        matrix with ones above the diagonal and zeros elsewhere.
+        """
         super().__init__()
         ### BEGIN SOLUTION
         self.d_out = d_out
@@ -41,6 +51,12 @@ class CausalAttention(nn.Module):
         ### END SOLUTION
 
     def forward(self, x):
+        """x (batch, num_tokens, d_in) -> context vectors (batch, num_tokens, d_out).
+
+        As in SelfAttention_v2 for each sequence of the batch, except that the scores above the
+        diagonal (the first num_tokens rows and columns of the mask) become -inf before the scaled
+        softmax, and dropout is applied to the attention weights.
+        """
         ### BEGIN SOLUTION
         b, num_tokens, d_in = x.shape
         queries = self.W_query(x)  # (b, num_tokens, d_out)

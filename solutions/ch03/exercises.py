@@ -1,16 +1,22 @@
-"""Exercises 3.2 and 3.3."""
+"""Exercises 3.2 and 3.3 (book section 3.6)."""
 from mha import MultiHeadAttention, MultiHeadAttentionWrapper
 
 
 def two_dim_wrapper(d_in, context_length, dropout=0.0):
-    """Exercise 3.2: a MultiHeadAttentionWrapper with num_heads=2 whose context vectors are 2-dimensional."""
+    """Exercise 3.2: a MultiHeadAttentionWrapper with num_heads=2 whose output has 2 dims.
+
+    Returns the module; it maps x (batch, num_tokens, d_in) -> (batch, num_tokens, 2).
+    """
     ### BEGIN SOLUTION
     return MultiHeadAttentionWrapper(d_in, 1, context_length, dropout, num_heads=2)
     ### END SOLUTION
 
 
 def gpt2_small_attention():
-    """Exercise 3.3: MultiHeadAttention with GPT-2 small's sizes (768 in and out, 12 heads, context 1024)."""
+    """Exercise 3.3: MultiHeadAttention with GPT-2 small's sizes.
+
+    768 dims in and out, 12 heads, context length 1024, no dropout; it has 2,360,064 parameters.
+    """
     ### BEGIN SOLUTION
     return MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12)
     ### END SOLUTION

@@ -12,6 +12,10 @@ class MultiHeadAttentionWrapper(nn.Module):
     """
 
     def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        """Keep num_heads CausalAttention heads in an nn.ModuleList named heads.
+
+        Each head is CausalAttention(d_in, d_out, context_length, dropout, qkv_bias), made in turn.
+        """
         super().__init__()
         ### BEGIN SOLUTION
         self.heads = nn.ModuleList(
@@ -20,6 +24,10 @@ class MultiHeadAttentionWrapper(nn.Module):
         ### END SOLUTION
 
     def forward(self, x):
+        """x (batch, num_tokens, d_in) -> (batch, num_tokens, d_out * num_heads).
+
+        Every head's output, concatenated on the last dim in head order.
+        """
         ### BEGIN SOLUTION
         return torch.cat([head(x) for head in self.heads], dim=-1)
         ### END SOLUTION
@@ -32,6 +40,12 @@ class MultiHeadAttention(nn.Module):
     """
 
     def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):
+        """Raise ValueError unless num_heads divides d_out; each head gets head_dim = d_out // num_heads.
+
+        Then create W_query, W_key, W_value in this order, each nn.Linear(d_in, d_out, bias=qkv_bias),
+        out_proj = nn.Linear(d_out, d_out) (with bias), dropout = nn.Dropout(dropout) and the 'mask'
+        buffer as in CausalAttention.
+        """
         super().__init__()
         ### BEGIN SOLUTION
         if d_out % num_heads != 0:
@@ -48,6 +62,13 @@ class MultiHeadAttention(nn.Module):
         ### END SOLUTION
 
     def forward(self, x):
+        """x (batch, num_tokens, d_in) -> context vectors (batch, num_tokens, d_out).
+
+        Project x once each for queries, keys and values, reshape each to (batch, num_heads,
+        num_tokens, head_dim), run causal attention in all heads at once (scores scaled by
+        1/sqrt(head_dim)), put the heads back side by side as (batch, num_tokens, d_out) and
+        apply out_proj.
+        """
         ### BEGIN SOLUTION
         b, num_tokens, d_in = x.shape
         # (b, num_tokens, d_out) -> (b, num_heads, num_tokens, head_dim)

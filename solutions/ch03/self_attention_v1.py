@@ -4,12 +4,17 @@ import torch.nn as nn
 
 
 class SelfAttention_v1(nn.Module):
-    """Scaled dot-product attention with weight matrices drawn by torch.rand.
+    """Scaled dot-product self-attention with plain weight matrices (nn.Parameter).
 
     forward: x (num_tokens, d_in) -> context vectors (num_tokens, d_out)
     """
 
     def __init__(self, d_in, d_out):
+        """Create W_query, W_key, W_value in this order, each nn.Parameter(torch.rand(d_in, d_out)).
+
+        The order decides which random numbers each matrix gets: after torch.manual_seed(123) the
+        outputs match the book's.
+        """
         super().__init__()
         ### BEGIN SOLUTION
         self.W_query = nn.Parameter(torch.rand(d_in, d_out))
@@ -18,6 +23,11 @@ class SelfAttention_v1(nn.Module):
         ### END SOLUTION
 
     def forward(self, x):
+        """x (num_tokens, d_in) -> context vectors (num_tokens, d_out).
+
+        queries, keys, values = x @ W_query, x @ W_key, x @ W_value; the weights are the softmax
+        over the last dim of queries @ keys.T / sqrt(d_out); return weights @ values.
+        """
         ### BEGIN SOLUTION
         queries = x @ self.W_query  # (num_tokens, d_out)
         keys = x @ self.W_key

@@ -10,6 +10,11 @@ class SelfAttention_v2(nn.Module):
     """
 
     def __init__(self, d_in, d_out, qkv_bias=False):
+        """Create W_query, W_key, W_value in this order, each nn.Linear(d_in, d_out, bias=qkv_bias).
+
+        nn.Linear starts from better-scaled random weights than torch.rand; after
+        torch.manual_seed(789) the outputs match the book's.
+        """
         super().__init__()
         ### BEGIN SOLUTION
         self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
@@ -18,6 +23,10 @@ class SelfAttention_v2(nn.Module):
         ### END SOLUTION
 
     def forward(self, x):
+        """x (num_tokens, d_in) -> context vectors (num_tokens, d_out).
+
+        The computation of SelfAttention_v1.forward, with the projections done by the nn.Linear layers.
+        """
         ### BEGIN SOLUTION
         queries = self.W_query(x)  # (num_tokens, d_out)
         keys = self.W_key(x)

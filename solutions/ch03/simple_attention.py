@@ -1,17 +1,27 @@
-"""Simplified self-attention without trainable weights (book section 3.3)."""
+"""Simplified self-attention without trainable weights (book section 3.3).
+
+Every function works on one sequence of token embeddings, inputs of shape (num_tokens, d_in),
+such as the book's six 3-dimensional embeddings of "Your journey starts with one step".
+"""
 import torch
 
 
 def softmax_naive(x):
-    """Softmax over dim 0 written out: exp(x) divided by the sum of exp(x)."""
+    """Softmax written out (3.3.1): exp(x) divided by the sum of exp(x) over dim 0.
+
+    x: (num_tokens,) scores -> (num_tokens,) weights, all positive and summing to 1.
+    Fine for small scores; large ones overflow exp (numpy_attention.softmax avoids that).
+    """
     ### BEGIN SOLUTION
     return torch.exp(x) / torch.exp(x).sum(dim=0)
     ### END SOLUTION
 
 
 def context_vector(inputs, query_index):
-    """Context vector of one query token, with explicit loops (3.3.1).
+    """Context vector of one query token, computed with explicit loops (3.3.1).
 
+    Score every input against inputs[query_index] with a dot product, turn the scores into
+    weights with softmax, and return the sum of the inputs weighted by them.
     inputs: (num_tokens, d_in); query_index: int -> (d_in,)
     """
     ### BEGIN SOLUTION
@@ -28,21 +38,30 @@ def context_vector(inputs, query_index):
 
 
 def attention_scores(inputs):
-    """All pairwise dot products (3.3.2): (num_tokens, d_in) -> (num_tokens, num_tokens)."""
+    """Dot products of every pair of tokens at once (3.3.2).
+
+    inputs: (num_tokens, d_in) -> scores (num_tokens, num_tokens), scores[i, j] = inputs[i] . inputs[j]
+    """
     ### BEGIN SOLUTION
     return inputs @ inputs.T
     ### END SOLUTION
 
 
 def attention_weights(scores):
-    """Normalize each row of scores with softmax over the last dim."""
+    """Attention weights (3.3.2): softmax over the last dim, so every row sums to 1.
+
+    scores: (num_tokens, num_tokens) -> weights of the same shape
+    """
     ### BEGIN SOLUTION
     return torch.softmax(scores, dim=-1)
     ### END SOLUTION
 
 
 def context_vectors(inputs):
-    """Context vectors of every token: (num_tokens, d_in) -> (num_tokens, d_in)."""
+    """Context vectors of every token at once (3.3.2): the attention weights times the inputs.
+
+    inputs: (num_tokens, d_in) -> (num_tokens, d_in); row i equals context_vector(inputs, i)
+    """
     ### BEGIN SOLUTION
     return attention_weights(attention_scores(inputs)) @ inputs
     ### END SOLUTION

@@ -5,8 +5,9 @@ import torch
 def transfer_v2_to_v1(sa_v2, sa_v1):
     """Copy the weights of sa_v2 (nn.Linear layers) into sa_v1 (plain matrices); return sa_v1.
 
-    nn.Linear stores its weight as (d_out, d_in) and computes x @ weight.T, while
-    SelfAttention_v1 computes x @ W with W of shape (d_in, d_out). sa_v2 stays unchanged.
+    Exercise 3.1 (book 3.4.2). nn.Linear stores its weight as (d_out, d_in) and computes
+    x @ weight.T, while SelfAttention_v1 computes x @ W with W of shape (d_in, d_out).
+    Afterwards sa_v1(x) equals sa_v2(x) for any x; sa_v2 stays unchanged.
     """
     ### BEGIN SOLUTION
     with torch.no_grad():
