@@ -1,0 +1,27 @@
+"""Self-attention with trainable weights, first version (book section 3.4.2)."""
+import torch
+import torch.nn as nn
+
+
+class SelfAttention_v1(nn.Module):
+    """Scaled dot-product self-attention with plain weight matrices (nn.Parameter).
+
+    forward: x (num_tokens, d_in) -> context vectors (num_tokens, d_out)
+    """
+
+    def __init__(self, d_in, d_out):
+        """Create W_query, W_key, W_value in this order, each nn.Parameter(torch.rand(d_in, d_out)).
+
+        The order decides which random numbers each matrix gets: after torch.manual_seed(123) the
+        outputs match the book's.
+        """
+        super().__init__()
+        raise NotImplementedError("self_attention_v1.SelfAttention_v1.__init__: create W_query, W_key, W_value as nn.Parameter(torch.rand(d_in, d_out)), in that order (book 3.4.2)")
+
+    def forward(self, x):
+        """x (num_tokens, d_in) -> context vectors (num_tokens, d_out).
+
+        queries, keys, values = x @ W_query, x @ W_key, x @ W_value; the weights are the softmax
+        over the last dim of queries @ keys.T / sqrt(d_out); return weights @ values.
+        """
+        raise NotImplementedError("self_attention_v1.SelfAttention_v1.forward: project x to queries, keys and values, softmax the scaled scores, weight the values (book 3.4.2)")
