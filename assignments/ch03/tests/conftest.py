@@ -1,0 +1,129 @@
+"""Shared setup for the public chapter 3 tests.
+
+--submission DIR   test the modules in DIR (default: assignments/ch03, the folder above this one)
+-m causal          run only the tests of one module (see MODULES for the markers)
+
+Modules are imported by their plain names (`causal`, `mha`, ...) from the submission folder,
+fresh, so that a module of the same name imported earlier from somewhere else never stands in.
+A test that reaches code raising NotImplementedError fails with "not implemented yet: <what>".
+"""
+import importlib
+import json
+import sys
+import traceback
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+HERE = Path(__file__).resolve().parent
+MODULES = ["simple_attention", "self_attention_v1", "self_attention_v2", "weight_transfer",
+           "causal", "mha", "exercises", "numpy_attention"]
+
+
+def pytest_addoption(parser):
+    try:
+        parser.addoption("--submission", metavar="DIR", default=None,
+                         help="folder with the chapter 3 modules to test (default: assignments/ch03)")
+    except ValueError:  # already added by a conftest loaded before this one; the option is the same
+        pass
+
+
+def pytest_configure(config):
+    for name in MODULES:
+        config.addinivalue_line("markers", f"{name}: the tests of {name}.py")
+
+
+@pytest.fixture(scope="session")
+def submission_dir(pytestconfig):
+    folder = pytestconfig.getoption("submission")
+    folder = Path(folder).resolve() if folder else HERE.parent
+    if not folder.is_dir():
+        raise pytest.UsageError(f"--submission {folder}: no such folder")
+    return folder
+
+
+@pytest.fixture
+def load(submission_dir):
+    """load("causal") -> the module causal.py of the submission folder."""
+
+    def load_module(name):
+        module = sys.modules.get(name)
+        if module is None or Path(getattr(module, "__file__", None) or ".").parent != submission_dir:
+            # a stale copy of any chapter module could be imported by another (mha imports causal)
+            for stale in MODULES:
+                sys.modules.pop(stale, None)
+            if str(submission_dir) in sys.path:
+                sys.path.remove(str(submission_dir))
+            sys.path.insert(0, str(submission_dir))
+            if not (submission_dir / f"{name}.py").is_file():
+                pytest.fail(f"{name}.py is missing from {submission_dir}", pytrace=False)
+            try:
+                module = importlib.import_module(name)
+            except Exception as e:  # noqa: BLE001 - any import error is the student's to see, in one line
+                pytest.fail(f"{name}.py could not be imported: {type(e).__name__}: {e}", pytrace=False)
+        return module
+
+    return load_module
+
+
+@pytest.fixture(scope="session")
+def book():
+    """The book's printed values: name -> tensor (ints stay ints); also 'inputs' and 'batch'."""
+    raw = json.loads((HERE / "book_examples.json").read_text())
+    values = {name: entry["value"] if isinstance(entry["value"], int) else torch.tensor(entry["value"])
+              for name, entry in raw["values"].items()}
+    values["inputs"] = torch.tensor(raw["inputs"])
+    values["batch"] = torch.stack((values["inputs"], values["inputs"]))
+    return values
+
+
+class Check:
+    """Assertions whose messages say what was computed, what was expected and what came back."""
+
+    @staticmethod
+    def tensor(got, what):
+        __tracebackhide__ = True
+        if not isinstance(got, torch.Tensor):
+            pytest.fail(f"{what} should return a torch.Tensor, got {type(got).__name__}", pytrace=False)
+        return got.detach()
+
+    def shape(self, got, expected, what):
+        __tracebackhide__ = True
+        got = self.tensor(got, what)
+        assert tuple(got.shape) == tuple(expected), f"{what}: expected shape {tuple(expected)}, got {tuple(got.shape)}"
+
+    def close(self, got, expected, what):
+        """got matches expected to 1e-4 (the book prints 4 decimals)."""
+        __tracebackhide__ = True
+        self.shape(got, expected.shape, what)
+        got = self.tensor(got, what).to(expected.dtype)
+        torch.testing.assert_close(got, expected, atol=1e-4, rtol=0,
+                                   msg=lambda detail: f"{what}: expected\n{expected}\ngot\n{got}\n({detail})")
+
+    @staticmethod
+    def array_close(got, expected, what):
+        """The NumPy version of close: got must be an ndarray matching expected to 1e-4."""
+        __tracebackhide__ = True
+        if not isinstance(got, np.ndarray):
+            pytest.fail(f"{what} should return a numpy array, got {type(got).__name__}", pytrace=False)
+        expected = np.asarray(expected)
+        assert got.shape == expected.shape, f"{what}: expected shape {expected.shape}, got {got.shape}"
+        np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0,
+                                   err_msg=f"{what}: expected\n{expected}\ngot\n{got}")
+
+
+@pytest.fixture
+def check():
+    return Check()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    try:
+        return (yield)
+    except NotImplementedError as e:
+        frame = traceback.extract_tb(e.__traceback__)[-1]
+        missing = str(e) or f"{Path(frame.filename).name}, line {frame.lineno}, in {frame.name}"
+    pytest.fail(f"not implemented yet: {missing}", pytrace=False)

@@ -1,0 +1,50 @@
+"""causal.py: causal attention with dropout (book 3.5)."""
+import pytest
+import torch
+
+pytestmark = pytest.mark.causal
+
+
+@pytest.mark.parametrize("num_tokens", [1, 4, 6])
+def test_causal_mask_is_true_above_the_diagonal(load, check, num_tokens):
+    mask = load("causal").causal_mask(num_tokens)
+    check.shape(mask, (num_tokens, num_tokens), f"causal_mask({num_tokens})")
+    assert mask.dtype == torch.bool, f"causal_mask should return a bool tensor, got {mask.dtype}"
+    expected = torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(diagonal=1)
+    assert torch.equal(mask, expected), (f"causal_mask({num_tokens}) should be True exactly above the diagonal:\n"
+                                         f"expected\n{expected}\ngot\n{mask}")
+
+
+def test_masked_attention_weights_book_example(load, book, check):
+    weights = load("causal").masked_attention_weights(book["attn_scores_sa_v2"], 2)
+    check.close(weights, book["causal_attn_weights"], "masked_attention_weights(book scores, d_k=2)")
+    check.close(weights.sum(dim=-1), torch.ones(6), "the row sums of the masked weights")
+    above = weights.triu(diagonal=1)
+    assert torch.all(above == 0), f"the weights above the diagonal should be 0, got\n{above}"
+
+
+def test_causal_attention_book_example(load, book, check):
+    torch.manual_seed(123)
+    attn = load("causal").CausalAttention(3, 2, 6, 0.0)
+    check.close(attn(book["batch"]), book["causal_attention_seed123"],
+                "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch)")
+
+
+def test_no_dropout_in_eval_mode(load, book, check):
+    torch.manual_seed(123)
+    attn = load("causal").CausalAttention(3, 2, 6, 0.5)
+    attn.eval()
+    check.close(attn(book["batch"]), book["causal_attention_seed123"],
+                "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.5) in eval mode on batch")
+
+
+def test_shorter_inputs_and_no_look_ahead(load, check):
+    torch.manual_seed(0)
+    attn = load("causal").CausalAttention(3, 2, 6, 0.0)
+    x = torch.rand(2, 4, 3)
+    out = attn(x)
+    check.shape(out, (2, 4, 2), "CausalAttention(3, 2, context_length=6, 0.0) on 4 tokens")
+    changed = x.clone()
+    changed[:, 2:] = torch.rand(2, 2, 3)
+    check.close(attn(changed)[:, :2], out[:, :2].detach(),
+                "the outputs of tokens 0 and 1 after changing only tokens 2 and 3 (they must not look ahead)")

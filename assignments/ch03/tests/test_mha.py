@@ -1,0 +1,29 @@
+"""mha.py: multi-head attention, stacked heads and weight splits (book 3.6)."""
+import pytest
+import torch
+
+pytestmark = pytest.mark.mha
+
+
+def test_wrapper_book_example(load, book, check):
+    torch.manual_seed(123)
+    mha = load("mha").MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
+    check.close(mha(book["batch"]), book["mha_wrapper_seed123"],
+                "torch.manual_seed(123); MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)")
+
+
+def test_multi_head_attention_book_example(load, book, check):
+    torch.manual_seed(123)
+    mha = load("mha").MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)
+    check.close(mha(book["batch"]), book["mha_seed123"],
+                "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)")
+
+
+def test_multi_head_attention_shape(load, check):
+    mha = load("mha").MultiHeadAttention(4, 6, 8, 0.0, num_heads=3)
+    check.shape(mha(torch.rand(2, 5, 4)), (2, 5, 6), "MultiHeadAttention(4, 6, 8, 0.0, num_heads=3) on (2, 5, 4)")
+
+
+def test_d_out_must_be_divisible_by_num_heads(load):
+    with pytest.raises(ValueError):
+        load("mha").MultiHeadAttention(3, 3, 6, 0.0, num_heads=2)

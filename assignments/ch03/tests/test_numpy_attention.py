@@ -1,0 +1,53 @@
+"""numpy_attention.py: the same attention in NumPy with einsum."""
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.numpy_attention
+
+
+def book_weights(book):
+    return [book[f"W_{name}_seed123"].numpy() for name in ("query", "key", "value")]
+
+
+def test_softmax_is_stable_for_large_scores(load, check):
+    softmax = load("numpy_attention").softmax
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow shows up as nan in the message instead
+        check.array_close(softmax(np.array([1000.0, 1000.0])), [0.5, 0.5], "softmax([1000, 1000])")
+        check.array_close(softmax(np.array([1000.0, 1001.0, 1002.0])), softmax(np.array([0.0, 1.0, 2.0])),
+                          "softmax([1000, 1001, 1002]) compared with softmax([0, 1, 2])")
+
+
+@pytest.mark.parametrize("axis", [0, -1])
+def test_softmax_sums_to_one_along_axis(load, check, axis):
+    z = np.random.default_rng(0).normal(size=(3, 4))
+    weights = load("numpy_attention").softmax(z, axis=axis)
+    check.array_close(weights.sum(axis=axis), np.ones_like(z.sum(axis=axis)), f"softmax(z, axis={axis}).sum(axis={axis})")
+
+
+def test_attention_head_reproduces_self_attention_v1(load, book, check):
+    x = book["inputs"].numpy()[None]  # a batch of one sequence: (1, 6, 3)
+    out = load("numpy_attention").attention_head(x, *book_weights(book), causal=False)
+    check.array_close(out, book["sa_v1_seed123"].numpy()[None], "attention_head(inputs, seed-123 weights, causal=False)")
+
+
+def test_causal_head_first_token_sees_only_itself(load, book, check):
+    x = book["inputs"].numpy()[None]
+    wq, wk, wv = book_weights(book)
+    out = load("numpy_attention").attention_head(x, wq, wk, wv, causal=True)
+    check.array_close(out[:, 0], x[:, 0] @ wv, "the causal output of the first token (its own value vector)")
+
+
+def test_multi_head_concatenates_then_projects(load, book, check):
+    npa = load("numpy_attention")
+    x = book["inputs"].numpy()[None]
+    heads = [book_weights(book), book_weights(book)[::-1]]
+    concatenated = np.concatenate([npa.attention_head(x, *head) for head in heads], axis=-1)
+    check.array_close(npa.multi_head(x, heads), concatenated, "multi_head(x, two heads) without wo")
+    wo = np.random.default_rng(0).normal(size=(4, 3))
+    check.array_close(npa.multi_head(x, heads, wo), concatenated @ wo, "multi_head(x, two heads, wo)")
+
+
+def test_gpt3_175b_weights_in_96_blocks(load, book):
+    count = 96 * load("numpy_attention").block_param_count(12288, 4 * 12288)
+    assert count == book["gpt3_175b_block_params"], \
+        f"96 * block_param_count(12288, 4 * 12288): expected {book['gpt3_175b_block_params']:,}, got {count:,}"

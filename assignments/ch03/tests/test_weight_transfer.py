@@ -1,0 +1,31 @@
+"""weight_transfer.py: Exercise 3.1, SelfAttention_v1 computing what SelfAttention_v2 computes."""
+import pytest
+import torch
+
+pytestmark = pytest.mark.weight_transfer
+
+
+def seeded_pair(load):
+    torch.manual_seed(123)
+    sa_v1 = load("self_attention_v1").SelfAttention_v1(3, 2)
+    torch.manual_seed(123)
+    sa_v2 = load("self_attention_v2").SelfAttention_v2(3, 2)
+    return sa_v1, sa_v2
+
+
+def test_book_example_after_the_transfer(load, book, check):
+    sa_v1, sa_v2 = seeded_pair(load)
+    returned = load("weight_transfer").transfer_v2_to_v1(sa_v2, sa_v1)
+    assert returned is sa_v1, "transfer_v2_to_v1 should return sa_v1 (the object it was given)"
+    check.close(sa_v1(book["inputs"]), book["ex31_sa_v1"], "sa_v1(inputs) after the transfer")
+    check.close(sa_v2(book["inputs"]), book["ex31_sa_v2"], "sa_v2(inputs) after the transfer")
+
+
+def test_outputs_agree_on_other_inputs_and_sa_v2_is_untouched(load, check):
+    sa_v1, sa_v2 = seeded_pair(load)
+    before = {name: p.detach().clone() for name, p in sa_v2.named_parameters()}
+    load("weight_transfer").transfer_v2_to_v1(sa_v2, sa_v1)
+    for name, p in sa_v2.named_parameters():
+        assert torch.equal(p, before[name]), f"transfer_v2_to_v1 changed sa_v2.{name}; only sa_v1 should change"
+    x = torch.rand(5, 3, generator=torch.Generator().manual_seed(0))
+    check.close(sa_v1(x), sa_v2(x).detach(), "sa_v1(x) compared with sa_v2(x) on 5 random tokens")
