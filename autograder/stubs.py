@@ -128,15 +128,15 @@ def _is_super_init(stmt):
             and call.func.value.func.id == "super")
 
 
-def make_stub(source, module_name):
+def make_stub(source, module_name, filename=None):
     """`source` with every solution region replaced by a one-line NotImplementedError naming what to write.
 
     Each region must be the end of a function or method body; its hint comes from HINTS under
     '<module_name>.<qualified name>'. A missing hint, a region outside any def, code after a
     region, or an `__init__` region with no `super().__init__()` call above it is a ValueError
-    naming the file and line.
+    naming the file (filename, default '<module_name>.py') and line.
     """
-    filename = f"{module_name}.py"
+    filename = filename or f"{module_name}.py"
     regions = solution_regions(source, filename)
     functions = _functions(ast.parse(source, filename))
     lines = source.splitlines(keepends=True)
@@ -163,8 +163,8 @@ def make_stub(source, module_name):
 
 def stub_texts(solutions_dir):
     """{module file name: stub text} for the chapter's modules in solutions_dir."""
-    solutions_dir = Path(solutions_dir)
-    return {f"{name}.py": make_stub((solutions_dir / f"{name}.py").read_text(), name) for name in MODULES}
+    paths = {name: Path(solutions_dir) / f"{name}.py" for name in MODULES}
+    return {path.name: make_stub(path.read_text(), name, str(path)) for name, path in paths.items()}
 
 
 def generate(solutions_dir, out_dir):

@@ -2,6 +2,7 @@
 from pathlib import Path
 
 from autograder import stubs
+from autograder.cli import UsageError
 
 HELP = "regenerate the student stubs in assignments/ch03 from solutions/ch03 (--check: only report drift)"
 ROOT = Path(__file__).resolve().parents[2]
@@ -15,15 +16,24 @@ def add_arguments(parser):
 
 
 def run(args):
-    if args.check:
-        drifted = stubs.drifted(SOLUTIONS, ASSIGNMENTS)
-        for filename in drifted:
-            print(f"out of date: {ASSIGNMENTS.relative_to(ROOT) / filename}")
-        if drifted:
-            print("run `python -m autograder stubs` to regenerate them")
-            return 1
-        print(f"stubs up to date: {len(stubs.MODULES)} modules in {ASSIGNMENTS.relative_to(ROOT)}")
-        return 0
+    try:
+        return check() if args.check else write()
+    except ValueError as e:  # malformed markers or a missing hint: the message names the file and line
+        raise UsageError(str(e)) from None
+
+
+def check():
+    drifted = stubs.drifted(SOLUTIONS, ASSIGNMENTS)
+    for filename in drifted:
+        print(f"out of date: {ASSIGNMENTS / filename}")
+    if drifted:
+        print("run `python -m autograder stubs` to regenerate them")
+        return 1
+    print(f"stubs up to date: {len(stubs.MODULES)} modules in {ASSIGNMENTS}")
+    return 0
+
+
+def write():
     for path in stubs.generate(SOLUTIONS, ASSIGNMENTS):
-        print(f"wrote {path.relative_to(ROOT)}")
+        print(f"wrote {path}")
     return 0
