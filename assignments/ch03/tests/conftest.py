@@ -1,6 +1,7 @@
 """Shared setup for the public chapter 3 tests.
 
---submission DIR   test the modules in DIR (default: assignments/ch03, the folder above this one)
+--submission=DIR   test the modules in DIR (default: assignments/ch03, the folder above this one);
+                   with a space instead of '=', name the tests folder too: `pytest tests --submission DIR`
 -m causal          run only the tests of one module (see MODULES for the markers)
 
 Modules are imported by their plain names (`causal`, `mha`, ...) from the submission folder,
@@ -33,15 +34,15 @@ def pytest_addoption(parser):
 def pytest_configure(config):
     for name in MODULES:
         config.addinivalue_line("markers", f"{name}: the tests of {name}.py")
+    folder = config.getoption("submission")
+    if folder and not Path(folder).is_dir():
+        raise pytest.UsageError(f"--submission {folder}: no such folder")
 
 
 @pytest.fixture(scope="session")
 def submission_dir(pytestconfig):
     folder = pytestconfig.getoption("submission")
-    folder = Path(folder).resolve() if folder else HERE.parent
-    if not folder.is_dir():
-        raise pytest.UsageError(f"--submission {folder}: no such folder")
-    return folder
+    return Path(folder).resolve() if folder else HERE.parent
 
 
 @pytest.fixture
@@ -60,9 +61,10 @@ def load(submission_dir):
             if not (submission_dir / f"{name}.py").is_file():
                 pytest.fail(f"{name}.py is missing from {submission_dir}", pytrace=False)
             try:
-                module = importlib.import_module(name)
-            except Exception as e:  # noqa: BLE001 - any import error is the student's to see, in one line
-                pytest.fail(f"{name}.py could not be imported: {type(e).__name__}: {e}", pytrace=False)
+                return importlib.import_module(name)
+            except Exception as e:  # any import error is the student's to see, in one line
+                problem = f"{type(e).__name__}: {e}"
+            pytest.fail(f"{name}.py could not be imported: {problem}", pytrace=False)
         return module
 
     return load_module
