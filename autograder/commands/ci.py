@@ -1,0 +1,89 @@
+"""python -m autograder ci PATH [--json FILE] [--comment FILE] [--fail-under SCORE] [--rubric FILE]
+
+The grading step of a GitHub Actions job, in one command: grade PATH in the sandbox, write
+results.json, and talk to the job through the files GitHub names in the environment:
+
+- $GITHUB_STEP_SUMMARY: the Markdown score table (visible checks only) is appended;
+- $GITHUB_OUTPUT: `score=`, `max_score=` and `passed=` (true/false) lines are appended;
+- $GITHUB_EVENT_PATH: the pull-request number and head commit are read for the comment.
+
+Everything it writes may be read by the student (job logs, summaries, artifacts and comments of
+their own repository), so nothing names or explains a hidden check: results.json keeps their
+points and status under anonymous names ("causal: hidden check 1"), with no message.
+
+--comment FILE gets the body of the pull-request comment (a hidden marker first, then the
+score and the feedback a student may see). The exit status is 0 when grading completed,
+whatever the score: the workflow decides pass or fail from the outputs. With --fail-under S the
+status is 1 when the score is below S (after every file is written). 2: the grader could not run.
+"""
+import json
+import os
+import sys
+from pathlib import Path
+
+from autograder.cli import UsageError
+
+HELP = "grade PATH inside a GitHub Actions job: results.json, step summary, step outputs, PR comment body"
+DEFAULT_RUBRIC = Path(__file__).resolve().parents[2] / "grading.yml"
+
+
+def add_arguments(parser):
+    parser.add_argument("path", help="folder of student modules (e.g. the checkout's assignments/ch03), .zip or notebooks")
+    parser.add_argument("--json", metavar="FILE",
+                        help="write results.json here (Gradescope schema; hidden checks keep their points but lose "
+                             "their names and messages, since CI artifacts are readable by the student)")
+    parser.add_argument("--comment", metavar="FILE", help="write the pull-request comment body (visible checks only) here")
+    parser.add_argument("--fail-under", metavar="SCORE", type=float, default=None,
+                        help="exit with status 1 when the score is below SCORE (default: always 0 once graded)")
+    parser.add_argument("--rubric", metavar="FILE", default=str(DEFAULT_RUBRIC), help="grading.yml to use")
+
+
+def run(args):
+    from autograder import ghactions
+
+    path = Path(args.path)
+    if not path.exists():
+        raise UsageError(f"{path}: no such file or folder")
+    environ = dict(os.environ)
+    outputs = [p for p in (args.json, args.comment) if p]
+    for p in outputs:
+        Path(p).resolve().parent.mkdir(parents=True, exist_ok=True)
+    from autograder.sandbox.client import Sandbox
+
+    # the child must not see our outputs, nor the runner's command files (GITHUB_OUTPUT, GITHUB_ENV, ...)
+    sandbox = Sandbox(hide=outputs + ghactions.runner_file_folders(environ))
+    try:
+        from autograder import grading, reports
+        from autograder.rubric import RubricError
+        from autograder.submission import SubmissionError
+
+        try:
+            rubric, suites = grading.load_rubric(args.rubric)
+        except RubricError as e:
+            raise UsageError(str(e)) from None
+        try:
+            grade = grading.grade_submission(path, rubric, suites, sandbox)
+        except SubmissionError as e:
+            raise UsageError(str(e)) from None
+    finally:
+        sandbox.close()
+
+    visible = reports.markdown(grade)  # show_hidden=False: hidden checks are counted, never explained
+    print(reports.table(grade, show_hidden=False))
+    if args.json:
+        results = ghactions.student_results(reports.results_json(grade), grade.checks)
+        Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
+    context = ghactions.event_context(environ)
+    if args.comment:
+        Path(args.comment).write_text(ghactions.comment_body(visible, context, grade.protections), encoding="utf-8")
+    ghactions.write_summary(environ, visible)
+    passed = grade.score >= (grade.max_score if args.fail_under is None else args.fail_under)
+    ghactions.write_outputs(environ, score=f"{grade.score:g}", max_score=f"{grade.max_score:g}",
+                            passed="true" if passed else "false")
+    if environ.get("GITHUB_ACTIONS") == "true" and not ghactions.fully_sandboxed(grade.protections):
+        print(ghactions.annotation("warning", "the sandbox ran without namespaces or without its own uid "
+                                              "(run the grader as root, e.g. with sudo): " + ", ".join(grade.protections)))
+    if args.fail_under is not None and grade.score < args.fail_under:
+        print(f"score {grade.score:g} is below --fail-under {args.fail_under:g}", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,131 @@
+"""What the `ci` command reads from and writes to a GitHub Actions job.
+
+GitHub hands a step its context through files named by environment variables:
+
+    GITHUB_EVENT_PATH    the webhook payload (JSON) that started the run: read for the PR number and commit
+    GITHUB_STEP_SUMMARY  Markdown appended here is shown on the run's summary page
+    GITHUB_OUTPUT        `name=value` lines appended here become the step's outputs
+
+Everything in the payload can be chosen by whoever opened the pull request (titles, branch
+names, ...), so only two fields are taken from it, and only when they look like what they claim
+to be: the PR number (an integer) and a commit sha (40 hex digits).
+"""
+import json
+import os
+import re
+
+# The pull-request comment is found again by this marker (an HTML comment is invisible when
+# rendered). The workflow's comment step searches for the same string: keep the two in step.
+COMMENT_MARKER = "<!-- ch03-autograder:grade-comment -->"
+COMMENT_LIMIT = 60000  # GitHub refuses comment bodies over 65536 characters
+SHA = re.compile(r"[0-9a-f]{40}")
+# variables naming files the runner reads back after the step: student code must never reach them
+RUNNER_FILES = ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE",
+                "GITHUB_EVENT_PATH")
+
+
+def runner_file_folders(environ=None):
+    """Folders of the runner's command files (to hide from the sandbox)."""
+    environ = os.environ if environ is None else environ
+    return sorted({os.path.dirname(os.path.abspath(environ[name])) for name in RUNNER_FILES if environ.get(name)})
+
+
+def event_context(environ=None):
+    """{'event', 'pr', 'sha'} from GITHUB_EVENT_NAME / GITHUB_EVENT_PATH / GITHUB_SHA; missing parts are None."""
+    environ = os.environ if environ is None else environ
+    context = {"event": environ.get("GITHUB_EVENT_NAME") or None, "pr": None, "sha": None}
+    payload = {}
+    path = environ.get("GITHUB_EVENT_PATH")
+    if path:
+        try:
+            with open(path, encoding="utf-8") as f:
+                payload = json.load(f)
+        except (OSError, ValueError):
+            payload = {}
+    if not isinstance(payload, dict):
+        payload = {}
+    pull = payload.get("pull_request")
+    if isinstance(pull, dict):
+        number = pull.get("number")
+        if isinstance(number, int) and not isinstance(number, bool) and number > 0:
+            context["pr"] = number
+        head = pull.get("head")
+        if isinstance(head, dict):
+            context["sha"] = _sha(head.get("sha"))
+    if context["sha"] is None:
+        context["sha"] = _sha(payload.get("after")) or _sha(environ.get("GITHUB_SHA"))
+    return context
+
+
+def _sha(value):
+    return value if isinstance(value, str) and SHA.fullmatch(value) else None
+
+
+def comment_body(grade_markdown, context, protections=()):
+    """The pull-request comment: marker, the visible-only score report, what was graded."""
+    where = []
+    if context.get("pr"):
+        where.append(f"pull request #{context['pr']}")
+    if context.get("sha"):
+        where.append(f"commit {context['sha'][:12]}")
+    lines = [COMMENT_MARKER, _quiet_mentions(grade_markdown).rstrip(), "", "---"]
+    lines.append("Graded " + (", ".join(where) if where else "this run") + " with the course autograder. "
+                 "The score counts every check; only the visible checks are explained here.")
+    if protections and not fully_sandboxed(protections):
+        lines.append("")
+        lines.append("Note: the sandbox ran with reduced protections on this runner: " + ", ".join(protections))
+    body = "\n".join(lines) + "\n"
+    if len(body) > COMMENT_LIMIT:
+        body = body[:COMMENT_LIMIT] + "\n\n(report cut short: see the job summary and results.json)\n"
+    return body
+
+
+def _quiet_mentions(text):
+    """'@name' in a message (it may quote the student's own exception text) must not notify anyone."""
+    return re.sub(r"@(?=[A-Za-z0-9])", "@\u200b", text)
+
+
+def fully_sandboxed(protections):
+    joined = " ".join(protections)
+    return "namespaces" in joined and "unprivileged uid" in joined
+
+
+def student_results(results, checks):
+    """results.json as a student may read it (CI artifacts are readable by anyone who can read the repo).
+
+    `checks` are the Grade's ScoredChecks, in the order of results["tests"]. Checks that are not
+    visible keep their score and status, lose their name and their message.
+    """
+    tests, counters = [], {}
+    for test, check in zip(results["tests"], checks):
+        if check.visibility == "visible":
+            tests.append(test)
+            continue
+        counters[check.part] = counters.get(check.part, 0) + 1
+        tests.append({**test, "name": f"{check.part}: hidden check {counters[check.part]}", "output": ""})
+    return {**results, "tests": tests}
+
+
+def append(path, text):
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(text)
+
+
+def write_outputs(environ, **values):
+    """Append name=value lines to $GITHUB_OUTPUT, if the variable is set; values are single-line."""
+    path = environ.get("GITHUB_OUTPUT")
+    if path:
+        append(path, "".join(f"{name}={str(value).splitlines()[0] if str(value) else ''}\n"
+                             for name, value in values.items()))
+
+
+def write_summary(environ, markdown):
+    path = environ.get("GITHUB_STEP_SUMMARY")
+    if path:
+        append(path, markdown if markdown.endswith("\n") else markdown + "\n")
+
+
+def annotation(kind, message):
+    """A workflow command that GitHub shows as an annotation (kind: notice, warning, error)."""
+    message = message.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return f"::{kind}::{message}"
