@@ -1,0 +1,177 @@
+"""python -m autograder gradescope --out autograder.zip | --out DIR | --run [--root DIR]
+
+--out FILE.zip  builds the bundle Gradescope asks for: setup.sh and run_autograder at the root of
+                the zip (executable), the grading package with its hidden suites, grading.yml,
+                requirements.txt and a README. Nothing else of this repository goes in (no
+                solutions, no mutant corpora).
+--out DIR       writes the same files into a new folder (e.g. to push as the private autograder
+                repository that the students' GitHub workflow fetches).
+--run           what run_autograder calls inside Gradescope's container: grade ROOT/submission,
+                write ROOT/results/results.json. ROOT is --root, else $AUTOGRADER_ROOT, else
+                /autograder. A results.json is written whatever happens, so the student always
+                sees a message.
+
+Privileges: Gradescope starts run_autograder as root. The grader stays root, because it needs
+root to build the sandbox (namespaces, mounts, a uid of its own for the child); the student's
+code never runs as root: the sandbox child drops to uid 61000+ with no new privileges. The
+results folder and the bundle's files are made readable by root only, and with namespaces the
+child sees neither (they are covered by empty tmpfs).
+"""
+import json
+import os
+import shutil
+import stat
+import sys
+import time
+import traceback
+import zipfile
+from pathlib import Path
+
+from autograder import PACKAGE_DIR, PROJECT_ROOT
+from autograder.cli import UsageError
+
+HELP = "build the Gradescope autograder bundle (--out autograder.zip) or grade inside Gradescope (--run)"
+TEMPLATES = PACKAGE_DIR / "templates" / "gradescope"
+EXECUTABLE = ("setup.sh", "run_autograder")
+# what the grader needs at grading time; the Python version of torch is installed by setup.sh
+REQUIREMENTS = ["torch>=2.2,<3", "numpy>=1.24", "pyyaml>=6", "pytest>=8"]
+# parts of the package that grading never uses and that students must never get near
+EXCLUDE_DIRS = {"__pycache__", "selftest"}
+EXCLUDE_SUFFIXES = (".pyc", ".pyo")
+ZIP_TIME = (2020, 1, 1, 0, 0, 0)  # fixed: the same sources give the same zip, byte for byte
+
+
+def add_arguments(parser):
+    what = parser.add_mutually_exclusive_group(required=True)
+    what.add_argument("--out", metavar="FILE.zip|DIR", help="write the bundle to a .zip, or to a new folder")
+    what.add_argument("--run", action="store_true", help="grade ROOT/submission into ROOT/results/results.json")
+    parser.add_argument("--root", metavar="DIR", default=None,
+                        help="with --run: the Gradescope folder (default: $AUTOGRADER_ROOT or /autograder)")
+    parser.add_argument("--rubric", metavar="FILE", default=str(PROJECT_ROOT / "grading.yml"),
+                        help="with --out: the grading.yml to put in the bundle")
+
+
+def run(args):
+    if args.run:
+        root = Path(args.root or os.environ.get("AUTOGRADER_ROOT") or "/autograder")
+        return grade_in_gradescope(root)
+    files = bundle_files(Path(args.rubric))
+    out = Path(args.out)
+    if out.suffix == ".zip":
+        write_zip(files, out)
+    else:
+        write_folder(files, out)
+    print(f"{out}: {len(files)} files ({', '.join(EXECUTABLE)} at the root); upload the zip to Gradescope")
+    return 0
+
+
+# --- building the bundle --------------------------------------------------------------------
+
+def bundle_files(rubric):
+    """[(path in the bundle, bytes, executable)] in a stable order."""
+    if not rubric.is_file():
+        raise UsageError(f"{rubric}: no such rubric")
+    files = []
+    for name in EXECUTABLE:
+        files.append((name, (TEMPLATES / name).read_bytes(), True))
+    files.append(("README.md", (TEMPLATES / "README.md").read_bytes(), False))
+    files.append(("requirements.txt", ("\n".join(REQUIREMENTS) + "\n").encode(), False))
+    files.append(("grading.yml", rubric.read_bytes(), False))
+    for path in sorted(PACKAGE_DIR.rglob("*")):
+        rel = path.relative_to(PACKAGE_DIR)
+        if any(part in EXCLUDE_DIRS for part in rel.parts) or path.is_dir() or path.is_symlink():
+            continue
+        if path.suffix in EXCLUDE_SUFFIXES:
+            continue
+        files.append((f"autograder/{rel.as_posix()}", path.read_bytes(), False))
+    return files
+
+
+def write_zip(files, out):
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".part")
+    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
+        for name, data, executable in files:
+            info = zipfile.ZipInfo(name, ZIP_TIME)
+            info.create_system = 3  # Unix: the mode bits below are honoured by unzip
+            info.external_attr = ((0o755 if executable else 0o644) | stat.S_IFREG) << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, data)
+    os.replace(tmp, out)
+
+
+def write_folder(files, out):
+    if out.exists() and any(out.iterdir()):
+        raise UsageError(f"{out}: exists and is not empty (remove it or choose another --out)")
+    for name, data, executable in files:
+        target = out / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        target.chmod(0o755 if executable else 0o644)
+
+
+# --- grading inside Gradescope --------------------------------------------------------------
+
+def grade_in_gradescope(root):
+    results_dir = root / "results"
+    results_dir.mkdir(parents=True, exist_ok=True)
+    os.chmod(results_dir, 0o700)
+    if PROJECT_ROOT.resolve() == (root / "source").resolve():
+        os.chmod(PROJECT_ROOT, 0o700)  # the unpacked bundle: hidden suites, rubric
+    started = time.monotonic()
+    try:
+        results = _grade(root)
+    except Exception as e:  # the student must see a message, whatever failed
+        traceback.print_exc()
+        results = failure_results("The autograder could not grade this submission because of an internal "
+                                  f"error ({type(e).__name__}). Your instructor can see the details.")
+    results["execution_time"] = round(time.monotonic() - started, 1)
+    write_results(results, results_dir / "results.json")
+    print(f"results: {results.get('score')} / {results.get('max_score', '?')} -> {results_dir / 'results.json'}")
+    return 0
+
+
+def _grade(root):
+    from autograder import grading, reports
+    from autograder.sandbox.client import Sandbox
+    from autograder.submission import SubmissionError
+
+    submission = root / "submission"
+    if not submission.is_dir():
+        return failure_results(f"No submission was found ({submission} is missing).")
+    # the whole Gradescope folder is covered inside the child: bundle, results, harness files
+    sandbox = Sandbox(hide=[str(root)])
+    try:
+        rubric, suites = grading.load_rubric(PROJECT_ROOT / "grading.yml")
+        try:
+            grade = grading.grade_submission(submission, rubric, suites, sandbox)
+        except SubmissionError as e:
+            return failure_results(f"The submission could not be read: {e}")
+    finally:
+        sandbox.close()
+    print(reports.table(grade))  # stdout: shown to instructors only (stdout_visibility hidden)
+    return gradescope_results(reports.results_json(grade))
+
+
+def gradescope_results(results):
+    """reports.results_json, with our extra `parts` moved under extra_data (Gradescope's free-form field)."""
+    results = dict(results)
+    parts = results.pop("parts", {})
+    results["extra_data"] = {**results.get("extra_data", {}), "parts": parts}
+    results["stdout_visibility"] = "hidden"
+    return results
+
+
+def failure_results(message):
+    return {"score": 0.0, "output": message, "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
+
+
+def write_results(results, path):
+    """Atomically, readable by root only: a half-written or student-planted file never survives."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        json.dump(results, f, indent=1)
+    os.replace(tmp, path)
+    os.chmod(path, 0o600)
+    sys.stdout.flush()
