@@ -1,0 +1,203 @@
+"""`python -m autograder release`: what students get, and proof that nothing hidden is in it.
+
+The leak test searches the release for
+- every significant line inside a `### BEGIN SOLUTION` / `### END SOLUTION` region of solutions/ch03,
+- every significant line of every file under autograder/suites (checks, helpers, snapshots),
+- every number with 5 or more decimals in the suites' JSON snapshots (the hidden expected values;
+  the public tests carry the book's values to 4 decimals),
+- the name of every check that grading.yml does not make visible,
+and fails on any hit. Notebooks are searched by their decoded cell text, not only their JSON.
+
+A line is NOT significant (and so not searched for) when, after stripping:
+- it has fewer than 12 non-whitespace characters (blank, `return out`, `)`, `else:`, ...);
+- it is an import statement (`import x`, `from x import y`): it names public modules only;
+- it matches one of PUBLIC_LINES below, each with its reason.
+"""
+import json
+import re
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions" / "ch03"
+SUITES = ROOT / "autograder" / "suites"
+TRIVIAL_BELOW = 12  # non-whitespace characters
+IMPORT = re.compile(r"^(import\s+[\w.]+(\s+as\s+\w+)?(\s*,\s*[\w.]+(\s+as\s+\w+)?)*|from\s+[\w.]+\s+import\s+.+)$")
+PUBLIC_LINES = [
+    # pytest boilerplate: one marker per module, the same in public and hidden tests
+    (re.compile(r"^pytestmark = pytest\.mark\.\w+$"), "a pytest marker named after a module"),
+    # the list of the chapter's module names (the public contract)
+    (re.compile(r'^(\[?\s*"\w+",?\s*)+\]?,?$'), "a list of module names"),
+    # code printed in the book itself (section 3.6.1), used by both the public and the hidden tests
+    (re.compile(r"^batch = torch\.stack\(\(inputs, inputs\)\)$"), "the book's own example code"),
+]
+BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+
+
+def significant(line):
+    text = line.strip()
+    if len("".join(text.split())) < TRIVIAL_BELOW:
+        return False
+    if IMPORT.match(text):
+        return False
+    return not any(pattern.match(text) for pattern, _ in PUBLIC_LINES)
+
+
+def solution_lines():
+    """(where, line) for each significant line inside a solution region."""
+    found = []
+    for path in sorted(SOLUTIONS.glob("*.py")):
+        inside = False
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            marker = line.strip()
+            if marker == BEGIN:
+                inside = True
+            elif marker == END:
+                inside = False
+            elif inside and significant(line):
+                found.append((f"{path.relative_to(ROOT)}:{number}", line.strip()))
+    return found
+
+
+def suite_files():
+    return sorted(p for p in SUITES.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+
+
+def suite_lines():
+    found = []
+    for path in suite_files():
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if significant(line):
+                found.append((f"{path.relative_to(ROOT)}:{number}", line.strip()))
+    return found
+
+
+def hidden_values():
+    found = []
+    for path in suite_files():
+        if path.suffix == ".json":
+            for value in sorted(set(re.findall(r"-?\d+\.\d{5,}", path.read_text(encoding="utf-8")))):
+                found.append((str(path.relative_to(ROOT)), value))
+    return found
+
+
+def hidden_check_names():
+    """Names of checks grading.yml does not make visible (own reading: independent of rubric.py)."""
+    rubric = yaml.safe_load((ROOT / "grading.yml").read_text(encoding="utf-8"))
+    default = (rubric.get("defaults") or {}).get("visibility", "visible")
+    names = []
+    for part, spec in rubric["parts"].items():
+        part_default = spec.get("visibility", default)
+        for check, value in (spec.get("checks") or {}).items():
+            visibility = value.get("visibility", part_default) if isinstance(value, dict) else part_default
+            if visibility != "visible":
+                names.append((f"grading.yml {part}", check))
+    return names
+
+
+def release_text(folder):
+    """All text of the release: every file as text, plus the decoded cells of every notebook."""
+    chunks = []
+    for path in sorted(folder.rglob("*")):
+        if not path.is_file():
+            continue
+        raw = path.read_bytes().decode("utf-8", "replace")
+        chunks.append(raw)
+        if path.suffix == ".ipynb":
+            notebook = json.loads(raw)
+            for cell in notebook.get("cells", []):
+                chunks.append(_joined(cell.get("source", "")))
+                for output in cell.get("outputs", []):
+                    chunks.append(_joined(output.get("text", "")))
+                    for value in (output.get("data") or {}).values():
+                        chunks.append(_joined(value))
+    return "\n".join(chunks)
+
+
+def _joined(value):
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def leaks(folder):
+    text = release_text(folder)
+    hits = [f"solution line {where}: {line}" for where, line in solution_lines() if line in text]
+    hits += [f"suite line {where}: {line}" for where, line in suite_lines() if line in text]
+    hits += [f"hidden value {value} from {where}" for where, value in hidden_values() if value in text]
+    hits += [f"hidden check name {name} ({where})" for where, name in hidden_check_names() if name in text]
+    return hits
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory):
+    out = tmp_path_factory.mktemp("release") / "ch03-student"
+    done = subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def test_the_release_has_what_students_need(release):
+    for name in ("README.md", "pyproject.toml", ".gitignore", ".github/workflows/grade.yml",
+                 "assignments/ch03/README.md", "assignments/ch03/tests/conftest.py"):
+        assert (release / name).is_file(), name
+    for module in sorted(SOLUTIONS.glob("*.py")):
+        stub = release / "assignments" / "ch03" / module.name
+        assert stub.read_bytes() == (ROOT / "assignments" / "ch03" / module.name).read_bytes()
+    assert "assignments/ch03/README.md" in (release / "README.md").read_text()
+
+
+def test_the_release_holds_no_grader_solution_or_rubric(release):
+    names = {p.relative_to(release).as_posix() for p in release.rglob("*")}
+    assert not any(n.split("/")[0] in ("autograder", "solutions", "source") for n in names), sorted(names)
+    assert "grading.yml" not in {Path(n).name for n in names}
+    solutions = {p.read_bytes() for p in SOLUTIONS.glob("*.py")}
+    assert not any(p.is_file() and p.read_bytes() in solutions for p in release.rglob("*.py"))
+
+
+def test_student_pyproject(release):
+    project = tomllib.loads((release / "pyproject.toml").read_text())
+    deps = project["project"]["dependencies"]
+    assert "torch>=2.2,<3" in deps
+    assert any(d.startswith("numpy") for d in deps) and any(d.startswith("pytest") for d in deps)
+    assert project["tool"]["pytest"]["ini_options"]["testpaths"] == ["assignments/ch03/tests"]
+
+
+def test_nothing_hidden_is_in_the_release(release):
+    # the searches must have something to search for, or the test proves nothing
+    assert len(solution_lines()) > 20 and len(suite_lines()) > 20 and hidden_values()
+    assert hidden_check_names(), "grading.yml has no hidden check: the name search is empty"
+    assert leaks(release) == []
+
+
+def test_the_leak_search_finds_a_planted_leak(release, tmp_path):
+    """The search is not vacuous: one solution line, one suite line, one hidden value are each found."""
+    import shutil
+
+    planted = tmp_path / "planted"
+    shutil.copytree(release, planted)
+    (_, solution), (_, suite), (_, value) = solution_lines()[0], suite_lines()[-1], hidden_values()[0]
+    notebook = {"cells": [{"cell_type": "code", "source": [f"    {solution}\n"], "outputs": []}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    (planted / "leak.ipynb").write_text(json.dumps(notebook))  # JSON-escaped: found only by decoding
+    with open(planted / "assignments" / "ch03" / "causal.py", "a") as f:
+        f.write(f"\n# {suite}\nX = {value}12\n")
+    found = "\n".join(leaks(planted))
+    assert solution in found and suite in found and value in found
+
+
+def test_release_refuses_a_folder_that_is_not_empty(release):
+    done = subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(release)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "not an empty folder" in done.stderr
+
+
+def test_public_tests_run_from_the_release(release):
+    """The release stands on its own: its public tests pass on the reference modules."""
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--submission={SOLUTIONS}"],
+                          cwd=release, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
