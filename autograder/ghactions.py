@@ -25,9 +25,19 @@ RUNNER_FILES = ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV", "GITHUB_PA
 
 
 def runner_file_folders(environ=None):
-    """Folders of the runner's command files (to hide from the sandbox)."""
+    """Folders to hide from the sandbox besides the grader's own: the runner's command files, and
+    the home of the user who ran `sudo` (on GitHub's runners /home/runner holds the workspace, the
+    runner application and its files)."""
     environ = os.environ if environ is None else environ
-    return sorted({os.path.dirname(os.path.abspath(environ[name])) for name in RUNNER_FILES if environ.get(name)})
+    folders = {os.path.dirname(os.path.abspath(environ[name])) for name in RUNNER_FILES if environ.get(name)}
+    if environ.get("SUDO_USER"):
+        try:
+            import pwd
+
+            folders.add(pwd.getpwnam(environ["SUDO_USER"]).pw_dir)
+        except (KeyError, ImportError):
+            pass
+    return sorted(f for f in folders if f not in ("/", ""))
 
 
 def event_context(environ=None):
