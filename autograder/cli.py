@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-COMMANDS = ["grade", "batch", "selftest", "stubs", "release", "ci", "gradescope"]
+COMMANDS = ["grade", "batch", "selftest", "stubs", "release", "ci", "gradescope", "notebooks"]
 
 
 class UsageError(Exception):

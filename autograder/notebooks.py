@@ -1,0 +1,427 @@
+"""The chapter as nbgrader notebooks: generate the source notebooks, and extract modules from notebooks.
+
+Source notebooks (source/ch03/*.ipynb, nbgrader assignment id `ch03`) are made from two inputs:
+
+* the templates in autograder/notebook_templates/ch03/*.txt: the story (markdown) and the test cells,
+  in the small format described in `parse_template`;
+* the reference solutions solutions/ch03/<module>.py: each module's whole text becomes one solution
+  cell whose nbgrader grade_id is the module name, markers included, so `nbgrader generate_assignment`
+  (with `autograder.nbgrader_plugins.ClearSolutionsWithHints`, see nbgrader_config.py) turns it into
+  the same stub as assignments/ch03/<module>.py.
+
+Below each solution cell the generator puts a read-only cell `publish("<module>", [names])`; the
+read-only setup cell defines `publish`, which registers the names the cell defined as a module in
+sys.modules, so `from causal import CausalAttention` in the mha cell works inside the notebook as it
+does between files. Outside a notebook nothing of that is needed: `extract_modules` reads the solution
+cells by grade_id, without running anything, and writes <module>.py files that import each other by
+plain name like the files in solutions/ch03.
+"""
+import ast
+import io
+import json
+import re
+import tokenize
+from pathlib import Path
+
+from autograder.stubs import MODULES, solution_regions
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions" / "ch03"
+SOURCE = ROOT / "source" / "ch03"
+TEMPLATES = Path(__file__).resolve().parent / "notebook_templates" / "ch03"
+SETUP_CELL = TEMPLATES / "setup_cell.py"
+BOOK_EXAMPLES = ROOT / "assignments" / "ch03" / "tests" / "book_examples.json"
+ASSIGNMENT_ID = "ch03"
+BOOK_PLACEHOLDER = "BOOK = {}  # the generator writes the book's values here"
+
+NBGRADER_SCHEMA = 3
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+HEADER = re.compile(r"^%% (?P<kind>\w+) (?P<id>[A-Za-z0-9_-]+)(?P<options>( \w+=\S+)*)\s*$")
+KINDS = ("markdown", "setup", "solution", "test")
+
+
+# --- templates -> notebooks ---------------------------------------------------------------------
+
+def parse_template(text, filename="<template>"):
+    """The cells of a notebook template, as dicts with kind, id, options (dict), body and line.
+
+    A template is a sequence of cells, each opened by a header line at column 0:
+
+        %% markdown <id>                 read-only markdown, the body is the text
+        %% setup <id>                    the read-only setup cell (setup_cell.py); the body lists the
+                                         book values it needs, separated by white space
+        %% solution <module>             the solution cell of solutions/ch03/<module>.py (empty body),
+                                         followed by a read-only publish cell
+        %% test <id> points=<n>          an autograded test cell, locked; the body is its code and may
+                                         hold a ### BEGIN HIDDEN TESTS / ### END HIDDEN TESTS region
+
+    Blank lines around a body are dropped. Any other line starting with '%%' is a ValueError naming
+    filename and line, as are text before the first header, a repeated id or a bad option.
+    """
+    cells = []
+    current = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.startswith("%%"):
+            match = HEADER.match(line)
+            if not match or match["kind"] not in KINDS:
+                raise ValueError(f"{filename}, line {number}: not a cell header: {line!r} "
+                                 f"(expected '%% <{'|'.join(KINDS)}> <id> [key=value ...]')")
+            options = dict(option.split("=", 1) for option in match["options"].split())
+            allowed = {"points"} if match["kind"] == "test" else set()
+            if set(options) != allowed:
+                raise ValueError(f"{filename}, line {number}: a {match['kind']} cell takes "
+                                 f"{sorted(allowed) or 'no options'}, got {sorted(options)}")
+            if any(cell["id"] == match["id"] for cell in cells):
+                raise ValueError(f"{filename}, line {number}: cell id {match['id']!r} used twice")
+            current = {"kind": match["kind"], "id": match["id"], "options": options, "lines": [], "line": number}
+            cells.append(current)
+        elif current is None:
+            if line.strip():
+                raise ValueError(f"{filename}, line {number}: text before the first '%%' cell header")
+        else:
+            current["lines"].append(line)
+    for cell in cells:
+        cell["body"] = "\n".join(cell.pop("lines")).strip("\n")
+    return cells
+
+
+def _top_level_names(source, filename):
+    """Names a module defines at top level (functions and classes), in order."""
+    return [node.name for node in ast.parse(source, filename).body
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+
+
+def _nbgrader(grade_id, *, solution=False, grade=False, locked=False, points=None):
+    meta = {"grade": grade, "grade_id": grade_id, "locked": locked,
+            "schema_version": NBGRADER_SCHEMA, "solution": solution, "task": False}
+    if grade:
+        meta["points"] = points
+    return {"nbgrader": meta}
+
+
+def _markdown(cell_id, text):
+    return {"cell_type": "markdown", "id": cell_id, "metadata": _nbgrader(cell_id, locked=True), "source": text}
+
+
+def _code(cell_id, text, metadata):
+    return {"cell_type": "code", "execution_count": None, "id": cell_id, "metadata": metadata,
+            "outputs": [], "source": text}
+
+
+def _module_text(path):
+    """A module file's text as a cell holds it: without its final newline (Jupyter's convention)."""
+    text = path.read_text()
+    return text[:-1] if text.endswith("\n") else text
+
+
+def setup_source(keys, book_path=BOOK_EXAMPLES, setup_path=SETUP_CELL):
+    """The setup cell's code: setup_cell.py with BOOK holding the book values named in keys."""
+    raw = json.loads(Path(book_path).read_text())
+    values = {"inputs": raw["inputs"], **{name: entry["value"] for name, entry in raw["values"].items()}}
+    missing = [key for key in keys if key not in values]
+    if missing:
+        raise ValueError(f"{book_path}: no book value named {', '.join(missing)}")
+    lines = ["BOOK = {  # what the book prints, to 4 decimals (from assignments/ch03/tests/book_examples.json)"]
+    lines += [f"    {json.dumps(key)}: {json.dumps(values[key])}," for key in keys]
+    lines.append("}")
+    template = Path(setup_path).read_text()
+    if template.count(BOOK_PLACEHOLDER) != 1:
+        raise ValueError(f"{setup_path}: expected the line {BOOK_PLACEHOLDER!r} exactly once")
+    return template.replace(BOOK_PLACEHOLDER, "\n".join(lines)).rstrip("\n")
+
+
+def build_notebook(template_path, solutions_dir=SOLUTIONS, book_path=BOOK_EXAMPLES):
+    """The source notebook (a JSON-ready dict) described by the template at template_path."""
+    template_path = Path(template_path)
+    cells = []
+    for spec in parse_template(template_path.read_text(), str(template_path)):
+        kind, cell_id, body = spec["kind"], spec["id"], spec["body"]
+        where = f"{template_path}, line {spec['line']}"
+        if kind == "markdown":
+            cells.append(_markdown(cell_id, body))
+        elif kind == "setup":
+            cells.append(_code(cell_id, setup_source(body.split(), book_path), _nbgrader(cell_id, locked=True)))
+        elif kind == "solution":
+            if cell_id not in MODULES:
+                raise ValueError(f"{where}: {cell_id!r} is not one of the chapter's modules {MODULES}")
+            if body:
+                raise ValueError(f"{where}: a solution cell's code comes from solutions/ch03; leave its body empty")
+            path = Path(solutions_dir) / f"{cell_id}.py"
+            source = _module_text(path)
+            if not solution_regions(source, str(path)):
+                raise ValueError(f"{path}: no ### BEGIN SOLUTION region; the whole module would be released")
+            cells.append(_code(cell_id, source, _nbgrader(cell_id, solution=True)))
+            names = ", ".join(json.dumps(name) for name in _top_level_names(source, str(path)))
+            publish_id = f"publish_{cell_id}"
+            cells.append(_code(publish_id, f"publish({json.dumps(cell_id)}, [{names}])",
+                               _nbgrader(publish_id, locked=True)))
+        elif kind == "test":
+            try:
+                points = int(spec["options"]["points"])
+            except ValueError:
+                raise ValueError(f"{where}: points must be a whole number") from None
+            if "BEGIN SOLUTION" in body or "END SOLUTION" in body:
+                raise ValueError(f"{where}: a test cell must not hold a solution region")
+            cells.append(_code(cell_id, body, _nbgrader(cell_id, grade=True, locked=True, points=points)))
+    ids = [cell["id"] for cell in cells]
+    repeated = sorted({cell_id for cell_id in ids if ids.count(cell_id) > 1})
+    if repeated:
+        raise ValueError(f"{template_path}: cell ids used twice: {', '.join(repeated)}")
+    return {
+        "cells": cells,
+        "metadata": {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def dumps(notebook):
+    """The notebook as nbformat writes it: sources split into lines, keys sorted, indent 1."""
+    def split(cell):
+        cell = dict(cell)
+        cell["source"] = cell["source"].splitlines(keepends=True)
+        return cell
+
+    notebook = dict(notebook, cells=[split(cell) for cell in notebook["cells"]])
+    return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def templates(templates_dir=TEMPLATES):
+    return sorted(Path(templates_dir).glob("*.txt"))
+
+
+def notebook_texts(solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, book_path=BOOK_EXAMPLES):
+    """{notebook file name: JSON text} for every template, checking each module appears exactly once."""
+    texts, seen = {}, {}
+    for template in templates(templates_dir):
+        notebook = build_notebook(template, solutions_dir, book_path)
+        for cell in notebook["cells"]:
+            if cell["metadata"]["nbgrader"]["solution"]:
+                if cell["id"] in seen:
+                    raise ValueError(f"{template}: module {cell['id']} already has a solution cell in {seen[cell['id']]}")
+                seen[cell["id"]] = template.name
+        texts[template.stem + ".ipynb"] = dumps(notebook)
+    missing = [name for name in MODULES if name not in seen]
+    if missing:
+        raise ValueError(f"{templates_dir}: no template has a solution cell for {', '.join(missing)}")
+    return texts
+
+
+def generate(out_dir=SOURCE, **inputs):
+    """Write the source notebooks into out_dir, remove stale .ipynb files there; return the paths written."""
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    texts = notebook_texts(**inputs)
+    for stale in out_dir.glob("*.ipynb"):
+        if stale.name not in texts:
+            stale.unlink()
+    written = []
+    for filename, text in texts.items():
+        path = out_dir / filename
+        path.write_text(text)
+        written.append(path)
+    return written
+
+
+def drifted(out_dir=SOURCE, **inputs):
+    """Notebook file names in out_dir that are missing, differ from what the generator makes, or are extra."""
+    out_dir = Path(out_dir)
+    texts = notebook_texts(**inputs)
+    changed = [name for name, text in texts.items()
+               if not (out_dir / name).is_file() or (out_dir / name).read_text() != text]
+    extra = sorted(path.name for path in out_dir.glob("*.ipynb") if path.name not in texts)
+    return changed + extra
+
+
+# --- notebooks -> modules -----------------------------------------------------------------------
+
+def _at_statement_start(lines_before):
+    """True when the code in lines_before is complete: no open bracket, string or backslash continuation."""
+    text = "".join(lines_before)
+    if not text.strip():
+        return True
+    if text.rstrip("\n").endswith("\\"):
+        return False
+    try:
+        for _ in tokenize.generate_tokens(io.StringIO(text).readline):
+            pass
+    except (tokenize.TokenError, IndentationError, SyntaxError):
+        return False
+    return True
+
+
+def comment_out_magics(source):
+    """source with IPython-only lines turned into comments, so it is plain Python.
+
+    A line is IPython-only when it starts (after indentation) with '%' (a line magic, or '%%' for a
+    cell magic) or '!' (a shell command) at the start of a statement; inside a string or an open
+    bracket such a line is left alone. The commented line keeps its indentation: '    # %time ...'.
+    Nothing is run.
+    """
+    lines = source.splitlines(keepends=True)
+    out = []
+    for line in lines:
+        stripped = line.lstrip()
+        if stripped[:1] in ("%", "!") and not stripped.startswith("!=") and _at_statement_start(out):
+            indent = line[: len(line) - len(stripped)]
+            line = f"{indent}# {stripped}"
+        out.append(line)
+    return "".join(out)
+
+
+def _source_text(cell, where):
+    source = cell.get("source", "")
+    if isinstance(source, str):
+        return source
+    if isinstance(source, list) and all(isinstance(part, str) for part in source):
+        return "".join(source)
+    raise ValueError(f"{where}: 'source' should be a string or a list of strings")
+
+
+def read_notebook(path):
+    """The parsed JSON of the notebook at path, checked to be nbformat 4 with a list of cells."""
+    path = Path(path)
+    try:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    if not isinstance(notebook, dict):
+        raise ValueError(f"{path}: a notebook is a JSON object, got {type(notebook).__name__}")
+    if notebook.get("nbformat") != 4:
+        raise ValueError(f"{path}: only nbformat 4 notebooks are read, this one says nbformat {notebook.get('nbformat')!r}")
+    if not isinstance(notebook.get("cells"), list):
+        raise ValueError(f"{path}: no 'cells' list")
+    return notebook
+
+
+def solution_sources(path, modules=MODULES):
+    """{module: code} of the solution cells of the notebook at path, magics commented out.
+
+    A solution cell is a code cell whose metadata.nbgrader.solution is true; its grade_id names the
+    module. Only grade_id and the solution flag are read: outputs and other metadata are ignored.
+    ValueError, naming the file and the cell index, for a cell that is not an object, a malformed
+    source or nbgrader metadata, a solution cell whose grade_id is not one of `modules`, or a module
+    with two solution cells.
+    """
+    path = Path(path)
+    notebook = read_notebook(path)
+    found, where_found = {}, {}
+    for index, cell in enumerate(notebook["cells"]):
+        where = f"{path}, cell {index}"
+        if not isinstance(cell, dict):
+            raise ValueError(f"{where}: a cell is a JSON object, got {type(cell).__name__}")
+        metadata = cell.get("metadata", {})
+        meta = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+        if meta is None:
+            continue
+        if not isinstance(meta, dict):
+            raise ValueError(f"{where}: metadata.nbgrader should be an object")
+        if meta.get("solution") is not True or cell.get("cell_type") != "code":
+            continue
+        module = meta.get("grade_id")
+        if module not in modules:
+            raise ValueError(f"{where}: solution cell with grade_id {module!r}, which is not one of the "
+                             f"chapter's modules ({', '.join(modules)})")
+        if module in found:
+            raise ValueError(f"{where}: a second solution cell for {module} (the first is cell {where_found[module]})")
+        text = comment_out_magics(_source_text(cell, where))
+        found[module] = text if text.endswith("\n") else text + "\n"
+        where_found[module] = index
+    return found
+
+
+def extract_modules(notebook_path_or_dir, out_dir, modules=MODULES):
+    """Write <module>.py into out_dir for every solution cell of the notebook(s); return the module names.
+
+    notebook_path_or_dir is one .ipynb file or a folder whose *.ipynb files (not its subfolders) are
+    read in name order. Notebooks are parsed as JSON and never run. Malformed notebooks raise
+    ValueError naming the file and, for a cell, its index; so does a module found in two notebooks.
+    Only names in `modules` are ever written, so a grade_id cannot choose another file name.
+    """
+    source = Path(notebook_path_or_dir)
+    paths = sorted(source.glob("*.ipynb")) if source.is_dir() else [source]
+    found, origin = {}, {}
+    for path in paths:
+        for module, text in solution_sources(path, modules).items():
+            if module in found:
+                raise ValueError(f"{path}: a second solution cell for {module} (the first is in {origin[module]})")
+            found[module], origin[module] = text, path
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for module, text in found.items():
+        (out_dir / f"{module}.py").write_text(text)
+    return list(found)
+
+
+# --- student notebooks without nbgrader -----------------------------------------------------------
+
+HIDDEN_BEGIN = "### BEGIN HIDDEN TESTS"
+HIDDEN_END = "### END HIDDEN TESTS"
+
+
+def _without_hidden_tests(source, where):
+    kept, hidden_from = [], None
+    for number, line in enumerate(source.split("\n"), start=1):
+        if line.strip() == HIDDEN_BEGIN:
+            if hidden_from is not None:
+                raise ValueError(f"{where}, line {number}: BEGIN HIDDEN TESTS inside a hidden region")
+            hidden_from = number
+        elif line.strip() == HIDDEN_END:
+            if hidden_from is None:
+                raise ValueError(f"{where}, line {number}: END HIDDEN TESTS without a BEGIN")
+            hidden_from = None
+        elif "HIDDEN TESTS" in line:
+            raise ValueError(f"{where}, line {number}: looks like a hidden-tests marker but is not exactly one")
+        elif hidden_from is None:
+            kept.append(line)
+    if hidden_from is not None:
+        raise ValueError(f"{where}, line {hidden_from}: BEGIN HIDDEN TESTS is never closed")
+    return "\n".join(kept)
+
+
+def student_notebook(notebook):
+    """The student version of a source notebook dict, made without nbgrader.
+
+    Solution cells of the chapter's modules become the stubs of autograder.stubs (as
+    ClearSolutionsWithHints makes them), hidden test regions are removed, and read-only and test
+    cells are marked non-editable and non-deletable, as nbgrader's LockCells does. The nbgrader
+    metadata stays, so extract_modules reads the student's work by grade_id; there are no nbgrader
+    checksums, so for grading with `nbgrader autograde` release through `nbgrader generate_assignment`.
+    """
+    from autograder.stubs import make_stub
+
+    cells = []
+    for index, cell in enumerate(notebook["cells"]):
+        cell = json.loads(json.dumps(cell))
+        meta = cell["metadata"]["nbgrader"]
+        where = f"cell {index} ({meta['grade_id']})"
+        if meta["solution"]:
+            source = cell["source"] + "\n"
+            if not solution_regions(source, where):
+                raise ValueError(f"{where}: solution cell without a ### BEGIN SOLUTION region")
+            cell["source"] = make_stub(source, meta["grade_id"], where)[:-1]
+            cell["metadata"]["deletable"] = False
+        else:
+            cell["source"] = _without_hidden_tests(cell["source"], where)
+            if meta["locked"] or meta["grade"]:
+                cell["metadata"].update(deletable=False, editable=False)
+        cells.append(cell)
+    return dict(notebook, cells=cells)
+
+
+def release_notebooks(dest, solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, book_path=BOOK_EXAMPLES):
+    """Write the student notebooks into dest (no nbgrader needed); return the paths written.
+
+    Used by `python -m autograder release` when there is no nbgrader release folder.
+    """
+    dest = Path(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    notebook_texts(solutions_dir, templates_dir, book_path)  # checks every module has exactly one cell
+    written = []
+    for template in templates(templates_dir):
+        path = dest / (template.stem + ".ipynb")
+        path.write_text(dumps(student_notebook(build_notebook(template, solutions_dir, book_path))))
+        written.append(path)
+    return written
