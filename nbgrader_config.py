@@ -1,0 +1,74 @@
+"""nbgrader configuration for the chapter 3 course (nbgrader 0.9.6; `pip install .[notebooks]`).
+
+Run the instructor commands from this folder, e.g.
+    nbgrader generate_assignment ch03 --force
+    nbgrader release_assignment ch03          (Exchange.root below must exist and be writable)
+    nbgrader collect ch03 / zip_collect ch03
+    nbgrader autograde ch03
+    nbgrader generate_feedback ch03
+    nbgrader export
+The source notebooks in source/ch03 are generated: edit autograder/notebook_templates/ch03 or
+solutions/ch03 and run `python -m autograder notebooks`, never the .ipynb files.
+Any setting can be overridden on the command line, e.g. --CourseDirectory.root=/elsewhere.
+"""
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+if HERE not in sys.path:  # nbgrader imports autograder.nbgrader_plugins from this repository
+    sys.path.insert(0, HERE)
+
+c = get_config()  # noqa: F821 - provided by traitlets when it runs this file
+
+# --- the course and its folders (all relative to CourseDirectory.root) ---------------------------
+c.CourseDirectory.course_id = "ch03-attention"
+c.CourseDirectory.root = HERE
+c.CourseDirectory.source_directory = "source"          # source/ch03/*.ipynb, generated
+c.CourseDirectory.release_directory = "release"        # student versions, made by generate_assignment
+c.CourseDirectory.submitted_directory = "submitted"    # submitted/<student>/ch03, by collect / zip_collect
+c.CourseDirectory.autograded_directory = "autograded"  # autograded/<student>/ch03, by autograde
+c.CourseDirectory.feedback_directory = "feedback"      # feedback/<student>/ch03/*.html, by generate_feedback
+# the gradebook is <root>/gradebook.db (nbgrader's default, so it follows --CourseDirectory.root)
+
+# --- the exchange (students fetch and submit through it on a shared machine) ---------------------
+c.Exchange.root = "/srv/nbgrader/exchange"
+c.Exchange.path_includes_course = False
+
+# --- releasing: the stubs carry the same hints as assignments/ch03/*.py ----------------------------
+# ClearSolutionsWithHints replaces nbgrader's ClearSolutions: a solution cell named after one of the
+# chapter's modules becomes autograder.stubs.make_stub of its code. code_stub is what ClearSolutions
+# itself writes for any other solution region.
+c.ClearSolutions.code_stub = {
+    "python": 'raise NotImplementedError("write this part: the docstring above says what it computes")',
+}
+c.GenerateAssignment.preprocessors = [
+    "nbgrader.preprocessors.IncludeHeaderFooter",
+    "nbgrader.preprocessors.InstantiateTests",
+    "nbgrader.preprocessors.LockCells",
+    "autograder.nbgrader_plugins.ClearSolutionsWithHints",
+    "nbgrader.preprocessors.ClearOutput",
+    "nbgrader.preprocessors.CheckCellMetadata",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.SaveCells",
+    "nbgrader.preprocessors.ClearHiddenTests",
+    "nbgrader.preprocessors.ClearMarkScheme",
+    "nbgrader.preprocessors.ComputeChecksums",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+
+# --- autograding -----------------------------------------------------------------------------------
+c.Execute.timeout = 120          # seconds per cell; a whole notebook takes about 5 s on 2 CPU cores
+c.Execute.interrupt_on_timeout = True
+# OverwriteCells.add_missing_cells stays False: in 0.9.6 it looks up the cell before a deleted test
+# cell among the solution and grade cells only, so a test cell deleted right after one of the
+# read-only publish cells would stop autograde with a KeyError. A deleted test cell scores 0.
+
+# --- zip_collect: submissions downloaded from an LMS ------------------------------------------------
+# Files named like Canvas downloads: <student>_[LATE_]<user id>_<submission id>_<notebook>.ipynb,
+# placed (as files or inside zips) in downloaded/ch03/archive.
+c.ZipCollectApp.archive_directory = "archive"
+c.ZipCollectApp.extracted_directory = "extracted"
+c.FileNameCollectorPlugin.named_regexp = (
+    r".*[/\\](?P<student_id>[A-Za-z0-9]+)_(?:LATE_)?\d+_\d+_(?P<file_id>[^/\\]+\.ipynb)$"
+)
+
