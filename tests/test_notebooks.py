@@ -1,0 +1,345 @@
+"""The notebook versions: generated source notebooks, module extraction, student notebooks.
+
+Nothing here runs a notebook or needs nbgrader (tests/test_nbgrader_roundtrip.py does both).
+"""
+import ast
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from autograder import notebooks
+from autograder.stubs import MODULES, solution_regions
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions" / "ch03"
+STUBS = ROOT / "assignments" / "ch03"
+PUBLIC_TESTS = STUBS / "tests"
+BOOK_CHECK = ROOT.parent / "shared" / "tools" / "book_check.py"
+
+
+def source_notebooks():
+    return sorted(notebooks.SOURCE.glob("*.ipynb"))
+
+
+def cells_of(path):
+    return json.loads(Path(path).read_text())["cells"]
+
+
+def text(cell):
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def write_notebook(path, cells, **top):
+    notebook = {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5, **top}
+    Path(path).write_text(json.dumps(notebook))
+    return Path(path)
+
+
+def solution_cell(module, source, **extra):
+    nbgrader = {"grade": False, "grade_id": module, "locked": False, "schema_version": 3, "solution": True}
+    return {"cell_type": "code", "metadata": {"nbgrader": nbgrader}, "source": source, "outputs": [],
+            "execution_count": None, **extra}
+
+
+# --- the committed source notebooks ------------------------------------------------------------------
+
+def test_committed_notebooks_are_what_the_generator_makes():
+    assert notebooks.drifted() == [], "run `python -m autograder notebooks` and commit source/ch03"
+
+
+def test_notebooks_command_check_reports_up_to_date():
+    done = subprocess.run([sys.executable, "-m", "autograder", "notebooks", "--check"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "notebooks up to date" in done.stdout
+
+
+def test_every_module_is_one_solution_cell_holding_the_solution_file_verbatim():
+    found = {}
+    for path in source_notebooks():
+        for cell in cells_of(path):
+            meta = cell["metadata"].get("nbgrader", {})
+            if meta.get("solution"):
+                assert cell["cell_type"] == "code", f"{path.name}: {meta['grade_id']} should be a code cell"
+                assert meta["grade_id"] not in found, f"{meta['grade_id']} has two solution cells"
+                found[meta["grade_id"]] = text(cell)
+    assert sorted(found) == sorted(MODULES)
+    for module, code in found.items():
+        assert code + "\n" == (SOLUTIONS / f"{module}.py").read_text(), f"the {module} cell differs from solutions/ch03"
+        assert solution_regions(code), f"the {module} cell lost its solution markers"
+
+
+def test_cell_metadata_is_what_nbgrader_expects():
+    for path in source_notebooks():
+        notebook = json.loads(path.read_text())
+        assert notebook["metadata"]["kernelspec"]["name"] == "python3"
+        ids = [cell["id"] for cell in notebook["cells"]]
+        assert len(ids) == len(set(ids)), f"{path.name}: repeated cell ids"
+        for index, cell in enumerate(notebook["cells"]):
+            meta = cell["metadata"]["nbgrader"]
+            where = f"{path.name}, cell {index} ({meta['grade_id']})"
+            assert meta["schema_version"] == 3 and meta["grade_id"] == cell["id"], where
+            hidden = "### BEGIN HIDDEN TESTS" in text(cell)
+            if meta["solution"]:
+                assert not meta["grade"] and not meta["locked"], where
+            elif meta["grade"]:
+                assert cell["cell_type"] == "code" and meta["locked"] and meta["points"] > 0, where
+            else:
+                assert meta["locked"] and not hidden, f"{where}: read-only cells hold no hidden tests"
+            if cell["cell_type"] == "code":
+                assert cell["outputs"] == [] and cell["execution_count"] is None, f"{where}: committed with outputs"
+
+
+def test_each_module_has_visible_and_hidden_test_cells_after_its_publish_cell():
+    for path in source_notebooks():
+        cells = cells_of(path)
+        for index, cell in enumerate(cells):
+            meta = cell["metadata"]["nbgrader"]
+            if not meta["solution"]:
+                continue
+            module = meta["grade_id"]
+            publish = cells[index + 1]
+            assert text(publish).startswith(f'publish("{module}", ['), f"{path.name}: no publish cell after {module}"
+            names = ast.literal_eval(text(publish)[len(f'publish("{module}", '):-1])
+            defined = [node.name for node in ast.parse(text(cell)).body
+                       if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
+            assert names == defined
+            tests = []
+            for later in cells[index + 2:]:
+                if not later["metadata"]["nbgrader"]["grade"]:
+                    break
+                tests.append(later)
+            hidden = [t for t in tests if "### BEGIN HIDDEN TESTS" in text(t)]
+            assert len(tests) >= 2 and len(hidden) == 1, f"{path.name}: {module} needs visible tests and one hidden cell"
+            assert all(f"import {module}" in text(t) for t in tests), f"{path.name}: a {module} test does not import it"
+
+
+def _public_messages():
+    """Source text of every assertion message and `check.*` description in the public tests."""
+    found = {}
+    for path in sorted(PUBLIC_TESTS.glob("test_*.py")):
+        source = path.read_text()
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Assert) and node.msg is not None:
+                found[ast.get_source_segment(source, node.msg)] = path.name
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and isinstance(node.func.value, ast.Name) and node.func.value.id == "check" and node.args):
+                found[ast.get_source_segment(source, node.args[-1])] = path.name
+    return found
+
+
+def test_visible_test_cells_use_the_public_tests_messages():
+    cells = "\n".join(text(cell) for path in source_notebooks() for cell in cells_of(path)
+                      if cell["metadata"]["nbgrader"]["grade"])
+    flattened = " ".join(cells.split())
+    messages = _public_messages()
+    assert len(messages) > 30
+    missing = [f"{name}: {message}" for message, name in messages.items() if " ".join(message.split()) not in flattened]
+    assert not missing, "messages of the public tests that no notebook test cell uses:\n" + "\n".join(missing)
+
+
+# --- extraction ----------------------------------------------------------------------------------------
+
+def test_extracting_the_source_notebooks_gives_the_solution_files(tmp_path):
+    written = notebooks.extract_modules(notebooks.SOURCE, tmp_path)
+    assert sorted(written) == sorted(MODULES)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{m}.py" for m in MODULES)
+    for module in MODULES:
+        assert (tmp_path / f"{module}.py").read_text() == (SOLUTIONS / f"{module}.py").read_text(), module
+
+
+@pytest.mark.skipif(not BOOK_CHECK.is_file(), reason=f"{BOOK_CHECK} is not there (../shared from the project root)")
+def test_extracted_modules_reproduce_the_book(tmp_path):
+    notebooks.extract_modules(notebooks.SOURCE, tmp_path)
+    done = subprocess.run([sys.executable, str(BOOK_CHECK), str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert "book values: 16/16 match" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 0
+
+
+def test_extracting_one_notebook_gives_only_its_modules(tmp_path):
+    written = notebooks.extract_modules(notebooks.SOURCE / "02_causal_and_multi_head.ipynb", tmp_path)
+    assert written == ["causal", "mha", "exercises"]
+
+
+def test_outputs_and_other_metadata_are_ignored(tmp_path):
+    cell = solution_cell("causal", ["x = 1\n", "y = 2"], outputs=[{"output_type": "stream", "name": "stdout",
+                                                                    "text": "import os"}])
+    cell["metadata"]["nbgrader"]["checksum"] = "whatever"
+    cell["metadata"]["tags"] = ["anything"]
+    path = write_notebook(tmp_path / "a.ipynb", [{"cell_type": "markdown", "metadata": {}, "source": "# hi"}, cell])
+    assert notebooks.extract_modules(path, tmp_path / "out") == ["causal"]
+    assert (tmp_path / "out" / "causal.py").read_text() == "x = 1\ny = 2\n"
+
+
+def test_cells_that_are_not_code_solution_cells_are_skipped(tmp_path):
+    markdown_solution = dict(solution_cell("mha", "an answer in words"), cell_type="markdown")
+    test_cell = solution_cell("causal", "assert True")
+    test_cell["metadata"]["nbgrader"].update(solution=False, grade=True, points=1)
+    path = write_notebook(tmp_path / "a.ipynb", [markdown_solution, test_cell, {"cell_type": "code", "source": "1"}])
+    assert notebooks.extract_modules(path, tmp_path / "out") == []
+
+
+def test_ipython_magics_and_shell_lines_are_commented_out(tmp_path):
+    source = (
+        "%%time\n"
+        "import torch\n"
+        "!pip install numpy\n"
+        "%load_ext autoreload\n"
+        "def f(x):\n"
+        '    """Docstring line:\n'
+        "    %not a magic inside a string\n"
+        '    """\n'
+        "    %timeit x + 1\n"
+        "    y = (x\n"
+        "         % 3)\n"
+        "    return y != 2\n"
+    )
+    path = write_notebook(tmp_path / "a.ipynb", [solution_cell("causal", source)])
+    notebooks.extract_modules(path, tmp_path / "out")
+    extracted = (tmp_path / "out" / "causal.py").read_text()
+    assert extracted == (
+        "# %%time\n"
+        "import torch\n"
+        "# !pip install numpy\n"
+        "# %load_ext autoreload\n"
+        "def f(x):\n"
+        '    """Docstring line:\n'
+        "    %not a magic inside a string\n"
+        '    """\n'
+        "    # %timeit x + 1\n"
+        "    y = (x\n"
+        "         % 3)\n"
+        "    return y != 2\n"
+    )
+    ast.parse(extracted)
+
+
+@pytest.mark.parametrize("content, expected", [
+    ('{"cells": [', "not valid JSON"),
+    ("[]", "a notebook is a JSON object"),
+    ('{"nbformat": 4}', "no 'cells' list"),
+    ('{"nbformat": 3, "worksheets": []}', "only nbformat 4"),
+])
+def test_malformed_notebook_files_name_the_file(tmp_path, content, expected):
+    path = tmp_path / "broken.ipynb"
+    path.write_text(content)
+    with pytest.raises(ValueError, match=expected) as caught:
+        notebooks.extract_modules(path, tmp_path / "out")
+    assert str(path) in str(caught.value)
+    assert not (tmp_path / "out").exists()
+
+
+def test_bad_json_names_the_line(tmp_path):
+    path = tmp_path / "broken.ipynb"
+    path.write_text('{\n "cells": [\n  {"cell_type": "code",}\n ]\n}')
+    with pytest.raises(ValueError, match=r"broken.ipynb: not valid JSON: .* line 3"):
+        notebooks.extract_modules(path, tmp_path / "out")
+
+
+@pytest.mark.parametrize("bad_cell, expected", [
+    ("just a string", "cell 1: a cell is a JSON object"),
+    (solution_cell("causal", 42), "cell 1: 'source' should be a string or a list of strings"),
+    (solution_cell("causal", ["ok\n", 3]), "cell 1: 'source' should be a string or a list of strings"),
+    ({"cell_type": "code", "metadata": {"nbgrader": "yes"}, "source": ""}, "cell 1: metadata.nbgrader should be an object"),
+    (solution_cell("conftest", "import os"), "cell 1: solution cell with grade_id 'conftest'"),
+    (solution_cell("../causal", "import os"), "cell 1: solution cell with grade_id '../causal'"),
+    (solution_cell(None, "import os"), "cell 1: solution cell with grade_id None"),
+])
+def test_malformed_cells_name_the_file_and_the_cell_index(tmp_path, bad_cell, expected):
+    path = write_notebook(tmp_path / "broken.ipynb", [solution_cell("mha", "x = 1"), bad_cell])
+    with pytest.raises(ValueError) as caught:
+        notebooks.extract_modules(path, tmp_path / "out")
+    assert f"{path}, {expected}" in str(caught.value)
+    assert not (tmp_path / "out").exists(), "nothing is written from a malformed notebook"
+
+
+def test_two_solution_cells_for_one_module_name_both_cells(tmp_path):
+    path = write_notebook(tmp_path / "twice.ipynb", [solution_cell("mha", "x = 1"), {"cell_type": "markdown",
+                          "metadata": {}, "source": ""}, solution_cell("mha", "x = 2")])
+    with pytest.raises(ValueError, match=r"twice.ipynb, cell 2: a second solution cell for mha \(the first is cell 0\)"):
+        notebooks.extract_modules(path, tmp_path / "out")
+
+
+def test_a_module_in_two_notebooks_names_both_files(tmp_path):
+    write_notebook(tmp_path / "a.ipynb", [solution_cell("mha", "x = 1")])
+    write_notebook(tmp_path / "b.ipynb", [solution_cell("mha", "x = 2")])
+    with pytest.raises(ValueError, match=r"b.ipynb: a second solution cell for mha \(the first is in .*a.ipynb\)"):
+        notebooks.extract_modules(tmp_path, tmp_path / "out")
+
+
+def test_the_extract_command_reports_malformed_notebooks_as_usage_errors(tmp_path):
+    path = tmp_path / "broken.ipynb"
+    path.write_text("{")
+    done = subprocess.run([sys.executable, "-m", "autograder", "notebooks", "--extract", str(path),
+                           "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert f"error: {path}: not valid JSON" in done.stderr
+
+
+# --- templates -----------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("template, expected", [
+    ("%% markdown a\nx\n%% markdown a\ny\n", "line 3: cell id 'a' used twice"),
+    ("%% code a\nx = 1\n", "line 1: not a cell header"),
+    ("%%markdown a\n", "line 1: not a cell header"),
+    ("stray text\n%% markdown a\n", "line 1: text before the first"),
+    ("%% test t\nassert True\n", "line 1: a test cell takes ['points']"),
+    ("%% markdown a points=2\n", "line 1: a markdown cell takes no options"),
+])
+def test_template_errors_name_the_file_and_line(template, expected):
+    with pytest.raises(ValueError, match=re.escape(f"t.txt, {expected}")):
+        notebooks.parse_template(template, "t.txt")
+
+
+def test_a_solution_without_markers_is_refused(tmp_path):
+    (tmp_path / "causal.py").write_text('"""No markers."""\n\ndef causal_mask(n):\n    return n\n')
+    template = tmp_path / "t.txt"
+    template.write_text("%% solution causal\n")
+    with pytest.raises(ValueError, match="no ### BEGIN SOLUTION region"):
+        notebooks.build_notebook(template, tmp_path)
+
+
+# --- student notebooks without nbgrader ----------------------------------------------------------------
+
+def _region_lines(paths):
+    """Stripped lines inside solution and hidden-test regions that appear nowhere else in the sources."""
+    inside, outside = set(), set()
+    for path in paths:
+        for cell in cells_of(path):
+            in_region = False
+            for line in text(cell).splitlines():
+                stripped = line.strip()
+                if stripped in ("### BEGIN SOLUTION", "### BEGIN HIDDEN TESTS"):
+                    in_region = True
+                elif stripped in ("### END SOLUTION", "### END HIDDEN TESTS"):
+                    in_region = False
+                elif stripped:
+                    (inside if in_region else outside).add(stripped)
+    return inside - outside
+
+
+def test_release_notebooks_hold_the_stubs_and_no_solution_or_hidden_test(tmp_path):
+    written = notebooks.release_notebooks(tmp_path)
+    assert [p.name for p in written] == [p.name for p in source_notebooks()]
+    secret = _region_lines(source_notebooks())
+    assert len(secret) > 100
+    stubs = {}
+    for path in written:
+        released = path.read_text()
+        for marker in ("BEGIN SOLUTION", "END SOLUTION", "HIDDEN TESTS"):
+            assert marker not in released, f"{path.name} still holds {marker}"
+        lines = {line.strip() for cell in cells_of(path) for line in text(cell).splitlines()}
+        leaked = sorted(secret & lines)
+        assert not leaked, f"{path.name} leaks:\n" + "\n".join(leaked)
+        for cell in cells_of(path):
+            meta = cell["metadata"]["nbgrader"]
+            if meta["solution"]:
+                stubs[meta["grade_id"]] = text(cell) + "\n"
+            elif meta["locked"]:
+                assert cell["metadata"]["editable"] is False and cell["metadata"]["deletable"] is False
+    assert stubs == {module: (STUBS / f"{module}.py").read_text() for module in MODULES}
+    assert notebooks.extract_modules(tmp_path, tmp_path / "out") == list(stubs)
