@@ -3,6 +3,9 @@
 The leak test searches the release for
 - every significant line inside a `### BEGIN SOLUTION` / `### END SOLUTION` region of solutions/ch03,
 - every significant line of every file under autograder/suites (checks, helpers, snapshots),
+- every significant line inside a `### BEGIN HIDDEN TESTS` region of the notebook templates
+  (autograder/notebook_templates: the notebooks' hidden test cells) that the course does not
+  also publish in a visible cell or a public test (see hidden_test_lines),
 - every number with 5 or more decimals in the suites' JSON snapshots (the hidden expected values;
   the public tests carry the book's values to 4 decimals),
 - the name of every check that grading.yml does not make visible,
@@ -26,6 +29,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"
 SUITES = ROOT / "autograder" / "suites"
+NOTEBOOK_TEMPLATES = ROOT / "autograder" / "notebook_templates"
 TRIVIAL_BELOW = 12  # non-whitespace characters
 IMPORT = re.compile(r"^(import\s+[\w.]+(\s+as\s+\w+)?(\s*,\s*[\w.]+(\s+as\s+\w+)?)*|from\s+[\w.]+\s+import\s+.+)$")
 PUBLIC_LINES = [
@@ -37,6 +41,7 @@ PUBLIC_LINES = [
     (re.compile(r"^batch = torch\.stack\(\(inputs, inputs\)\)$"), "the book's own example code"),
 ]
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
+HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"
 
 
 def significant(line):
@@ -48,20 +53,46 @@ def significant(line):
     return not any(pattern.match(text) for pattern, _ in PUBLIC_LINES)
 
 
-def solution_lines():
-    """(where, line) for each significant line inside a solution region."""
+def region_lines(paths, begin, end):
+    """(where, line) for each significant line between a `begin` and an `end` marker line."""
     found = []
-    for path in sorted(SOLUTIONS.glob("*.py")):
+    for path in paths:
         inside = False
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             marker = line.strip()
-            if marker == BEGIN:
+            if marker == begin:
                 inside = True
-            elif marker == END:
+            elif marker == end:
                 inside = False
             elif inside and significant(line):
                 found.append((f"{path.relative_to(ROOT)}:{number}", line.strip()))
     return found
+
+
+def solution_lines():
+    return region_lines(sorted(SOLUTIONS.glob("*.py")), BEGIN, END)
+
+
+def hidden_test_lines():
+    """The hidden test regions of the notebook templates (none if there are no templates).
+
+    A hidden test often repeats a set-up line of a visible test (`torch.manual_seed(123)`, the
+    layer it builds). A line that the templates also write outside any hidden region, or that the
+    public tests contain, is published by the course on purpose and is not searched for: this
+    search is for hidden regions that the release failed to strip.
+    """
+    templates = sorted(NOTEBOOK_TEMPLATES.rglob("*.txt"))
+    published = set()
+    for path in templates:
+        inside = False
+        for line in path.read_text(encoding="utf-8").splitlines():
+            inside = (inside or line.strip() == HIDDEN_BEGIN) and line.strip() != HIDDEN_END
+            if not inside:
+                published.add(line.strip())
+    for path in sorted((ROOT / "assignments" / "ch03" / "tests").glob("*.py")):
+        published.update(line.strip() for line in path.read_text(encoding="utf-8").splitlines())
+    return [(where, line) for where, line in region_lines(templates, HIDDEN_BEGIN, HIDDEN_END)
+            if line not in published]
 
 
 def suite_files():
@@ -127,6 +158,7 @@ def leaks(folder):
     text = release_text(folder)
     hits = [f"solution line {where}: {line}" for where, line in solution_lines() if line in text]
     hits += [f"suite line {where}: {line}" for where, line in suite_lines() if line in text]
+    hits += [f"hidden notebook test {where}: {line}" for where, line in hidden_test_lines() if line in text]
     hits += [f"hidden value {value} from {where}" for where, value in hidden_values() if value in text]
     hits += [f"hidden check name {name} ({where})" for where, name in hidden_check_names() if name in text]
     return hits
@@ -149,6 +181,10 @@ def test_the_release_has_what_students_need(release):
         stub = release / "assignments" / "ch03" / module.name
         assert stub.read_bytes() == (ROOT / "assignments" / "ch03" / module.name).read_bytes()
     assert "assignments/ch03/README.md" in (release / "README.md").read_text()
+    notebooks = pytest.importorskip("autograder.notebooks")
+    if hasattr(notebooks, "release_notebooks"):  # the notebooks tooling is there: the release has notebooks
+        assert sorted((release / "notebooks" / "ch03").glob("*.ipynb"))
+        assert "notebooks/ch03/" in (release / "README.md").read_text()
 
 
 def test_the_release_holds_no_grader_solution_or_rubric(release):
@@ -170,6 +206,8 @@ def test_student_pyproject(release):
 def test_nothing_hidden_is_in_the_release(release):
     # the searches must have something to search for, or the test proves nothing
     assert len(solution_lines()) > 20 and len(suite_lines()) > 20 and hidden_values()
+    if NOTEBOOK_TEMPLATES.is_dir():
+        assert hidden_test_lines(), "notebook templates without hidden test regions: the search is empty"
     assert hidden_check_names(), "grading.yml has no hidden check: the name search is empty"
     assert leaks(release) == []
 
@@ -181,13 +219,14 @@ def test_the_leak_search_finds_a_planted_leak(release, tmp_path):
     planted = tmp_path / "planted"
     shutil.copytree(release, planted)
     (_, solution), (_, suite), (_, value) = solution_lines()[0], suite_lines()[-1], hidden_values()[0]
+    hidden_test = hidden_test_lines()[-1][1] if hidden_test_lines() else suite
     notebook = {"cells": [{"cell_type": "code", "source": [f"    {solution}\n"], "outputs": []}],
                 "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (planted / "leak.ipynb").write_text(json.dumps(notebook))  # JSON-escaped: found only by decoding
     with open(planted / "assignments" / "ch03" / "causal.py", "a") as f:
-        f.write(f"\n# {suite}\nX = {value}12\n")
+        f.write(f"\n# {suite}\nX = {value}12\n# {hidden_test}\n")
     found = "\n".join(leaks(planted))
-    assert solution in found and suite in found and value in found
+    assert solution in found and suite in found and value in found and hidden_test in found
 
 
 def test_release_refuses_a_folder_that_is_not_empty(release):
