@@ -57,7 +57,7 @@ c.GenerateAssignment.preprocessors = [
 ]
 
 # --- autograding -----------------------------------------------------------------------------------
-c.Execute.timeout = 120          # seconds per cell; a whole notebook takes about 5 s on 2 CPU cores
+c.Execute.timeout = 120          # seconds per cell; a whole notebook takes 5 to 7 s on 2 CPU cores
 c.Execute.interrupt_on_timeout = True
 # OverwriteCells.add_missing_cells stays False: in 0.9.6 it looks up the cell before a deleted test
 # cell among the solution and grade cells only, so a test cell deleted right after one of the
