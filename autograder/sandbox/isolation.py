@@ -18,6 +18,8 @@ CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
 PR_SET_NO_NEW_PRIVS = 38
+SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE = 442, -100, 0x8000  # mount_setattr(2), Linux 5.12+
+MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 0x1, 0x2
 SANDBOX_UID_BASE = 61000
 WRITABLE = ("/tmp", "/dev/shm")  # fresh, empty and size-capped inside the namespace
 
@@ -33,6 +35,22 @@ def _check(result, what):
 def _mount(source, target, fstype, flags, data=None):
     _check(_libc.mount(source and source.encode(), target.encode(), fstype and fstype.encode(),
                        ctypes.c_ulong(flags), data and data.encode()), f"mount {target}")
+
+
+class _MountAttr(ctypes.Structure):
+    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
+                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+
+
+def _read_only_everywhere():
+    """Make every mount this namespace inherited read-only (and nosuid), recursively, in one step.
+
+    Without it the child could write wherever the host lets any uid write (/run/lock, ...):
+    files that outlive it and that the next student's child could read.
+    """
+    attr = _MountAttr(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0)
+    return _libc.syscall(ctypes.c_long(SYS_MOUNT_SETATTR), ctypes.c_long(AT_FDCWD), b"/",
+                         ctypes.c_long(AT_RECURSIVE), ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr))) == 0
 
 
 def new_pid_namespace():
@@ -118,10 +136,13 @@ def enter(request, output_fd, keep_fds, in_pid_namespace):
     namespaces = in_pid_namespace and _libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) == 0
     if namespaces:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        read_only = _read_only_everywhere()
         _hide(request["hide"] + ["/tmp", "/var/tmp", "/dev/shm", os.path.expanduser("~")], request["keep"])
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         workspace = "/tmp/submission"
         protections += ["pid, mount, network, IPC and UTS namespaces", "grader files hidden"]
+        if read_only:
+            protections.append("host file system read-only")
     else:
         os.setpgid(0, 0)
         workspace = os.path.join(request["scratch"], "submission")
