@@ -83,7 +83,11 @@ def gradients(module, args, kwargs):
     grad_output = kwargs.pop("grad_output")
     module.zero_grad(set_to_none=True)
     output = module(*args)
-    output.backward(grad_output)
+    if not isinstance(output, torch.Tensor) or output.shape != grad_output.shape:
+        shape = tuple(output.shape) if isinstance(output, torch.Tensor) else type(output).__name__
+        raise ValueError(f"the output ({shape}) does not match grad_output {tuple(grad_output.shape)}")
+    # the gradients of output.backward(grad_output), without its shape check's import of sympy (~0.6 s per child)
+    (output * grad_output).sum().backward()
     return {name: p.grad for name, p in module.named_parameters()}
 
 
