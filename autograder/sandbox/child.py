@@ -141,4 +141,15 @@ def serve(requests_fd, replies_fd, workspace):
             reply = {"result": structure}
         except BaseException as exc:  # the student's exception, exit or interrupt is this part's answer
             reply, buffers = error_reply(exc), []
+        flush_output()
         protocol.send(replies_fd, reply, buffers)
+
+
+def flush_output():
+    """Push what the student's code printed into the captured output now: the child is ended by
+    SIGKILL, so anything left in Python's buffers would be lost."""
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        try:
+            stream.flush()
+        except BaseException:  # a replaced or broken stream (or a full output file): nothing to do
+            pass
