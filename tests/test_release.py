@@ -15,10 +15,14 @@ A line is NOT significant (and so not searched for) when, after stripping:
 - it has fewer than 12 non-whitespace characters (blank, `return out`, `)`, `else:`, ...);
 - it has at most 2 words and numbers (`return module`, `raise AssertionError(`): no content;
 - it is an import statement (`import x`, `from x import y`): it names public modules only;
-- it matches one of PUBLIC_LINES below, each with its reason.
+- it matches one of PUBLIC_LINES below, each with its reason;
+- it is nothing but a string naming a book example exactly as the public book_examples.json
+  describes it (its "how"), e.g. "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch)".
 When a new suite line coincides with public text, either reword it or add it to PUBLIC_LINES
 with the reason it is public, rather than widening the rules above.
 """
+import ast
+import functools
 import json
 import re
 import subprocess
@@ -56,9 +60,23 @@ def significant(line):
     text = line.strip()
     if len("".join(text.split())) < TRIVIAL_BELOW or len(WORDS.findall(text)) <= 2:
         return False
-    if IMPORT.match(text):
+    if IMPORT.match(text) or _public_book_description(text):
         return False
     return not any(pattern.match(text) for pattern, _ in PUBLIC_LINES)
+
+
+@functools.lru_cache(maxsize=1)
+def _book_descriptions():
+    examples = json.loads((ROOT / "assignments" / "ch03" / "tests" / "book_examples.json").read_text())
+    return frozenset(v["how"] for v in examples.get("values", {}).values() if isinstance(v, dict) and "how" in v)
+
+
+def _public_book_description(text):
+    try:
+        value = ast.literal_eval(text.rstrip(",)").strip())
+    except (ValueError, SyntaxError):
+        return False
+    return isinstance(value, str) and value in _book_descriptions()
 
 
 def region_lines(paths, begin, end):
