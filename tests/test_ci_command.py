@@ -1,0 +1,160 @@
+"""`python -m autograder ci`, run as a GitHub job would run it: GITHUB_STEP_SUMMARY, GITHUB_OUTPUT
+and GITHUB_EVENT_PATH point at temporary files, and nothing it writes (comment, summary, JSON,
+stdout) may name or explain a hidden check."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autograder import ghactions
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions" / "ch03"
+STUBS = ROOT / "assignments" / "ch03"
+SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+def hidden_check_names():
+    rubric = yaml.safe_load((ROOT / "grading.yml").read_text())
+    default = (rubric.get("defaults") or {}).get("visibility", "visible")
+    names = []
+    for spec in rubric["parts"].values():
+        for check, value in spec["checks"].items():
+            visibility = value.get("visibility", spec.get("visibility", default)) if isinstance(value, dict) \
+                else spec.get("visibility", default)
+            if visibility != "visible":
+                names.append(check)
+    return names
+
+
+def run_ci(tmp_path, submission, event, *extra, rubric=None):
+    github = tmp_path / "github"
+    github.mkdir()
+    (github / "event.json").write_text(json.dumps(event))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    env.update(GITHUB_ACTIONS="true", GITHUB_EVENT_NAME="pull_request" if "pull_request" in event else "push",
+               GITHUB_EVENT_PATH=str(github / "event.json"), GITHUB_OUTPUT=str(github / "output"),
+               GITHUB_STEP_SUMMARY=str(github / "summary.md"), GITHUB_SHA="f" * 40)
+    (github / "output").write_text("earlier=1\n")  # the runner's file may hold earlier steps' lines: append only
+    out = tmp_path / "out"
+    command = [sys.executable, "-m", "autograder", "ci", str(submission),
+               "--json", str(out / "results.json"), "--comment", str(out / "comment.md"), *extra]
+    if rubric:
+        command += ["--rubric", str(rubric)]
+    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    files = {"output": github / "output", "summary": github / "summary.md",
+             "json": out / "results.json", "comment": out / "comment.md"}
+    return done, {k: p.read_text() if p.exists() else None for k, p in files.items()}
+
+
+def outputs(text):
+    return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
+
+
+@pytest.fixture(scope="module")
+def stubs_run(tmp_path_factory):
+    event = {"pull_request": {"number": 42, "title": "$(curl evil) `rm -rf` <!-- x -->",
+                              "head": {"sha": SHA, "ref": "feature; echo pwned"}}}
+    return run_ci(tmp_path_factory.mktemp("ci-stubs"), STUBS, event, "--fail-under", "0.5")
+
+
+def test_stubs_score_lines_summary_and_comment(stubs_run):
+    done, files = stubs_run
+    assert done.returncode == 1, done.stderr  # --fail-under 0.5 and a score of 0: status 1, files still written
+    lines = outputs(files["output"])
+    assert lines["earlier"] == "1" and float(lines["score"]) == 0 and float(lines["max_score"]) > 0
+    assert lines["passed"] == "false"
+    results = json.loads(files["json"])
+    assert results["score"] == 0 and results["max_score"] == float(lines["max_score"])
+    assert "| part | score |" in files["summary"] and "Chapter 3 score: 0 /" in files["summary"]
+    comment = files["comment"]
+    assert comment.startswith(ghactions.COMMENT_MARKER + "\n")
+    assert "pull request #42" in comment and f"commit {SHA[:12]}" in comment
+    assert "| part | score |" in comment and "not implemented yet" in comment
+    # only the number and the sha are taken from the event
+    assert "curl" not in comment and "pwned" not in comment and "<!-- x" not in comment
+
+
+def test_stubs_run_names_no_hidden_check(stubs_run):
+    done, files = stubs_run
+    hidden = hidden_check_names()
+    assert hidden, "grading.yml has no hidden check"
+    for name in hidden:
+        for where, text in (("comment", files["comment"]), ("summary", files["summary"]),
+                            ("results.json", files["json"]), ("stdout", done.stdout)):
+            assert name not in text, f"hidden check {name} named in the {where}"
+    results = json.loads(files["json"])
+    anonymous = [t for t in results["tests"] if t["visibility"] != "visible"]
+    assert anonymous and all(": hidden check " in t["name"] and t["output"] == "" for t in anonymous)
+    assert "hidden" in files["comment"]  # the comment says how many hidden checks failed, not which
+
+
+def test_no_message_of_a_hidden_check_reaches_the_student(tmp_path):
+    """With every check hidden, the comment, summary, JSON and log hold scores and nothing else."""
+    rubric = yaml.safe_load((ROOT / "grading.yml").read_text())
+    rubric.setdefault("defaults", {})["visibility"] = "hidden"
+    for spec in rubric["parts"].values():
+        spec.pop("visibility", None)
+        for value in spec["checks"].values():
+            if isinstance(value, dict):
+                value.pop("visibility", None)
+    all_hidden = tmp_path / "grading.yml"
+    all_hidden.write_text(yaml.safe_dump(rubric, sort_keys=False))
+    done, files = run_ci(tmp_path, STUBS, {"after": SHA}, rubric=all_hidden)
+    assert done.returncode == 0, done.stderr
+    for where, text in (("comment", files["comment"]), ("summary", files["summary"]),
+                        ("results.json", files["json"]), ("stdout", done.stdout)):
+        assert "not implemented" not in text and "What to fix" not in text, f"a hidden message in the {where}"
+    assert f"commit {SHA[:12]}" in files["comment"] and "pull request" not in files["comment"]
+
+
+def test_solutions_get_full_marks_and_pass(tmp_path):
+    done, files = run_ci(tmp_path, SOLUTIONS, {"after": SHA})
+    assert done.returncode == 0, done.stderr
+    lines = outputs(files["output"])
+    assert lines["score"] == lines["max_score"] and lines["passed"] == "true"
+    assert "What to fix" not in files["comment"] and "hidden check" not in files["comment"]
+
+
+def test_a_missing_path_is_a_usage_error(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "autograder", "ci", str(tmp_path / "nope")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and "no such file" in done.stderr
+
+
+# --- the helpers, without grading --------------------------------------------------------
+
+def test_event_context_takes_only_a_number_and_a_sha(tmp_path):
+    event = tmp_path / "event.json"
+    event.write_text(json.dumps({"pull_request": {"number": "7; rm -rf /", "head": {"sha": "abc$(id)"}},
+                                 "after": SHA.upper()}))
+    context = ghactions.event_context({"GITHUB_EVENT_PATH": str(event), "GITHUB_SHA": SHA})
+    assert context["pr"] is None and context["sha"] == SHA  # the upper-case 'after' is not a git sha either
+    event.write_text("not json")
+    assert ghactions.event_context({"GITHUB_EVENT_PATH": str(event)})["sha"] is None
+    assert ghactions.event_context({})["pr"] is None
+
+
+def test_comment_quiets_mentions_and_stays_under_githubs_limit():
+    body = ghactions.comment_body("raised ValueError: ping @octocat " + "x" * 70000, {"pr": 3, "sha": None})
+    assert "@octocat" not in body and "@\u200boctocat" in body
+    assert len(body) < 65536 and body.startswith(ghactions.COMMENT_MARKER)
+
+
+def test_outputs_are_single_lines(tmp_path):
+    output = tmp_path / "out"
+    ghactions.write_outputs({"GITHUB_OUTPUT": str(output)}, score="3\ninjected=1", max_score=5)
+    assert outputs(output.read_text()) == {"score": "3", "max_score": "5"}
+
+
+def test_the_sandbox_hides_the_runner_files_and_the_sudo_users_home(tmp_path):
+    environ = {"GITHUB_OUTPUT": str(tmp_path / "cmd" / "out"), "GITHUB_ENV": str(tmp_path / "cmd" / "env"),
+               "GITHUB_STEP_SUMMARY": str(tmp_path / "cmd" / "summary"), "SUDO_USER": "root"}
+    import pwd
+
+    assert ghactions.runner_file_folders(environ) == sorted({str(tmp_path / "cmd"), pwd.getpwnam("root").pw_dir})
+    assert ghactions.runner_file_folders({"SUDO_USER": "no-such-user-here"}) == []
