@@ -74,7 +74,8 @@ def test_the_zip_follows_gradescopes_layout(bundle):
     names = set(infos)
     assert {"grading.yml", "requirements.txt", "README.md", "autograder/__main__.py"} <= names
     assert any(n.startswith("autograder/suites/test_") for n in names), "the hidden suites are in the bundle"
-    assert not any(n.startswith(("solutions/", "assignments/", "autograder/selftest/")) or "__pycache__" in n
+    assert not any(n.startswith(("solutions/", "assignments/", "autograder/selftest/", "autograder/commands/selftest"))
+                   or "__pycache__" in n
                    or n.endswith(".pyc") for n in names)
     requirements = z_text(archive, "requirements.txt")
     assert "torch>=2.2,<3" in requirements.splitlines()

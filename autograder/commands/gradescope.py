@@ -35,8 +35,9 @@ TEMPLATES = PACKAGE_DIR / "templates" / "gradescope"
 EXECUTABLE = ("setup.sh", "run_autograder")
 # what the grader needs at grading time; the Python version of torch is installed by setup.sh
 REQUIREMENTS = ["torch>=2.2,<3", "numpy>=1.24", "pyyaml>=6", "pytest>=8"]
-# parts of the package that grading never uses and that students must never get near
+# parts of the package that grading never uses: caches, the suites' mutant corpus and its command
 EXCLUDE_DIRS = {"__pycache__", "selftest"}
+EXCLUDE_FILES = {"commands/selftest.py"}
 EXCLUDE_SUFFIXES = (".pyc", ".pyo")
 ZIP_TIME = (2020, 1, 1, 0, 0, 0)  # fixed: the same sources give the same zip, byte for byte
 
@@ -81,7 +82,7 @@ def bundle_files(rubric):
         rel = path.relative_to(PACKAGE_DIR)
         if any(part in EXCLUDE_DIRS for part in rel.parts) or path.is_dir() or path.is_symlink():
             continue
-        if path.suffix in EXCLUDE_SUFFIXES:
+        if path.suffix in EXCLUDE_SUFFIXES or rel.as_posix() in EXCLUDE_FILES:
             continue
         files.append((f"autograder/{rel.as_posix()}", path.read_bytes(), False))
     return files
