@@ -240,3 +240,16 @@ def test_the_student_uid_cannot_read_results_or_the_bundle_even_without_namespac
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
     assert outcome == ["PermissionError"] * len(targets), dict(zip(map(str, targets), outcome))
+
+
+def test_the_folder_form_matches_the_zip(bundle, tmp_path):
+    """--out DIR (for the private autograder repository the GitHub workflow fetches) = the zip, unpacked."""
+    archive, unpacked = bundle
+    folder = tmp_path / "ch03-autograder"
+    subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--out", str(folder)],
+                   cwd=ROOT, check=True, capture_output=True, timeout=120)
+    files = {p.relative_to(folder).as_posix(): p for p in folder.rglob("*") if p.is_file()}
+    with zipfile.ZipFile(archive) as z:
+        assert sorted(files) == sorted(z.namelist())
+        assert all(files[n].read_bytes() == z.read(n) for n in files)
+    assert all(os.access(files[n], os.X_OK) for n in ("setup.sh", "run_autograder"))
