@@ -37,7 +37,8 @@ def runner_file_folders(environ=None):
             folders.add(pwd.getpwnam(environ["SUDO_USER"]).pw_dir)
         except (KeyError, ImportError):
             pass
-    return sorted(f for f in folders if f not in ("/", ""))
+    # only existing folders: the sandbox takes a path that is not a folder for a file, and hides its parent
+    return sorted(f for f in folders if f not in ("/", "") and os.path.isdir(f))
 
 
 def event_context(environ=None):
