@@ -1,52 +1,245 @@
-"""Hidden checks for causal.py (book section 3.5): mask, masked softmax, CausalAttention."""
+"""Hidden checks for causal.py (book section 3.5): mask, masked softmax, CausalAttention with dropout.
+
+Beyond the book's printed outputs: other seeds and sizes, known weights, causality by perturbing
+later tokens, the attention weights themselves (seen through identity value projections: with
+d_in = d_out = num_tokens, x = identity rows and W_value = I, the output IS the weight matrix),
+dropout judged by its statistics (never by a particular mask), the mask buffer, float64 and
+gradients, and inputs left unchanged.
+"""
 import pytest
 import torch
 
-from autograder.suites import expect, reference
+from autograder.suites import expect, helpers, reference
+from autograder.suites.helpers import QKV
+from autograder.suites.misconceptions import attention_mistakes, judge, matches, weight_mistakes, weights
+from autograder.student import StudentError
 
 pytestmark = pytest.mark.causal
 PART = "causal"
+SLICE_HINT = ("the mask is (context_length, context_length): use its first num_tokens rows and columns, "
+              "self.mask[:num_tokens, :num_tokens], for inputs shorter than the context")
 
 
-def qkv_state(d_in, d_out, rng, bias=False):
-    shapes = {f"W_{n}.weight": (d_out, d_in) for n in ("query", "key", "value")}
-    if bias:
-        shapes.update({f"W_{n}.bias": (d_out,) for n in ("query", "key", "value")})
-    return reference.random_state(shapes, rng)
+def projections(x, state):
+    return tuple(reference.linear(x, state[f"{n}.weight"], state.get(f"{n}.bias")) for n in QKV)
+
+
+def causal_output(x, state):
+    return reference.single_head(x, state, causal=True)
+
+
+def causal_mistakes(x, state):
+    return attention_mistakes(*projections(x, state), causal=True, d_in=x.shape[-1])
+
+
+def identity_probe(T, rng, value=None):
+    """State and input under which CausalAttention(T, T, ...) returns its attention weights."""
+    state = helpers.random_qkv_state(T, T, rng, scale=3.0)
+    state["W_value.weight"] = torch.eye(T) if value is None else value
+    return state, torch.eye(T)
+
+
+def probe_weights(state, T):
+    x = torch.eye(T)
+    q, k, _ = projections(x, state)
+    return q @ k.T
+
+
+def run(attn, x, what, _seed=0):
+    """attn(x), turning the classic error of an unsliced mask into a hint."""
+    try:
+        return attn(x, _seed=_seed)
+    except StudentError as e:
+        if not e.not_implemented and any(w in e.message.lower() for w in ("size", "match", "shape")):
+            raise AssertionError(f"{what}: {e.explain()}. Hint: {SLICE_HINT}") from None
+        raise
 
 
 def test_causal_mask_marks_the_future(student):
-    for n in (1, 4, 7):
-        mask = expect.as_tensor(student.module("causal").causal_mask(n), f"causal_mask({n})")
+    for n in (4, 7, 1):  # a 1x1 mask cannot tell an inverted mask from an off-by-one one: last
+        mask = expect.as_tensor(student.module(PART).causal_mask(n), f"causal_mask({n})")
         expect.shape(mask, (n, n), f"causal_mask({n})")
         want = torch.ones(n, n, dtype=torch.bool).triu(1)
         expect.true(mask.dtype == torch.bool, f"causal_mask({n}) should be a bool tensor, got {mask.dtype}")
-        if torch.equal(mask, torch.ones(n, n, dtype=torch.bool).triu(0)):
-            raise AssertionError("causal_mask also hides the diagonal: a token must be allowed to attend to itself "
-                                 "(use triu with diagonal=1)")
+        if n > 1 and torch.equal(mask, torch.ones(n, n, dtype=torch.bool).triu(0)):
+            raise AssertionError("causal_mask also hides the diagonal (off by one): a token must be allowed to attend "
+                                 "to itself (use triu with diagonal=1)")
+        if n > 1 and torch.equal(mask, torch.ones(n, n, dtype=torch.bool).triu(2)):
+            raise AssertionError("causal_mask's diagonal is off by one: it lets each token see the next one (use triu "
+                                 "with diagonal=1)")
         if torch.equal(mask, ~want):
             raise AssertionError("causal_mask is inverted: True must mark the positions ABOVE the diagonal (the future)")
         expect.true(torch.equal(mask, want), f"causal_mask({n}) should be True exactly above the diagonal")
 
 
 def test_masked_weights_book_example(student, book):
-    got = student.module("causal").masked_attention_weights(book["attn_scores_sa_v2"], 2)
-    expect.close(got, book["causal_attn_weights"], "masked_attention_weights(book scores, d_k=2)", reveal=True,
-                 hint="Set the future scores to -inf, divide by sqrt(d_k), then softmax over the last dim")
+    scores = book["attn_scores_sa_v2"]
+    got = student.module(PART).masked_attention_weights(scores, 2)
+    judge(got, book["causal_attn_weights"], "masked_attention_weights(book scores, d_k=2)",
+          weight_mistakes(scores, 2, True), reveal=True,
+          hint="Set the future scores to -inf, divide by sqrt(d_k), then softmax over the last dim")
+
+
+def test_masked_weights_unseen_scores(student, rng):
+    for shape, d_k, dtype in (((2, 5, 5), 3, torch.float32), ((7, 7), 16, torch.float32), ((1, 1), 4, torch.float32),
+                              ((4, 4), 2, torch.float64)):
+        scores = ((torch.rand(shape, generator=rng, dtype=torch.float64) - 0.5) * 6).to(dtype)
+        got = student.module(PART).masked_attention_weights(scores, d_k)
+        judge(got, weights(scores.double(), d_k, True), f"masked_attention_weights on other scores of shape {shape}, "
+              f"d_k={d_k}", weight_mistakes(scores.double(), d_k, True), atol=1e-5)
+
+
+def test_causal_inputs_left_unchanged(student, rng):
+    scores = torch.rand(2, 4, 4, generator=rng)
+    function = student.module(PART).masked_attention_weights.get()
+    _, after = helpers.call_keeping_arguments(student, function, scores.clone(), 2)
+    helpers.assert_unchanged([scores], after[:1], "masked_attention_weights")
+    attn = student.module(PART).CausalAttention(4, 3, 6, 0.0)
+    attn.eval()
+    x = torch.rand(2, 5, 4, generator=rng)
+    _, after = helpers.call_keeping_arguments(student, attn, x.clone())
+    helpers.assert_unchanged([x], after, "CausalAttention.forward")
 
 
 def test_causal_attention_book_example(student, book):
-    attn = student.module("causal").CausalAttention(3, 2, 6, 0.0, _seed=123)
-    expect.close(attn(book.batch), book["causal_attention_seed123"], "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch)",
-                 reveal=True, hint="Create W_query, W_key, W_value in this order so seed 123 gives the book's weights")
+    attn = student.module(PART).CausalAttention(3, 2, 6, 0.0, _seed=123)
+    drawn = helpers.drawn_linears(123, helpers.qkv_layers(3, 2, False))
+    helpers.judge_seeded(attn(book.batch), book["causal_attention_seed123"],
+                         "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch)", attn, drawn, 123,
+                         lambda: causal_mistakes(book.batch, drawn), book=True, reveal=True)
+
+
+def test_causal_attention_unseen_seeds(student, rng):
+    for seed, d_in, d_out, ctx, T, b, bias in ((7, 4, 3, 8, 5, 1, False), (2024, 3, 5, 6, 6, 3, True)):
+        x = torch.rand(b, T, d_in, generator=rng)
+        what = f"CausalAttention({d_in}, {d_out}, {ctx}, 0.0, qkv_bias={bias}) made after another seed, on {b}x{T} tokens"
+        attn = student.module(PART).CausalAttention(d_in, d_out, ctx, 0.0, qkv_bias=bias, _seed=seed)
+        drawn = helpers.drawn_linears(seed, helpers.qkv_layers(d_in, d_out, bias))
+        helpers.judge_seeded(run(attn, x, what), causal_output(x, drawn), what, attn, drawn, seed,
+                             lambda: causal_mistakes(x, drawn))
 
 
 def test_causal_attention_math_with_known_weights(student, rng):
-    for d_in, d_out, T, ctx, bias in ((3, 2, 6, 6, False), (5, 4, 3, 8, True), (4, 4, 1, 4, False)):
-        x = torch.rand(3, T, d_in, generator=rng)
-        state = qkv_state(d_in, d_out, rng, bias)
-        attn = student.module("causal").CausalAttention(d_in, d_out, ctx, 0.0, qkv_bias=bias)
-        attn.load_state_dict({**state, "mask": attn.get("mask")})
+    for d_in, d_out, T, ctx, bias, b in ((3, 2, 6, 6, False, 3), (5, 4, 3, 8, True, 1), (4, 4, 1, 4, False, 2),
+                                         (6, 3, 7, 10, True, 3)):
+        x = torch.rand(b, T, d_in, generator=rng)
+        state = helpers.random_qkv_state(d_in, d_out, rng, bias, scale=2.0)
+        what = f"CausalAttention({d_in}, {d_out}, {ctx}, 0.0, qkv_bias={bias}) with known weights on {b}x{T} tokens"
+        attn = student.module(PART).CausalAttention(d_in, d_out, ctx, 0.0, qkv_bias=bias)
+        helpers.load_known(attn, state, f"CausalAttention({d_in}, {d_out}, {ctx}, 0.0, qkv_bias={bias})")
         attn.eval()
-        expect.close(attn(x), reference.single_head(x, state), f"CausalAttention({d_in}, {d_out}, {ctx}) with known weights "
-                     f"on {T} tokens", hint="Check the 1/sqrt(d_k) scaling, the mask and the softmax dim")
+        judge(run(attn, x, what), causal_output(x, state), what, causal_mistakes(x, state),
+              hint="Check the 1/sqrt(d_k) scaling, the mask and the softmax dim")
+
+
+def test_causal_future_tokens_never_matter(student, rng):
+    d_in, d_out, ctx, T = 4, 3, 9, 6
+    attn = student.module(PART).CausalAttention(d_in, d_out, ctx, 0.0)
+    helpers.load_known(attn, helpers.random_qkv_state(d_in, d_out, rng, scale=2.0), "CausalAttention(4, 3, 9, 0.0)")
+    attn.eval()
+    x = torch.rand(2, T, d_in, generator=rng)
+    what = "CausalAttention on 6 tokens (context_length 9)"
+    base = expect.shape(run(attn, x, what), (2, T, d_out), what)
+    for t in range(T - 1):
+        changed = x.clone()
+        changed[:, t + 1:] = torch.rand(2, T - t - 1, d_in, generator=rng) * 4 - 2
+        out = expect.shape(attn(changed), (2, T, d_out), what)
+        if not torch.allclose(out[:, :t + 1], base[:, :t + 1], atol=1e-6, rtol=0):
+            raise AssertionError(f"{what}: changing only the tokens after position {t} changed the outputs at positions "
+                                 f"0..{t}. A token must never see later tokens: mask every score above the diagonal "
+                                 f"with -inf before the softmax")
+
+
+def test_causal_weights_through_identity_values(student, rng):
+    T, ctx = 5, 7
+    state, eye = identity_probe(T, rng)
+    attn = student.module(PART).CausalAttention(T, T, ctx, 0.0)
+    helpers.load_known(attn, state, "CausalAttention(5, 5, 7, 0.0)")
+    attn.eval()
+    what = "the attention weight matrix of CausalAttention(5, 5, 7, 0.0) (seen with identity value projections)"
+    got = expect.shape(run(attn, eye.expand(2, T, T).contiguous(), what), (2, T, T), what)
+    scores = probe_weights(state, T)
+    judge(got, weights(scores, T, True).expand(2, T, T), what,
+          [(w.expand(2, T, T), why) for w, why in weight_mistakes(scores, T, True)])
+    future = torch.ones(T, T, dtype=torch.bool).triu(1).expand(2, T, T)
+    if (got[future] != 0).any():
+        raise AssertionError(f"{what}: the weights on future tokens must be exactly 0 (mask with -inf)")
+    if not torch.allclose(got.sum(-1), torch.ones(2, T), atol=1e-5):
+        raise AssertionError(f"{what}: every row of attention weights must sum to 1")
+
+
+def test_causal_dropout_off_in_eval_mode(student, rng):
+    d_in, d_out, ctx, T = 4, 3, 6, 6
+    state = helpers.random_qkv_state(d_in, d_out, rng, scale=2.0)
+    attn = student.module(PART).CausalAttention(d_in, d_out, ctx, 0.5)
+    helpers.load_known(attn, state, "CausalAttention(4, 3, 6, 0.5)")
+    attn.eval()
+    x = torch.rand(3, T, d_in, generator=rng)
+    what = "CausalAttention(4, 3, 6, dropout=0.5) after .eval()"
+    first, second = run(attn, x, what, _seed=1), run(attn, x, what, _seed=2)
+    if not (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and matches(first, second, 0.0)):
+        raise AssertionError(f"{what} gives different outputs from call to call: dropout is still active in eval mode. "
+                             f"Use self.dropout (an nn.Dropout), which is off after .eval(); F.dropout needs "
+                             f"training=self.training")
+    judge(first, causal_output(x, state), what, causal_mistakes(x, state),
+          hint="in eval mode dropout must do nothing: the output must equal that of dropout=0.0")
+
+
+def test_causal_dropout_in_training_mode(student, rng):
+    T, p, b = 6, 0.2, 300
+    state, eye = identity_probe(T, rng)
+    attn = student.module(PART).CausalAttention(T, T, T, p)
+    helpers.load_known(attn, state, "CausalAttention(6, 6, 6, 0.2)")
+    attn.train()
+    what = "CausalAttention(6, 6, 6, dropout=0.2)"
+    x = eye.expand(b, T, T).contiguous()
+    train = expect.shape(run(attn, x, what, _seed=5), (b, T, T), what)
+    helpers.dropout_verdict(train, weights(probe_weights(state, T), T, True).expand(b, T, T), p, what)
+    # with every value vector all ones, dropout on the weights leaves each output row constant
+    helpers.load_known(attn, {**state, "W_value.weight": torch.ones(T, T)}, "CausalAttention(6, 6, 6, 0.2)")
+    out = expect.shape(run(attn, x, what, _seed=6), (b, T, T), what)
+    if not torch.allclose(out, out[..., :1].expand_as(out), atol=1e-5):
+        raise AssertionError(f"{what} in training mode: dropout seems to act on the values or the output, not on the "
+                             f"attention weights (apply self.dropout to attn_weights, before multiplying by the values)")
+
+
+def test_causal_mask_is_a_registered_buffer(student):
+    attn = student.module(PART).CausalAttention(3, 2, 7, 0.0)
+    info = attn.describe()
+    if any(name == "mask" for name, _, _ in info["parameters"]):
+        raise AssertionError("CausalAttention's mask is an nn.Parameter: register it with self.register_buffer('mask', "
+                             "...), a buffer is saved and moved with the module but never trained")
+    buffers = {name: tuple(shape) for name, shape, _ in info["buffers"]}
+    if "mask" not in buffers:
+        raise AssertionError("CausalAttention has no buffer named 'mask': create it with self.register_buffer('mask', "
+                             "...) so that it is part of the module's state and moves with .to(device)")
+    if buffers["mask"] != (7, 7):
+        raise AssertionError(f"CausalAttention(3, 2, 7, 0.0)'s mask has shape {buffers['mask']}: it should be "
+                             f"(context_length, context_length)")
+    mask = expect.as_tensor(attn.get("mask"), "the mask buffer").bool()
+    above = torch.ones(7, 7, dtype=torch.bool).triu(1)
+    if not (torch.equal(mask, above) or torch.equal(mask, ~above)):
+        raise AssertionError("the mask buffer should mark the positions above the diagonal (ones above it, zeros on "
+                             "and below it)")
+
+
+def test_causal_float64_and_gradients(student, rng):
+    d_in, d_out, ctx, T = 4, 3, 8, 5
+    state = helpers.random_qkv_state(d_in, d_out, rng, bias=True, scale=2.0, dtype=torch.float64)
+    attn = student.module(PART).CausalAttention(d_in, d_out, ctx, 0.0, qkv_bias=True)
+    attn.double()
+    helpers.load_known(attn, state, "CausalAttention(4, 3, 8, 0.0, qkv_bias=True).double()")
+    attn.eval()
+    x = torch.rand(2, T, d_in, generator=rng, dtype=torch.float64)
+    what = "CausalAttention(4, 3, 8, 0.0, qkv_bias=True).double() on float64 inputs"
+    got = run(attn, x, what)
+    if getattr(got, "dtype", None) != torch.float64:
+        raise AssertionError(f"{what} returns {getattr(got, 'dtype', type(got).__name__)}: compute in the dtype of the "
+                             f"inputs and weights (no .float() or float32 tensors made inside forward)")
+    judge(got, causal_output(x, state), what, causal_mistakes(x, state), atol=1e-6)
+    g = torch.rand(2, T, d_out, generator=rng, dtype=torch.float64)
+    want = helpers.reference_grads(lambda s: causal_output(x, s), state, g)
+    helpers.compare_grads(attn.grads(x, grad_output=g), want, "CausalAttention", atol=1e-6)
+    single = run(attn, x[:, :1], "CausalAttention on a single token")
+    if not torch.isfinite(expect.as_tensor(single, "CausalAttention on a single token")).all():
+        raise AssertionError("CausalAttention on a single token gives NaN or Inf: the first token must always see itself")

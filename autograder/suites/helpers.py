@@ -1,0 +1,258 @@
+"""Tools the hidden suites share: the grader's own draws of seeded weights, loading known weights,
+reading a module's state, gradients by the grader's autograd, and a way to see whether student
+code changed its arguments in place.
+
+Nothing here runs student code except through the `student` adapter (remote calls).
+"""
+import math
+
+import torch
+
+from autograder.student import RemoteObject, StudentError
+
+QKV = ("W_query", "W_key", "W_value")
+
+
+# ---------------------------------------------------------------- the grader's own seeded draws
+
+def drawn_matrices(seed, d_in, d_out, names=QKV):
+    """What torch.manual_seed(seed) then torch.rand(d_in, d_out) per name gives (SelfAttention_v1)."""
+    g = torch.Generator().manual_seed(seed)
+    return {name: torch.rand(d_in, d_out, generator=g) for name in names}
+
+
+def drawn_linears(seed, layers):
+    """What torch.manual_seed(seed) then nn.Linear(d_in, d_out, bias) per layer, in order, gives.
+
+    layers: [(name, d_in, d_out, bias)] -> {"name.weight": ..., "name.bias": ...}. The grader's own
+    random state is left as it was.
+    """
+    state = {}
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for name, d_in, d_out, bias in layers:
+            layer = torch.nn.Linear(d_in, d_out, bias=bias)
+            state[f"{name}.weight"] = layer.weight.detach().clone()
+            if bias:
+                state[f"{name}.bias"] = layer.bias.detach().clone()
+    return state
+
+
+def qkv_layers(d_in, d_out, bias):
+    return [(name, d_in, d_out, bias) for name in QKV]
+
+
+def random_qkv_state(d_in, d_out, rng, bias=False, scale=1.0, dtype=torch.float32):
+    """Known weights in nn.Linear's layout: W (d_out, d_in), entries uniform in [-scale/2, scale/2)."""
+    state = {}
+    for name in QKV:
+        state[f"{name}.weight"] = (torch.rand(d_out, d_in, generator=rng, dtype=torch.float64) - 0.5) * scale
+        if bias:
+            state[f"{name}.bias"] = torch.rand(d_out, generator=rng, dtype=torch.float64) - 0.5
+    return {k: v.to(dtype) for k, v in state.items()}
+
+
+def random_mha_state(d_in, d_out, rng, bias=False, scale=1.0, dtype=torch.float32):
+    state = random_qkv_state(d_in, d_out, rng, bias, scale, torch.float64)
+    state["out_proj.weight"] = torch.rand(d_out, d_out, generator=rng, dtype=torch.float64) - 0.5
+    state["out_proj.bias"] = torch.rand(d_out, generator=rng, dtype=torch.float64) - 0.5
+    return {k: v.to(dtype) for k, v in state.items()}
+
+
+# ---------------------------------------------------------------- a student's module, from outside
+
+def state_of(module, what):
+    """The module's state_dict as tensors here."""
+    state = module.state_dict()
+    if not isinstance(state, dict):
+        raise AssertionError(f"{what}.state_dict() did not return a dict")
+    return state
+
+
+def load_known(module, state, what):
+    """Load known weights into a student's module, keeping its own buffers (a bool or float mask).
+
+    Fails in the student's terms when a parameter the specification names is missing or has
+    another shape.
+    """
+    own = state_of(module, what)
+    missing = [k for k in state if k not in own]
+    if missing and all(k.endswith(".bias") for k in missing):
+        raise AssertionError(f"{what} has no {', '.join(missing)}: with qkv_bias=True each of W_query, W_key and "
+                             f"W_value needs a bias (nn.Linear(d_in, d_out, bias=qkv_bias))")
+    if missing:
+        raise AssertionError(f"{what} has no {', '.join(missing)} in its state_dict (it has: "
+                             f"{', '.join(own) or 'nothing'}): name the layers as the book does")
+    wrong = [f"{k} {tuple(own[k].shape)} (expected {tuple(state[k].shape)})" for k in state
+             if tuple(own[k].shape) != tuple(state[k].shape)]
+    if wrong:
+        raise AssertionError(f"{what} has parameters of the wrong shape: {', '.join(wrong)}")
+    module.load_state_dict({**own, **{k: v.to(own[k].dtype) for k, v in state.items()}})
+    return module
+
+
+def parameter_table(module):
+    """[(name, shape)] of the module's parameters, in registration order."""
+    return [(name, tuple(shape)) for name, shape, _ in module.describe()["parameters"]]
+
+
+def seeding_problem(got, want, seed, book=False, order_hint="W_query, W_key, W_value"):
+    """'' when the student's parameters are what the grader draws after torch.manual_seed(seed);
+    otherwise a sentence saying how they differ (another order, or drawn differently)."""
+    consequence = (f"seed {seed} does not give the book's weights" if book
+                   else f"torch.manual_seed({seed}) does not give the weights the specification draws")
+    wrong_shape = [n for n in want if n not in got or tuple(got[n].shape) != tuple(want[n].shape)]
+    if wrong_shape:
+        return (f"the parameters are not the specification's ({', '.join(wrong_shape)} missing or of another "
+                f"shape): {consequence}")
+
+    def same(a, b):
+        return tuple(a.shape) == tuple(b.shape) and torch.allclose(a.double(), b.double(), atol=1e-6, rtol=0)
+
+    differ = [n for n in want if not same(got[n], want[n])]
+    if not differ:
+        return ""
+    holds = {n: next((m for m in want if same(got[n], want[m])), None) for n in want}
+    if all(holds.values()) and sorted(holds.values()) == sorted(want):
+        swapped = ", ".join(f"{n} holds what {m} should get" for n, m in holds.items() if n != m)
+        return (f"parameters created in another order ({swapped}): {consequence}. Create {order_hint} "
+                f"in this order")
+    return (f"parameters created in another order or drawn differently ({differ[0]} is the first that "
+            f"differs; {', '.join(n for n in want if n not in differ) or 'none'} match): {consequence}. "
+            f"Create {order_hint} in this order, with the specified initialization and no other random "
+            f"draws in between")
+
+
+# ---------------------------------------------------------------- the grader's autograd
+
+def reference_grads(function, state, grad_output):
+    """Gradients of every tensor in `state` for function(state).backward(grad_output)."""
+    leaves = {k: v.detach().clone().requires_grad_(True) for k, v in state.items()}
+    # the same gradients as .backward(grad_output), without its shape check's import of sympy (~0.6 s)
+    (function(leaves) * grad_output).sum().backward()
+    return {k: v.grad for k, v in leaves.items()}
+
+
+def compare_grads(got, want, what, atol):
+    if not isinstance(got, dict):
+        raise AssertionError(f"{what}: could not read the gradients")
+    for name, expected in want.items():
+        grad = got.get(name)
+        if grad is None:
+            raise AssertionError(
+                f"{what}: no gradient reached {name}. The forward pass is cut off from autograd there "
+                f"(.detach(), .data, torch.no_grad() or a NumPy round trip in forward): training could "
+                f"never change it")
+        if tuple(grad.shape) != tuple(expected.shape):
+            raise AssertionError(f"{what}: the gradient of {name} has shape {tuple(grad.shape)}, expected "
+                                 f"{tuple(expected.shape)}")
+        if not torch.isfinite(grad).all():
+            raise AssertionError(f"{what}: the gradient of {name} contains NaN or Inf")
+        diff = (grad.double() - expected.double()).abs().max().item()
+        if diff > atol:
+            raise AssertionError(f"{what}: the gradient of {name} is off by up to {diff:.3g} (tolerance "
+                                 f"{atol:g}): the forward pass is not the specified computation")
+
+
+# ---------------------------------------------------------------- arguments changed in place?
+
+def call_keeping_arguments(student, function, *args):
+    """Call function(*args) in the child on arguments that stay in the child, then read them back.
+
+    Remote calls copy their inputs, so an in-place change is invisible in a plain call. Here the
+    arguments live in a list inside a deque in the child; itertools.starmap calls the function on
+    them and the deque is read back afterwards. function: a RemoteObject (a module, or a function
+    read with .get()). Returns (result, [arguments as they are after the call]).
+    """
+    if not isinstance(function, RemoteObject):
+        raise TypeError("call_keeping_arguments needs a RemoteObject")
+    held = student.module("collections").deque([list(args)])
+    results = student.module("builtins").list(student.module("itertools").starmap(function, held))
+    return results[0], held.get("0")
+
+
+def assert_unchanged(before, after, what):
+    for i, (a, b) in enumerate(zip(before, after)):
+        if isinstance(a, torch.Tensor) or hasattr(a, "shape"):
+            a_t, b_t = torch.as_tensor(a), torch.as_tensor(b)
+            if a_t.shape != b_t.shape or not torch.equal(a_t, b_t):
+                raise AssertionError(
+                    f"{what} changed its input (argument {i + 1}) in place: use out-of-place operations "
+                    f"(masked_fill, not masked_fill_; z - m, not z -= m) on tensors or arrays you were given")
+
+
+# ---------------------------------------------------------------- dropout, judged by statistics
+
+def dropout_verdict(train, reference, p, what, lower_triangle=None):
+    """Judge training-mode weights against the eval weights: every weight 0 or eval / (1 - p), and
+    about a fraction p of them zeroed. train and reference: (..., T, T) weights (seen through identity
+    value projections). Never compares with any particular dropout mask.
+    """
+    train, reference = train.double(), reference.double()
+    T = reference.shape[-1]
+    keep = ~torch.ones(T, T, dtype=torch.bool).triu(1) if lower_triangle is None else lower_triangle
+    keep = keep.expand_as(reference)
+    if torch.isnan(train).any():
+        raise AssertionError(f"{what} in training mode contains NaN: dropout seems to act on the masked "
+                             f"scores (-inf times 0 is NaN); apply dropout to the attention weights, after "
+                             f"the softmax")
+    if (train[~keep] != 0).any():
+        raise AssertionError(f"{what} in training mode puts weight on future tokens: dropout must come after "
+                             f"the causal mask and the softmax")
+    t, r = train[keep], reference[keep]
+    zero = t.abs() <= 1e-6
+    scale = 1.0 / (1.0 - p)
+    if not zero.any():
+        if torch.allclose(t, r, atol=1e-5):
+            raise AssertionError(f"{what} in training mode equals the eval-mode output: dropout is not applied "
+                                 f"(call self.dropout on the attention weights)")
+        raise AssertionError(f"{what} in training mode changes the weights but zeroes none of them: dropout "
+                             f"must act on the attention weights after the softmax, not on the scores")
+    kept_ok = (t[~zero] - r[~zero] * scale).abs() <= 1e-4 * scale
+    if not kept_ok.all():
+        if torch.allclose(t[~zero], r[~zero], atol=1e-5):
+            raise AssertionError(f"{what} in training mode: the weights dropout keeps are not rescaled; they "
+                                 f"must be divided by (1 - p), as nn.Dropout does")
+        if torch.allclose(t[~zero], r[~zero] / p, atol=1e-4 / p):
+            raise AssertionError(f"{what} in training mode: the kept weights are divided by p; divide by (1 - p)")
+        raise AssertionError(f"{what} in training mode: each attention weight should be either 0 or its "
+                             f"eval-mode value / (1 - p); some are neither (is dropout applied to the scores, "
+                             f"the values or twice?)")
+    n = t.numel()
+    fraction = zero.double().mean().item()
+    tolerance = 7 * math.sqrt(p * (1 - p) / n)  # 7 binomial standard deviations: never flakes
+    if abs(fraction - p) > tolerance:
+        raise AssertionError(f"{what} in training mode zeroed {fraction:.1%} of {n} attention weights; with "
+                             f"dropout p={p:g} about {p:.0%} should be zeroed (allowed: +/- {tolerance:.1%})")
+    # the mean over all draws: each kept weight is w / (1 - p), so the mean stays near the eval weights
+    ratio = t.sum().item() / r.sum().item()
+    bound = 7 * math.sqrt(p / (1 - p) * (r ** 2).sum().item()) / r.sum().item()
+    if abs(ratio - 1) > bound:
+        raise AssertionError(f"{what} in training mode: the mean attention weight over all draws is "
+                             f"{ratio:.3f} times the eval-mode mean (allowed: 1 +/- {bound:.3f})")
+
+
+def student_error_hint(error, hint):
+    """Re-raise a StudentError with a hint, unless it is 'not implemented' (which must stay as is)."""
+    if isinstance(error, StudentError) and error.not_implemented:
+        raise error
+    raise AssertionError(f"{error.explain()}. {hint}") from None
+
+
+def judge_seeded(got, want, what, module, drawn, seed, mistakes, book=False, reveal=False,
+                 order_hint="W_query, W_key, W_value"):
+    """A seeded output: right, or wrong because of the draws (order, initialization), or of the math.
+
+    mistakes(state) -> the misconceptions computed with the module's own weights (called only when
+    the weights are the drawn ones but the output is still wrong).
+    """
+    from autograder.suites.misconceptions import judge, matches
+    from autograder.suites import expect
+
+    got = expect.as_tensor(got, what)
+    if matches(got, want, 1e-4):
+        return got
+    problem = seeding_problem(state_of(module, what), drawn, seed, book, order_hint)
+    if problem:
+        raise AssertionError(f"{what} differs from the expected output: {problem}")
+    return judge(got, want, what, mistakes(), reveal=reveal)

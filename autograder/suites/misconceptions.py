@@ -1,0 +1,172 @@
+"""Wrong answers the grader computes on purpose, to tell a student which mistake their output matches.
+
+Every `*_mistakes` helper returns a list of (tensor, explanation): what a typical wrong version of
+the computation gives on the same inputs, and a sentence saying what that version did wrong and how
+to fix it. `judge` compares a student's output with the right answer and, when they differ, with
+each wrong answer in turn; the first one that matches names the mistake. The explanations describe
+the mistake only: they never print the hidden inputs or the values the grader expected.
+"""
+import math
+
+import torch
+
+from autograder.suites import expect
+
+
+def future(num_tokens, diagonal=1):
+    """Bool (T, T): True where a query must not look (above the diagonal when diagonal=1)."""
+    return torch.ones(num_tokens, num_tokens, dtype=torch.bool).triu(diagonal)
+
+
+def weights(scores, d_k, causal, *, divide_by=None, dim=-1, mask="-inf", diagonal=1, scale_after=False):
+    """Attention weights from raw scores (..., T, T), right by default, wrong on request.
+
+    divide_by: what the scores are divided by (right: sqrt(d_k)); dim: the softmax dim (right: -1);
+    mask: "-inf" (right), "zero" (future scores set to 0), "after" (future weights zeroed after the
+    softmax, rows not renormalized); diagonal: the triu offset of the mask (right: 1);
+    scale_after: divide the weights, not the scores.
+    """
+    divide_by = math.sqrt(d_k) if divide_by is None else divide_by
+    s = scores if scale_after else scores / divide_by
+    T = scores.shape[-1]
+    if causal and mask in ("-inf", "zero"):
+        s = s.masked_fill(future(T, diagonal), float("-inf") if mask == "-inf" else 0.0)
+    w = torch.softmax(s, dim=dim)
+    if scale_after:
+        w = w / divide_by
+    if causal and mask == "after":
+        w = w.masked_fill(future(T, diagonal), 0.0)
+    return w
+
+
+def weight_mistakes(scores, d_k, causal, d_in=None):
+    """The usual ways to get from scores to weights wrong, as (weights, explanation)."""
+    out = [
+        (weights(scores, d_k, causal, divide_by=1.0),
+         "the scores are not scaled: divide them by sqrt(d_k) (d_k = the keys' dimension) before the softmax"),
+        (weights(scores, d_k, causal, divide_by=float(d_k)),
+         "the scores are divided by d_k instead of sqrt(d_k): scale by 1/sqrt(d_k), i.e. d_k ** 0.5"),
+        (weights(scores, d_k, causal, dim=-2),
+         "the softmax runs over the wrong dim (dim=0 / -2, down the columns): use dim=-1 so that each "
+         "row of attention weights sums to 1"),
+        (weights(scores, d_k, causal, scale_after=True),
+         "the weights are divided by sqrt(d_k) after the softmax: scale the scores before the softmax"),
+        (weights(scores.transpose(-2, -1), d_k, causal),
+         "the scores are transposed (keys @ queries.T): row i must hold query i's scores, queries @ keys.T"),
+    ]
+    if d_in is not None and d_in != d_k:
+        out.append((weights(scores, d_k, causal, divide_by=math.sqrt(d_in)),
+                    "the scores are scaled by 1/sqrt(d_in), the input dimension: scale by 1/sqrt(d_k), "
+                    "where d_k is the keys' dimension (keys.shape[-1])"))
+    if causal:
+        out += [
+            (weights(scores, d_k, False),
+             "no causal mask is applied: the scores of later tokens must become -inf before the softmax"),
+            (weights(scores, d_k, causal, mask="zero"),
+             "the future scores are set to 0 instead of -inf: a score of 0 still gets weight after the "
+             "softmax; fill the masked scores with -inf"),
+            (weights(scores, d_k, causal, mask="after"),
+             "the mask is applied after the softmax without renormalizing: after zeroing the future "
+             "weights, divide each row by its sum (or mask the scores with -inf before the softmax)"),
+            (weights(scores, d_k, causal, diagonal=0),
+             "the mask's diagonal is off by one: it also hides each token from itself; mask only "
+             "what is above the diagonal (triu(..., diagonal=1))"),
+            (weights(scores, d_k, causal, diagonal=2),
+             "the mask's diagonal is off by one: each token still sees the next one; mask everything "
+             "above the diagonal (triu(..., diagonal=1))"),
+        ]
+    return out
+
+
+def attention_mistakes(q, k, v, causal, d_in=None):
+    """weight_mistakes carried through to the context vectors (weights @ values)."""
+    scores = q @ k.transpose(-2, -1)
+    return [(w @ v, why) for w, why in weight_mistakes(scores, k.shape[-1], causal, d_in)]
+
+
+def multi_head(x, state, num_heads, *, split_transpose=True, merge_transpose=True, out_proj=True,
+               divide_by=None, **weight_options):
+    """MultiHeadAttention with the given state, right by default, wrong on request."""
+    b, T, _ = x.shape
+
+    def project(name):
+        out = x @ state[f"{name}.weight"].T
+        bias = state.get(f"{name}.bias")
+        return out if bias is None else out + bias
+
+    q, k, v = project("W_query"), project("W_key"), project("W_value")
+    d_out = q.shape[-1]
+    head_dim = d_out // num_heads
+
+    def split(t):
+        if split_transpose:
+            return t.view(b, T, num_heads, head_dim).transpose(1, 2)
+        return t.reshape(b, num_heads, T, head_dim)
+
+    qh, kh, vh = split(q), split(k), split(v)
+    w = weights(qh @ kh.transpose(-2, -1), head_dim, True, divide_by=divide_by, **weight_options)
+    context = w @ vh
+    context = context.transpose(1, 2).reshape(b, T, d_out) if merge_transpose else context.reshape(b, T, d_out)
+    return project_out(context, state) if out_proj else context
+
+
+def project_out(context, state):
+    return context @ state["out_proj.weight"].T + state["out_proj.bias"]
+
+
+def multi_head_mistakes(x, state, num_heads):
+    """The usual ways to get the efficient multi-head attention wrong, as (output, explanation)."""
+    d_out = state["W_query.weight"].shape[0]
+    out = [
+        (multi_head(x, state, num_heads, split_transpose=False),
+         "the heads are split without the transpose: view the projections as (b, num_tokens, "
+         "num_heads, head_dim), then .transpose(1, 2) to (b, num_heads, num_tokens, head_dim)"),
+        (multi_head(x, state, num_heads, merge_transpose=False),
+         "the heads are merged without the transpose: .transpose(1, 2) the context back to (b, "
+         "num_tokens, num_heads, head_dim) before the .view(b, num_tokens, d_out)"),
+        (multi_head(x, state, num_heads, out_proj=False),
+         "out_proj is missing: the merged heads must go through self.out_proj"),
+        (multi_head(x, state, 1),
+         "the heads are not split at all (one head of d_out dims): reshape into num_heads heads of "
+         "head_dim = d_out // num_heads"),
+    ]
+    if num_heads > 1:
+        out.append((multi_head(x, state, num_heads, divide_by=math.sqrt(d_out)),
+                    "the scores are scaled by 1/sqrt(d_out): each head has head_dim = d_out // num_heads "
+                    "dims, so scale by 1/sqrt(head_dim)"))
+    for options, why in ((dict(dim=-2), "the softmax runs over the wrong dim: use dim=-1"),
+                         (dict(mask="zero"), "the future scores are set to 0 instead of -inf"),
+                         (dict(mask="after"), "the mask is applied after the softmax without renormalizing"),
+                         (dict(diagonal=0), "the mask's diagonal is off by one (it hides each token from itself)"),
+                         (dict(diagonal=2), "the mask's diagonal is off by one (each token sees the next one)"),
+                         (dict(divide_by=1.0), "the scores are not scaled by 1/sqrt(head_dim)")):
+        out.append((multi_head(x, state, num_heads, **options), why))
+    return out
+
+
+def matches(got, want, atol):
+    """Same shape, NaN and inf in the same places, everything else within atol."""
+    if tuple(got.shape) != tuple(want.shape):
+        return False
+    got, want = got.double(), want.double()
+    if not torch.equal(torch.isnan(got), torch.isnan(want)):
+        return False
+    finite = torch.isfinite(want)
+    if not torch.equal(torch.isfinite(got), finite) or not torch.equal(got[~finite & ~torch.isnan(want)],
+                                                                        want[~finite & ~torch.isnan(want)]):
+        return False
+    return bool(((got[finite] - want[finite]).abs() <= atol).all())
+
+
+def judge(got, want, what, mistakes=(), hint="", atol=1e-4, reveal=False):
+    """expect.close, except that a wrong answer which matches a known mistake is named as such."""
+    got = expect.as_tensor(got, what)
+    if matches(got, want, atol):
+        return got
+    for wrong, why in mistakes:
+        if not matches(wrong, want, atol) and matches(got, wrong, atol):
+            raise AssertionError(f"{what} is wrong: {why}")
+    if torch.is_floating_point(got) and torch.isnan(got).any() and tuple(got.shape) == tuple(want.shape):
+        raise AssertionError(f"{what} contains NaN: a softmax over a row whose scores are all -inf gives NaN "
+                             f"(is a whole row masked?), and so does -inf times 0" + (f". {hint}" if hint else ""))
+    return expect.close(got, want, what, atol=atol, hint=hint, reveal=reveal)

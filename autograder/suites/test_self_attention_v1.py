@@ -1,0 +1,88 @@
+"""Hidden checks for self_attention_v1.py (book section 3.4.2): SelfAttention_v1 with nn.Parameter matrices.
+
+Seeded outputs (the book's seed 123, and seeds and sizes the book never prints, drawn here the way
+the specification says) are judged apart from the math (known weights loaded into the module):
+parameters made in another order or drawn differently lose only the seeded points.
+"""
+import pytest
+import torch
+
+from autograder.suites import helpers, reference
+from autograder.suites.helpers import QKV
+from autograder.suites.misconceptions import attention_mistakes, judge
+
+pytestmark = pytest.mark.self_attention_v1
+PART = "self_attention_v1"
+
+
+def projections(x, state):
+    return x @ state["W_query"], x @ state["W_key"], x @ state["W_value"]
+
+
+def v1_output(x, state):
+    return reference.attention(*projections(x, state), causal=False)
+
+
+def v1_mistakes(x, state):
+    return attention_mistakes(*projections(x, state), causal=False, d_in=x.shape[-1])
+
+
+def known_state(d_in, d_out, rng, dtype=torch.float32):
+    return {name: ((torch.rand(d_in, d_out, generator=rng, dtype=torch.float64) - 0.5) * 2).to(dtype) for name in QKV}
+
+
+def test_v1_weight_matrices(student):
+    for d_in, d_out in ((3, 2), (5, 4)):
+        table = helpers.parameter_table(student.module(PART).SelfAttention_v1(d_in, d_out))
+        want = [(name, (d_in, d_out)) for name in QKV]
+        if sorted(table) == sorted(want):  # the creation order is judged by the seeded checks
+            continue
+        if sorted(table) == sorted((name, (d_out, d_in)) for name in QKV):
+            raise AssertionError(f"SelfAttention_v1({d_in}, {d_out}) keeps its matrices as (d_out, d_in): v1 keeps "
+                                 f"them as (d_in, d_out) and computes x @ W")
+        raise AssertionError(f"SelfAttention_v1({d_in}, {d_out}) should have exactly three nn.Parameter matrices "
+                             f"W_query, W_key, W_value of shape (d_in, d_out); it has {table}")
+
+
+def test_v1_book_example(student, book):
+    sa = student.module(PART).SelfAttention_v1(3, 2, _seed=123)
+    drawn = {name: book[f"{name}_seed123"] for name in QKV}
+    helpers.judge_seeded(sa(book.inputs), book["sa_v1_seed123"], "torch.manual_seed(123); SelfAttention_v1(3, 2)(inputs)",
+                         sa, drawn, 123, lambda: v1_mistakes(book.inputs, drawn), book=True, reveal=True)
+
+
+def test_v1_unseen_seeds_and_sizes(student, rng):
+    for seed, d_in, d_out, T in ((1, 3, 2, 6), (2024, 4, 5, 1), (77, 6, 3, 7)):
+        x = torch.rand(T, d_in, generator=rng)
+        sa = student.module(PART).SelfAttention_v1(d_in, d_out, _seed=seed)
+        drawn = helpers.drawn_matrices(seed, d_in, d_out)
+        helpers.judge_seeded(sa(x), v1_output(x, drawn), f"SelfAttention_v1({d_in}, {d_out}) made after another seed, "
+                             f"on {T} tokens", sa, drawn, seed, lambda: v1_mistakes(x, drawn))
+
+
+def test_v1_math_with_loaded_weights(student, rng):
+    for d_in, d_out, T in ((4, 3, 5), (3, 5, 8), (2, 2, 1), (6, 4, 6)):
+        x = torch.rand(T, d_in, generator=rng)
+        state = known_state(d_in, d_out, rng)
+        sa = student.module(PART).SelfAttention_v1(d_in, d_out)
+        helpers.load_known(sa, state, f"SelfAttention_v1({d_in}, {d_out})")
+        judge(sa(x), v1_output(x, state), f"SelfAttention_v1({d_in}, {d_out}) with known weights on {T} tokens",
+              v1_mistakes(x, state), hint="Compute softmax(queries @ keys.T / sqrt(d_k), dim=-1) @ values")
+
+
+def test_v1_float64_and_gradients(student, rng):
+    d_in, d_out, T = 4, 3, 5
+    state = known_state(d_in, d_out, rng, torch.float64)
+    x = torch.rand(T, d_in, generator=rng, dtype=torch.float64)
+    sa = student.module(PART).SelfAttention_v1(d_in, d_out)
+    sa.double()
+    helpers.load_known(sa, state, "SelfAttention_v1(4, 3).double()")
+    got = sa(x)
+    what = "SelfAttention_v1(4, 3).double() on float64 inputs"
+    if getattr(got, "dtype", None) != torch.float64:
+        raise AssertionError(f"{what} returns {getattr(got, 'dtype', type(got).__name__)}: compute in the dtype of "
+                             f"the inputs and weights (no .float() or float32 tensors made inside forward)")
+    judge(got, v1_output(x, state), what, v1_mistakes(x, state), atol=1e-6)
+    g = torch.rand(T, d_out, generator=rng, dtype=torch.float64)
+    want = helpers.reference_grads(lambda s: v1_output(x, s), state, g)
+    helpers.compare_grads(sa.grads(x, grad_output=g), want, "SelfAttention_v1", atol=1e-6)
