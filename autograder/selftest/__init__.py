@@ -1,0 +1,244 @@
+"""The hidden suites' own quality: a corpus of student-style bugs (mutants) and of correct
+alternatives (variants), each graded through the real engine.
+
+    mutants.yml   bugs: each must lose points in its own part (and only in the parts it names),
+                  with a failed check of that part saying the expected words
+    variants.yml  correct alternatives: each must keep full marks everywhere
+
+An entry is applied to a fresh copy of solutions/ch03 by exact find/replace (the text must occur
+exactly once), then graded by grading.grade_submission with one Sandbox per process.
+`python -m autograder selftest` and tests/test_suites.py both run the corpus through run_all.
+"""
+import multiprocessing
+import shutil
+import tempfile
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from autograder import PARTS, PROJECT_ROOT
+
+HERE = Path(__file__).resolve().parent
+MUTANTS = HERE / "mutants.yml"
+VARIANTS = HERE / "variants.yml"
+SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
+ENTRY_KEYS = {"id", "module", "find", "replace", "edits", "part", "parts_losing", "message", "why"}
+
+
+class CorpusError(ValueError):
+    """A malformed corpus entry, or a find text that does not occur exactly once."""
+
+
+@dataclass
+class Edit:
+    module: str
+    find: str
+    replace: str
+
+
+@dataclass
+class Entry:
+    id: str
+    kind: str                      # "mutant" or "variant"
+    edits: list
+    part: str = ""
+    parts_losing: list = field(default_factory=list)
+    message: str = ""
+    why: str = ""
+    source: str = ""               # file:line, for error messages
+
+
+@dataclass
+class Outcome:
+    id: str
+    kind: str
+    ok: bool                       # mutant: caught as expected; variant: full marks
+    detail: str                    # why not, or what it scored
+    losing: list = field(default_factory=list)
+    scores: dict = field(default_factory=dict)
+    failed: list = field(default_factory=list)   # (part, check, message) of every failed check
+    seconds: float = 0.0
+
+
+def load(path, kind):
+    """Read and validate one corpus file -> [Entry]."""
+    path = Path(path)
+    try:
+        root = yaml.compose(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        raise CorpusError(f"{path}{f':{mark.line + 1}' if mark else ''}: not valid YAML "
+                          f"({getattr(e, 'problem', None) or e})") from None
+    if root is None or not isinstance(root, yaml.SequenceNode):
+        raise CorpusError(f"{path}: expected a list of entries")
+    entries, seen = [], set()
+    for node in root.value:
+        where = f"{path.name}:{node.start_mark.line + 1}"
+        data = yaml.safe_load(yaml.serialize(node))
+        if not isinstance(data, dict):
+            raise CorpusError(f"{where}: an entry must be a mapping")
+        unknown = sorted(set(data) - ENTRY_KEYS)
+        if unknown:
+            raise CorpusError(f"{where}: unknown key(s) {', '.join(unknown)}")
+        entry_id = data.get("id")
+        if not isinstance(entry_id, str) or not entry_id:
+            raise CorpusError(f"{where}: every entry needs an id")
+        if entry_id in seen:
+            raise CorpusError(f"{where}: duplicate id {entry_id}")
+        seen.add(entry_id)
+        if "edits" in data:
+            if any(k in data for k in ("find", "replace")) or not isinstance(data["edits"], list) or not data["edits"]:
+                raise CorpusError(f"{where}: {entry_id}: give either edits (a non-empty list) or find/replace")
+            raw_edits = data["edits"]
+        else:
+            raw_edits = [{k: data.get(k) for k in ("module", "find", "replace")}]
+        edits = []
+        for raw in raw_edits:
+            if not isinstance(raw, dict) or set(raw) != {"module", "find", "replace"}:
+                raise CorpusError(f"{where}: {entry_id}: each edit needs exactly module, find and replace")
+            if raw["module"] not in PARTS:
+                raise CorpusError(f"{where}: {entry_id}: unknown module {raw['module']!r}")
+            if not isinstance(raw["find"], str) or not raw["find"] or not isinstance(raw["replace"], str):
+                raise CorpusError(f"{where}: {entry_id}: find must be non-empty text and replace text")
+            edits.append(Edit(raw["module"], raw["find"], raw["replace"]))
+        entry = Entry(entry_id, kind, edits, why=str(data.get("why", "")), source=where)
+        if kind == "mutant":
+            entry.part = data.get("part") or edits[0].module
+            entry.parts_losing = list(data.get("parts_losing") or [entry.part])
+            entry.message = data.get("message") or ""
+            if entry.part not in PARTS or any(p not in PARTS for p in entry.parts_losing) \
+                    or entry.part not in entry.parts_losing:
+                raise CorpusError(f"{where}: {entry_id}: part and parts_losing must be parts, the part among them")
+            if not isinstance(entry.message, str) or not entry.message:
+                raise CorpusError(f"{where}: {entry_id}: a mutant needs the message its part must show")
+        elif any(k in data for k in ("part", "parts_losing", "message")):
+            raise CorpusError(f"{where}: {entry_id}: variants keep full marks; part, parts_losing and message are for mutants")
+        entries.append(entry)
+    return entries
+
+
+def corpus():
+    return load(MUTANTS, "mutant") + load(VARIANTS, "variant")
+
+
+def apply(entry, folder, solutions=SOLUTIONS):
+    """Write the solutions with the entry's edits into `folder` (created)."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    for module in sorted(Path(solutions).glob("*.py")):
+        shutil.copyfile(module, folder / module.name)
+    for edit in entry.edits:
+        target = folder / f"{edit.module}.py"
+        text = target.read_text(encoding="utf-8")
+        count = text.count(edit.find)
+        if count != 1:
+            raise CorpusError(f"{entry.source}: {entry.id}: the find text occurs {count} times in {edit.module}.py "
+                              f"(it must occur exactly once): {edit.find[:80]!r}")
+        target.write_text(text.replace(edit.find, edit.replace), encoding="utf-8")
+    return folder
+
+
+def judge(entry, grade):
+    """An Outcome from a Grade: did the mutant get caught as expected / did the variant keep full marks?"""
+    scores = {part: (p["score"], p["max_score"]) for part, p in grade.parts.items()}
+    losing = sorted(part for part, (score, best) in scores.items() if score < best)
+    failed = [(c.part, c.name, c.message) for c in grade.checks if not c.passed]
+    outcome = Outcome(entry.id, entry.kind, False, "", losing, scores, failed)
+    if entry.kind == "variant":
+        outcome.ok = not losing
+        outcome.detail = "full marks" if outcome.ok else "lost points: " + "; ".join(
+            f"{part}/{name}: {message}" for part, name, message in failed)
+        return outcome
+    if entry.part not in losing:
+        outcome.detail = f"survived: {entry.part} kept full marks"
+        return outcome
+    extra = [p for p in losing if p not in entry.parts_losing]
+    if extra:
+        outcome.detail = f"caught, but also cost points in {', '.join(extra)}: " + "; ".join(
+            f"{part}/{name}: {message}" for part, name, message in failed if part in extra)
+        return outcome
+    own = [message for part, _, message in failed if part == entry.part]
+    if not any(entry.message.lower() in message.lower() for message in own):
+        outcome.detail = f"caught in {entry.part}, but no failed check says {entry.message!r}: " + " | ".join(own)
+        return outcome
+    outcome.ok = True
+    outcome.detail = f"caught in {', '.join(losing)}"
+    return outcome
+
+
+def run_entry(entry, rubric, suites, sandbox):
+    import time
+
+    from autograder import grading
+
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix=f"selftest-{entry.id}-") as tmp:
+        folder = apply(entry, Path(tmp) / "submission")
+        grade = grading.grade_submission(folder, rubric, suites, sandbox)
+    outcome = judge(entry, grade)
+    outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+_worker = {}
+
+
+def _init_worker(slots, rubric_path):
+    from autograder import grading
+    from autograder.sandbox.client import Sandbox
+
+    from multiprocessing import util
+
+    _worker["sandbox"] = Sandbox(slot=slots.get())
+    util.Finalize(_worker["sandbox"], _worker["sandbox"].close, exitpriority=10)
+    _worker["rubric"], _worker["suites"] = grading.load_rubric(rubric_path)
+
+
+def _run_in_worker(entry):
+    return run_entry(entry, _worker["rubric"], _worker["suites"], _worker["sandbox"])
+
+
+def run_all(entries, jobs=1, rubric_path=None, progress=None):
+    """Grade every entry -> [Outcome] in the entries' order. jobs > 1: that many worker processes,
+    each with its own fork server (sandbox slot 1..jobs)."""
+    from autograder import grading
+
+    rubric_path = str(rubric_path or grading.RUBRIC_PATH)
+    for entry in entries:  # fail fast on a find text that does not apply, before starting anything
+        with tempfile.TemporaryDirectory() as tmp:
+            apply(entry, tmp)
+    if jobs <= 1:
+        from autograder.sandbox.client import Sandbox
+
+        rubric, suites = grading.load_rubric(rubric_path)
+        outcomes = []
+        with Sandbox(slot=1) as sandbox:
+            for entry in entries:
+                outcomes.append(run_entry(entry, rubric, suites, sandbox))
+                if progress:
+                    progress(outcomes[-1])
+        return outcomes
+    ctx = multiprocessing.get_context("fork")
+    slots = ctx.Queue()
+    for slot in range(1, jobs + 1):
+        slots.put(slot)
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
+                             initargs=(slots, rubric_path)) as pool:
+        outcomes = []
+        for outcome in pool.map(_run_in_worker, entries):
+            outcomes.append(outcome)
+            if progress:
+                progress(outcome)
+    return outcomes
+
+
+def summary(outcomes):
+    mutants = [o for o in outcomes if o.kind == "mutant"]
+    variants = [o for o in outcomes if o.kind == "variant"]
+    killed = sum(o.ok for o in mutants)
+    kept = sum(o.ok for o in variants)
+    rate = killed / len(mutants) if mutants else 1.0
+    return {"mutants": len(mutants), "killed": killed, "kill_rate": rate, "variants": len(variants),
+            "variants_full_marks": kept, "ok": killed == len(mutants) and kept == len(variants)}
