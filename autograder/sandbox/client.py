@@ -43,9 +43,9 @@ class Sandbox:
     """One fork server (torch imported once); sessions are opened on it one at a time."""
 
     def __init__(self, hide=(), slot=0):
-        # files are hidden through their folders; the project root holds suites, solutions, rubric
-        self.hide = [str(PROJECT_ROOT)] + [str(p if os.path.isdir(p) else os.path.dirname(os.path.abspath(p)))
-                                           for p in hide]
+        # the project root holds suites, solutions, rubric; a file (existing or to be written) is
+        # hidden through its folder; a folder that does not exist has nothing to hide
+        self.hide = [str(PROJECT_ROOT)] + [folder for folder in map(_folder_of, hide) if folder]
         self.slot = slot
         ours, theirs = socket.socketpair()
         self.control = ours
@@ -165,6 +165,14 @@ class Session:
         end = self._collect_end()
         self.elapsed = time.monotonic() - self.started
         return end
+
+
+def _folder_of(path):
+    path = os.path.abspath(path)
+    if os.path.isdir(path):
+        return path
+    parent = os.path.dirname(path)
+    return parent if os.path.isdir(parent) and parent != "/" else None
 
 
 def _pidfd(pid):
