@@ -1,0 +1,2 @@
+"""Attack: a bare `raise SystemExit` at import."""
+raise SystemExit

@@ -1,0 +1,9 @@
+"""Sabotage shipped as yaml.py next to correct modules: if the grader (or pytest) ever imports it,
+it leaves a marker file and ends the importing process at once."""
+import os
+
+try:
+    with open("@@MARKER@@", "a") as marker:
+        marker.write("yaml.py ran\n")
+finally:
+    os._exit(13)

@@ -1,0 +1,711 @@
+"""The adversarial corpus (issue 4): hostile submissions graded through the real engine.
+
+Each case is a copy of solutions/ch03 with one module replaced (cases/<case>/<module>.py), or
+with attack code appended to the correct module (<module>.append.py), or extra files added; a
+few cases (zips, symlinks) are built here. Every test grades its case with the real rubric
+(the attacked part's timeout cut to 3 s, so loops die fast; the other parts keep theirs, as
+the heavier suites can take 3 s on a busy 2-core machine) in one shared fork server, and
+states the expected outcome: the attacked part's score and messages, full marks for the parts
+that do not use the attacked module, and where it matters that no process, file, connection
+or secret got out.
+
+To stay fast, a case is graded on the attacked part plus two unrelated "witness" parts graded
+after it in the same fork server (full marks expected); the cases about state that could carry
+over between parts (shadowing files, global state, signals, the control) grade every part.
+
+Cases with a "baseline" are built twice: attack on and attack off (the same wrong math without
+the tricks); the attack must not pass a single check the baseline fails.
+
+The walls (namespaces, a uid of its own, hidden folders) need root on Linux; without it the
+cases that depend on them are skipped, the others still run.
+"""
+import dataclasses
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder import PARTS, PROJECT_ROOT, grading, reports
+from autograder.rubric import Rubric
+from autograder.sandbox.client import Sandbox
+from autograder.sandbox.isolation import SANDBOX_UID_BASE
+
+CASES = Path(__file__).resolve().parent / "adversarial" / "cases"
+SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
+TIMEOUT = 3
+TOKEN = uuid.uuid4().hex[:12]
+SECRET_NAME, SECRET = "GRADER_SECRET_TOKEN", f"s3cr3t-{TOKEN}"
+SLOT = 300 + os.getpid() % 600  # a uid of this run's own, so parallel runs never share one
+SANDBOX_UID = SANDBOX_UID_BASE + SLOT
+FULL_WALLS = sys.platform == "linux" and os.geteuid() == 0
+walls = pytest.mark.skipif(not FULL_WALLS, reason="the sandbox's walls (namespaces, own uid) need root on Linux")
+
+# which parts use a module (the suites reach it): attacking it may cost these parts points, no others
+IMPORTED_BY = {"causal": {"causal", "mha", "exercises"}, "mha": {"mha", "exercises"},
+               "self_attention_v1": {"self_attention_v1", "weight_transfer"},
+               "self_attention_v2": {"self_attention_v2", "weight_transfer"}}
+# cheap parts that use nothing of the attacked module, graded after it: they must keep full marks
+WITNESSES = {"simple_attention": ("exercises", "numpy_attention"), "numpy_attention": ("simple_attention", "exercises"),
+             "causal": ("simple_attention", "numpy_attention")}
+
+# what only the grader may see: none of it may ever show up in a grade
+HIDDEN_TEXT = ("### BEGIN SOLUTION", "def test_", "causal_attention_seed123", "memory_mb")
+
+
+# ---------------------------------------------------------------- building and grading cases
+
+def build(case, dest, attack="on", **values):
+    """solutions/ch03 + the case's files (none for case None) -> a submission folder, with
+    @@NAME@@ in the case's files filled from values."""
+    values = {"ATTACK": attack, "TOKEN": TOKEN, "PROJECT": str(PROJECT_ROOT), **values}
+    folder = Path(dest) / f"{case or 'solutions'}-{attack}"
+    folder.mkdir(parents=True)
+    for module in SOLUTIONS.glob("*.py"):
+        shutil.copyfile(module, folder / module.name)
+    for source in sorted((CASES / case).iterdir()) if case else ():
+        text = source.read_text()
+        for name, value in values.items():
+            text = text.replace(f"@@{name}@@", str(value))
+        if source.name.endswith(".append.py"):
+            target = folder / source.name.replace(".append.py", ".py")
+            target.write_text(target.read_text() + "\n\n" + text)
+        else:
+            (folder / source.name).write_text(text)
+    return folder
+
+
+class Engine:
+    def __init__(self, rubric, suites, sandbox):
+        self.rubric, self.suites, self.sandbox = rubric, suites, sandbox
+
+    def grade(self, path, parts=None, attacked=None):
+        """Grade with the real rubric, on the given parts only (in rubric order) when parts is set;
+        the attacked part gets TIMEOUT seconds."""
+        chosen = {p: part for p, part in self.rubric.parts.items() if parts is None or p in parts}
+        if attacked in chosen:
+            chosen[attacked] = dataclasses.replace(chosen[attacked], timeout=TIMEOUT)
+        return grading.grade_submission(path, Rubric(self.rubric.path, chosen), self.suites, self.sandbox)
+
+
+def grade_case(engine, tmp_path, case, attacked, every_part=False, attack="on", **values):
+    """Build a case and grade its attacked part and the witnesses (or every part)."""
+    parts = None if every_part else (attacked, *WITNESSES[attacked])
+    grade = engine.grade(build(case, tmp_path, attack, **values), parts, attacked)
+    assert set(grade.parts) == set(parts or PARTS)
+    return grade
+
+
+@pytest.fixture(scope="module")
+def outside():
+    """A folder outside /tmp, the project and $HOME (which every child has hidden anyway), holding
+    another student's submission (class/) and a batch OUT folder (out/), each with a sentinel."""
+    bases = [b for b in ("/srv", "/var/lib", "/opt", "/mnt") if os.path.isdir(b) and os.access(b, os.W_OK)]
+    base = Path(tempfile.mkdtemp(prefix=f"ch03-adversarial-{TOKEN}-", dir=bases[0] if bases else None))
+    (base / "class" / "bob").mkdir(parents=True)
+    (base / "class" / "bob" / "simple_attention.py").write_text(f"# BOB-SENTINEL-{TOKEN}\n")
+    (base / "class" / "bob" / "notes.txt").write_text(f"BOB-SENTINEL-{TOKEN}\n")
+    (base / "out" / "results").mkdir(parents=True)
+    (base / "out" / "results" / "bob.json").write_text(json.dumps({"note": f"OUT-SENTINEL-{TOKEN}"}))
+    (base / "out" / "grades.csv").write_text(f"student,score\nbob,OUT-SENTINEL-{TOKEN}\n")
+    os.chmod(base, 0o755)
+    yield base
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def engine(outside):
+    """The real rubric and one fork server for the whole corpus, started with a secret in the
+    grader's environment and the class/out folders hidden."""
+    rubric, suites = grading.load_rubric()
+    previous = os.environ.get(SECRET_NAME)
+    os.environ[SECRET_NAME] = SECRET
+    sandbox = Sandbox(hide=[str(outside / "class"), str(outside / "out")], slot=SLOT)
+    try:
+        sandbox.ready()
+        yield Engine(rubric, suites, sandbox)
+    finally:
+        sandbox.close()
+        if previous is None:
+            os.environ.pop(SECRET_NAME, None)
+        else:
+            os.environ[SECRET_NAME] = previous
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_behind(request):
+    """After every case: the fork server is alive and no process of the sandbox's uid is left."""
+    yield
+    if "engine" in request.fixturenames and FULL_WALLS:
+        engine = request.getfixturevalue("engine")
+        assert engine.sandbox.process.poll() is None, "the fork server died"
+        assert wait_no_processes({SANDBOX_UID}) == [], "processes of the sandbox's uid outlived the grading"
+
+
+# ---------------------------------------------------------------- what a grade must show
+
+def processes_of(uids):
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as f:
+                for line in f:
+                    if line.startswith("Uid:"):
+                        if int(line.split()[1]) in uids:
+                            found.append(int(entry))
+                        break
+        except OSError:
+            pass
+    return found
+
+
+def wait_no_processes(uids, seconds=5.0):
+    deadline = time.monotonic() + seconds
+    while (left := processes_of(uids)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def process_tree(pid):
+    """Every live process below pid, as (pid, start time, uid)."""
+    children, info = {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            uid = os.stat(f"/proc/{entry}").st_uid
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(entry))
+        info[int(entry)] = (int(entry), fields[19], uid)
+    found, todo = set(), [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(info[child])
+            todo.append(child)
+    return found
+
+
+def alive(process):
+    try:
+        with open(f"/proc/{process[0]}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return fields[19] == process[1] and fields[0] != "Z"
+    except OSError:
+        return False
+
+
+def wait_gone(processes, seconds=10.0):
+    deadline = time.monotonic() + seconds
+    while (left := [p for p in processes if alive(p)]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return left
+
+
+def run_watching(command, env, timeout=600):
+    """Run command, sampling its process tree every 20 ms -> (returncode, stdout, stderr, every process seen)."""
+    seen = set()
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=out, stderr=err)
+        deadline = time.monotonic() + timeout
+        while process.poll() is None:
+            seen |= process_tree(process.pid)
+            if time.monotonic() > deadline:
+                process.kill()
+            time.sleep(0.02)
+        out.seek(0)
+        err.seek(0)
+        return process.returncode, out.read().decode(), err.read().decode(), seen
+
+
+def part_checks(grade, part):
+    return [c for c in grade.checks if c.part == part]
+
+
+def passed(grade, part):
+    return {c.name for c in part_checks(grade, part) if c.passed}
+
+
+def messages(grade, part):
+    return [c.message for c in part_checks(grade, part) if not c.passed]
+
+
+def everything(grade):
+    """All a grade says, in every form it is written out."""
+    return "\n".join([json.dumps(reports.results_json(grade)), reports.table(grade), reports.markdown(grade, True),
+                      reports.junit_xml(grade), json.dumps(grade.output), json.dumps(grade.parts)])
+
+
+def assert_full_marks(grade, parts):
+    for part in parts:
+        p = grade.parts[part]
+        failing = [f"{c.name}: {c.message}" for c in part_checks(grade, part) if not c.passed]
+        assert p["score"] == p["max_score"] > 0, f"{part} lost points: {failing} {p['problem']}"
+
+
+def assert_others_keep_full_marks(grade, attacked):
+    affected = IMPORTED_BY.get(attacked, {attacked})
+    assert_full_marks(grade, [p for p in grade.parts if p not in affected])
+
+
+def assert_part_zero(grade, part, *substrings):
+    """Every check of the part failed, each message saying all of substrings."""
+    assert grade.parts[part]["score"] == 0, f"{part} kept points: {passed(grade, part)}"
+    for message in messages(grade, part):
+        for s in substrings:
+            assert s in message, f"{s!r} not in {part} message {message!r}"
+
+
+def assert_no_better_than_baseline(engine, tmp_path, case, part):
+    """The attack passes no check that the same wrong math without the attack fails."""
+    attacked = grade_case(engine, tmp_path, case, part)
+    baseline = engine.grade(build(case, tmp_path, "off"), [part], part)
+    assert baseline.parts[part]["score"] < baseline.parts[part]["max_score"], "the baseline should be wrong math"
+    assert passed(attacked, part) <= passed(baseline, part), \
+        f"the attack passed {passed(attacked, part) - passed(baseline, part)} that the plain wrong math fails"
+    assert attacked.parts[part]["score"] <= baseline.parts[part]["score"]
+    assert_others_keep_full_marks(attacked, part)
+    return attacked
+
+
+def test_solutions_get_full_marks(engine):
+    """Control: the unmodified reference solutions get every point through the same fork server."""
+    grade = engine.grade(SOLUTIONS)
+    assert sorted(grade.parts) == sorted(PARTS)
+    assert_full_marks(grade, PARTS)
+    assert grade.score == grade.max_score == engine.rubric.max_score
+
+
+# ---------------------------------------------------------------- exits
+
+@pytest.mark.parametrize("case, says", [
+    ("exit_sys_exit_at_import", "sys.exit(0)"),
+    ("exit_raise_systemexit_at_import", "sys.exit(None)"),
+    ("exit_keyboard_interrupt_at_import", "KeyboardInterrupt"),
+    ("exit_os_exit_at_import", "exited with status 0"),
+])
+def test_exit_at_import(engine, tmp_path, case, says):
+    """Threat: stop the grader by exiting (sys.exit, raise SystemExit, KeyboardInterrupt,
+    os._exit) while the module is imported. Only that part is lost, the grading goes on."""
+    grade = grade_case(engine, tmp_path, case, "simple_attention")
+    assert_part_zero(grade, "simple_attention", says)
+    assert_others_keep_full_marks(grade, "simple_attention")
+    if case == "exit_os_exit_at_import":
+        assert "exited with status 0" in grade.parts["simple_attention"]["problem"]
+
+
+def test_sys_exit_in_a_function(engine, tmp_path):
+    """Threat: sys.exit(3) inside one function. The checks that call it fail, saying so; the
+    part's other checks and the other parts still pass."""
+    grade = grade_case(engine, tmp_path, "exit_sys_exit_in_function", "simple_attention")
+    part = grade.parts["simple_attention"]
+    assert 0 < part["score"] < part["max_score"]
+    assert messages(grade, "simple_attention")
+    assert all("sys.exit(3)" in m for m in messages(grade, "simple_attention"))
+    assert_others_keep_full_marks(grade, "simple_attention")
+
+
+def test_os_exit_in_a_method(engine, tmp_path):
+    """Threat: os._exit(7) inside CausalAttention.forward kills the part's process mid-check.
+    That part reports the exit status; the parts that do not import causal keep full marks."""
+    grade = grade_case(engine, tmp_path, "exit_os_exit_in_method", "causal")
+    part = grade.parts["causal"]
+    assert part["score"] < part["max_score"]
+    assert "exited with status 7" in part["problem"]
+    assert all("exited with status 7" in m for m in messages(grade, "causal"))
+    assert_others_keep_full_marks(grade, "causal")
+
+
+# ---------------------------------------------------------------- lying to the comparisons
+
+@pytest.mark.parametrize("case, part", [
+    ("patch_torch_comparisons", "simple_attention"),
+    ("patch_numpy_and_builtins", "numpy_attention"),
+    ("tensor_subclass_lies", "simple_attention"),
+    ("ndarray_subclass_lies", "numpy_attention"),
+    ("patched_pytest_internals", "simple_attention"),
+])
+def test_lying_comparisons_buy_nothing(engine, tmp_path, case, part):
+    """Threat: wrong math plus monkeypatched torch.allclose / torch.testing.assert_close /
+    numpy.testing / builtins.abs, a tensor (or ndarray) subclass whose __torch_function__
+    (__array_ufunc__) says "equal", or pytest's internals patched to pass. The checks judge plain
+    numbers in the grader's process, so the part scores exactly as the plain wrong math does."""
+    assert_no_better_than_baseline(engine, tmp_path, case, part)
+
+
+def test_grader_detection_with_book_outputs(engine, tmp_path):
+    """Threat: recognise the book's inputs and return the book's printed outputs, garbage
+    otherwise. Only the checks that replay a printed example pass on top of what the same
+    garbage passes without the detection (checks on structure); every numeric check on
+    inputs the book never prints fails, and the part loses those points."""
+    grade = grade_case(engine, tmp_path, "grader_detection", "causal")
+    baseline = engine.grade(build("grader_detection", tmp_path, "off"), ["causal"], "causal")
+    gained = passed(grade, "causal") - passed(baseline, "causal")
+    assert gained, "the printed examples should pass: the attack answers them from the book"
+    assert all("book" in name for name in gained), f"detection passed checks on fresh inputs: {gained}"
+    assert passed(baseline, "causal") <= passed(grade, "causal")
+    unseen = {c.name for c in part_checks(grade, "causal") if "unseen" in c.name or "known_weights" in c.name}
+    assert unseen and not unseen & passed(grade, "causal")
+    assert grade.parts["causal"]["score"] < grade.parts["causal"]["max_score"]
+    assert_others_keep_full_marks(grade, "causal")
+
+
+def test_stack_frames_hold_no_answers(engine, tmp_path):
+    """Threat: walk sys._getframe()/inspect.stack() and gc.get_objects() looking for the
+    expected tensors or the suites. The child's stack holds only its own request loop: nothing
+    found, scored like plain zeros, and no grader frame or suite module is visible."""
+    grade = assert_no_better_than_baseline(engine, tmp_path, "stack_frames", "simple_attention")
+    output = grade.output.get("simple_attention", "")
+    assert "FRAMES:" in output, "the attack did not report what it saw"
+    for grader_side in ("run_check", "run_part", "grade_submission", "test_simple_attention", "expect.py",
+                        "autograder.suites", "autograder.runner"):
+        assert grader_side not in output, f"the child saw {grader_side}"
+    assert "CANDIDATES: []" in output
+
+
+# ---------------------------------------------------------------- files that would sabotage the grader
+
+def test_shadowing_files_are_never_run(engine, tmp_path):
+    """Threat: conftest.py, pytest.ini, sitecustomize.py, usercustomize.py, torch.py, pytest.py,
+    json.py, numpy.py, yaml.py, autograder.py and __init__.py shipped next to correct modules,
+    each ending the process that imports it (after leaving a marker). Correct code still gets
+    full marks and nothing ever imports them."""
+    marker = tmp_path / "sabotage-ran"
+    grade = grade_case(engine, tmp_path, "shadow_files", "simple_attention", every_part=True, MARKER=marker)
+    assert_full_marks(grade, list(grade.parts))
+    assert not marker.exists(), marker.read_text()
+
+
+@walls
+def test_forged_results_do_not_change_the_grade(engine, outside, tmp_path):
+    """Threat: print "PASSED" lines and a fake results.json (score 100), and try to write
+    results.json next to the grader's --json output and in the other usual places. Through the
+    real `grade` command: the JSON holds the true grade, nothing else appears in its folder and
+    the forgery reaches neither the command's output nor the JSON."""
+    out = outside / f"cli-{TOKEN}"
+    out.mkdir()
+    results = out / "results.json"
+    submission = build("forged_results", tmp_path, OUT=out)
+    env = {**os.environ, SECRET_NAME: SECRET}
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(submission), "--json", str(results)],
+                         cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    assert sorted(p.name for p in out.iterdir()) == ["results.json"]
+    data = json.loads(results.read_text())
+    assert f"FORGED-{TOKEN}" not in run.stdout + run.stderr + results.read_text()
+    assert data["parts"]["simple_attention"]["score"] == 0
+    assert not [t for t in data["tests"] if t["name"].startswith("simple_attention:") and t["status"] == "passed"]
+    full = {p: v for p, v in data["parts"].items() if p != "simple_attention"}
+    assert all(v["score"] == v["max_score"] for v in full.values()), full
+    assert data["score"] == pytest.approx(sum(v["score"] for v in data["parts"].values()))
+    assert data["score"] < data["max_score"]
+    for place in ("/autograder/results/results.json", "/tmp/results.json", Path.home() / "results.json"):
+        assert not _holds_forgery(place), place
+
+
+def _holds_forgery(path):
+    try:
+        return f"FORGED-{TOKEN}" in Path(path).read_text()
+    except OSError:
+        return False
+
+
+# ---------------------------------------------------------------- reading what is hidden
+
+@walls
+def test_hidden_files_are_not_visible(engine, outside, tmp_path):
+    """Threat: read the hidden suites, the reference solutions, grading.yml, the book snapshot,
+    another student's folder and the batch OUT folder (after trying to unmount what covers them)
+    and raise with the contents. The child finds nothing; no hidden content reaches the grade."""
+    grade = grade_case(engine, tmp_path, "read_hidden_files", "simple_attention", OUTSIDE=outside)
+    assert_part_zero(grade, "simple_attention", "FOUND: nothing")
+    assert_others_keep_full_marks(grade, "simple_attention")
+    text = everything(grade)
+    for secret in HIDDEN_TEXT + (f"BOB-SENTINEL-{TOKEN}", f"OUT-SENTINEL-{TOKEN}"):
+        assert secret not in text
+
+
+@walls
+def test_solutions_cannot_be_imported(engine, tmp_path):
+    """Threat: import the reference solutions (sys.path, importlib spec from the file path, the
+    solutions package, autograder.suites.reference) and delegate to them. None loads."""
+    grade = grade_case(engine, tmp_path, "import_solutions", "simple_attention")
+    assert_part_zero(grade, "simple_attention", "solutions not reachable")
+    assert_others_keep_full_marks(grade, "simple_attention")
+
+
+@walls
+def test_environment_secrets_do_not_leak(engine, tmp_path):
+    """Threat: a secret in the grader's environment (GRADER_SECRET_TOKEN), read through
+    os.environ and every /proc/*/environ and cmdline the child can see, put into an exception
+    message. The child's environment is scrubbed and the grader is out of its sight."""
+    assert os.environ[SECRET_NAME] == SECRET
+    grade = grade_case(engine, tmp_path, "env_secrets", "simple_attention")
+    assert_part_zero(grade, "simple_attention", "LOOT: ", "PATH")
+    assert SECRET not in everything(grade)
+    assert SECRET_NAME not in everything(grade)
+    assert_others_keep_full_marks(grade, "simple_attention")
+
+
+# ---------------------------------------------------------------- state that could carry over
+
+def test_global_state_changes_stay_in_their_part(engine, tmp_path):
+    """Threat: at import, one module sets float64 as the default dtype, disables grad, reseeds,
+    changes thread counts, poisons sys.modules and rewrites the other modules' files on disk.
+    Each part runs in a fresh process with a fresh copy: every part keeps full marks."""
+    grade = grade_case(engine, tmp_path, "global_state", "numpy_attention", every_part=True)
+    assert_full_marks(grade, list(grade.parts))
+
+
+# ---------------------------------------------------------------- resources
+
+def test_loop_that_ignores_signals_is_killed(engine, tmp_path):
+    """Threat: an endless loop (two threads) that ignores and blocks SIGALRM, SIGTERM, SIGINT,
+    SIGHUP and SIGXCPU. The grader's own clock kills it with SIGKILL after the part's 3 s."""
+    grade = grade_case(engine, tmp_path, "loop_ignores_signals", "simple_attention")
+    assert_part_zero(grade, "simple_attention", f"timed out after {TIMEOUT} s")
+    assert grade.parts["simple_attention"]["seconds"] < TIMEOUT + 3
+    assert_others_keep_full_marks(grade, "simple_attention")
+
+
+@walls
+def test_fork_storm_is_contained(engine, tmp_path):
+    """Threat: a fork bomb at import. The process limit and the part's PID namespace hold it:
+    the part fails on its time limit and not one of its processes is left afterwards."""
+    grade = grade_case(engine, tmp_path, "fork_storm", "simple_attention")
+    assert_part_zero(grade, "simple_attention", "timed out")
+    assert_others_keep_full_marks(grade, "simple_attention")
+    assert wait_no_processes({SANDBOX_UID}) == []
+
+
+@pytest.mark.parametrize("case", ["memory_flood_tensor", "memory_flood_list"])
+def test_memory_flood_fails_the_part_only(engine, tmp_path, case):
+    """Threat: allocate a 50 GiB tensor, or grow a list (64 MiB a step) forever at import. The part's memory
+    limit stops it; the part fails with a message about memory and the grader is unharmed."""
+    grade = grade_case(engine, tmp_path, case, "simple_attention")
+    assert grade.parts["simple_attention"]["score"] == 0
+    for message in messages(grade, "simple_attention"):
+        assert "memory" in message.lower(), message
+    assert_others_keep_full_marks(grade, "simple_attention")
+
+
+def test_output_flood_is_capped(engine, tmp_path):
+    """Threat: print 200 MB at import (print, stderr and raw writes, ignoring errors). The grader
+    keeps at most 64 KiB of it and the (correct) module is judged as usual."""
+    grade = grade_case(engine, tmp_path, "output_flood", "simple_attention")
+    assert_full_marks(grade, list(grade.parts))
+    output = grade.output.get("simple_attention", "")
+    assert "flood" in output
+    assert len(output.encode()) <= 64 << 10
+
+
+@walls
+def test_leftover_processes_are_gone(engine, tmp_path):
+    """Threat: leave `sleep 300` and a double-forked, setsid daemon that ignores SIGTERM/SIGHUP
+    running after the part. When the part's process ends, its PID namespace goes with it."""
+    grade = grade_case(engine, tmp_path, "leftover_processes", "simple_attention")
+    assert_full_marks(grade, list(grade.parts))
+    assert "spawned sleep" in grade.output.get("simple_attention", "")
+    assert wait_no_processes({SANDBOX_UID}) == []
+
+
+@walls
+def test_signals_cannot_reach_the_grader(engine, tmp_path):
+    """Threat: SIGKILL to the parent, the process group (killpg 0), every process (kill -1) and
+    every pid in /proc. The grader, the fork server and the grading all carry on."""
+    grade = grade_case(engine, tmp_path, "signal_grader", "simple_attention", every_part=True)
+    assert "signal attempts" in grade.output.get("simple_attention", "")
+    assert_full_marks(grade, list(grade.parts))
+    assert engine.sandbox.process.poll() is None
+    assert_full_marks(engine.grade(SOLUTIONS, parts=["causal"]), ["causal"])
+
+
+@walls
+def test_no_network(engine, tmp_path):
+    """Threat: connect to a TCP listener and an abstract Unix socket the grader's machine has
+    open, and send a UDP packet. The child has no network: nothing arrives; judged as usual."""
+    with socket.socket() as tcp, socket.socket(socket.AF_UNIX) as unix, \
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+        tcp.bind(("127.0.0.1", 0))
+        tcp.listen()
+        port = tcp.getsockname()[1]
+        udp.bind(("127.0.0.1", port))
+        unix.bind(f"\0ch03-adversarial-{TOKEN}")
+        unix.listen()
+        grade = grade_case(engine, tmp_path, "network", "simple_attention", PORT=port)
+        for listener in (tcp, unix, udp):
+            listener.setblocking(False)
+        with pytest.raises(BlockingIOError):
+            tcp.accept()
+        with pytest.raises(BlockingIOError):
+            unix.accept()
+        with pytest.raises(BlockingIOError):
+            udp.recvfrom(100)
+    output = grade.output.get("simple_attention", "")
+    assert "tcp: " in output and "tcp: sent" not in output and "unix: sent" not in output
+    assert_full_marks(grade, list(grade.parts))
+
+
+@walls
+def test_nothing_written_outside(engine, outside, tmp_path):
+    """Threat: plant files on the grader's machine (world-writable folders such as /run/lock,
+    /tmp, the project, $HOME, the other submissions, the OUT folder). The host's file system is
+    read-only to the child and its own /tmp is private: no file appears anywhere."""
+    grade = grade_case(engine, tmp_path, "write_outside", "simple_attention", OUTSIDE=outside)
+    assert "written:" in grade.output.get("simple_attention", "")
+    assert_full_marks(grade, list(grade.parts))
+    name = f"ch03-adversarial-{TOKEN}"
+    for folder in ("/run/lock", "/var/tmp", "/tmp", "/dev/shm", "/var/lock", "/run", "/var/crash", "/",
+                   PROJECT_ROOT, outside, outside / "class", outside / "out", Path.home(), "/root", "/work", "/srv",
+                   "/opt"):
+        assert not (Path(folder) / name).exists(), f"{folder}/{name} was written"
+
+
+def test_forged_protocol_frames(engine, tmp_path):
+    """Threat: write forged reply frames straight into the reply pipe (an overflowing array
+    shape, JSON nested 40,000 deep, unknown tags, a 200 MiB payload that never comes). The
+    grader survives every one of them and the part scores no better than plain wrong math."""
+    grade = assert_no_better_than_baseline(engine, tmp_path, "protocol_forgery", "simple_attention")
+    assert grade.parts["simple_attention"]["score"] == 0
+
+
+# ---------------------------------------------------------------- what staging lets in
+
+def _zip(path, entries):
+    """entries: (name, text) regular files, or (name, ('symlink', target))."""
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, content in entries:
+            if isinstance(content, tuple):
+                info = zipfile.ZipInfo(name)
+                info.create_system = 3
+                info.external_attr = (0o120777 << 16)
+                archive.writestr(info, content[1])
+            else:
+                archive.writestr(name, content)
+    return path
+
+
+def _solution_entries(prefix="ch03/", skip=()):
+    return [(prefix + p.name, p.read_text()) for p in sorted(SOLUTIONS.glob("*.py")) if p.stem not in skip]
+
+
+def test_zip_slip_is_skipped(engine, tmp_path):
+    """Threat: a zip with members named ../../x.py, ch03/../../x.py and an absolute path. They
+    are skipped with a note, nothing is written outside the extraction folder, and the rest of
+    the submission (correct) gets full marks."""
+    name = f"ch03-adversarial-{TOKEN}"
+    absolute = tmp_path / f"{name}-abs.py"
+    archive = _zip(tmp_path / "slip.zip", _solution_entries() + [
+        (f"../../{name}-up.py", "print('slipped')\n"),
+        (f"ch03/../../{name}-dotdot.py", "print('slipped')\n"),
+        (str(absolute), "print('slipped')\n"),
+    ])
+    grade = engine.grade(archive, parts=("simple_attention", "exercises", "numpy_attention"))
+    assert_full_marks(grade, list(grade.parts))
+    assert sum("leaves the submission folder" in n for n in grade.notes) == 3, grade.notes
+    tmp = Path(tempfile.gettempdir())
+    for path in (absolute, tmp / f"{name}-up.py", tmp / f"{name}-dotdot.py", tmp.parent / f"{name}-up.py",
+                 Path("/") / f"{name}-up.py", Path("/") / f"{name}-dotdot.py"):
+        assert not path.exists(), path
+    assert not list(tmp_path.rglob(f"{name}*"))
+
+
+def test_zip_symlinks_are_skipped(engine, tmp_path):
+    """Threat: a zip whose causal.py is a symlink to the reference solution, with passwd.txt ->
+    /etc/passwd and a folder symlink `escape` -> a grader folder followed by escape/x.py.
+    The links are skipped with a note: causal is graded as absent, nothing lands outside."""
+    name = f"ch03-adversarial-{TOKEN}"
+    archive = _zip(tmp_path / "links.zip", _solution_entries(skip={"causal"}) + [
+        ("ch03/causal.py", ("symlink", str(SOLUTIONS / "causal.py"))),
+        ("ch03/passwd.txt", ("symlink", "/etc/passwd")),
+        ("ch03/escape", ("symlink", str(tmp_path))),
+        (f"ch03/escape/{name}-through.py", "print('through the link')\n"),
+    ])
+    grade = engine.grade(archive, parts=("causal", *WITNESSES["causal"]))
+    notes = " | ".join(grade.notes)
+    for link in ("ch03/causal.py", "ch03/passwd.txt", "ch03/escape"):
+        assert f"skipped {link}: symbolic links are not accepted" in notes
+    assert_part_zero(grade, "causal", "causal.py was not found")
+    assert_others_keep_full_marks(grade, "causal")
+    assert not (tmp_path / f"{name}-through.py").exists()
+    assert "root:" not in everything(grade)
+
+
+def test_folder_symlinks_are_skipped(engine, tmp_path):
+    """Threat: a submission folder whose causal.py is a symlink to solutions/ch03/causal.py, with
+    passwd.txt -> /etc/passwd and ref -> solutions/ch03. Skipped with a note; causal is absent."""
+    folder = build(None, tmp_path)
+    (folder / "causal.py").unlink()
+    (folder / "causal.py").symlink_to(SOLUTIONS / "causal.py")
+    (folder / "passwd.txt").symlink_to("/etc/passwd")
+    (folder / "ref").symlink_to(SOLUTIONS, target_is_directory=True)
+    grade = engine.grade(folder, parts=("causal", *WITNESSES["causal"]))
+    for link in ("causal.py", "passwd.txt", "ref"):
+        assert f"skipped {link}: symbolic links are not accepted" in grade.notes
+    assert_part_zero(grade, "causal", "causal.py was not found")
+    assert_others_keep_full_marks(grade, "causal")
+    assert "root:" not in everything(grade)
+
+
+# ---------------------------------------------------------------- a whole class
+
+@walls
+def test_hostile_student_in_a_batch(outside, tmp_path):
+    """Threat: one student in a batch reads the others' submissions and the OUT folder, tries to
+    overwrite their results, feedback, grades.csv and the gradebook, signals every process and
+    leaves a daemon. The good students get full marks, the hostile one only loses its own part,
+    finds nothing, plants nothing, and no process of the batch's sandboxes is left."""
+    from autograder.gradebook import Gradebook
+
+    classroom, out = outside / f"batch-class-{TOKEN}", outside / f"batch-out-{TOKEN}"
+    classroom.mkdir()
+    for good in ("good_1", "good_2"):
+        shutil.copytree(SOLUTIONS, classroom / good)
+        (classroom / good / "notes.txt").write_text(f"{good.upper()}-SENTINEL-{TOKEN}\n")
+    built = build("batch_hostile_student", tmp_path, CLASS=classroom, OUT=out)
+    shutil.copytree(built, classroom / "hostile")
+    # run_batch in a fresh interpreter: its workers are forked, and torch ops in a process forked
+    # from one that already ran torch's thread pool (this one) hang
+    code = "import sys; from autograder.batch import run_batch; print(run_batch(sys.argv[1], sys.argv[2], jobs=2, progress=None))"
+    returncode, stdout, stderr, seen = run_watching([sys.executable, "-c", code, str(classroom), str(out)],
+                                                    env={**os.environ, SECRET_NAME: SECRET})
+    assert returncode == 0, stderr[-3000:]
+    assert stdout.split() == ["3"]
+    sandboxed = {p for p in seen if p[2] >= SANDBOX_UID_BASE}
+    assert sandboxed, "no sandboxed child was ever seen: the watch is blind"
+    assert wait_gone(seen) == [], "processes of the batch (workers, fork servers, sandboxed children) outlived it"
+    book = Gradebook(out / "gradebook.db")
+    rows = {student: (score, max_score, parts) for student, score, max_score, parts in book.rows()}
+    book.close()
+    rubric, _ = grading.load_rubric()
+    for good in ("good_1", "good_2"):
+        score, max_score, parts = rows[good]
+        assert score == max_score == rubric.max_score, (good, parts)
+        data = json.loads((out / "results" / f"{good}.json").read_text())
+        assert data["score"] == data["max_score"]
+        assert "{\"score\": 0}" not in (out / "feedback" / f"{good}.md").read_text()
+    score, max_score, parts = rows["hostile"]
+    assert parts["simple_attention"] == 0
+    assert score == max_score - rubric.parts["simple_attention"].max_score
+    hostile = json.loads((out / "results" / "hostile.json").read_text())
+    said = [t["output"] for t in hostile["tests"] if t["name"].startswith("simple_attention:")]
+    assert said and all("FOUND: nothing; PLANTED: nothing" in m for m in said), said[:1]
+    written = "\n".join(p.read_text(errors="replace") for p in out.rglob("*") if p.is_file() and p.suffix != ".db")
+    for secret in [SECRET, f"GOOD_1-SENTINEL-{TOKEN}"] + list(HIDDEN_TEXT):
+        assert secret not in written
+    assert (classroom / "good_2" / "causal.py").read_text() == (SOLUTIONS / "causal.py").read_text()
+    lines = (out / "grades.csv").read_text().splitlines()
+    assert lines[0].split(",")[:3] == ["student", "score", "max_score"] and len(lines) == 4
