@@ -4,6 +4,7 @@ Every wait has a deadline; on a deadline or any sign of trouble the child is kil
 SIGKILL from here (the grader's clock), and the session reports what happened in words.
 """
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -13,6 +14,7 @@ import time
 from autograder import PROJECT_ROOT, protocol
 
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
+MAX_ERROR_TEXT = 2000  # what the child itself sends at most
 BOOT = (
     "import sys; sys.path.insert(0, {root!r}); "
     "from autograder.sandbox.zygote import main; main({fd})"
@@ -118,10 +120,13 @@ class Session:
             raise SessionDied(self.died)
         try:
             protocol.send(self.requests_w, header, buffers, self.deadline)
-            return protocol.receive(self.replies_r, self.deadline)
-        except (protocol.Deadline, protocol.ProtocolError) as e:
+            reply, payload = protocol.receive(self.replies_r, self.deadline)
+        except (protocol.Deadline, protocol.ProtocolError, RecursionError) as e:  # JSON nested too deep
             self._fail(e)
             raise SessionDied(self.died) from None
+        if "error" in reply:  # student code can write its own frames: never trust their sizes or types
+            reply = {"error": _plain_error(reply["error"])}
+        return reply, payload
 
     def _fail(self, error):
         self.kill()
@@ -130,12 +135,12 @@ class Session:
             self.died = f"timed out after {self.timeout:g} s (the part's time limit): look for a loop that never ends"
         elif end.get("exitcode") is None:
             self.died = f"the sandbox lost the child ({error})"
+        elif isinstance(error, RecursionError) or isinstance(error, protocol.ProtocolError) and "closed" not in str(error):
+            self.died = f"sent back something that is not an answer ({str(error)[:200]})"  # and was killed for it
         elif end["exitcode"] == -signal.SIGKILL:
             self.died = "was killed (SIGKILL): most likely it used more memory than the part's limit"
         elif end["exitcode"] < 0:
             self.died = f"was killed by signal {signal.Signals(-end['exitcode']).name}"
-        elif isinstance(error, protocol.ProtocolError) and "closed" not in str(error):
-            self.died = f"sent back something that is not an answer ({error})"
         else:
             self.died = f"exited with status {end['exitcode']} before returning (sys.exit/os._exit in the code?)"
 
@@ -173,6 +178,14 @@ def _folder_of(path):
         return path
     parent = os.path.dirname(path)
     return parent if os.path.isdir(parent) and parent != "/" else None
+
+
+def _plain_error(error):
+    """An error reply as the grader may use it: short plain strings and a bool, whatever was sent."""
+    error = error if isinstance(error, dict) else {}
+    kind = re.sub(r"[^\w.]", "", str(error.get("type", "")))[:100] or "Exception"
+    return {"type": kind, "message": str(error.get("message", ""))[:MAX_ERROR_TEXT],
+            "where": str(error.get("where", ""))[:200], "not_implemented": error.get("not_implemented") is True}
 
 
 def _pidfd(pid):
