@@ -580,6 +580,20 @@ def test_forged_protocol_frames(engine, tmp_path):
     grader survives every one of them and the part scores no better than plain wrong math."""
     grade = assert_no_better_than_baseline(engine, tmp_path, "protocol_forgery", "simple_attention")
     assert grade.parts["simple_attention"]["score"] == 0
+    assert "sent back something that is not an answer" in grade.parts["simple_attention"]["problem"]
+    for message in messages(grade, "simple_attention"):
+        assert "grader error" not in message and "json/decoder.py" not in message, message
+
+
+def test_forged_error_replies_are_cut_down(engine, tmp_path):
+    """Threat: forged error replies written straight into the reply pipe, past the child's own
+    2000-character cap: 3 MB messages and exception types full of markup, one per check, to
+    bloat every report and the gradebook. The grader keeps short plain strings of them."""
+    grade = assert_no_better_than_baseline(engine, tmp_path, "forged_error_reply", "simple_attention")
+    assert any(f"FORGED-{TOKEN}" in m for m in messages(grade, "simple_attention")), "no forged reply arrived"
+    assert max(len(m) for m in messages(grade, "simple_attention")) < 2500
+    assert all("<" not in m.split(":", 1)[0] for m in messages(grade, "simple_attention"))  # the type: a plain name
+    assert len(json.dumps(reports.results_json(grade))) < 100_000
 
 
 # ---------------------------------------------------------------- what staging lets in
