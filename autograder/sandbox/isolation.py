@@ -174,6 +174,8 @@ def enter(request, output_fd, keep_fds, in_pid_namespace):
     os.environ.clear()
     os.environ.update({"PATH": "/usr/bin:/bin", "HOME": workspace, "LANG": "C.UTF-8", "TMPDIR": workspace,
                        "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"})
+    if _oom_first():
+        protections.append("first to go if the machine runs out of memory")
     if uid is not None:
         os.setgroups([])
         os.setresgid(uid, uid, uid)
@@ -183,6 +185,18 @@ def enter(request, output_fd, keep_fds, in_pid_namespace):
         protections.append("no new privileges")
     os.chdir(workspace)
     return workspace, protections
+
+
+def _oom_first():
+    """The memory limit is per process (and there may be 64 of them): should the machine still run
+    short, the kernel's OOM killer takes the student's processes, not the grader's. Written while
+    privileged, 1000 is also the floor below which the student's code cannot set it back."""
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+        return True
+    except OSError:
+        return False
 
 
 def _close_all_but(keep):
