@@ -513,6 +513,19 @@ def test_output_flood_is_capped(engine, tmp_path):
 
 
 @walls
+def test_oom_killer_takes_the_student_first(engine, tmp_path):
+    """Threat: the memory limit is per process and a part may run 64 of them; lowering
+    oom_score_adj would make the kernel's OOM killer pick the grader instead. The child's score
+    is pinned at 1000 (the most killable) and neither it nor its children can lower it."""
+    grade = grade_case(engine, tmp_path, "oom_priority", "simple_attention")
+    output = grade.output.get("simple_attention", "")
+    for who in ("parent", "child"):
+        assert f"oom {who}: ['-1000: Permission denied', '0: Permission denied', '999: Permission denied']; " \
+               f"now 1000" in output, output
+    assert_full_marks(grade, list(grade.parts))
+
+
+@walls
 def test_leftover_processes_are_gone(engine, tmp_path):
     """Threat: leave `sleep 300` and a double-forked, setsid daemon that ignores SIGTERM/SIGHUP
     running after the part. When the part's process ends, its PID namespace goes with it."""
