@@ -137,7 +137,8 @@ def enter(request, output_fd, keep_fds, in_pid_namespace):
     if namespaces:
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
         read_only = _read_only_everywhere()
-        _hide(request["hide"] + ["/tmp", "/var/tmp", "/dev/shm", os.path.expanduser("~")], request["keep"])
+        # /run: where local services keep their Unix sockets, which no network namespace covers
+        _hide(request["hide"] + ["/tmp", "/var/tmp", "/dev/shm", "/run", os.path.expanduser("~")], request["keep"])
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         workspace = "/tmp/submission"
         protections += ["pid, mount, network, IPC and UTS namespaces", "grader files hidden"]
