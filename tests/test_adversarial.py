@@ -549,26 +549,35 @@ def test_signals_cannot_reach_the_grader(engine, tmp_path):
 @walls
 def test_no_network(engine, tmp_path):
     """Threat: connect to a TCP listener and an abstract Unix socket the grader's machine has
-    open, and send a UDP packet. The child has no network: nothing arrives; judged as usual."""
+    open, send a UDP packet, and connect to a world-connectable Unix socket in /run (where local
+    services keep theirs; a network namespace does not cover the file system). Nothing arrives;
+    the part is judged as usual."""
+    fs_socket = Path("/run") / f"ch03-adversarial-{TOKEN}.sock"
     with socket.socket() as tcp, socket.socket(socket.AF_UNIX) as unix, \
-            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+            socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp, socket.socket(socket.AF_UNIX) as service:
         tcp.bind(("127.0.0.1", 0))
         tcp.listen()
         port = tcp.getsockname()[1]
         udp.bind(("127.0.0.1", port))
         unix.bind(f"\0ch03-adversarial-{TOKEN}")
         unix.listen()
-        grade = grade_case(engine, tmp_path, "network", "simple_attention", PORT=port)
-        for listener in (tcp, unix, udp):
+        service.bind(str(fs_socket))
+        try:
+            os.chmod(fs_socket, 0o777)
+            service.listen()
+            grade = grade_case(engine, tmp_path, "network", "simple_attention", PORT=port, FS_SOCKET=fs_socket)
+        finally:
+            fs_socket.unlink()
+        for listener in (tcp, unix, udp, service):
             listener.setblocking(False)
-        with pytest.raises(BlockingIOError):
-            tcp.accept()
-        with pytest.raises(BlockingIOError):
-            unix.accept()
+        for listener in (tcp, unix, service):
+            with pytest.raises(BlockingIOError):
+                listener.accept()
         with pytest.raises(BlockingIOError):
             udp.recvfrom(100)
     output = grade.output.get("simple_attention", "")
-    assert "tcp: " in output and "tcp: sent" not in output and "unix: sent" not in output
+    assert "tcp: " in output and "unix file: " in output
+    assert not [line for line in output.splitlines() if ": sent" in line], output
     assert_full_marks(grade, list(grade.parts))
 
 

@@ -24,3 +24,12 @@ try:
 except OSError as e:
     _results.append(f"udp: {e}")
 print("network:", _results, flush=True)
+try:  # a network namespace does not cover Unix sockets in the file system (a local database, syslog, ...)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as _s:
+        _s.settimeout(2)
+        _s.connect("@@FS_SOCKET@@")
+        _s.sendall(b"EXFILTRATED @@TOKEN@@")
+    _results.append("unix file: sent")
+except OSError as e:
+    _results.append(f"unix file: {e}")
+print("network (file socket):", _results[-1], flush=True)
