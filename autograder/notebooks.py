@@ -4,6 +4,7 @@ Source notebooks (source/ch03/*.ipynb, nbgrader assignment id `ch03`) are made f
 
 * the templates in autograder/notebook_templates/ch03/*.txt: the story (markdown) and the test cells,
   in the small format described in `parse_template`;
+* grading.yml: each module's graded cell is worth the points of its part there;
 * the reference solutions solutions/ch03/<module>.py: each module's whole text becomes one solution
   cell whose nbgrader grade_id is the module name, markers included, so `nbgrader generate_assignment`
   (with `autograder.nbgrader_plugins.ClearSolutionsWithHints`, see nbgrader_config.py) turns it into
@@ -15,6 +16,11 @@ sys.modules, so `from causal import CausalAttention` in the mha cell works insid
 does between files. Outside a notebook nothing of that is needed: `extract_modules` reads the solution
 cells by grade_id, without running anything, and writes <module>.py files that import each other by
 plain name like the files in solutions/ch03.
+
+Each module has read-only check cells (the public tests, for the student to run) and one graded
+cell, `score_<module>`, worth the part's points in grading.yml. When a notebook is autograded
+(autograder.nbgrader_plugins.GradeInSandbox) no cell runs: the module's code is graded by the hidden
+suites in the sandbox and the score is written as that cell's output.
 """
 import ast
 import io
@@ -26,6 +32,7 @@ from pathlib import Path
 from autograder.stubs import MODULES, solution_regions
 
 ROOT = Path(__file__).resolve().parents[1]
+RUBRIC = ROOT / "grading.yml"
 SOLUTIONS = ROOT / "solutions" / "ch03"
 SOURCE = ROOT / "source" / "ch03"
 TEMPLATES = Path(__file__).resolve().parent / "notebook_templates" / "ch03"
@@ -37,7 +44,8 @@ BOOK_PLACEHOLDER = "BOOK = {}  # the generator writes the book's values here"
 NBGRADER_SCHEMA = 3
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 HEADER = re.compile(r"^%% (?P<kind>\w+) (?P<id>[A-Za-z0-9_-]+)(?P<options>( \w+=\S+)*)\s*$")
-KINDS = ("markdown", "setup", "solution", "test")
+KINDS = ("markdown", "setup", "solution", "check", "score")
+SCORE_PREFIX = "score_"  # the graded cell of module M has the grade_id score_M
 
 
 # --- templates -> notebooks ---------------------------------------------------------------------
@@ -52,11 +60,14 @@ def parse_template(text, filename="<template>"):
                                          book values it needs, separated by white space
         %% solution <module>             the solution cell of solutions/ch03/<module>.py (empty body),
                                          followed by a read-only publish cell
-        %% test <id> points=<n>          an autograded test cell, locked; the body is its code and may
-                                         hold a ### BEGIN HIDDEN TESTS / ### END HIDDEN TESTS region
+        %% check <id>                    a read-only test cell the student runs (not graded); the body
+                                         is its code
+        %% score <module>                the graded cell of the module (grade_id score_<module>), locked,
+                                         worth the part's points in grading.yml; the body may hold a
+                                         ### BEGIN HIDDEN TESTS / ### END HIDDEN TESTS region
 
     Blank lines around a body are dropped. Any other line starting with '%%' is a ValueError naming
-    filename and line, as are text before the first header, a repeated id or a bad option.
+    filename and line, as are text before the first header, a repeated id or any option.
     """
     cells = []
     current = None
@@ -67,12 +78,12 @@ def parse_template(text, filename="<template>"):
                 raise ValueError(f"{filename}, line {number}: not a cell header: {line!r} "
                                  f"(expected '%% <{'|'.join(KINDS)}> <id> [key=value ...]')")
             options = dict(option.split("=", 1) for option in match["options"].split())
-            allowed = {"points"} if match["kind"] == "test" else set()
+            allowed = set()
             if set(options) != allowed:
                 raise ValueError(f"{filename}, line {number}: a {match['kind']} cell takes "
                                  f"{sorted(allowed) or 'no options'}, got {sorted(options)}")
-            if any(cell["id"] == match["id"] for cell in cells):
-                raise ValueError(f"{filename}, line {number}: cell id {match['id']!r} used twice")
+            if any(_cell_id(cell["kind"], cell["id"]) == _cell_id(match["kind"], match["id"]) for cell in cells):
+                raise ValueError(f"{filename}, line {number}: cell id {_cell_id(match['kind'], match['id'])!r} used twice")
             current = {"kind": match["kind"], "id": match["id"], "options": options, "lines": [], "line": number}
             cells.append(current)
         elif current is None:
@@ -83,6 +94,11 @@ def parse_template(text, filename="<template>"):
     for cell in cells:
         cell["body"] = "\n".join(cell.pop("lines")).strip("\n")
     return cells
+
+
+def _cell_id(kind, template_id):
+    """The notebook cell id (and nbgrader grade_id) of a template cell."""
+    return SCORE_PREFIX + template_id if kind == "score" else template_id
 
 
 def _top_level_names(source, filename):
@@ -130,10 +146,27 @@ def setup_source(keys, book_path=BOOK_EXAMPLES, setup_path=SETUP_CELL):
     return template.replace(BOOK_PLACEHOLDER, "\n".join(lines)).rstrip("\n")
 
 
-def build_notebook(template_path, solutions_dir=SOLUTIONS, book_path=BOOK_EXAMPLES):
-    """The source notebook (a JSON-ready dict) described by the template at template_path."""
+def part_points(rubric_path=RUBRIC):
+    """{part: max score} from grading.yml (points only: the suites are not needed to read them)."""
+    from autograder import rubric
+
+    loaded = rubric.load(rubric_path)
+    return {name: part.max_score for name, part in loaded.parts.items()}
+
+
+def _points_value(points):
+    return int(points) if float(points).is_integer() else float(points)
+
+
+def build_notebook(template_path, solutions_dir=SOLUTIONS, book_path=BOOK_EXAMPLES, rubric_path=RUBRIC, points=None):
+    """The source notebook (a JSON-ready dict) described by the template at template_path.
+
+    points ({part: max score}) defaults to what grading.yml at rubric_path gives each part.
+    """
     template_path = Path(template_path)
+    points = part_points(rubric_path) if points is None else points
     cells = []
+    solved = []
     for spec in parse_template(template_path.read_text(), str(template_path)):
         kind, cell_id, body = spec["kind"], spec["id"], spec["body"]
         where = f"{template_path}, line {spec['line']}"
@@ -151,22 +184,32 @@ def build_notebook(template_path, solutions_dir=SOLUTIONS, book_path=BOOK_EXAMPL
             if not solution_regions(source, str(path)):
                 raise ValueError(f"{path}: no ### BEGIN SOLUTION region; the whole module would be released")
             cells.append(_code(cell_id, source, _nbgrader(cell_id, solution=True)))
+            solved.append(cell_id)
             names = ", ".join(json.dumps(name) for name in _top_level_names(source, str(path)))
             publish_id = f"publish_{cell_id}"
             cells.append(_code(publish_id, f"publish({json.dumps(cell_id)}, [{names}])",
                                _nbgrader(publish_id, locked=True)))
-        elif kind == "test":
-            try:
-                points = int(spec["options"]["points"])
-            except ValueError:
-                raise ValueError(f"{where}: points must be a whole number") from None
+        elif kind == "check":
+            if "BEGIN HIDDEN TESTS" in body or "SOLUTION" in body:
+                raise ValueError(f"{where}: a check cell is read-only and visible: no hidden tests or solution region")
+            cells.append(_code(cell_id, body, _nbgrader(cell_id, locked=True)))
+        elif kind == "score":
+            if cell_id not in solved:
+                raise ValueError(f"{where}: the score cell of {cell_id!r} must follow that module's solution cell")
+            if cell_id not in points or not points[cell_id] > 0:
+                raise ValueError(f"{where}: grading.yml gives part {cell_id!r} no points")
             if "BEGIN SOLUTION" in body or "END SOLUTION" in body:
-                raise ValueError(f"{where}: a test cell must not hold a solution region")
-            cells.append(_code(cell_id, body, _nbgrader(cell_id, grade=True, locked=True, points=points)))
+                raise ValueError(f"{where}: a score cell must not hold a solution region")
+            grade_id = SCORE_PREFIX + cell_id
+            cells.append(_code(grade_id, body, _nbgrader(grade_id, grade=True, locked=True,
+                                                           points=_points_value(points[cell_id]))))
     ids = [cell["id"] for cell in cells]
     repeated = sorted({cell_id for cell_id in ids if ids.count(cell_id) > 1})
     if repeated:
         raise ValueError(f"{template_path}: cell ids used twice: {', '.join(repeated)}")
+    unscored = [module for module in solved if SCORE_PREFIX + module not in ids]
+    if unscored:
+        raise ValueError(f"{template_path}: no '%% score' cell for {', '.join(unscored)}")
     return {
         "cells": cells,
         "metadata": {"kernelspec": dict(KERNELSPEC), "language_info": {"name": "python"}},
@@ -190,11 +233,12 @@ def templates(templates_dir=TEMPLATES):
     return sorted(Path(templates_dir).glob("*.txt"))
 
 
-def notebook_texts(solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, book_path=BOOK_EXAMPLES):
+def notebook_texts(solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, book_path=BOOK_EXAMPLES, rubric_path=RUBRIC):
     """{notebook file name: JSON text} for every template, checking each module appears exactly once."""
     texts, seen = {}, {}
+    points = part_points(rubric_path)
     for template in templates(templates_dir):
-        notebook = build_notebook(template, solutions_dir, book_path)
+        notebook = build_notebook(template, solutions_dir, book_path, points=points)
         for cell in notebook["cells"]:
             if cell["metadata"]["nbgrader"]["solution"]:
                 if cell["id"] in seen:
@@ -287,6 +331,8 @@ def read_notebook(path):
         raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     except json.JSONDecodeError as e:
         raise ValueError(f"{path}: not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: not a notebook: JSON nested too deeply") from None
     if not isinstance(notebook, dict):
         raise ValueError(f"{path}: a notebook is a JSON object, got {type(notebook).__name__}")
     if notebook.get("nbformat") != 4:
@@ -296,54 +342,67 @@ def read_notebook(path):
     return notebook
 
 
-def solution_sources(path, modules=MODULES):
-    """{module: code} of the solution cells of the notebook at path, magics commented out.
+def notebook_solution_sources(notebook, where, modules=MODULES, skip_unknown=False):
+    """{module: code} of the solution cells of a parsed notebook (a dict), magics commented out.
 
     A solution cell is a code cell whose metadata.nbgrader.solution is true; its grade_id names the
     module. Only grade_id and the solution flag are read: outputs and other metadata are ignored.
-    ValueError, naming the file and the cell index, for a cell that is not an object, a malformed
-    source or nbgrader metadata, a solution cell whose grade_id is not one of `modules`, or a module
-    with two solution cells.
+    ValueError, naming `where` and the cell index, for a cell that is not an object, a malformed
+    source or nbgrader metadata, a solution cell whose grade_id is not one of `modules` (with
+    skip_unknown such a cell is passed over instead), or a module with two solution cells.
     """
-    path = Path(path)
-    notebook = read_notebook(path)
     found, where_found = {}, {}
     for index, cell in enumerate(notebook["cells"]):
-        where = f"{path}, cell {index}"
+        at = f"{where}, cell {index}"
         if not isinstance(cell, dict):
-            raise ValueError(f"{where}: a cell is a JSON object, got {type(cell).__name__}")
+            raise ValueError(f"{at}: a cell is a JSON object, got {type(cell).__name__}")
         metadata = cell.get("metadata", {})
         meta = metadata.get("nbgrader") if isinstance(metadata, dict) else None
         if meta is None:
             continue
         if not isinstance(meta, dict):
-            raise ValueError(f"{where}: metadata.nbgrader should be an object")
+            raise ValueError(f"{at}: metadata.nbgrader should be an object")
         if meta.get("solution") is not True or cell.get("cell_type") != "code":
             continue
         module = meta.get("grade_id")
         if module not in modules:
-            raise ValueError(f"{where}: solution cell with grade_id {module!r}, which is not one of the "
+            if skip_unknown:
+                continue
+            raise ValueError(f"{at}: solution cell with grade_id {module!r}, which is not one of the "
                              f"chapter's modules ({', '.join(modules)})")
         if module in found:
-            raise ValueError(f"{where}: a second solution cell for {module} (the first is cell {where_found[module]})")
-        text = comment_out_magics(_source_text(cell, where))
+            raise ValueError(f"{at}: a second solution cell for {module} (the first is cell {where_found[module]})")
+        text = comment_out_magics(_source_text(cell, at))
         found[module] = text if text.endswith("\n") else text + "\n"
         where_found[module] = index
     return found
 
 
-def extract_modules(notebook_path_or_dir, out_dir, modules=MODULES):
+def solution_sources(path, modules=MODULES):
+    """{module: code} of the solution cells of the notebook file at path (see notebook_solution_sources)."""
+    return notebook_solution_sources(read_notebook(path), Path(path), modules)
+
+
+def notebook_paths(source):
+    """The notebooks `source` names: one .ipynb file, a folder's *.ipynb files (not its subfolders,
+    in name order), or a list of .ipynb paths (kept in its order)."""
+    if isinstance(source, (list, tuple)):
+        return [Path(path) for path in source]
+    source = Path(source)
+    return sorted(source.glob("*.ipynb")) if source.is_dir() else [source]
+
+
+def extract_modules(source, out_dir, modules=MODULES):
     """Write <module>.py into out_dir for every solution cell of the notebook(s); return the module names.
 
-    notebook_path_or_dir is one .ipynb file or a folder whose *.ipynb files (not its subfolders) are
-    read in name order. Notebooks are parsed as JSON and never run. Malformed notebooks raise
-    ValueError naming the file and, for a cell, its index; so does a module found in two notebooks.
-    Only names in `modules` are ever written, so a grade_id cannot choose another file name.
+    source is one .ipynb file, a folder whose *.ipynb files (not its subfolders) are read in name
+    order, or a list of notebook paths. Notebooks are parsed as JSON and never run. Malformed
+    notebooks raise ValueError naming the file and, for a cell, its index; so does a module found
+    in two notebooks. Nothing is written unless every notebook is well formed. Only names in
+    `modules` are ever written, so a grade_id cannot choose another file name.
     """
-    source = Path(notebook_path_or_dir)
-    paths = sorted(source.glob("*.ipynb")) if source.is_dir() else [source]
     found, origin = {}, {}
-    for path in paths:
+    for path in notebook_paths(source):
         for module, text in solution_sources(path, modules).items():
             if module in found:
                 raise ValueError(f"{path}: a second solution cell for {module} (the first is in {origin[module]})")
@@ -411,17 +470,19 @@ def student_notebook(notebook):
     return dict(notebook, cells=cells)
 
 
-def release_notebooks(dest, solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, book_path=BOOK_EXAMPLES):
+def release_notebooks(dest, solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, book_path=BOOK_EXAMPLES,
+                      rubric_path=RUBRIC):
     """Write the student notebooks into dest (no nbgrader needed); return the paths written.
 
     Used by `python -m autograder release` when there is no nbgrader release folder.
     """
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    notebook_texts(solutions_dir, templates_dir, book_path)  # checks every module has exactly one cell
+    notebook_texts(solutions_dir, templates_dir, book_path, rubric_path)  # checks every module has exactly one cell
+    points = part_points(rubric_path)
     written = []
     for template in templates(templates_dir):
         path = dest / (template.stem + ".ipynb")
-        path.write_text(dumps(student_notebook(build_notebook(template, solutions_dir, book_path))))
+        path.write_text(dumps(student_notebook(build_notebook(template, solutions_dir, book_path, points=points))))
         written.append(path)
     return written

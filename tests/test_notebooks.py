@@ -94,7 +94,8 @@ def test_cell_metadata_is_what_nbgrader_expects():
                 assert cell["outputs"] == [] and cell["execution_count"] is None, f"{where}: committed with outputs"
 
 
-def test_each_module_has_visible_and_hidden_test_cells_after_its_publish_cell():
+def test_each_module_has_check_cells_then_one_graded_cell_worth_its_part():
+    points = notebooks.part_points()
     for path in source_notebooks():
         cells = cells_of(path)
         for index, cell in enumerate(cells):
@@ -108,14 +109,26 @@ def test_each_module_has_visible_and_hidden_test_cells_after_its_publish_cell():
             defined = [node.name for node in ast.parse(text(cell)).body
                        if isinstance(node, (ast.FunctionDef, ast.ClassDef))]
             assert names == defined
-            tests = []
+            checks = []
             for later in cells[index + 2:]:
-                if not later["metadata"]["nbgrader"]["grade"]:
+                if later["cell_type"] != "code" or later["metadata"]["nbgrader"]["grade"]:
                     break
-                tests.append(later)
-            hidden = [t for t in tests if "### BEGIN HIDDEN TESTS" in text(t)]
-            assert len(tests) >= 2 and len(hidden) == 1, f"{path.name}: {module} needs visible tests and one hidden cell"
-            assert all(f"import {module}" in text(t) for t in tests), f"{path.name}: a {module} test does not import it"
+                checks.append(later)
+            assert len(checks) >= 2, f"{path.name}: {module} needs read-only check cells after its publish cell"
+            assert all(not c["metadata"]["nbgrader"]["grade"] and "HIDDEN TESTS" not in text(c) for c in checks)
+            graded = cells[index + 2 + len(checks)]
+            gmeta = graded["metadata"]["nbgrader"]
+            where = f"{path.name}: the cell after the checks of {module}"
+            assert gmeta["grade"] and gmeta["grade_id"] == f"score_{module}", where
+            assert gmeta["points"] == points[module], f"{where}: worth {gmeta['points']}, grading.yml says {points[module]}"
+            assert "### BEGIN HIDDEN TESTS" in text(graded), f"{where}: holds no hidden tests"
+            assert all(f"import {module}" in text(t) for t in checks + [graded]), f"{path.name}: a {module} test does not import it"
+
+
+def test_graded_cells_are_the_parts_of_grading_yml():
+    graded = {cell["metadata"]["nbgrader"]["grade_id"]: cell["metadata"]["nbgrader"]["points"]
+              for path in source_notebooks() for cell in cells_of(path) if cell["metadata"]["nbgrader"]["grade"]}
+    assert graded == {f"score_{part}": points for part, points in notebooks.part_points().items()}
 
 
 def _public_messages():
@@ -134,7 +147,7 @@ def _public_messages():
 
 def test_visible_test_cells_use_the_public_tests_messages():
     cells = "\n".join(text(cell) for path in source_notebooks() for cell in cells_of(path)
-                      if cell["metadata"]["nbgrader"]["grade"])
+                      if cell["id"].startswith("test_"))
     flattened = " ".join(cells.split())
     messages = _public_messages()
     assert len(messages) > 30
@@ -223,6 +236,7 @@ def test_ipython_magics_and_shell_lines_are_commented_out(tmp_path):
     ("[]", "a notebook is a JSON object"),
     ('{"nbformat": 4}', "no 'cells' list"),
     ('{"nbformat": 3, "worksheets": []}', "only nbformat 4"),
+    ("[" * 100000 + "]" * 100000, "JSON nested too deeply"),
 ])
 def test_malformed_notebook_files_name_the_file(tmp_path, content, expected):
     path = tmp_path / "broken.ipynb"
@@ -287,8 +301,10 @@ def test_the_extract_command_reports_malformed_notebooks_as_usage_errors(tmp_pat
     ("%% code a\nx = 1\n", "line 1: not a cell header"),
     ("%%markdown a\n", "line 1: not a cell header"),
     ("stray text\n%% markdown a\n", "line 1: text before the first"),
-    ("%% test t\nassert True\n", "line 1: a test cell takes ['points']"),
+    ("%% test t points=1\nassert True\n", "line 1: not a cell header"),
     ("%% markdown a points=2\n", "line 1: a markdown cell takes no options"),
+    ("%% score causal points=2\n", "line 1: a score cell takes no options"),
+    ("%% check score_a\nx\n%% score a\ny\n", "line 3: cell id 'score_a' used twice"),
 ])
 def test_template_errors_name_the_file_and_line(template, expected):
     with pytest.raises(ValueError, match=re.escape(f"t.txt, {expected}")):
@@ -343,3 +359,27 @@ def test_release_notebooks_hold_the_stubs_and_no_solution_or_hidden_test(tmp_pat
                 assert cell["metadata"]["editable"] is False and cell["metadata"]["deletable"] is False
     assert stubs == {module: (STUBS / f"{module}.py").read_text() for module in MODULES}
     assert notebooks.extract_modules(tmp_path, tmp_path / "out") == list(stubs)
+
+
+@pytest.mark.parametrize("template, expected", [
+    ("%% score causal\n# hi\n", "the score cell of 'causal' must follow that module's solution cell"),
+    ("%% solution causal\n", "no '%% score' cell for causal"),
+    ("%% solution causal\n%% check test_x\n### BEGIN HIDDEN TESTS\n### END HIDDEN TESTS\n",
+     "a check cell is read-only and visible"),
+    ("%% solution causal\n%% score causal\n### BEGIN SOLUTION\n", "a score cell must not hold a solution region"),
+])
+def test_graded_cell_errors_name_the_template_line(tmp_path, template, expected):
+    path = tmp_path / "t.txt"
+    path.write_text(template)
+    with pytest.raises(ValueError, match=re.escape(expected)):
+        notebooks.build_notebook(path, SOLUTIONS, points={"causal": 22})
+
+
+def test_a_part_without_points_in_the_rubric_is_refused(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("%% solution causal\n%% score causal\n# graded\n")
+    with pytest.raises(ValueError, match="grading.yml gives part 'causal' no points"):
+        notebooks.build_notebook(path, SOLUTIONS, points={"mha": 22})
+    cells = notebooks.build_notebook(path, SOLUTIONS, points={"causal": 7.5})["cells"]
+    assert cells[-1]["metadata"]["nbgrader"] == {"grade": True, "grade_id": "score_causal", "locked": True,
+                                                 "points": 7.5, "schema_version": 3, "solution": False, "task": False}
