@@ -1,7 +1,12 @@
-"""Turn what a student handed in (a folder or a .zip) into a clean staged folder of modules.
+"""Turn what a student handed in (a folder, a .zip or notebooks) into a clean staged folder of modules.
 
 Only regular files with plain names are staged: no links, no paths that climb out, no archive
 bombs. The staged folder is what the sandbox copies into the child's private workspace.
+
+Notebooks: when no chapter module (.py) is found, every .ipynb file of the submission (in any
+subfolder but hidden ones such as .ipynb_checkpoints) is read as JSON, never run, and the code of
+its solution cells is written as <module>.py by grade_id (autograder.notebooks.extract_modules, one
+call over all the notebooks, so a module in two notebooks is an error naming both).
 """
 import os
 import shutil
@@ -15,6 +20,7 @@ from autograder import PARTS
 
 MAX_FILES = 200
 MAX_BYTES = 8 << 20
+MAX_NOTEBOOK_BYTES = 32 << 20  # outputs (images) make notebooks larger than modules
 SUFFIXES = (".py", ".json", ".txt", ".md")
 
 
@@ -28,9 +34,15 @@ class Staged:
     source: str                      # what was handed in
     found: list = field(default_factory=list)     # module stems present
     notes: list = field(default_factory=list)     # what was skipped, and why
+    notebooks: list = field(default_factory=list)  # the notebooks the modules came from, as shown to people
 
     def missing(self, part):
-        return "" if part in self.found else f"{part}.py was not found in the submission"
+        if part in self.found:
+            return ""
+        if self.notebooks:
+            return (f"no solution cell for {part} (a code cell with nbgrader grade_id '{part}') in "
+                    f"{', '.join(self.notebooks)}")
+        return f"{part}.py was not found in the submission"
 
 
 def stage(path, into):
@@ -44,9 +56,9 @@ def stage(path, into):
     elif path.suffix == ".zip" and path.is_file():
         with tempfile.TemporaryDirectory() as tmp:
             _extract_zip(path, Path(tmp), staged)
-            _stage_folder(Path(tmp), staged)
+            _stage_folder(Path(tmp), staged, shown=f"{path}:")
     elif path.suffix == ".ipynb" and path.is_file():
-        _stage_notebooks([path], staged)
+        _stage_notebooks([path], path.parent, str(path.parent), staged)
     else:
         raise SubmissionError(f"{path}: not a folder, .zip or .ipynb")
     staged.found = sorted(p for p in PARTS if (into / f"{p}.py").is_file())
@@ -64,12 +76,26 @@ def _module_folder(root):
     return best
 
 
-def _stage_folder(root, staged):
+def _find_notebooks(root):
+    """Every regular .ipynb file under root, hidden and dunder folders skipped, in path order."""
+    found = []
+    for folder, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith((".", "__")))
+        for name in sorted(files):
+            path = Path(folder) / name
+            if name.endswith(".ipynb") and not name.startswith(".") and stat.S_ISREG(path.lstat().st_mode):
+                found.append(path)
+    return sorted(found, key=lambda p: p.relative_to(root).parts)
+
+
+def _stage_folder(root, staged, shown=None):
+    """shown: how people know root (the folder handed in, or 'the.zip:' for an unpacked zip)."""
     folder = _module_folder(root)
-    notebooks = sorted(folder.glob("*.ipynb")) if not any((folder / f"{p}.py").exists() for p in PARTS) else []
-    if notebooks:
-        _stage_notebooks(notebooks, staged)
-        return
+    if not any((folder / f"{p}.py").exists() for p in PARTS):
+        notebooks = _find_notebooks(root)
+        if notebooks:
+            _stage_notebooks(notebooks, root, shown or str(root), staged)
+            return
     total = 0
     for entry in sorted(folder.iterdir()):
         info = entry.lstat()
@@ -84,12 +110,29 @@ def _stage_folder(root, staged):
         shutil.copyfile(entry, staged.folder / entry.name, follow_symlinks=False)
 
 
-def _stage_notebooks(notebooks, staged):
+def _stage_notebooks(notebooks, root, shown, staged):
+    """Extract the modules of all the notebooks in one go; errors name the file as handed in, and the cell."""
     from autograder import notebooks as nb
 
-    for notebook in notebooks:
-        nb.extract_modules(notebook, staged.folder)
-    staged.notes.append(f"graded the solution cells of {len(notebooks)} notebook(s)")
+    if len(notebooks) > MAX_FILES:
+        raise SubmissionError(f"{staged.source}: more than {MAX_FILES} notebooks")
+    for path in notebooks:
+        if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+            raise SubmissionError(f"{_show(path, root, shown)}: larger than {MAX_NOTEBOOK_BYTES >> 20} MiB")
+    try:
+        nb.extract_modules(notebooks, staged.folder)
+    except (ValueError, OSError) as e:
+        message = str(e)
+        for path in notebooks:  # the temporary folder of an unpacked zip means nothing to people
+            message = message.replace(str(path), _show(path, root, shown))
+        raise SubmissionError(message) from None
+    staged.notebooks = [_show(path, root, shown) for path in notebooks]
+    staged.notes.append(f"graded the solution cells of {len(notebooks)} notebook(s): {', '.join(staged.notebooks)}")
+
+
+def _show(path, root, shown):
+    relative = Path(path).relative_to(root)
+    return f"{shown} {relative}" if shown.endswith(":") else str(Path(shown) / relative)
 
 
 def _extract_zip(path, dest, staged):
