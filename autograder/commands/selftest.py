@@ -11,6 +11,9 @@ def add_arguments(parser):
     parser.add_argument("--jobs", type=int, default=1, metavar="N", help="grade N entries at a time (N processes)")
     parser.add_argument("--only", action="append", default=[], metavar="ID",
                         help="grade only the entries whose id contains ID (repeatable)")
+    parser.add_argument("--all-parts", action="store_true",
+                        help="grade every part of every entry (by default, only the parts whose process can import "
+                             "an edited module: the others run the solutions' code)")
     parser.add_argument("--list", action="store_true", help="list the corpus and exit")
 
 
@@ -31,7 +34,7 @@ def run(args):
         if args.jobs < 1:
             raise UsageError("--jobs must be at least 1")
         started = time.monotonic()
-        outcomes = selftest.run_all(entries, jobs=args.jobs, progress=_print)
+        outcomes = selftest.run_all(entries, jobs=args.jobs, progress=_print, all_parts=args.all_parts)
     except selftest.CorpusError as e:
         raise UsageError(str(e)) from None
     result = selftest.summary(outcomes)

@@ -9,7 +9,9 @@ An entry is applied to a fresh copy of solutions/ch03 by exact find/replace (the
 exactly once), then graded by grading.grade_submission with one Sandbox per process.
 `python -m autograder selftest` and tests/test_suites.py both run the corpus through run_all.
 """
+import ast
 import multiprocessing
+import re
 import shutil
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import yaml
 
-from autograder import PARTS, PROJECT_ROOT
+from autograder import PACKAGE_DIR, PARTS, PROJECT_ROOT
 
 HERE = Path(__file__).resolve().parent
 MUTANTS = HERE / "mutants.yml"
@@ -59,6 +61,7 @@ class Outcome:
     losing: list = field(default_factory=list)
     scores: dict = field(default_factory=dict)
     failed: list = field(default_factory=list)   # (part, check, message) of every failed check
+    graded: list = field(default_factory=list)   # the parts graded (the others cannot be affected)
     seconds: float = 0.0
 
 
@@ -140,6 +143,57 @@ def apply(entry, folder, solutions=SOLUTIONS):
     return folder
 
 
+def suite_modules(part):
+    """The chapter modules a part's checks ask the child for: student.module(PART) and student.module("x")."""
+    source = (PACKAGE_DIR / "suites" / f"test_{part}.py").read_text(encoding="utf-8")
+    named = set(re.findall(r'student\.module\(\s*"(\w+)"\s*\)', source)) & set(PARTS)
+    return named | ({part} if re.search(r"student\.module\(\s*PART\s*\)", source) else set())
+
+
+def module_imports(folder):
+    """module -> the chapter modules it imports (static imports only); None if any module of the
+    folder imports in a way this cannot see (importlib, __import__, exec, eval)."""
+    found = {}
+    for part in PARTS:
+        path = Path(folder) / f"{part}.py"
+        if not path.is_file():
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        names = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.add(node.module.split(".")[0])
+            elif isinstance(node, ast.Name) and node.id in ("__import__", "exec", "eval", "importlib"):
+                return None
+        if names & {"importlib", "builtins", "runpy"}:
+            return None
+        found[part] = names & set(PARTS)
+    return found
+
+
+def affected_parts(entry, folder):
+    """The parts whose child can import a module the entry edits: every part's child imports only
+    the modules its checks name and, transitively, what those import (each part runs in its own
+    process). The other parts run exactly the solutions' code, so they keep their full marks."""
+    imports = module_imports(folder)
+    if imports is None:
+        return list(PARTS)
+    edited = {edit.module for edit in entry.edits}
+    affected = []
+    for part in PARTS:
+        reach, todo = set(), list(suite_modules(part))
+        while todo:
+            module = todo.pop()
+            if module not in reach:
+                reach.add(module)
+                todo.extend(imports.get(module, ()))
+        if reach & edited:
+            affected.append(part)
+    return affected
+
+
 def judge(entry, grade):
     """An Outcome from a Grade: did the mutant get caught as expected / did the variant keep full marks?"""
     scores = {part: (p["score"], p["max_score"]) for part, p in grade.parts.items()}
@@ -168,16 +222,21 @@ def judge(entry, grade):
     return outcome
 
 
-def run_entry(entry, rubric, suites, sandbox):
+def run_entry(entry, rubric, suites, sandbox, all_parts=False):
+    """Grade one entry. Unless all_parts, only the parts it can affect (affected_parts) are graded."""
     import time
 
     from autograder import grading
+    from autograder.rubric import Rubric
 
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix=f"selftest-{entry.id}-") as tmp:
         folder = apply(entry, Path(tmp) / "submission")
-        grade = grading.grade_submission(folder, rubric, suites, sandbox)
+        parts = list(rubric.parts) if all_parts else [p for p in rubric.parts if p in affected_parts(entry, folder)]
+        grade = grading.grade_submission(folder, Rubric(rubric.path, {p: rubric.parts[p] for p in parts}),
+                                         suites, sandbox)
     outcome = judge(entry, grade)
+    outcome.graded = parts
     outcome.seconds = time.monotonic() - started
     return outcome
 
@@ -185,7 +244,7 @@ def run_entry(entry, rubric, suites, sandbox):
 _worker = {}
 
 
-def _init_worker(slots, rubric_path):
+def _init_worker(slots, rubric_path, all_parts):
     from autograder import grading
     from autograder.sandbox.client import Sandbox
 
@@ -194,15 +253,16 @@ def _init_worker(slots, rubric_path):
     _worker["sandbox"] = Sandbox(slot=slots.get())
     util.Finalize(_worker["sandbox"], _worker["sandbox"].close, exitpriority=10)
     _worker["rubric"], _worker["suites"] = grading.load_rubric(rubric_path)
+    _worker["all_parts"] = all_parts
 
 
 def _run_in_worker(entry):
-    return run_entry(entry, _worker["rubric"], _worker["suites"], _worker["sandbox"])
+    return run_entry(entry, _worker["rubric"], _worker["suites"], _worker["sandbox"], _worker["all_parts"])
 
 
-def run_all(entries, jobs=1, rubric_path=None, progress=None):
-    """Grade every entry -> [Outcome] in the entries' order. jobs > 1: that many worker processes,
-    each with its own fork server (sandbox slot 1..jobs)."""
+def run_all(entries, jobs=1, rubric_path=None, progress=None, all_parts=False):
+    """Grade every entry -> [Outcome] in the entries' order. jobs > 1: that many worker processes
+    (started fresh), each with its own fork server (sandbox slot 1..jobs)."""
     from autograder import grading
 
     rubric_path = str(rubric_path or grading.RUBRIC_PATH)
@@ -216,16 +276,18 @@ def run_all(entries, jobs=1, rubric_path=None, progress=None):
         outcomes = []
         with Sandbox(slot=1) as sandbox:
             for entry in entries:
-                outcomes.append(run_entry(entry, rubric, suites, sandbox))
+                outcomes.append(run_entry(entry, rubric, suites, sandbox, all_parts))
                 if progress:
                     progress(outcomes[-1])
         return outcomes
-    ctx = multiprocessing.get_context("fork")
+    # spawn, not fork: the caller (pytest, for one) may already run torch's thread pools and queue
+    # feeder threads, and a forked worker can deadlock on a lock one of them held
+    ctx = multiprocessing.get_context("spawn")
     slots = ctx.Queue()
     for slot in range(1, jobs + 1):
         slots.put(slot)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                             initargs=(slots, rubric_path)) as pool:
+                             initargs=(slots, rubric_path, all_parts)) as pool:
         outcomes = []
         for outcome in pool.map(_run_in_worker, entries):
             outcomes.append(outcome)
