@@ -1,0 +1,225 @@
+"""grading.yml and the reports.
+
+- every way of getting grading.yml wrong gives an error naming the file and the line, from the
+  loader and from `python -m autograder grade X --rubric bad.yml` (exit status 2);
+- the real grading.yml matches the suites, check for check;
+- the JSON (Gradescope's results.json schema, plus parts keyed by module stem), JUnit and Markdown
+  reports of one grade carry the same results.
+"""
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autograder import PARTS, cli, grading, runner, selftest
+from autograder.rubric import RubricError, load
+
+ROOT = Path(__file__).resolve().parents[1]
+RUBRIC = ROOT / "grading.yml"
+VISIBILITIES = {"visible", "hidden", "after_due_date", "after_published"}
+
+
+@pytest.fixture(scope="module")
+def suites():
+    return {part: [name for name, _ in checks] for part, checks in runner.discover().items()}
+
+
+def lines():
+    return RUBRIC.read_text().splitlines()
+
+
+def line_of(text):
+    found = [i for i, line in enumerate(lines()) if line.strip().startswith(text)]
+    assert len(found) == 1, text
+    return found[0]
+
+
+def edited(tmp_path, index, new_lines):
+    """grading.yml with line `index` replaced by new_lines -> (path, the 1-based line of the first new line)."""
+    text = lines()
+    text[index:index + 1] = new_lines
+    path = tmp_path / "bad.yml"
+    path.write_text("\n".join(text) + "\n")
+    return path, index + 1
+
+
+def malformed(tmp_path, case):
+    """(bad rubric, line the error must name, words it must say)"""
+    if case == "unknown key":
+        i = line_of("softmax_naive_book_example:")
+        path, line = edited(tmp_path, i, ["      softmax_naive_book_example: {points: 1, visibilty: visible}"])
+        return path, line, "unknown key 'visibilty'"
+    if case == "missing check":
+        i = line_of("softmax_naive_on_unseen_scores:")
+        path, _ = edited(tmp_path, i, [])
+        return path, line_of("softmax_naive_book_example:") + 1, "no entry here: softmax_naive_on_unseen_scores"
+    if case == "check not in the suite":
+        i = line_of("softmax_naive_on_unseen_scores:")
+        path, line = edited(tmp_path, i, ["      no_such_check: 1", lines()[i]])
+        return path, line, "check 'no_such_check' is not in the hidden suite"
+    if case == "bad visibility":
+        i = line_of("v1_book_example:")
+        path, line = edited(tmp_path, i, ["      v1_book_example: {points: 2, visibility: secret}"])
+        return path, line, "must be one of visible, hidden"
+    if case == "bad YAML":
+        i = line_of("causal_mask_marks_the_future:")
+        path, line = edited(tmp_path, i, ["      causal_mask_marks_the_future: {points: 1, visibility: visible",
+                                          "      : ]"])
+        return path, line + 1, "not valid YAML"
+    if case == "negative points":
+        i = line_of("transfer_on_unseen_sizes:")
+        path, line = edited(tmp_path, i, ["      transfer_on_unseen_sizes: -4"])
+        return path, line, "must not be negative"
+    if case == "unknown part":
+        i = line_of("numpy_attention:")
+        path, line = edited(tmp_path, i, ["  numpy_attentoin:"])
+        return path, line, "part 'numpy_attentoin' has no hidden suite"
+    raise ValueError(case)
+
+
+CASES = ["unknown key", "missing check", "check not in the suite", "bad visibility", "bad YAML", "negative points",
+         "unknown part"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_a_malformed_rubric_names_the_file_and_the_line(tmp_path, suites, case):
+    path, line, words = malformed(tmp_path, case)
+    with pytest.raises(RubricError) as error:
+        load(path, suites)
+    message = str(error.value)
+    assert message.startswith(f"{path}:{line}:"), message
+    assert words in message
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_grade_with_a_malformed_rubric_exits_2_with_that_message(tmp_path, suites, capsys, case):
+    path, line, words = malformed(tmp_path, case)
+    status = cli.main(["grade", str(ROOT / "solutions" / "ch03"), "--rubric", str(path)])
+    err = capsys.readouterr().err
+    assert status == 2
+    assert err.startswith(f"error: {path}:{line}:") and words in err
+
+
+def test_the_cli_process_exits_2_on_a_malformed_rubric(tmp_path):
+    path, line, words = malformed(tmp_path, "negative points")
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", "solutions/ch03", "--rubric", str(path)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert f"{path}:{line}:" in done.stderr and words in done.stderr
+
+
+def test_the_rubric_matches_the_suites(suites):
+    rubric = load(RUBRIC, suites)
+    assert list(rubric.parts) == list(PARTS)
+    for part, names in suites.items():
+        assert list(rubric.parts[part].checks) == names, part  # the suite's order
+    assert rubric.max_score == 100
+    raw = yaml.safe_load(RUBRIC.read_text())
+    visible = [(p, c) for p, spec in raw["parts"].items() for c, v in spec["checks"].items()
+               if isinstance(v, dict) and v.get("visibility") == "visible"]
+    hidden = [(p, c) for p, part in rubric.parts.items() for c in part.checks.values() if c.visibility == "hidden"]
+    assert visible and hidden
+    for part in rubric.parts.values():  # every part has points a student can see how to earn, and hidden ones
+        assert {c.visibility for c in part.checks.values()} == {"visible", "hidden"}, part.name
+
+
+# ---------------------------------------------------------------- the reports
+
+
+@pytest.fixture(scope="module")
+def reports(tmp_path_factory):
+    """One submission with failures in every part (visible and hidden), graded by the CLI with all reports."""
+    tmp = tmp_path_factory.mktemp("reports")
+    firsts = {}
+    for entry in selftest.corpus():
+        if entry.kind == "mutant":
+            firsts.setdefault(entry.part, entry)
+    folder = selftest.apply(selftest.Entry("combined", "mutant", [e for m in firsts.values() for e in m.edits]),
+                            tmp / "submission")
+    out = {kind: tmp / f"report.{kind}" for kind in ("json", "junit", "markdown")}
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder), "--json", str(out["json"]),
+                           "--junit", str(out["junit"]), "--markdown", str(out["markdown"])],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return {"stdout": done.stdout, **{kind: path.read_text() for kind, path in out.items()}}
+
+
+def check_gradescope_schema(results):
+    """Gradescope's results.json: https://gradescope-autograders.readthedocs.io/en/latest/specs/"""
+    top = {"score", "max_score", "execution_time", "output", "output_format", "test_output_format",
+           "test_name_format", "visibility", "stdout_visibility", "extra_data", "tests", "leaderboard"}
+    assert set(results) - {"parts"} <= top, set(results) - top
+    assert isinstance(results["score"], (int, float)) and isinstance(results["max_score"], (int, float))
+    assert results.get("visibility", "visible") in VISIBILITIES
+    assert results.get("stdout_visibility", "visible") in VISIBILITIES
+    assert isinstance(results.get("output", ""), str) and isinstance(results.get("extra_data", {}), dict)
+    test_keys = {"score", "max_score", "status", "name", "name_format", "number", "output", "output_format", "tags",
+                 "visibility", "extra_data"}
+    for test in results["tests"]:
+        assert set(test) <= test_keys, set(test) - test_keys
+        assert isinstance(test["name"], str) and isinstance(test["output"], str)
+        assert test["status"] in ("passed", "failed") and test["visibility"] in VISIBILITIES
+        assert 0 <= test["score"] <= test["max_score"]
+        assert (test["status"] == "passed") == (test["score"] == test["max_score"])
+    assert abs(sum(t["score"] for t in results["tests"]) - results["score"]) < 1e-6
+    assert abs(sum(t["max_score"] for t in results["tests"]) - results["max_score"]) < 1e-6
+
+
+def test_json_report_follows_gradescope_with_parts_by_module(reports):
+    results = json.loads(reports["json"])
+    check_gradescope_schema(results)
+    assert list(results["parts"]) == list(PARTS)
+    for part, scores in results["parts"].items():
+        own = [t for t in results["tests"] if t["name"].startswith(f"{part}: ")]
+        assert own and abs(sum(t["score"] for t in own) - scores["score"]) < 1e-6
+        assert abs(sum(t["max_score"] for t in own) - scores["max_score"]) < 1e-6
+        assert scores["score"] < scores["max_score"], part  # the submission has a bug in every part
+
+
+def test_json_junit_and_markdown_carry_the_same_results(reports):
+    results = json.loads(reports["json"])
+    by_json = {t["name"]: (t["status"] == "passed", t["score"], t["max_score"], t["visibility"], t["output"])
+               for t in results["tests"]}
+    root = ET.fromstring(reports["junit"])
+    by_junit = {}
+    for suite in root.iter("testsuite"):
+        for case in suite.iter("testcase"):
+            assert case.get("classname") == f"ch03.{suite.get('name')}"
+            props = {p.get("name"): p.get("value") for p in case.iter("property")}
+            failure = case.find("failure")
+            by_junit[f"{suite.get('name')}: {case.get('name')}"] = (
+                failure is None, float(props["score"]), float(props["max_score"]), props["visibility"],
+                "" if failure is None else failure.text)
+    assert by_junit == by_json
+    assert int(root.get("failures")) == sum(not passed for passed, *_ in by_json.values())
+    markdown = reports["markdown"]
+    assert f"## Chapter 3 score: {results['score']:g} / {results['max_score']:g}" in markdown
+    for part, scores in results["parts"].items():
+        assert f"| {part} | {scores['score']:g} / {scores['max_score']:g} |" in markdown
+    listed = [line for line in markdown.splitlines() if line.startswith("- **")]
+    visible_failed = [(name, out) for name, (passed, _, _, vis, out) in by_json.items() if not passed and vis == "visible"]
+    assert len(listed) == len(visible_failed) > 0
+    for name, _ in visible_failed:
+        part, check = name.split(": ", 1)
+        assert any(line.startswith(f"- **{part} / {check}**: ") for line in listed), name
+    hidden_failed = sum(1 for passed, _, _, vis, _ in by_json.values() if not passed and vis != "visible")
+    assert f"{hidden_failed} hidden check(s) also failed" in markdown
+    # and the terminal table has the same totals
+    assert f"{results['score']:g} / {results['max_score']:g}" in reports["stdout"]
+
+
+def test_grade_json_for_the_solutions(tmp_path):
+    out = tmp_path / "results.json"
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", "solutions/ch03", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    results = json.loads(out.read_text())
+    check_gradescope_schema(results)
+    assert (results["score"], results["max_score"]) == (100, 100)
+    assert results["parts"] == {part: {"score": grading.load_rubric()[0].parts[part].max_score,
+                                       "max_score": grading.load_rubric()[0].parts[part].max_score} for part in PARTS}
+    assert all(t["status"] == "passed" for t in results["tests"])
