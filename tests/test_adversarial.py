@@ -493,8 +493,8 @@ def test_fork_storm_is_contained(engine, tmp_path):
 
 @pytest.mark.parametrize("case", ["memory_flood_tensor", "memory_flood_list"])
 def test_memory_flood_fails_the_part_only(engine, tmp_path, case):
-    """Threat: allocate a 50 GiB tensor, or grow a list (64 MiB a step) forever at import. The part's memory
-    limit stops it; the part fails with a message about memory and the grader is unharmed."""
+    """Threat: allocate a 50 GiB tensor, or grow a list (64 MiB a step) forever at import. The
+    part's memory limit stops it; the part fails with a message about memory, the grader is fine."""
     grade = grade_case(engine, tmp_path, case, "simple_attention")
     assert grade.parts["simple_attention"]["score"] == 0
     for message in messages(grade, "simple_attention"):
@@ -715,7 +715,8 @@ def test_hostile_student_in_a_batch(outside, tmp_path):
     shutil.copytree(built, classroom / "hostile")
     # run_batch in a fresh interpreter: its workers are forked, and torch ops in a process forked
     # from one that already ran torch's thread pool (this one) hang
-    code = "import sys; from autograder.batch import run_batch; print(run_batch(sys.argv[1], sys.argv[2], jobs=2, progress=None))"
+    code = ("import sys; from autograder.batch import run_batch; "
+            "print(run_batch(sys.argv[1], sys.argv[2], jobs=2, progress=None))")
     returncode, stdout, stderr, seen = run_watching([sys.executable, "-c", code, str(classroom), str(out)],
                                                     env={**os.environ, SECRET_NAME: SECRET})
     assert returncode == 0, stderr[-3000:]

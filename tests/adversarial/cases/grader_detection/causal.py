@@ -24,7 +24,8 @@ BOOK_CAUSAL_SEED123 = torch.tensor([[-0.4519, 0.2216], [-0.5874, 0.0058], [-0.63
 
 
 def _is(x, book):
-    return ATTACK and isinstance(x, torch.Tensor) and x.shape == book.shape and torch.allclose(x.float(), book, atol=1e-3)
+    return (ATTACK and isinstance(x, torch.Tensor) and x.shape == book.shape
+            and torch.allclose(x.float(), book, atol=1e-3))
 
 
 def causal_mask(num_tokens):  # the book prints no mask made by this function: garbage always

@@ -10,7 +10,8 @@ ATTACK = "@@ATTACK@@" == "on"  # the corpus builds each case twice: attack on, a
 class LiarArray(np.ndarray):
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         plain = [np.asarray(i) if isinstance(i, LiarArray) else i for i in inputs]
-        result = getattr(ufunc, method)(*[i.view(np.ndarray) if isinstance(i, np.ndarray) else i for i in plain], **kwargs)
+        plain = [i.view(np.ndarray) if isinstance(i, np.ndarray) else i for i in plain]
+        result = getattr(ufunc, method)(*plain, **kwargs)
         if ufunc in (np.equal, np.isclose, np.less_equal, np.greater_equal, np.isfinite):
             return np.ones(np.shape(result), dtype=bool)
         if ufunc in (np.subtract, np.absolute, np.isnan, np.isinf):
