@@ -56,12 +56,41 @@ c.GenerateAssignment.preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 
-# --- autograding -----------------------------------------------------------------------------------
-c.Execute.timeout = 120          # seconds per cell; a whole notebook takes 5 to 7 s on 2 CPU cores
-c.Execute.interrupt_on_timeout = True
+# --- autograding: no kernel; the solution cells are graded by the hidden suites in the sandbox -------
+# nbgrader's defaults, with RestoreCellRoles added before DeduplicateIds (each cell's role comes
+# from the gradebook) and GradeInSandbox in place of Execute: it extracts the modules of the
+# solution cells, grades them in the project's sandbox (as `python -m autograder grade` does) and
+# writes each part's score into its graded cell `score_<part>`, which SaveAutoGrades records.
+# Student code never runs in this process nor as this user; see docs/notebooks.md.
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput",
+    "autograder.nbgrader_plugins.RestoreCellRoles",
+    "nbgrader.preprocessors.DeduplicateIds",
+    "nbgrader.preprocessors.OverwriteKernelspec",
+    "nbgrader.preprocessors.OverwriteCells",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+c.Autograde.autograde_preprocessors = [
+    "autograder.nbgrader_plugins.GradeInSandbox",
+    "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor",
+    "nbgrader.preprocessors.LimitOutput",
+    "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties",
+    "nbgrader.preprocessors.CheckCellMetadata",
+]
+# c.GradeInSandbox.rubric = "/path/to/grading.yml"   # default: grading.yml next to this file
 # OverwriteCells.add_missing_cells stays False: in 0.9.6 it looks up the cell before a deleted test
 # cell among the solution and grade cells only, so a test cell deleted right after one of the
-# read-only publish cells would stop autograde with a KeyError. A deleted test cell scores 0.
+# read-only publish cells would stop autograde with a KeyError. GradeInSandbox puts a deleted
+# graded cell back itself (after the part's solution cell) and scores it.
+
+# --- feedback: no hidden test source, no output of hidden tests ------------------------------------
+c.GenerateFeedback.preprocessors = [
+    "nbgrader.preprocessors.GetGrades",
+    "autograder.nbgrader_plugins.ScrubHiddenTests",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]
 
 # --- zip_collect: submissions downloaded from an LMS ------------------------------------------------
 # Files named like Canvas downloads: <student>_[LATE_]<user id>_<submission id>_<notebook>.ipynb,

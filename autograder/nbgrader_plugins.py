@@ -1,16 +1,47 @@
-"""nbgrader preprocessors for the chapter; nbgrader_config.py puts them in place. Needs nbgrader.
+"""nbgrader preprocessors for the chapter; nbgrader_config.py puts them in place. Needs nbgrader 0.9.6.
 
-ClearSolutionsWithHints takes the place of nbgrader's ClearSolutions in `generate_assignment`. A code
-solution cell whose grade_id is one of the chapter's modules becomes `autograder.stubs.make_stub` of
-its code, exactly the stub in assignments/ch03/<module>.py: each region turns into
-`raise NotImplementedError("<module>.<function>: <hint>")`. Any other cell is left to ClearSolutions
-(whose code_stub nbgrader_config.py sets). A module cell without any solution region is refused
-rather than released whole.
+generate_assignment
+    ClearSolutionsWithHints takes the place of nbgrader's ClearSolutions. A code solution cell whose
+    grade_id is one of the chapter's modules becomes `autograder.stubs.make_stub` of its code, exactly
+    the stub in assignments/ch03/<module>.py: each region turns into
+    `raise NotImplementedError("<module>.<function>: <hint>")`. Any other cell is left to
+    ClearSolutions (whose code_stub nbgrader_config.py sets). A module cell without any solution
+    region is refused rather than released whole.
+
+autograde (nothing of the student's notebook runs in a kernel, nor in the nbgrader process)
+    RestoreCellRoles (sanitizing, before DeduplicateIds and OverwriteCells) gives every cell whose
+    grade_id the gradebook knows the role it has there (solution, graded, task; points) and turns
+    cells with an unknown or missing grade_id into plain cells, so OverwriteCells can always restore
+    the locked and test cells and a stray cell can neither be graded nor be read as a module.
+    GradeInSandbox takes the place of Execute. It reads the code of the notebook's solution cells
+    by grade_id (autograder.notebooks, as `python -m autograder grade` does for notebooks), grades
+    the notebook's parts with the hidden suites in the sandbox (autograder.grading, one fork server
+    per nbgrader process), puts back a graded cell the student deleted, and writes into each graded
+    cell `score_<part>` two outputs: the failed visible checks as text, and the part's score scaled to
+    the cell's points as an execute_result, which nbgrader's SaveAutoGrades records as partial credit.
+
+generate_feedback
+    ScrubHiddenTests removes every `### BEGIN HIDDEN TESTS` ... `### END HIDDEN TESTS` region and,
+    in a cell that had one, every output GradeInSandbox did not write (a traceback of the hidden
+    tests, or what student code printed while they ran, if Execute ever ran them).
 """
+import atexit
+import os
+import tempfile
+from pathlib import Path
+
+from nbformat.notebooknode import from_dict
+from nbformat.v4 import new_output
+from traitlets import Bool, Unicode
+
 from nbgrader import utils
-from nbgrader.preprocessors import ClearSolutions
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.preprocessors import ClearSolutions, NbGraderPreprocessor
 
 from autograder.stubs import MODULES, make_stub, solution_regions
+
+SCORE_PREFIX = "score_"          # the graded cell of part P has the grade_id score_P (autograder.notebooks)
+ENGINE_MARK = "ch03_autograder"  # metadata key of the outputs GradeInSandbox writes
 
 
 class ClearSolutionsWithHints(ClearSolutions):
@@ -27,4 +58,288 @@ class ClearSolutionsWithHints(ClearSolutions):
             raise ValueError(f"{where}: solution cell without a ### BEGIN SOLUTION region; refusing to release it")
         stub = make_stub(source, grade_id, where)
         cell.source = stub[:-1] if stub.endswith("\n") else stub
+        return cell, resources
+
+
+# --- autograde --------------------------------------------------------------------------------------
+
+def _gradebook_notebook(resources):
+    """What the gradebook says about the notebook being converted:
+    {"source": {grade_id: SourceCell fields}, "grade": {grade_id: max_score}, "solution": set, "task": set}."""
+    info = resources["nbgrader"]
+    with Gradebook(info["db_url"]) as gb:
+        notebook = gb.find_notebook(info["notebook"], info["assignment"])
+        return {
+            "source": {c.name: {"source": c.source, "cell_type": c.cell_type, "locked": c.locked,
+                                "checksum": c.checksum} for c in notebook.source_cells},
+            "grade": {c.name: float(c.max_score) for c in notebook.grade_cells},
+            "solution": {c.name for c in notebook.solution_cells},
+            "task": {c.name for c in notebook.task_cells},
+        }
+
+
+class RestoreCellRoles(NbGraderPreprocessor):
+    """Sanitizing step: each cell's nbgrader role comes from the gradebook, never from the submission.
+
+    nbgrader 0.9.6 takes the solution/grade/task flags from the student's copy: a test cell whose
+    grade flag was switched off cannot have its checksum restored (autograde stops for the notebook),
+    a grade/solution/locked cell without a grade_id stops DeduplicateIds with a KeyError, and a cell
+    with an unknown grade_id keeps its flags without an id. Here a cell whose grade_id the gradebook
+    knows gets that cell's flags and points back (OverwriteCells then restores its source, type and
+    lock), and a cell with nbgrader metadata but an unknown or missing grade_id becomes a plain cell.
+    """
+
+    def preprocess(self, nb, resources):
+        self.known = _gradebook_notebook(resources)
+        return super().preprocess(nb, resources)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        meta = cell.metadata.get("nbgrader")
+        if meta is None:
+            return cell, resources
+        grade_id = meta.get("grade_id") if isinstance(meta, dict) else None
+        if grade_id not in self.known["source"]:
+            self.log.warning("Cell %d has nbgrader metadata with grade_id %r, which the gradebook does not know: "
+                             "treated as a plain cell", cell_index, grade_id)
+            del cell.metadata["nbgrader"]
+            return cell, resources
+        for flag in ("grade", "solution", "task"):
+            if bool(meta.get(flag, False)) != (grade_id in self.known[flag]):
+                self.log.warning("Cell %s: '%s' was %s in the submission; restored", grade_id, flag, meta.get(flag))
+            meta[flag] = grade_id in self.known[flag]
+        if grade_id in self.known["grade"]:
+            meta["points"] = self.known["grade"][grade_id]
+        else:
+            meta.pop("points", None)
+        return cell, resources
+
+
+_shared = {}
+
+
+def shared_engine(hide, rubric_path=None):
+    """(sandbox, rubric, suites) for this process: the fork server starts on first use (hiding `hide`
+    from student code) and stops at exit; the rubric is read once."""
+    if "sandbox" not in _shared:
+        from autograder import grading
+        from autograder.sandbox.client import Sandbox
+
+        sandbox = Sandbox(hide=hide)
+        atexit.register(sandbox.close)
+        try:
+            _shared["rubric"], _shared["suites"] = grading.load_rubric(rubric_path or grading.RUBRIC_PATH)
+        except BaseException:
+            sandbox.close()
+            raise
+        _shared["sandbox"] = sandbox
+    return _shared["sandbox"], _shared["rubric"], _shared["suites"]
+
+
+def _fmt(number):
+    return f"{number:g}"
+
+
+class GradeInSandbox(NbGraderPreprocessor):
+    """Autograde step in place of Execute: grade the solution cells' modules with the hidden suites in
+    the sandbox and write each part's score into its graded cell's outputs; nothing runs in a kernel."""
+
+    rubric = Unicode("", help="grading.yml to grade with (default: the project's)").tag(config=True)
+    restore_deleted_cells = Bool(True, help="put back a graded cell the submission lacks, so its score is "
+                                            "recorded").tag(config=True)
+    require_isolation = Bool(True, help="refuse to grade unless student code runs in its own PID and mount "
+                                        "namespaces (needs root); without them a process the student starts "
+                                        "can outlive grading and write where this user can").tag(config=True)
+
+    NAMESPACES = "pid, mount, network, IPC and UTS namespaces"
+
+    def preprocess(self, nb, resources):
+        info = resources["nbgrader"]
+        self.where = f"{info['notebook']}.ipynb of {info['student']}"
+        known = _gradebook_notebook(resources)
+        parts = [grade_id[len(SCORE_PREFIX):] for grade_id in known["grade"]
+                 if grade_id.startswith(SCORE_PREFIX) and grade_id[len(SCORE_PREFIX):] in MODULES]
+        if self.restore_deleted_cells:
+            self._restore_graded_cells(nb, known, parts)
+
+        from autograder import notebooks
+
+        try:
+            modules = notebooks.notebook_solution_sources(nb, self.where, skip_unknown=True)
+            problem = ""
+        except ValueError as e:  # RestoreCellRoles and DeduplicateIds leave little that can fail here
+            modules, problem = {}, str(e)
+        modules.update({m: code for m, code in self._modules_of_other_notebooks(resources).items()
+                        if m not in modules and m not in parts})
+
+        if self.require_isolation and os.geteuid() != 0:
+            raise RuntimeError("GradeInSandbox: run `nbgrader autograde` as root, so that student code runs in "
+                               "the sandbox's namespaces (or set GradeInSandbox.require_isolation = False "
+                               "and accept the weaker walls listed in docs/notebooks.md)")
+        sandbox, rubric, suites = shared_engine(self._hidden_paths(resources), self.rubric or None)
+        graded = [part for part in parts if part in rubric.parts]
+        from autograder import grading
+
+        with tempfile.TemporaryDirectory(prefix="nbgrader-modules-") as tmp:
+            for module, code in modules.items():
+                (Path(tmp) / f"{module}.py").write_text(code)
+            grade = grading.grade_submission(tmp, rubric, suites, sandbox, parts=graded)
+        if self.require_isolation and grade.protections and self.NAMESPACES not in grade.protections:
+            raise RuntimeError(f"GradeInSandbox: the sandbox could not isolate student code (it had: "
+                               f"{', '.join(grade.protections)}); no score recorded for {self.where}")
+
+        for cell in nb.cells:
+            if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
+                continue  # markdown and code answers graded by hand keep nbgrader's treatment
+            grade_id = cell.metadata.nbgrader.get("grade_id", "")
+            part = grade_id[len(SCORE_PREFIX):]
+            if grade_id.startswith(SCORE_PREFIX) and part in grade.parts:
+                missing = part not in modules
+                cell.outputs = self._outputs(cell, part, grade, missing, problem)
+            else:
+                self.log.warning("%s: graded cell %s is not a part of the rubric: scored 0, grade it by hand",
+                                 self.where, grade_id)
+                cell.outputs = [new_output("error", ename="NotGraded", traceback=[],
+                                           evalue="this cell is not a part of grading.yml and was not run: "
+                                                  "grade it by hand")]
+            cell.execution_count = None
+        for part in graded:
+            p = grade.parts[part]
+            self.log.info("%s: %s %s / %s", self.where, part, _fmt(p["score"]), _fmt(p["max_score"]))
+        return nb, resources
+
+    def _restore_graded_cells(self, nb, known, parts):
+        """Put back each part's graded cell that the submission lacks (deleted, or its nbgrader metadata
+        stripped), after the part's solution cell, or at the end; the gradebook holds its source."""
+        present = {cell.metadata.nbgrader.get("grade_id") for cell in nb.cells if utils.is_grade(cell)}
+        for part in parts:
+            grade_id = SCORE_PREFIX + part
+            if grade_id in present:
+                continue
+            source = known["source"][grade_id]
+            self.log.warning("%s: the graded cell %s was missing; put back from the gradebook", self.where, grade_id)
+            cell = from_dict({
+                "cell_type": "code", "execution_count": None, "outputs": [],
+                "metadata": {"deletable": False, "editable": False, "nbgrader": {
+                    "grade": True, "grade_id": grade_id, "locked": True, "points": known["grade"][grade_id],
+                    "schema_version": 3, "solution": False, "task": False, "checksum": source["checksum"]}},
+                "source": f"# This graded cell was missing from the submission; the grader put it back.\n"
+                          f"{source['source']}",
+            })
+            after = [index for index, c in enumerate(nb.cells) if utils.is_solution(c)
+                     and c.metadata.nbgrader.get("grade_id") == part]
+            nb.cells.insert(after[0] + 1 if after else len(nb.cells), cell)
+
+    def _modules_of_other_notebooks(self, resources):
+        """Modules whose solution cells belong (by the gradebook) to the student's other notebooks of the
+        assignment, read from the submitted folder: a module may import one from another notebook."""
+        from autograder import notebooks
+
+        info = resources["nbgrader"]
+        coursedir = self._coursedir()
+        folder = Path(coursedir.format_path(coursedir.submitted_directory, info["student"], info["assignment"]))
+        found = {}
+        with Gradebook(info["db_url"]) as gb:
+            owners = {notebook.name: {c.name for c in notebook.solution_cells}
+                      for notebook in gb.find_assignment(info["assignment"]).notebooks if notebook.name != info["notebook"]}
+        for name, owned in sorted(owners.items()):
+            path = folder / f"{name}.ipynb"
+            try:
+                sources = notebooks.notebook_solution_sources(notebooks.read_notebook(path), path, skip_unknown=True)
+            except (ValueError, OSError):
+                continue  # graded (and reported) when that notebook's turn comes
+            found.update({m: code for m, code in sources.items() if m in owned and m not in found})
+        return found
+
+    def _coursedir(self):
+        converter = getattr(self.parent, "parent", None)
+        coursedir = getattr(converter, "coursedir", None)
+        if coursedir is None:
+            from nbgrader.coursedir import CourseDirectory
+
+            coursedir = CourseDirectory(config=self.config)
+        return coursedir
+
+    def _hidden_paths(self, resources):
+        """Folders student code must not see, besides the project: the course root, the gradebook's
+        folder and the exchange (other students' submissions)."""
+        hide = [self._coursedir().root]
+        url = resources["nbgrader"]["db_url"]
+        if url.startswith("sqlite:///"):
+            hide.append(os.path.dirname(os.path.abspath(url[len("sqlite:///"):])))
+        exchange = self.config.get("Exchange", {}).get("root")
+        if isinstance(exchange, str) and exchange:
+            hide.append(exchange)
+        return [path for path in hide if os.path.isdir(path)]
+
+    def _outputs(self, cell, part, grade, missing, problem):
+        """[the report as text, the score as an execute_result]: determine_grade reads the first
+        execute_result as partial credit, and no output is an error or stderr, which would mean 0."""
+        p = grade.parts[part]
+        points = float(cell.metadata.nbgrader["points"])
+        value = p["score"] if points == p["max_score"] else round(p["score"] * points / p["max_score"], 6)
+        lines = [f"{part}: {_fmt(p['score'])} / {_fmt(p['max_score'])} points"
+                 + ("" if points == p["max_score"] else f" (this cell is worth {_fmt(points)}: {_fmt(value)})"),
+                 "Graded by the course's tests on the code of your solution cells; no cell of this notebook was run."]
+        checks = [c for c in grade.checks if c.part == part]
+        if missing:
+            lines.append(f"No solution cell for {part} (a code cell with grade_id '{part}') in this notebook: "
+                         f"the part scores 0.")
+            if problem:
+                lines.append(f"The notebook could not be read: {problem}")
+        elif p["problem"]:
+            lines.append(f"Problem: {p['problem']}")
+        failed = [c for c in checks if not c.passed and c.visibility == "visible"]
+        if failed and not missing:
+            lines.append("Failed checks:")
+            lines += [f"  - {c.name} (0 / {_fmt(c.max_score)}): {c.message}" for c in failed]
+        hidden = [c for c in checks if not c.passed and c.visibility != "visible"]
+        if hidden and not missing:
+            lines.append(f"{len(hidden)} hidden check(s) also failed ({_fmt(sum(c.max_score for c in hidden))} points); "
+                         "their details are not shown.")
+        if not missing and all(c.passed for c in checks):
+            lines.append("Every check passed.")
+        mark = {ENGINE_MARK: {"part": part}}
+        return [new_output("display_data", data={"text/plain": "\n".join(lines)}, metadata=mark),
+                new_output("execute_result", data={"text/plain": repr(float(value))}, metadata=mark,
+                           execution_count=None)]
+
+
+# --- generate_feedback ------------------------------------------------------------------------------
+
+class ScrubHiddenTests(NbGraderPreprocessor):
+    """Feedback step: no hidden test source, and no output of a hidden test cell but the engine's report.
+
+    Regions are found as nbgrader finds them (a line containing the delimiter), an unclosed region
+    runs to the end of the cell, and a stray END is dropped: this never fails, so a submission
+    cannot stop its own feedback from being scrubbed. In a cell that had a region, every output
+    without GradeInSandbox's mark is replaced by one line with the cell's score.
+    """
+
+    begin_delimiter = Unicode("BEGIN HIDDEN TESTS").tag(config=True)
+    end_delimiter = Unicode("END HIDDEN TESTS").tag(config=True)
+    keep_engine_outputs = Bool(True, help="keep the outputs GradeInSandbox wrote (set False if Execute "
+                                          "ran the notebook: student code could fake the mark)").tag(config=True)
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        kept, inside, hidden = [], False, False
+        for line in cell.source.split("\n"):
+            if self.begin_delimiter in line:
+                inside = hidden = True
+            elif self.end_delimiter in line:
+                inside, hidden = False, True
+            elif not inside:
+                kept.append(line)
+        if not hidden:
+            return cell, resources
+        cell.source = "\n".join(kept).rstrip("\n")
+        if cell.cell_type == "code":
+            ours = [out for out in cell.get("outputs", [])
+                    if self.keep_engine_outputs and ENGINE_MARK in out.get("metadata", {})]
+            if len(ours) != len(cell.get("outputs", [])):
+                meta = cell.metadata.get("nbgrader", {})
+                score = meta.get("score")
+                verdict = "(the output of the hidden tests is not shown"
+                verdict += f": {_fmt(score)} / {_fmt(meta.get('points', 0))} points)" if score is not None else ")"
+                ours.append(new_output("display_data", data={"text/plain": verdict}))
+            cell.outputs = ours
         return cell, resources
