@@ -50,10 +50,15 @@ def digest(path):
     return h.hexdigest()
 
 
-def _init_worker(slot_queue, hide, rubric_path):
+def _init_worker(slot_queue, hide, rubric_path, batch_pid):
+    import torch
+
     from autograder import grading
+    from autograder.sandbox import isolation
     from autograder.sandbox.client import Sandbox
 
+    isolation.die_with_parent(batch_pid)  # and its fork server with it, and that one's children
+    torch.set_num_threads(1)  # a forked copy of a parent's thread pool can deadlock; one per core anyway
     slot = slot_queue.get()
     _worker["sandbox"] = Sandbox(hide=hide, slot=slot)
     _worker["rubric"], _worker["suites"] = grading.load_rubric(rubric_path)
@@ -103,7 +108,8 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
         pending = {s: (p, f) for s, p, f in remaining}
         try:
             with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                                     initargs=(slots, [str(Path(folder).resolve()), str(out.resolve())], str(rubric_path))) as pool:
+                                     initargs=(slots, [str(Path(folder).resolve()), str(out.resolve())], str(rubric_path),
+                                               os.getpid())) as pool:
                 futures = [pool.submit(_grade_one, s, str(p)) for s, p, _ in remaining]
                 for future in as_completed(futures):
                     student, results, problem = future.result()

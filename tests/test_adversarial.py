@@ -439,6 +439,30 @@ def test_hidden_files_are_not_visible(engine, outside, tmp_path):
 
 
 @walls
+def test_grade_command_hides_the_class_folder(outside, tmp_path):
+    """Threat: a TA runs `grade class/eve` on one student of a class folder; eve's code reads
+    class/bob. The command hides the folder the submission sits in: eve's list of what she found
+    names no file of class/ (the out/ folder beside it is no business of `grade`), she scores 0 on
+    simple_attention with "FOUND:", keeps every other part, and bob's text never appears in the
+    JSON or the table."""
+    eve = build("read_hidden_files", tmp_path, OUTSIDE=outside)
+    shutil.copytree(eve, outside / "class" / f"eve-{TOKEN}")
+    results = tmp_path / "eve.json"
+    try:
+        run = subprocess.run([sys.executable, "-m", "autograder", "grade", str(outside / "class" / f"eve-{TOKEN}"),
+                              "--json", str(results)], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
+    finally:
+        shutil.rmtree(outside / "class" / f"eve-{TOKEN}")
+    assert run.returncode == 0, run.stderr[-3000:]
+    data = json.loads(results.read_text())
+    assert data["parts"]["simple_attention"]["score"] == 0
+    outputs = [t["output"] for t in data["tests"] if t["name"].startswith("simple_attention:")]
+    assert outputs and all("FOUND: " in o and "/class/" not in o for o in outputs), outputs
+    assert all(v["score"] == v["max_score"] for p, v in data["parts"].items() if p != "simple_attention")
+    assert f"BOB-SENTINEL-{TOKEN}" not in run.stdout + results.read_text()
+
+
+@walls
 def test_solutions_cannot_be_imported(engine, tmp_path):
     """Threat: import the reference solutions (sys.path, importlib spec from the file path, the
     solutions package, autograder.suites.reference) and delegate to them. None loads."""

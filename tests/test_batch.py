@@ -304,9 +304,6 @@ def test_same_results_in_any_order(classroom, clean, tmp_path):
     assert results(renamed, folder, names) == results(clean[1], classroom)
 
 
-@pytest.mark.xfail(strict=True, reason="known defect in autograder/batch.py: pool workers never learn that "
-                                        "the batch process died; they finish their queued submissions, then "
-                                        "wait forever (with their fork servers)")
 def test_killing_only_the_batch_process_leaves_no_workers(tmp_path):
     """SIGKILL the batch process alone (as the OOM killer would): its workers, fork servers and
     sandboxed children must not outlive it."""

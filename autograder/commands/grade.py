@@ -15,6 +15,14 @@ def add_arguments(parser):
     parser.add_argument("--rubric", metavar="FILE", default=str(DEFAULT_RUBRIC), help="grading.yml to use")
 
 
+def beside(path):
+    """The folders around a submission (a class folder holds everyone's work): hidden from it.
+    The submission itself is copied in before they are covered."""
+    path = path.resolve()
+    around = [path.parent] if path.is_dir() or path.suffix == ".zip" else [path.parent, path.parent.parent]
+    return [str(folder) for folder in around if folder != Path(folder.anchor)]
+
+
 def run(args):
     path = Path(args.path)
     if not path.exists():
@@ -22,7 +30,8 @@ def run(args):
     from autograder.sandbox.client import Sandbox
 
     # the fork server imports torch while this process does the same: the two starts overlap
-    sandbox = Sandbox(hide=[p for p in (args.json, args.junit, args.markdown) if p])
+    outputs = [p for p in (args.json, args.junit, args.markdown) if p]
+    sandbox = Sandbox(hide=outputs + beside(path))
     try:
         from autograder import grading, reports
         from autograder.rubric import RubricError

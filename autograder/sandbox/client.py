@@ -17,7 +17,7 @@ SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 MAX_ERROR_TEXT = 2000  # what the child itself sends at most
 BOOT = (
     "import sys; sys.path.insert(0, {root!r}); "
-    "from autograder.sandbox.zygote import main; main({fd})"
+    "from autograder.sandbox.zygote import main; main({fd}, {parent})"
 )
 
 
@@ -52,7 +52,7 @@ class Sandbox:
         ours, theirs = socket.socketpair()
         self.control = ours
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-c", BOOT.format(root=str(PROJECT_ROOT), fd=theirs.fileno())],
+            [sys.executable, "-I", "-c", BOOT.format(root=str(PROJECT_ROOT), fd=theirs.fileno(), parent=os.getpid())],
             pass_fds=[theirs.fileno()], env=scrubbed_environment(), stdin=subprocess.DEVNULL,
             start_new_session=True,
         )

@@ -17,7 +17,7 @@ CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-PR_SET_NO_NEW_PRIVS = 38
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE = 442, -100, 0x8000  # mount_setattr(2), Linux 5.12+
 MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 0x1, 0x2
 SANDBOX_UID_BASE = 61000
@@ -130,6 +130,8 @@ def _address_space():
 
 def enter(request, output_fd, keep_fds, in_pid_namespace):
     """Put this process (the child, right after fork) inside the walls; return (workspace, protections)."""
+    parent_pid = os.getppid()
+    die_with_parent(parent_pid)
     files = _read_tree(request["submission"])
     protections = []
     root = os.geteuid() == 0
@@ -182,10 +184,19 @@ def enter(request, output_fd, keep_fds, in_pid_namespace):
         os.setresgid(uid, uid, uid)
         os.setresuid(uid, uid, uid)
         protections.append(f"unprivileged uid {uid}")
+    die_with_parent(parent_pid)
     if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0:
         protections.append("no new privileges")
     os.chdir(workspace)
     return workspace, protections
+
+
+def die_with_parent(parent_pid):
+    """SIGKILL this process when its parent dies (a grader killed with -9 leaves nothing behind).
+    Cleared by the kernel on a change of uid, so the child calls it again after dropping privileges."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent was already gone before the signal was armed
+        os._exit(1)
 
 
 def _oom_first():

@@ -25,8 +25,9 @@ from autograder.sandbox import child, isolation
 OUTPUT_CAP = 64 << 10
 
 
-def intermediate(request, requests_r, replies_w, output_fd, status_w):
+def intermediate(request, requests_r, replies_w, output_fd, status_w, zygote_pid):
     """Runs between the zygote and the child: enters a PID namespace, forks, reports, reaps."""
+    isolation.die_with_parent(zygote_pid)
     in_namespace = isolation.new_pid_namespace()
     pid = os.fork()
     if pid == 0:
@@ -64,13 +65,14 @@ def open_session(control, request):
     output_fd = os.memfd_create("student-output")
     request["scratch"] = tempfile.mkdtemp(prefix="sandbox-")
     os.chmod(request["scratch"], 0o755)
+    zygote_pid = os.getpid()
     pid = os.fork()
     if pid == 0:
         try:
             control.close()
             for fd in (requests_w, replies_r, status_r):
                 os.close(fd)
-            intermediate(request, requests_r, replies_w, output_fd, status_w)
+            intermediate(request, requests_r, replies_w, output_fd, status_w, zygote_pid)
         finally:
             os._exit(1)
     for fd in (requests_r, replies_w, status_w):
@@ -93,7 +95,8 @@ def open_session(control, request):
     protocol.send(control.fileno(), end)
 
 
-def main(control_fd):
+def main(control_fd, grader_pid):
+    isolation.die_with_parent(grader_pid)
     torch.set_num_threads(1)
     control = socket.socket(fileno=control_fd)
     protocol.send(control_fd, {"ready": True, "torch": torch.__version__, "python": sys.version.split()[0]})
