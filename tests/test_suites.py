@@ -259,7 +259,9 @@ def test_the_snapshot_is_what_the_solutions_compute():
                 del sys.modules[name]
     snapshot = json.loads(book_module.SNAPSHOT.read_text())
     assert sorted(fresh) == sorted(snapshot)
-    assert [name for name in fresh if not _agree(fresh[name], snapshot[name], 1e-6)] == []
+    # float32 on another CPU (other SIMD kernels, other thread counts) may differ in the last bits:
+    # ~1e-6 was seen between two x86 machines; the suites compare with the book at 1e-4
+    assert [name for name in fresh if not _agree(fresh[name], snapshot[name], 1e-5)] == []
 
 
 def test_one_submission_grades_in_seconds(engine):

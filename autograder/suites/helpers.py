@@ -183,10 +183,11 @@ def assert_unchanged(before, after, what):
 
 # ---------------------------------------------------------------- dropout, judged by statistics
 
-def dropout_verdict(train, reference, p, what, lower_triangle=None):
-    """Judge training-mode weights against the eval weights: every weight 0 or eval / (1 - p), and
-    about a fraction p of them zeroed. train and reference: (..., T, T) weights (seen through identity
-    value projections). Never compares with any particular dropout mask.
+def dropout_verdict(train, reference, p, what, lower_triangle=None, again=None):
+    """Judge training-mode weights against the eval weights: every weight 0 or eval / (1 - p), a
+    fresh mask per sequence and per call (again: the same call repeated), and about a fraction p of
+    them zeroed. train and reference: (batch, ..., T, T) weights (seen through identity value
+    projections). Never compares with any particular dropout mask.
     """
     train, reference = train.double(), reference.double()
     T = reference.shape[-1]
@@ -218,6 +219,8 @@ def dropout_verdict(train, reference, p, what, lower_triangle=None):
         raise AssertionError(f"{what} in training mode: each attention weight should be either 0 or its "
                              f"eval-mode value / (1 - p); some are neither (is dropout applied to the scores, "
                              f"the values or twice?)")
+    if again is not None:
+        fresh_masks(train, again.double(), what)
     n = t.numel()
     fraction = zero.double().mean().item()
     tolerance = 7 * math.sqrt(p * (1 - p) / n)  # 7 binomial standard deviations: never flakes
@@ -230,6 +233,22 @@ def dropout_verdict(train, reference, p, what, lower_triangle=None):
     if abs(ratio - 1) > bound:
         raise AssertionError(f"{what} in training mode: the mean attention weight over all draws is "
                              f"{ratio:.3f} times the eval-mode mean (allowed: 1 +/- {bound:.3f})")
+
+
+def fresh_masks(train, again, what):
+    """Dropout draws a new random mask for every sequence and every call: the positions zeroed in
+    train (batch, ..., T, T) must differ across the batch and from those of a second call (again).
+    By chance, all 300 masks of a batch agree with probability below 1e-300, two calls' masks
+    (6300 weights) below 1e-900."""
+    dropped, dropped_again = train.abs() <= 1e-6, again.abs() <= 1e-6
+    if train.shape[0] > 1 and bool((dropped == dropped[:1]).all()):
+        raise AssertionError(f"{what} in training mode drops the same positions in every sequence of the batch: "
+                             f"dropout must draw a fresh random mask for each one (as nn.Dropout does), not one "
+                             f"mask made in __init__ or drawn once for all sequences")
+    if bool((dropped == dropped_again).all()):
+        raise AssertionError(f"{what} in training mode drops the same positions on every call: dropout must draw "
+                             f"a new random mask each time (do not reseed the random generator in forward or "
+                             f"keep a mask from __init__)")
 
 
 def student_error_hint(error, hint):

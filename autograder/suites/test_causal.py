@@ -194,7 +194,8 @@ def test_causal_dropout_in_training_mode(student, rng):
     what = "CausalAttention(6, 6, 6, dropout=0.2)"
     x = eye.expand(b, T, T).contiguous()
     train = expect.shape(run(attn, x, what, _seed=5), (b, T, T), what)
-    helpers.dropout_verdict(train, weights(probe_weights(state, T), T, True).expand(b, T, T), p, what)
+    again = expect.shape(run(attn, x, what, _seed=8), (b, T, T), what)
+    helpers.dropout_verdict(train, weights(probe_weights(state, T), T, True).expand(b, T, T), p, what, again=again)
     # with every value vector all ones, dropout on the weights leaves each output row constant
     helpers.load_known(attn, {**state, "W_value.weight": torch.ones(T, T)}, "CausalAttention(6, 6, 6, 0.2)")
     out = expect.shape(run(attn, x, what, _seed=6), (b, T, T), what)

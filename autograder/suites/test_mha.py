@@ -275,7 +275,8 @@ def test_mha_causal_and_dropout(student, rng):
     k = reference.linear(x[:1], probe["W_key.weight"]).view(1, T, h, T).transpose(1, 2)
     eval_weights = weights(q @ k.transpose(-2, -1), T, True)  # (1, h, T, T)
     per_head = train.view(b, T, h, T).transpose(1, 2)
-    helpers.dropout_verdict(per_head, eval_weights.expand(b, h, T, T), p, name)
+    again = expect.shape(run(mha, x, name, _seed=9), (b, T, d), name).view(b, T, h, T).transpose(1, 2)
+    helpers.dropout_verdict(per_head, eval_weights.expand(b, h, T, T), p, name, again=again)
 
 
 def test_mha_structure_and_gradients(student, rng):
