@@ -78,7 +78,8 @@ def nbgrader_course(folder, n):
     source = ROOT / "source" / "ch03"
     course = folder / "course"
     shutil.copytree(source, course / "source" / "ch03")
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    # nbgrader runs `alembic` (and jupyter) by name: the virtual environment's bin must be on PATH
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PATH": f"{Path(PY).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     subprocess.run([PY, "-m", "nbgrader", "generate_assignment", "ch03", "--force", "--create",
                     f"--CourseDirectory.root={course}"], check=True, env=env, capture_output=True)
     for i in range(n):
