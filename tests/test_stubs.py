@@ -199,10 +199,17 @@ def test_each_public_test_file_carries_its_module_marker(name):
     assert marks == [f"pytest.mark.{name}"]
 
 
-def test_book_examples_are_the_shared_book_values_without_dropout():
+def test_book_examples_hold_no_dropout_values():
+    snapshot = json.loads((PUBLIC_TESTS / "book_examples.json").read_text())
+    assert snapshot["values"], "book_examples.json holds no values"
+    assert not [name for name in snapshot["values"] if "dropout" in name], "dropout masks are platform-dependent"
+
+
+def test_book_examples_are_the_shared_book_values():
+    if not SHARED_BOOK.is_file():  # a clone outside the course's workspace has no ../shared
+        pytest.skip(f"the book's values are not here ({SHARED_BOOK})")
     snapshot = json.loads((PUBLIC_TESTS / "book_examples.json").read_text())
     shared = json.loads(SHARED_BOOK.read_text())
     assert snapshot["inputs"] == shared["inputs"]
-    assert not [name for name in snapshot["values"] if "dropout" in name], "dropout masks are platform-dependent"
     for name, entry in snapshot["values"].items():
         assert entry["value"] == shared["values"][name]["value"], name
