@@ -5,7 +5,23 @@ submission.py (stage the files) -> sandbox/ (run student code in an isolated chi
 runner.py (run the hidden suites' checks, judged in this process) -> rubric.py (points) ->
 reports.py (table, JSON, JUnit, Markdown).
 """
-from pathlib import Path
+import os
+import sys
+
+
+def _forget_working_directory():
+    """`python -m autograder` puts the working directory first on sys.path: run from inside a
+    submission, its json.py, pathlib.py or torch.py would be imported by the grader itself. Only
+    the folder holding this package stays (os and sys are loaded before any of this runs)."""
+    home, cwd = os.path.dirname(os.path.dirname(os.path.abspath(__file__))), os.getcwd()
+    if cwd != home:
+        sys.path[:] = [entry for entry in sys.path if os.path.abspath(entry or ".") != cwd]
+
+
+if sys.argv[:1] == ["-m"]:  # while `python -m` looks for the package, argv[0] is "-m"
+    _forget_working_directory()
+
+from pathlib import Path  # noqa: E402
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 PROJECT_ROOT = PACKAGE_DIR.parent

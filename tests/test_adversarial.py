@@ -389,6 +389,34 @@ def test_shadowing_files_are_never_run(engine, tmp_path):
     assert not marker.exists(), marker.read_text()
 
 
+@pytest.mark.parametrize("command", ["python -m autograder", "ch03-autograder"])
+def test_shadow_files_in_the_working_directory_never_reach_the_grader(tmp_path, command):
+    """Threat: a TA runs the grader from inside the submission's folder, which ships json.py,
+    numpy.py, torch.py, yaml.py... (each leaves a marker and ends the process that imports it).
+    `python -m` puts the working directory first on sys.path; the package drops it before importing
+    anything else, so the grade completes with full marks and no marker. The console script never
+    had it on sys.path; with it, even a shipped autograder.py (which `python -m autograder` would
+    find first, and no code of ours can stop) is never imported."""
+    marker = tmp_path / "sabotage-ran"
+    submission = build("shadow_files", tmp_path, MARKER=marker)
+    if command == "ch03-autograder":
+        script = Path(sys.executable).parent / "ch03-autograder"
+        if not script.is_file():
+            pytest.skip(f"{script} is not installed (pip install -e . makes it)")
+        argv = [str(script)]
+    else:
+        (submission / "autograder.py").unlink()
+        argv = [sys.executable, "-m", "autograder"]
+    results = tmp_path / "results.json"
+    run = subprocess.run(argv + ["grade", ".", "--json", str(results)], cwd=submission, capture_output=True,
+                         text=True, timeout=300)
+    assert not marker.exists(), marker.read_text()
+    assert run.returncode == 0, run.stderr[-3000:]
+    data = json.loads(results.read_text())
+    assert data["score"] == data["max_score"] == 100, data["parts"]
+    assert "total                  100 / 100" in run.stdout
+
+
 @walls
 def test_forged_results_do_not_change_the_grade(engine, outside, tmp_path):
     """Threat: print "PASSED" lines and a fake results.json (score 100), and try to write
