@@ -798,3 +798,19 @@ def test_hostile_student_in_a_batch(outside, tmp_path):
     assert (classroom / "good_2" / "causal.py").read_text() == (SOLUTIONS / "causal.py").read_text()
     lines = (out / "grades.csv").read_text().splitlines()
     assert lines[0].split(",")[:3] == ["student", "score", "max_score"] and len(lines) == 4
+
+
+def test_a_dead_fork_server_is_replaced(tmp_path):
+    """The fork server is killed between two submissions (as the OOM killer might): the next
+    session starts a new one, and both submissions get full marks on the part graded."""
+    rubric, suites = grading.load_rubric()
+    only = Rubric(rubric.path, {"simple_attention": rubric.parts["simple_attention"]})
+    with Sandbox(slot=SLOT) as sandbox:
+        first = grading.grade_submission(SOLUTIONS, only, suites, sandbox)
+        dead = sandbox.process.pid
+        os.killpg(dead, signal.SIGKILL)
+        sandbox.process.wait()
+        second = grading.grade_submission(SOLUTIONS, only, suites, sandbox)
+        assert sandbox.process.pid != dead and sandbox.process.poll() is None
+    for grade in (first, second):
+        assert grade.parts["simple_attention"]["score"] == grade.parts["simple_attention"]["max_score"] == 10

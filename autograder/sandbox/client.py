@@ -49,6 +49,9 @@ class Sandbox:
         # hidden through its folder; a folder that does not exist has nothing to hide
         self.hide = [str(PROJECT_ROOT)] + [folder for folder in map(_folder_of, hide) if folder]
         self.slot = slot
+        self._start()
+
+    def _start(self):
         ours, theirs = socket.socketpair()
         self.control = ours
         self.process = subprocess.Popen(
@@ -70,6 +73,9 @@ class Sandbox:
 
     def open(self, submission, timeout, memory_mb):
         """A session on a staged submission folder, with a wall-clock budget of `timeout` seconds."""
+        if self.process.poll() is not None:  # the fork server died (the OOM killer?): start another
+            self.close()
+            self._start()
         self.ready()
         request = {"op": "open", "submission": str(submission), "timeout": timeout, "memory_mb": memory_mb,
                    "hide": self.hide, "keep": python_dirs(), "slot": self.slot}
