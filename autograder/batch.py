@@ -9,6 +9,7 @@ import csv
 import hashlib
 import json
 import multiprocessing
+import multiprocessing.util
 import os
 import re
 import sys
@@ -61,6 +62,7 @@ def _init_worker(slot_queue, hide, rubric_path, batch_pid):
     torch.set_num_threads(1)  # a forked copy of a parent's thread pool can deadlock; one per core anyway
     slot = slot_queue.get()
     _worker["sandbox"] = Sandbox(hide=hide, slot=slot)
+    multiprocessing.util.Finalize(None, _worker["sandbox"].close, exitpriority=10)  # run as the worker exits
     _worker["rubric"], _worker["suites"] = grading.load_rubric(rubric_path)
 
 

@@ -22,6 +22,7 @@ cases that depend on them are skipped, the others still run.
 import dataclasses
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -552,6 +553,57 @@ def test_memory_flood_fails_the_part_only(engine, tmp_path, case):
     for message in messages(grade, "simple_attention"):
         assert "memory" in message.lower(), message
     assert_others_keep_full_marks(grade, "simple_attention")
+
+
+@walls
+def test_memory_spread_over_processes_is_capped_as_a_whole(engine, tmp_path):
+    """Threat: 5 processes of 600 MiB each, every one under the per-process limit, 3000 MiB in all
+    against the part's 2048. Where the fork server has a control group, the kernel kills some
+    of them: at most 3 fill their share, at least one is killed, the part scores 0 and the
+    witnesses keep full marks. (Without a control group only the per-process limits hold.)"""
+    grade = grade_case(engine, tmp_path, "memory_flood_processes", "simple_attention")
+    if not any(p.startswith("control group (memory") for p in grade.protections):
+        pytest.skip(f"no control group on this machine (protections: {grade.protections})")
+    assert grade.parts["simple_attention"]["score"] == 0
+    for message in messages(grade, "simple_attention"):
+        found = re.search(r"FILLED (\d) of 5, KILLED (\d)", message)
+        if found:
+            assert int(found[1]) <= 3 and int(found[2]) >= 1, message
+        else:
+            assert "memory" in message.lower(), message
+    assert_others_keep_full_marks(grade, "simple_attention")
+
+
+@walls
+def test_control_groups_are_removed(tmp_path):
+    """A fork server's control group goes with it: closed normally, nothing is left; one left by a
+    server killed with its grader (a group named after a pid that is gone) is removed by the next
+    server that starts, while such a group that still holds a process is never touched."""
+    with Sandbox(slot=SLOT) as sandbox:
+        groups = sandbox.ready().get("groups", [])
+    if not groups:
+        pytest.skip("no control group on this machine")
+    assert not any(os.path.exists(g) for g in groups)
+    dead = [subprocess.Popen(["true"]) for _ in range(2)]
+    for process in dead:
+        process.wait()
+    parent = os.path.dirname(groups[0])
+    stale, busy = (Path(parent, f"ch03-sandbox-{process.pid}") for process in dead)
+    stale.mkdir()
+    busy.mkdir()
+    sleeper = subprocess.Popen(["sleep", "30"])
+    try:
+        (busy / "cgroup.procs").write_text(str(sleeper.pid))
+        with Sandbox(slot=SLOT) as sandbox:
+            sandbox.ready()
+        assert not stale.exists() and busy.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        time.sleep(0.1)
+        for folder in (stale, busy):
+            if folder.exists():
+                folder.rmdir()
 
 
 def test_output_flood_is_capped(engine, tmp_path):

@@ -12,6 +12,7 @@ import sys
 import time
 
 from autograder import PROJECT_ROOT, protocol
+from autograder.sandbox import cgroup
 
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 MAX_ERROR_TEXT = 2000  # what the child itself sends at most
@@ -94,6 +95,7 @@ class Sandbox:
             pass
         self.process.wait()
         self.control.close()
+        cgroup.remove((self.info or {}).get("groups", []))  # the fork server's control group, now empty
 
     def __enter__(self):
         return self

@@ -21,6 +21,7 @@ PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE = 442, -100, 0x8000  # mount_setattr(2), Linux 5.12+
 MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 0x1, 0x2
 SANDBOX_UID_BASE = 61000
+PROCESSES = 64  # processes (and threads) the child's code may have at once
 WRITABLE = ("/tmp", "/dev/shm")  # fresh, empty and size-capped inside the namespace
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -132,8 +133,8 @@ def enter(request, output_fd, keep_fds, in_pid_namespace):
     """Put this process (the child, right after fork) inside the walls; return (workspace, protections)."""
     parent_pid = os.getppid()
     die_with_parent(parent_pid)
+    protections = [request["group"]] if request.get("group") else []  # born in the fork server's group
     files = _read_tree(request["submission"])
-    protections = []
     root = os.geteuid() == 0
     namespaces = in_pid_namespace and _libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) == 0
     if namespaces:
@@ -163,7 +164,7 @@ def enter(request, output_fd, keep_fds, in_pid_namespace):
         (resource.RLIMIT_CPU, int(request["timeout"]) + 5),
     ]
     if uid is not None:
-        limits.append((resource.RLIMIT_NPROC, 64))
+        limits.append((resource.RLIMIT_NPROC, PROCESSES))
     if all(_limit(kind, value) for kind, value in limits):
         protections.append(f"rlimits (memory {request['memory_mb']} MiB, processes, file size, open files)")
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)

@@ -1,0 +1,135 @@
+"""A control group per fork server: a cap on the memory and processes of the child's whole tree.
+
+The rlimits in isolation.py bound each process, and student code may start up to 64 of them; a
+control group bounds their sum, and the kernel's OOM killer acts inside the group once it holds
+more than the part's memory (set before each part: the server runs one child at a time, and its
+own memory was charged before it joined). The group is made under the grader's own, with cgroup v1's memory and
+pids hierarchies, or with cgroup v2 where the grader's group hands those controllers down. Where
+neither can be written (no root, a read-only /sys/fs/cgroup, a v2 group that hands nothing down),
+there is no group, and the protections in the report do not list one.
+"""
+import errno
+import os
+import time
+
+MOUNT = "/sys/fs/cgroup"
+PREFIX = "ch03-sandbox-"  # + the fork server's pid
+MEMORY_FILES = ("memory.limit_in_bytes", "memory.max")  # cgroup v1, v2
+
+
+def _membership():
+    """{controller: path} of this process from /proc/self/cgroup ('' is the cgroup v2 entry)."""
+    groups = {}
+    try:
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                for controller in controllers.split(",") if controllers else [""]:
+                    groups[controller] = path
+    except (OSError, ValueError):
+        pass
+    return groups
+
+
+def _plan(memory_bytes, processes):
+    """[(parent folder, {limit file: value})]: v1 memory and pids where mounted, else v2."""
+    groups = _membership()
+    v1 = [(os.path.join(MOUNT, c, groups[c].lstrip("/")), {name: value}) for c, name, value in
+          (("memory", "memory.limit_in_bytes", memory_bytes), ("pids", "pids.max", processes)) if c in groups]
+    v1 = [(folder, limits) for folder, limits in v1 if os.path.isfile(os.path.join(folder, "cgroup.procs"))]
+    if v1:
+        return v1
+    for mount in (MOUNT, os.path.join(MOUNT, "unified")):
+        folder = os.path.join(mount, groups.get("", "/").lstrip("/"))
+        try:
+            with open(os.path.join(folder, "cgroup.subtree_control")) as f:
+                handed_down = f.read().split()
+        except OSError:
+            continue
+        limits = {name: value for c, name, value in (("memory", "memory.max", memory_bytes),
+                                                      ("pids", "pids.max", processes)) if c in handed_down}
+        if "memory.max" in limits:
+            limits["memory.swap.max"] = 0
+            return [(folder, limits)]
+    return []
+
+
+class Group:
+    """The fork server's folder in each hierarchy: join() once, set_memory() before each part."""
+
+    def __init__(self, folders, processes):
+        self.folders, self.processes = folders, processes
+
+    def join(self):
+        """Move the calling process (and so everything it starts from now on) into the group."""
+        for folder in self.folders:
+            with open(os.path.join(folder, "cgroup.procs"), "w") as f:
+                f.write("0")
+
+    def set_memory(self, memory_bytes):
+        """Cap the group's memory at memory_bytes -> the sentence for the report."""
+        caps = [f"memory {memory_bytes >> 20} MiB"] if _write_any(self.folders, MEMORY_FILES, memory_bytes) else []
+        if self.processes:
+            caps.append(f"{self.processes} processes")
+        return f"control group ({', '.join(caps)} for the whole process tree)" if caps else ""
+
+
+def _write_any(folders, names, value):
+    """Write value into each folder's file of those names that exists; True when one took it."""
+    written = False
+    for path in (os.path.join(folder, name) for folder in folders for name in names):
+        if os.path.exists(path):
+            try:
+                with open(path, "w") as f:
+                    f.write(str(value))
+                written = True
+            except OSError:
+                pass
+    return written
+
+
+def make(name, memory_bytes, processes):
+    """A Group named name with those caps, or None where this machine gives none."""
+    if os.geteuid() != 0:
+        return None
+    folders = []
+    try:
+        for parent, limits in _plan(memory_bytes, processes):
+            _sweep(parent)
+            folders.append(os.path.join(parent, name))
+            os.mkdir(folders[-1])
+            for limit, value in limits.items():
+                with open(os.path.join(folders[-1], limit), "w") as f:
+                    f.write(str(value))
+    except OSError:
+        remove(folders, wait=0)
+        return None
+    capped = any(os.path.exists(os.path.join(folder, "pids.max")) for folder in folders)
+    return Group(folders, processes if capped else 0) if folders else None
+
+
+def _sweep(parent):
+    """Remove the groups of fork servers that are gone (killed with their grader, say): a group is
+    named after its server's pid, and one that still holds a process is never removed."""
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith(PREFIX) and n[len(PREFIX):].isdigit()]
+    except OSError:
+        return
+    remove([os.path.join(parent, n) for n in names if not os.path.exists(f"/proc/{n[len(PREFIX):]}")], wait=0)
+
+
+def remove(folders, wait=1.0):
+    """rmdir each group this module made (named ch03-sandbox-PID); the last processes of a killed
+    tree may take a moment to leave."""
+    deadline = time.monotonic() + wait
+    for folder in map(str, folders):
+        if not (folder.startswith(MOUNT + "/") and os.path.basename(folder).startswith(PREFIX)):
+            continue
+        while True:
+            try:
+                os.rmdir(folder)
+                break
+            except OSError as e:
+                if e.errno != errno.EBUSY or time.monotonic() > deadline:
+                    break
+                time.sleep(0.005)
