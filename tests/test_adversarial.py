@@ -89,19 +89,19 @@ class Engine:
     def __init__(self, rubric, suites, sandbox):
         self.rubric, self.suites, self.sandbox = rubric, suites, sandbox
 
-    def grade(self, path, parts=None, attacked=None):
+    def grade(self, path, parts=None, attacked=None, **limits):
         """Grade with the real rubric, on the given parts only (in rubric order) when parts is set;
-        the attacked part gets TIMEOUT seconds."""
+        the attacked part gets TIMEOUT seconds (and limits, e.g. memory_mb, when given)."""
         chosen = {p: part for p, part in self.rubric.parts.items() if parts is None or p in parts}
         if attacked in chosen:
-            chosen[attacked] = dataclasses.replace(chosen[attacked], timeout=TIMEOUT)
+            chosen[attacked] = dataclasses.replace(chosen[attacked], **{"timeout": TIMEOUT, **limits})
         return grading.grade_submission(path, Rubric(self.rubric.path, chosen), self.suites, self.sandbox)
 
 
-def grade_case(engine, tmp_path, case, attacked, every_part=False, attack="on", **values):
+def grade_case(engine, tmp_path, case, attacked, every_part=False, attack="on", limits=None, **values):
     """Build a case and grade its attacked part and the witnesses (or every part)."""
     parts = None if every_part else (attacked, *WITNESSES[attacked])
-    grade = engine.grade(build(case, tmp_path, attack, **values), parts, attacked)
+    grade = engine.grade(build(case, tmp_path, attack, **values), parts, attacked, **(limits or {}))
     assert set(grade.parts) == set(parts or PARTS)
     return grade
 
@@ -557,11 +557,12 @@ def test_memory_flood_fails_the_part_only(engine, tmp_path, case):
 
 @walls
 def test_memory_spread_over_processes_is_capped_as_a_whole(engine, tmp_path):
-    """Threat: 5 processes of 600 MiB each, every one under the per-process limit, 3000 MiB in all
-    against the part's 2048. Where the fork server has a control group, the kernel kills some
-    of them: at most 3 fill their share, at least one is killed, the part scores 0 and the
-    witnesses keep full marks. (Without a control group only the per-process limits hold.)"""
-    grade = grade_case(engine, tmp_path, "memory_flood_processes", "simple_attention")
+    """Threat: 5 processes of 150 MiB each, every one under the per-process limit, 750 MiB in all
+    against the part's 512 (cut from 2048 here, to be quick). Where the fork server has a control
+    group, the kernel kills some of them: at most 3 fill their share, at least one is killed, the
+    part scores 0 and the witnesses keep full marks. (Without a control group only the
+    per-process limits hold.)"""
+    grade = grade_case(engine, tmp_path, "memory_flood_processes", "simple_attention", limits={"memory_mb": 512})
     if not any(p.startswith("control group (memory") for p in grade.protections):
         pytest.skip(f"no control group on this machine (protections: {grade.protections})")
     assert grade.parts["simple_attention"]["score"] == 0

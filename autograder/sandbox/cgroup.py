@@ -3,10 +3,10 @@
 The rlimits in isolation.py bound each process, and student code may start up to 64 of them; a
 control group bounds their sum, and the kernel's OOM killer acts inside the group once it holds
 more than the part's memory (set before each part: the server runs one child at a time, and its
-own memory was charged before it joined). The group is made under the grader's own, with cgroup v1's memory and
-pids hierarchies, or with cgroup v2 where the grader's group hands those controllers down. Where
-neither can be written (no root, a read-only /sys/fs/cgroup, a v2 group that hands nothing down),
-there is no group, and the protections in the report do not list one.
+own memory was charged before it joined). The group is made under the grader's own, with cgroup
+v1's memory and pids hierarchies, or with cgroup v2 where the grader's group hands those
+controllers down. Where neither can be written (no root, a read-only /sys/fs/cgroup, a v2 group
+that hands nothing down), there is no group, and the protections in the report do not list one.
 """
 import errno
 import os
@@ -49,7 +49,6 @@ def _plan(memory_bytes, processes):
         limits = {name: value for c, name, value in (("memory", "memory.max", memory_bytes),
                                                       ("pids", "pids.max", processes)) if c in handed_down}
         if "memory.max" in limits:
-            limits["memory.swap.max"] = 0
             return [(folder, limits)]
     return []
 
@@ -104,6 +103,7 @@ def make(name, memory_bytes, processes):
     except OSError:
         remove(folders, wait=0)
         return None
+    _write_any(folders, ["memory.swap.max"], 0)  # v2 with swap accounting: no way around the cap
     capped = any(os.path.exists(os.path.join(folder, "pids.max")) for folder in folders)
     return Group(folders, processes if capped else 0) if folders else None
 

@@ -1,13 +1,13 @@
 """Attack: memory spread over processes, each under the per-process limit, together over the part's.
 
-At the first import, 5 forked processes each fill 600 MiB and wait (3000 MiB in all; the part
-may use 2048); every import raises with how many filled their share and how many were killed.
+At the first import, 5 forked processes each fill 150 MiB and wait (750 MiB in all; the test
+lets the part use 512); every import raises with how many filled their share and how many were killed.
 (The import fails, so each check imports again: the result is kept on the os module.)"""
 import os
 import select
 import time
 
-SHARE, COUNT = 600 << 20, 5
+SHARE, COUNT = 150 << 20, 5
 
 
 def flood():
@@ -22,7 +22,7 @@ def flood():
             os._exit(0)
         kids.append(pid)
     filled, killed, gone = 0, 0, set()
-    deadline = time.monotonic() + 2.0
+    deadline = time.monotonic() + 2.5
     while filled + len(gone) < COUNT and time.monotonic() < deadline:
         if select.select([ready_r], [], [], 0.05)[0]:
             filled += len(os.read(ready_r, 64))
