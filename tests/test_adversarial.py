@@ -577,32 +577,32 @@ def test_memory_spread_over_processes_is_capped_as_a_whole(engine, tmp_path):
 
 @walls
 def test_control_groups_are_removed(tmp_path):
-    """A fork server's control group goes with it: closed normally, nothing is left; one left by a
-    server killed with its grader (a group named after a pid that is gone) is removed by the next
-    server that starts, while such a group that still holds a process is never touched."""
+    """A fork server's control group goes with it: closed normally, nothing is left. One left by a
+    server killed with its grader (a group named after a pid that is gone) is ended by the next
+    server that starts: a process still in it (student code that cleared its parent-death signal)
+    is killed and the group removed. A group named after a live process is never touched."""
     with Sandbox(slot=SLOT) as sandbox:
         groups = sandbox.ready().get("groups", [])
     if not groups:
         pytest.skip("no control group on this machine")
     assert not any(os.path.exists(g) for g in groups)
-    dead = [subprocess.Popen(["true"]) for _ in range(2)]
-    for process in dead:
-        process.wait()
+    dead = subprocess.Popen(["true"])
+    dead.wait()
     parent = os.path.dirname(groups[0])
-    stale, busy = (Path(parent, f"ch03-sandbox-{process.pid}") for process in dead)
+    stale, live = Path(parent, f"ch03-sandbox-{dead.pid}"), Path(parent, f"ch03-sandbox-{os.getpid()}")
     stale.mkdir()
-    busy.mkdir()
-    sleeper = subprocess.Popen(["sleep", "30"])
+    live.mkdir()
+    survivor = subprocess.Popen(["sleep", "30"])
     try:
-        (busy / "cgroup.procs").write_text(str(sleeper.pid))
+        (stale / "cgroup.procs").write_text(str(survivor.pid))
         with Sandbox(slot=SLOT) as sandbox:
             sandbox.ready()
-        assert not stale.exists() and busy.exists()
+        assert survivor.wait(timeout=5) == -signal.SIGKILL
+        assert not stale.exists() and live.exists()
     finally:
-        sleeper.kill()
-        sleeper.wait()
-        time.sleep(0.1)
-        for folder in (stale, busy):
+        survivor.kill()
+        survivor.wait()
+        for folder in (stale, live):
             if folder.exists():
                 folder.rmdir()
 

@@ -10,6 +10,7 @@ that hands nothing down), there is no group, and the protections in the report d
 """
 import errno
 import os
+import signal
 import time
 
 MOUNT = "/sys/fs/cgroup"
@@ -109,13 +110,27 @@ def make(name, memory_bytes, processes):
 
 
 def _sweep(parent):
-    """Remove the groups of fork servers that are gone (killed with their grader, say): a group is
-    named after its server's pid, and one that still holds a process is never removed."""
+    """End the groups of fork servers that are gone (killed with their grader, say). A group is
+    named after its server's pid; what is still in it is student code that outlived its grader
+    (it cleared its parent-death signal): killed, then the group removed. A group named after a
+    live process is never touched."""
     try:
         names = [n for n in os.listdir(parent) if n.startswith(PREFIX) and n[len(PREFIX):].isdigit()]
     except OSError:
         return
-    remove([os.path.join(parent, n) for n in names if not os.path.exists(f"/proc/{n[len(PREFIX):]}")], wait=0)
+    stale = [os.path.join(parent, n) for n in names if not os.path.exists(f"/proc/{n[len(PREFIX):]}")]
+    for folder in stale:
+        try:
+            with open(os.path.join(folder, "cgroup.procs")) as f:
+                left = [int(pid) for pid in f.read().split()]
+        except (OSError, ValueError):
+            continue
+        for pid in left:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+    remove(stale, wait=1.0 if stale else 0)
 
 
 def remove(folders, wait=1.0):
