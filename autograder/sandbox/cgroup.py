@@ -130,7 +130,7 @@ def _sweep(parent):
                 os.kill(pid, signal.SIGKILL)
             except OSError:
                 pass
-    remove(stale, wait=1.0 if stale else 0)
+    remove(stale)
 
 
 def remove(folders, wait=1.0):

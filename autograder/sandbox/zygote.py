@@ -125,7 +125,8 @@ def join_group():
     """This fork server joins a control group of its own, once: every child is then born inside it
     (moving a process between groups costs ~10 ms, too much for every part). The grader removes it."""
     global GROUP
-    group = cgroup.make(f"{cgroup.PREFIX}{os.getpid()}", 1 << 30, isolation.PROCESSES + 16)  # + this server's threads
+    # 1 GiB until the first part sets its own; 16 processes more for this server's threads
+    group = cgroup.make(f"{cgroup.PREFIX}{os.getpid()}", 1 << 30, isolation.PROCESSES + 16)
     try:
         if group:
             group.join()

@@ -37,7 +37,7 @@ def gpt2_weights(module):
         weights = {name: module.get(name) for name in GPT2_PARAMETERS}
     except StudentError:
         weights = {}
-    if all(isinstance(w, torch.Tensor) for w in weights.values()) and weights:
+    if weights and all(isinstance(w, torch.Tensor) for w in weights.values()):
         return weights
     return helpers.state_of(module, "gpt2_small_attention()")
 
