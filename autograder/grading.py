@@ -22,7 +22,9 @@ class ScoredCheck:
     score: float
     max_score: float
     visibility: str
-    message: str
+    message: str           # the grader's diagnosis (see runner.CheckResult)
+    detail: str = ""       # instructor only
+    student_text: str = ""  # what the student's code raised, cleaned; never shown for hidden checks
 
 
 @dataclass
@@ -76,6 +78,7 @@ def score_part(grade, part, run):
         earned = worth if result.passed else 0.0
         total += earned
         grade.checks.append(ScoredCheck(part.name, check.name, result.passed, round(earned, 4),
-                                        round(worth, 4), check.visibility, result.message))
+                                        round(worth, 4), check.visibility, result.message,
+                                        result.detail, result.student_text))
     grade.parts[part.name] = {"score": round(total, 4), "max_score": round(part.max_score, 4),
                               "problem": run.problem, "seconds": round(run.seconds, 3)}

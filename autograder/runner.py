@@ -21,10 +21,16 @@ from autograder.student import Student, StudentError
 
 @dataclass
 class CheckResult:
+    """One check's verdict. `message` is the grader's own words for the student (the misconception,
+    never a hidden input, seed or expected value); `detail` is for the instructor only (values on
+    hidden inputs); `student_text` is a cleaned excerpt of what the student's code raised, which a
+    student may see only for a check whose inputs were visible ones."""
     part: str
     name: str
     passed: bool
     message: str = ""
+    detail: str = ""
+    student_text: str = ""
 
 
 @dataclass
@@ -77,9 +83,10 @@ def run_check(part, name, fn, student, fixtures):
         fn(**kwargs)
         return CheckResult(part, name, True)
     except AssertionError as e:
-        return CheckResult(part, name, False, str(e) or "check failed")
+        return CheckResult(part, name, False, str(e) or "check failed", detail=str(getattr(e, "detail", "")),
+                           student_text=str(getattr(e, "student_text", "")))
     except StudentError as e:
-        return CheckResult(part, name, False, e.explain())
+        return CheckResult(part, name, False, e.explain(), student_text=e.student_text())
     except SessionDied as e:
         return CheckResult(part, name, False, f"the {part} process {e}")
     except Exception as e:  # a bug in the check itself: fail loudly, never silently pass

@@ -8,23 +8,37 @@
 Nothing here imports or runs student code. Results are plain tensors, arrays and numbers;
 objects that are not data (modules) stay in the child and come back as RemoteObject handles.
 """
-from autograder import protocol
+import re
+
+from autograder import protocol, text
 from autograder.sandbox.client import SessionDied  # noqa: F401  (re-exported for the suites)
 
 
 class StudentError(Exception):
-    """The student's code raised (or is not implemented yet)."""
+    """The student's code raised (or is not implemented yet).
+
+    Every field is student-controlled and cleaned here, where it enters the grader. explain() is
+    safe in any message (the exception's type and the place, short); the exception's own message
+    is student_text(), which reaches a student only for checks whose inputs were visible ones.
+    """
 
     def __init__(self, kind, message, where="", not_implemented=False):
-        self.kind, self.message, self.where, self.not_implemented = kind, message, where, not_implemented
+        self.kind = text.identifier(kind)
+        self.message = text.clean(message, text.MESSAGE)
+        self.where = text.excerpt(where, 200)
+        self.not_implemented = not_implemented
         super().__init__(self.explain())
 
     def explain(self):
         place = f" ({self.where})" if self.where else ""
-        if self.not_implemented:
-            hint = f": {self.message}" if self.message else ""
-            return f"not implemented yet{hint}{place}"
-        return f"your code raised {self.kind}: {self.message}{place}"
+        if self.not_implemented:  # the stubs say "<module>.<qualname>: <hint>": the name alone is safe
+            name = re.match(r"[\w.]{1,80}", self.message)
+            return f"not implemented yet{': ' + name.group() if name else ''}{place}"
+        return f"your code raised {self.kind}{place}"
+
+    def student_text(self):
+        """What the exception said, as a short one-line excerpt."""
+        return text.excerpt(f"{self.kind}: {self.message}" if self.message else self.kind)
 
 
 class Student:

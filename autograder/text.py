@@ -1,0 +1,61 @@
+"""Text that student code produced, made safe once, where it enters the grader.
+
+Everything a submission controls (exception messages, type names, printed output, any string in a
+reply) passes through `clean` before the grader keeps it. What comes out is plain, printable text
+of bounded length: no escape sequences or control characters (shown as visible escapes such as
+`\\x1b`), no lone surrogates, newlines only where the caller allows them. Each report still escapes
+it for its own format (Markdown, HTML, XML, the GitHub job log); this module only makes it inert.
+"""
+import re
+import unicodedata
+
+SHORT = 300        # an excerpt of student text in a student-visible message
+MESSAGE = 2000     # an exception message kept for the instructor
+OUTPUT = 16 << 10  # what the student's code printed, per part
+
+# C0 and C1 controls (tab and newline handled apart), DEL, and the Unicode format characters that
+# reorder or hide text (bidirectional overrides and isolates, zero-width joiners, BOM)
+_FORMAT = "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+_UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_FORMAT}]")
+
+
+def _visible(match):
+    char = match.group()
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def clean(value, limit=MESSAGE, newlines=False):
+    """`value` (any object; str() is taken) as inert text of at most `limit` characters.
+
+    newlines=False folds every line break into a visible ' | ' (one-line fields: type names,
+    messages in tables); newlines=True keeps '\\n' (printed output) and drops '\\r'.
+    """
+    if not isinstance(value, str):
+        try:
+            value = str(value)
+        except Exception:  # a __str__ that raises: nothing to show
+            value = "<unprintable>"
+    value = value[: limit * 2 + 16]  # bound the work before anything else
+    # lone surrogates (and anything else that is not encodable) become U+FFFD
+    value = value.encode("utf-8", "replace").decode("utf-8", "replace")
+    value = value.replace("\r\n", "\n").replace("\r", "\n" if newlines else " ")
+    value = value.replace("\t", "    ")
+    if not newlines:
+        value = re.sub(r"\n+", " | ", value)
+    value = _UNSAFE.sub(_visible, value)
+    value = "".join(c if unicodedata.category(c) != "Co" else "\ufffd" for c in value)  # private use
+    if len(value) > limit:
+        value = value[: max(0, limit - 14)].rstrip() + " ...[truncated]"
+    return value
+
+
+def excerpt(value, limit=SHORT):
+    """A short one-line excerpt of student text, for a student-visible message."""
+    return clean(value, limit=limit, newlines=False)
+
+
+def identifier(value, limit=100):
+    """A name the student chose (a class or exception type name) as a short plain identifier."""
+    value = re.sub(r"[^\w.]", "", clean(value, limit=limit * 2), flags=re.ASCII)
+    return value[:limit] or "?"
