@@ -46,12 +46,14 @@ class Student:
 
     def __init__(self, session):
         self.session = session
+        self.last_arguments = []
 
     def module(self, name):
         return RemoteCallable(self, {"module": name, "attr": ""})
 
-    def request(self, op, target, args=(), kwargs=None, seed=0):
-        structure, buffers = protocol.encode({"args": list(args), "kwargs": dict(kwargs or {})}, fallback=_handle_ref)
+    def request(self, op, target, args=(), kwargs=None, seed=0, extra=None):
+        message = {"args": list(args), "kwargs": dict(kwargs or {}), **(extra or {})}
+        structure, buffers = protocol.encode(message, fallback=_handle_ref)
         header, payload = self.session.call({"op": op, "target": target, "input": structure, "seed": seed}, buffers)
         if "error" in header:
             e = header["error"]
@@ -64,6 +66,28 @@ class Student:
 
     def import_module(self, name):
         return self.request("import", {"module": name})
+
+    def record(self, function, *args, patches=(), returns=(), _seed=0, **kwargs):
+        """Call function(*args, **kwargs) in the child with every (module, attribute) of patches
+        (e.g. ("exercises", "MultiHeadAttentionWrapper")) replaced by a stand-in that keeps the
+        arguments of each call and returns the next of `returns` (RemoteObjects; None after them).
+        -> (what function returned, [Call, one per call]). The originals are put back; the
+        arguments as they were after the call are in self.last_arguments."""
+        target = function._target if isinstance(function, RemoteCallable) else {"handle": function._id}
+        extra = {"patches": [list(p) for p in patches], "returns": list(returns)}
+        answer = self.request("record", target, args, kwargs, _seed, extra)
+        self.last_arguments = list(answer.get("arguments", ()))
+        return answer.get("result"), [Call(c) for c in answer.get("calls", ())]
+
+
+class Call:
+    """One recorded call: args, kwargs, and bound (every argument in the order of the replaced
+    class's own signature, defaults filled in; None when they did not fit that signature)."""
+
+    def __init__(self, raw):
+        self.args = list(raw.get("args", ()))
+        self.kwargs = dict(raw.get("kwargs", {}))
+        self.bound = list(raw["bound"]) if isinstance(raw.get("bound"), (list, tuple)) else None
 
 
 class RemoteCallable:
@@ -116,6 +140,10 @@ class RemoteObject:
     def grads(self, *args, grad_output, _seed=0):
         """Gradient of every named parameter after backward(grad_output) through self(*args)."""
         return self._student.request("grads", {"handle": self._id}, args, {"grad_output": grad_output}, _seed)
+
+    def assign(self, path, value):
+        """Set the attribute path (e.g. 'heads.0') of this object to value (a RemoteObject or data)."""
+        return self._student.request("assign", {"handle": self._id, "attr": path}, (value,))
 
     def same_object(self, other):
         return isinstance(other, RemoteObject) and other._id == self._id

@@ -1,8 +1,10 @@
 """Assertions that explain themselves to a student.
 
-close(got, want, ...) compares with explicit tolerances and says what differed; for hidden
-checks (reveal=False) it never prints the expected values or the inputs, only how far off and
-where (shape, first differing position). `hint` names the likely misconception.
+A failed check raises Mismatch (an AssertionError): its message is the grader's diagnosis in its own
+words (the misconception), which any student may see, hidden checks included; what only an
+instructor should see (the hidden case, how far off, expected against got) goes to `detail`; what
+the student's own code raised goes to `student_text`. For hidden checks (reveal=False) nothing here
+puts an input, a seed, an expected value or a measured number into the message.
 """
 import numpy as np
 import torch
@@ -10,44 +12,66 @@ import torch
 from autograder.student import RemoteObject
 
 
+class Mismatch(AssertionError):
+    """A failed check. message: the diagnosis, safe for any student; detail: instructor only;
+    student_text: the student's exception text (the runner decides where it may be shown)."""
+
+    def __init__(self, message, detail="", student_text=""):
+        super().__init__(message)
+        self.detail = detail
+        self.student_text = student_text
+
+
+def fail(message, detail="", error=None):
+    """Raise Mismatch; error: a StudentError whose text goes to student_text, never to the message."""
+    raise Mismatch(message, detail, error.student_text() if error is not None else "")
+
+
 def as_tensor(value, what):
     if isinstance(value, RemoteObject):
-        raise AssertionError(f"{what} should return a tensor, but returned a {value.type_name} object")
+        fail(f"{what} should return a tensor, but returned a {value.type_name} object")
     if isinstance(value, np.ndarray):
         return torch.from_numpy(value)
     if not isinstance(value, torch.Tensor):
-        raise AssertionError(f"{what} should return a tensor, but returned {type(value).__name__}")
+        fail(f"{what} should return a tensor, but returned {type(value).__name__}")
     return value
 
 
-def shape(got, want_shape, what):
+def shape(got, want_shape, what, reveal=False, case=""):
     got = as_tensor(got, what)
     if tuple(got.shape) != tuple(want_shape):
-        raise AssertionError(f"{what} has shape {tuple(got.shape)}, expected {tuple(want_shape)}")
+        numbers = f"shape {tuple(got.shape)}, expected {tuple(want_shape)}"
+        if reveal:
+            fail(f"{what} has {numbers}", case)
+        fail(f"{what} has the wrong shape" + (f" ({got.dim()} dims instead of {len(want_shape)})"
+                                             if got.dim() != len(want_shape) else ""),
+             "; ".join(filter(None, (case, numbers))))
     return got
 
 
-def close(got, want, what, atol=1e-4, rtol=0.0, hint="", reveal=False):
+def close(got, want, what, atol=1e-4, rtol=0.0, hint="", reveal=False, case=""):
     """Assert got ≈ want elementwise: |got - want| <= atol + rtol * |want|."""
-    got = shape(got, want.shape, what)
+    got = shape(got, want.shape, what, reveal, case)
     if not torch.is_floating_point(got):
         got = got.double()
     got, want = got.double(), want.double()
     if torch.isnan(got).any() or torch.isinf(got).any():
-        raise AssertionError(f"{what} contains NaN or Inf values" + (f". {hint}" if hint else ""))
+        fail(f"{what} contains NaN or Inf values" + (f". {hint}" if hint else ""), case)
     diff = (got - want).abs()
     bad = diff > atol + rtol * want.abs()
     if not bad.any():
         return got
     first = tuple(int(i) for i in bad.nonzero()[0])
-    message = f"{what} is off by up to {diff.max().item():.4g} (tolerance {atol:g}) in {int(bad.sum())} of {bad.numel()} entries"
+    numbers = (f"off by up to {diff.max().item():.4g} (tolerance {atol:g}) in {int(bad.sum())} of {bad.numel()} "
+               f"entries; at index {first}: expected {want[first].item():.4f}, got {got[first].item():.4f}")
+    message = f"{what} is off by up to {diff.max().item():.4g} (tolerance {atol:g})" if reveal else f"{what} is wrong"
     if reveal:
         message += f"; at index {first}: expected {want[first].item():.4f}, got {got[first].item():.4f}"
     if hint:
         message += f". {hint}"
-    raise AssertionError(message)
+    fail(message, "; ".join(filter(None, (case, numbers))))
 
 
-def true(condition, message):
+def true(condition, message, detail=""):
     if not condition:
-        raise AssertionError(message)
+        fail(message, detail)

@@ -4,16 +4,23 @@ code changed its arguments in place.
 
 Nothing here runs student code except through the `student` adapter (remote calls).
 """
+import functools
 import math
 
 import torch
 
 from autograder.student import RemoteObject, StudentError
+from autograder.suites.expect import Mismatch, fail
 
 QKV = ("W_query", "W_key", "W_value")
 
 
 # ---------------------------------------------------------------- the grader's own seeded draws
+
+def draw_seed(rng):
+    """A seed for a hidden case, drawn from the check's generator (never a constant)."""
+    return int(torch.randint(1, 2**31 - 1, (1,), generator=rng))
+
 
 def drawn_matrices(seed, d_in, d_out, names=QKV):
     """What torch.manual_seed(seed) then torch.rand(d_in, d_out) per name gives (SelfAttention_v1)."""
@@ -69,24 +76,51 @@ def state_of(module, what):
     return state
 
 
+def parameter_order(module):
+    """[(name, shape)] of the module's parameters in registration order."""
+    return [(name, tuple(shape)) for name, shape, _ in module.describe()["parameters"]]
+
+
+def renamed_state(module, state):
+    """state under the module's own parameter names, matched by registration order and shape, when
+    the module names its layers differently (W_q for W_query); None when they do not line up.
+    The names are judged by the structure checks; the math is judged whatever the names."""
+    own = parameter_order(module)
+    if len(own) != len(state) or any(tuple(v.shape) != shape for (_, shape), v in zip(own, state.values())):
+        return None
+    return {name: value for (name, _), value in zip(own, state.values())}
+
+
+def renamed_grads(module, want):
+    """The reference gradients under the module's own parameter names (see renamed_state)."""
+    names = {name for name, _ in parameter_order(module)}
+    if all(k in names for k in want):
+        return want
+    return renamed_state(module, want) or want
+
+
 def load_known(module, state, what):
     """Load known weights into a student's module, keeping its own buffers (a bool or float mask).
 
-    Fails in the student's terms when a parameter the specification names is missing or has
-    another shape.
+    Layers named differently from the specification are matched by registration order; fails in
+    the student's terms when a parameter the specification names is missing or has another shape.
     """
     own = state_of(module, what)
     missing = [k for k in state if k not in own]
-    if missing and all(k.endswith(".bias") for k in missing):
-        raise AssertionError(f"{what} has no {', '.join(missing)}: with qkv_bias=True each of W_query, W_key and "
-                             f"W_value needs a bias (nn.Linear(d_in, d_out, bias=qkv_bias))")
     if missing:
-        raise AssertionError(f"{what} has no {', '.join(missing)} in its state_dict (it has: "
-                             f"{', '.join(own) or 'nothing'}): name the layers as the book does")
+        renamed = renamed_state(module, state)
+        if renamed is not None:
+            state, missing = renamed, []
+    if missing and all(k.endswith(".bias") for k in missing):
+        fail(f"{what} has no bias in W_query, W_key and W_value: with qkv_bias=True each needs one "
+             f"(nn.Linear(d_in, d_out, bias=qkv_bias))", f"missing: {', '.join(missing)}")
+    if missing:
+        fail(f"{what} does not have the specified parameters (name the layers as the book does, in the "
+             f"book's order)", f"missing {', '.join(missing)}; it has {', '.join(own) or 'nothing'}")
     wrong = [f"{k} {tuple(own[k].shape)} (expected {tuple(state[k].shape)})" for k in state
              if tuple(own[k].shape) != tuple(state[k].shape)]
     if wrong:
-        raise AssertionError(f"{what} has parameters of the wrong shape: {', '.join(wrong)}")
+        fail(f"{what} has parameters of the wrong shape", ", ".join(wrong))
     module.load_state_dict({**own, **{k: v.to(own[k].dtype) for k, v in state.items()}})
     return module
 
@@ -100,7 +134,7 @@ def seeding_problem(got, want, seed, book=False, order_hint="W_query, W_key, W_v
     """'' when the student's parameters are what the grader draws after torch.manual_seed(seed);
     otherwise a sentence saying how they differ (another order, or drawn differently)."""
     consequence = (f"seed {seed} does not give the book's weights" if book
-                   else f"torch.manual_seed({seed}) does not give the weights the specification draws")
+                   else "the same seed does not give the weights the specification draws")
     wrong_shape = [n for n in want if n not in got or tuple(got[n].shape) != tuple(want[n].shape)]
     if wrong_shape:
         return (f"the parameters are not the specification's ({', '.join(wrong_shape)} missing or of another "
@@ -150,25 +184,21 @@ def compare_grads(got, want, what, atol):
             raise AssertionError(f"{what}: the gradient of {name} contains NaN or Inf")
         diff = (grad.double() - expected.double()).abs().max().item()
         if diff > atol:
-            raise AssertionError(f"{what}: the gradient of {name} is off by up to {diff:.3g} (tolerance "
-                                 f"{atol:g}): the forward pass is not the specified computation")
+            fail(f"{what}: the gradient of {name} is wrong: the forward pass is not the specified computation",
+                 f"off by up to {diff:.3g} (tolerance {atol:g})")
 
 
 # ---------------------------------------------------------------- arguments changed in place?
 
 def call_keeping_arguments(student, function, *args):
-    """Call function(*args) in the child on arguments that stay in the child, then read them back.
+    """Call function(*args) in the child and read the same argument objects back afterwards.
 
-    Remote calls copy their inputs, so an in-place change is invisible in a plain call. Here the
-    arguments live in a list inside a deque in the child; itertools.starmap calls the function on
-    them and the deque is read back afterwards. function: a RemoteObject (a module, or a function
-    read with .get()). Returns (result, [arguments as they are after the call]).
+    Remote calls copy their inputs, so an in-place change is invisible in a plain call; the child's
+    record operation sends back the arguments it called with, as they are after the call.
+    function: a RemoteObject (a module) or RemoteCallable. Returns (result, [arguments after]).
     """
-    if not isinstance(function, RemoteObject):
-        raise TypeError("call_keeping_arguments needs a RemoteObject")
-    held = student.module("collections").deque([list(args)])
-    results = student.module("builtins").list(student.module("itertools").starmap(function, held))
-    return results[0], held.get("0")
+    result, _ = student.record(function, *args)
+    return result, student.last_arguments
 
 
 def assert_unchanged(before, after, what):
@@ -176,9 +206,8 @@ def assert_unchanged(before, after, what):
         if isinstance(a, torch.Tensor) or hasattr(a, "shape"):
             a_t, b_t = torch.as_tensor(a), torch.as_tensor(b)
             if a_t.shape != b_t.shape or not torch.equal(a_t, b_t):
-                raise AssertionError(
-                    f"{what} changed its input (argument {i + 1}) in place: use out-of-place operations "
-                    f"(masked_fill, not masked_fill_; z - m, not z -= m) on tensors or arrays you were given")
+                fail(f"{what} changed its input (argument {i + 1}) in place: use out-of-place operations "
+                     f"(masked_fill, not masked_fill_; z - m, not z -= m) on tensors or arrays you were given")
 
 
 # ---------------------------------------------------------------- dropout, judged by statistics
@@ -225,14 +254,16 @@ def dropout_verdict(train, reference, p, what, lower_triangle=None, again=None):
     fraction = zero.double().mean().item()
     tolerance = 7 * math.sqrt(p * (1 - p) / n)  # 7 binomial standard deviations: never flakes
     if abs(fraction - p) > tolerance:
-        raise AssertionError(f"{what} in training mode zeroed {fraction:.1%} of {n} attention weights; with "
-                             f"dropout p={p:g} about {p:.0%} should be zeroed (allowed: +/- {tolerance:.1%})")
+        fail(f"{what} in training mode zeroes {'too many' if fraction > p else 'too few'} attention weights: "
+             f"nn.Dropout(p) zeroes each weight with probability p (is dropout applied twice, or with another p?)",
+             f"zeroed {fraction:.1%} of {n}; p={p:g}, allowed +/- {tolerance:.1%}")
     # the mean over all draws: each kept weight is w / (1 - p), so the mean stays near the eval weights
     ratio = t.sum().item() / r.sum().item()
     bound = 7 * math.sqrt(p / (1 - p) * (r ** 2).sum().item()) / r.sum().item()
     if abs(ratio - 1) > bound:
-        raise AssertionError(f"{what} in training mode: the mean attention weight over all draws is "
-                             f"{ratio:.3f} times the eval-mode mean (allowed: 1 +/- {bound:.3f})")
+        fail(f"{what} in training mode: the mean attention weight over many draws differs from the eval-mode "
+             f"weights: the kept weights must be divided by (1 - p), so that dropout leaves the mean unchanged",
+             f"{ratio:.3f} times the eval-mode mean (allowed: 1 +/- {bound:.3f})")
 
 
 def fresh_masks(train, again, what):
@@ -255,11 +286,34 @@ def student_error_hint(error, hint):
     """Re-raise a StudentError with a hint, unless it is 'not implemented' (which must stay as is)."""
     if isinstance(error, StudentError) and error.not_implemented:
         raise error
-    raise AssertionError(f"{error.explain()}. {hint}") from None
+    raise Mismatch(f"{error.explain()}. {hint}", student_text=error.student_text()) from None
+
+
+def diagnose_errors(namespace, signature=""):
+    """Wrap every check test_* of a suite module so that what the student's code raised is named as
+    a misconception where one is recognized (misconceptions.error_diagnosis); the exception's own
+    text goes to student_text, never to the message. The checks keep their names and parameters."""
+    from autograder.suites.misconceptions import error_diagnosis
+
+    def wrap(check):
+        @functools.wraps(check)
+        def diagnosed(*args, **kwargs):
+            try:
+                return check(*args, **kwargs)
+            except StudentError as e:
+                why = error_diagnosis(e, signature)
+                if not why:
+                    raise
+                raise Mismatch(f"{e.explain()}: {why}", student_text=e.student_text()) from None
+        return diagnosed
+
+    for name, value in list(namespace.items()):
+        if name.startswith("test_") and callable(value):
+            namespace[name] = wrap(value)
 
 
 def judge_seeded(got, want, what, module, drawn, seed, mistakes, book=False, reveal=False,
-                 order_hint="W_query, W_key, W_value"):
+                 order_hint="W_query, W_key, W_value", case=""):
     """A seeded output: right, or wrong because of the draws (order, initialization), or of the math.
 
     mistakes(state) -> the misconceptions computed with the module's own weights (called only when
@@ -271,7 +325,12 @@ def judge_seeded(got, want, what, module, drawn, seed, mistakes, book=False, rev
     got = expect.as_tensor(got, what)
     if matches(got, want, 1e-4):
         return got
-    problem = seeding_problem(state_of(module, what), drawn, seed, book, order_hint)
+    own = state_of(module, what)
+    if any(k not in own for k in drawn):  # layers named otherwise: matched by registration order
+        order = [name for name, _ in parameter_order(module)]
+        if len(order) == len(drawn) and all(name in own for name in order):
+            own = {k: own[name] for k, name in zip(drawn, order)}
+    problem = seeding_problem(own, drawn, seed, book, order_hint)
     if problem:
-        raise AssertionError(f"{what} differs from the expected output: {problem}")
-    return judge(got, want, what, mistakes(), reveal=reveal)
+        fail(f"{what} differs from the expected output: {problem}", case)
+    return judge(got, want, what, mistakes(), reveal=reveal, case=case)

@@ -7,6 +7,7 @@ each wrong answer in turn; the first one that matches names the mistake. The exp
 the mistake only: they never print the hidden inputs or the values the grader expected.
 """
 import math
+import re
 
 import torch
 
@@ -23,7 +24,7 @@ def weights(scores, d_k, causal, *, divide_by=None, dim=-1, mask="-inf", diagona
 
     divide_by: what the scores are divided by (right: sqrt(d_k)); dim: the softmax dim (right: -1);
     mask: "-inf" (right), "zero" (future scores set to 0), "after" (future weights zeroed after the
-    softmax, rows not renormalized); diagonal: the triu offset of the mask (right: 1);
+    softmax, rows not renormalized), "none" (no mask), "inverted" (the past hidden, the future kept); diagonal: the triu offset of the mask (right: 1);
     scale_after: divide the weights, not the scores.
     """
     divide_by = math.sqrt(d_k) if divide_by is None else divide_by
@@ -31,6 +32,8 @@ def weights(scores, d_k, causal, *, divide_by=None, dim=-1, mask="-inf", diagona
     T = scores.shape[-1]
     if causal and mask in ("-inf", "zero"):
         s = s.masked_fill(future(T, diagonal), float("-inf") if mask == "-inf" else 0.0)
+    if causal and mask == "inverted":
+        s = s.masked_fill(~future(T, diagonal), float("-inf"))
     w = torch.softmax(s, dim=dim)
     if scale_after:
         w = w / divide_by
@@ -134,7 +137,11 @@ def multi_head_mistakes(x, state, num_heads):
         out.append((multi_head(x, state, num_heads, divide_by=math.sqrt(d_out)),
                     "the scores are scaled by 1/sqrt(d_out): each head has head_dim = d_out // num_heads "
                     "dims, so scale by 1/sqrt(head_dim)"))
-    for options, why in ((dict(dim=-2), "the softmax runs over the wrong dim: use dim=-1"),
+    for options, why in ((dict(mask="none"), "no causal mask is applied in the heads: every score above the diagonal "
+                                             "must become -inf before the softmax (self.mask[:num_tokens, :num_tokens])"),
+                         (dict(mask="inverted"), "the mask is inverted: it hides the past and keeps the future; "
+                                                 "the True (or 1) entries must be above the diagonal"),
+                         (dict(dim=-2), "the softmax runs over the wrong dim: use dim=-1"),
                          (dict(mask="zero"), "the future scores are set to 0 instead of -inf"),
                          (dict(mask="after"), "the mask is applied after the softmax without renormalizing"),
                          (dict(diagonal=0), "the mask's diagonal is off by one (it hides each token from itself)"),
@@ -158,15 +165,59 @@ def matches(got, want, atol):
     return bool(((got[finite] - want[finite]).abs() <= atol).all())
 
 
-def judge(got, want, what, mistakes=(), hint="", atol=1e-4, reveal=False):
-    """expect.close, except that a wrong answer which matches a known mistake is named as such."""
+def named_mistake(got, want, mistakes, atol=1e-4):
+    """The explanation of the first known mistake that got matches (and the right answer does not)."""
+    for wrong, why in mistakes:
+        if not matches(wrong, want, atol) and matches(got, wrong, atol):
+            return why
+    return ""
+
+
+def judge(got, want, what, mistakes=(), hint="", atol=1e-4, reveal=False, case=""):
+    """expect.close, except that a wrong answer which matches a known mistake is named as such.
+    case: the hidden case in the instructor's words (goes to the detail, never to the message)."""
     got = expect.as_tensor(got, what)
     if matches(got, want, atol):
         return got
-    for wrong, why in mistakes:
-        if not matches(wrong, want, atol) and matches(got, wrong, atol):
-            raise AssertionError(f"{what} is wrong: {why}")
+    why = named_mistake(got, want, mistakes, atol)
+    if why:
+        expect.fail(f"{what} is wrong: {why}", case)
     if torch.is_floating_point(got) and torch.isnan(got).any() and tuple(got.shape) == tuple(want.shape):
-        raise AssertionError(f"{what} contains NaN: a softmax over a row whose scores are all -inf gives NaN "
-                             f"(is a whole row masked?), and so does -inf times 0" + (f". {hint}" if hint else ""))
-    return expect.close(got, want, what, atol=atol, hint=hint, reveal=reveal)
+        expect.fail(f"{what} contains NaN: a softmax over a row whose scores are all -inf gives NaN "
+                    f"(is a whole row masked?), and so does -inf times 0" + (f". {hint}" if hint else ""), case)
+    return expect.close(got, want, what, atol=atol, hint=hint, reveal=reveal, case=case)
+
+
+# ---------------------------------------------------------------- what the student's code raised
+
+def error_diagnosis(error, signature=""):
+    """The misconception behind a StudentError, in the grader's words ('' when none is recognized).
+
+    error.message (student text) is only classified here, never repeated; an attribute name it
+    names is reduced to a plain identifier. signature: the specified call, e.g.
+    "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias=False)".
+    """
+    if error.not_implemented:
+        return ""
+    text = error.message
+    spec = f" {signature}" if signature else ""
+    if error.kind == "TypeError":
+        if re.search(r"unexpected keyword argument '?qkv_bias", text):
+            return (f"the constructor has no qkv_bias argument: the specification is{spec}, with "
+                    f"bias=qkv_bias passed to each nn.Linear")
+        if re.search(r"unexpected keyword argument|multiple values for argument|positional argument|"
+                     r"required (positional|keyword)", text):
+            return (f"the constructor does not take the specified arguments (another order, another name, or "
+                    f"one missing): keep the signature{spec or ' the specification gives'}")
+    if error.kind == "AttributeError":
+        found = re.search(r"object has no attribute '(\w{1,40})'", text)
+        if found:
+            name = found.group(1)
+            return (f"self.{name} is used but was never set: assign it in __init__ as self.{name} = ... (a local "
+                    f"variable such as self_{name} or {name} is lost when __init__ returns)")
+    return ""
+
+
+def raised_in(error, module):
+    """Did the innermost frame of the student's files that raised belong to module (e.g. 'causal')?"""
+    return bool(error.where) and error.where.startswith(f"{module}.py,")

@@ -6,7 +6,7 @@ order, and the math with known weights loaded, each judged on its own.
 import pytest
 import torch
 
-from autograder.suites import helpers, reference
+from autograder.suites import expect, helpers, reference
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import attention_mistakes, judge
 
@@ -35,23 +35,29 @@ def expected_parameters(d_in, d_out, bias):
     return table
 
 
+def parameter_problem(sa, d_in, d_out, bias):
+    """'' when sa has the specified nn.Linear layers and parameters; else what differs (message, detail)."""
+    info = sa.describe()
+    layers = [(name, kind) for name, kind in info["children"] if name in QKV]
+    if sorted(layers) != [(name, "Linear") for name in sorted(QKV)]:
+        return ("SelfAttention_v2 should have three nn.Linear layers named W_query, W_key, W_value",
+                f"children: {info['children']}")
+    table = [(name, tuple(shape)) for name, shape, _ in info["parameters"]]
+    if sorted(table) == sorted(expected_parameters(d_in, d_out, bias)):  # the order: seeded checks
+        return None
+    with_bias = sorted({name.split(".")[0] for name, _ in table if name.endswith(".bias")})
+    if with_bias != (list(QKV) if bias else []):
+        return (f"with qkv_bias={bias} the layers with a bias are {', '.join(with_bias) or 'none'}: pass "
+                f"bias=qkv_bias to each nn.Linear", f"parameters: {table}")
+    return ("SelfAttention_v2's parameters are not those of nn.Linear(d_in, d_out) layers",
+            f"expected {expected_parameters(d_in, d_out, bias)}; it has {table}")
+
+
 def test_v2_linear_layers(student):
-    for d_in, d_out, bias in ((3, 2, False), (4, 5, True)):
-        sa = student.module(PART).SelfAttention_v2(d_in, d_out, qkv_bias=bias)
-        info = sa.describe()
-        layers = [(name, kind) for name, kind in info["children"] if name in QKV]
-        if sorted(layers) != [(name, "Linear") for name in sorted(QKV)]:
-            raise AssertionError(f"SelfAttention_v2 should have three nn.Linear children W_query, W_key, W_value; it "
-                                 f"has {info['children']}")
-        table = [(name, tuple(shape)) for name, shape, _ in info["parameters"]]
-        if sorted(table) == sorted(expected_parameters(d_in, d_out, bias)):  # the order: seeded checks
-            continue
-        with_bias = sorted({name.split(".")[0] for name, _ in table if name.endswith(".bias")})
-        if with_bias != (list(QKV) if bias else []):
-            raise AssertionError(f"SelfAttention_v2({d_in}, {d_out}, qkv_bias={bias}): the layers with a bias are "
-                                 f"{with_bias or 'none'}; pass bias=qkv_bias to each nn.Linear")
-        raise AssertionError(f"SelfAttention_v2({d_in}, {d_out}, qkv_bias={bias}) should have the parameters "
-                             f"{expected_parameters(d_in, d_out, bias)}; it has {table}")
+    for d_in, d_out in ((3, 2), (5, 4)):
+        problem = parameter_problem(student.module(PART).SelfAttention_v2(d_in, d_out), d_in, d_out, False)
+        if problem:
+            expect.fail(*problem)
 
 
 def test_v2_book_example(student, book):
@@ -61,38 +67,64 @@ def test_v2_book_example(student, book):
                          sa, drawn, 789, lambda: v2_mistakes(book.inputs, drawn), book=True, reveal=True)
 
 
+def judge_seeded_v2(student, rng, d_in, d_out, T, bias):
+    seed = helpers.draw_seed(rng)
+    x = torch.rand(T, d_in, generator=rng)
+    options = {"qkv_bias": True} if bias else {}  # qkv_bias is only passed where it matters
+    sa = student.module(PART).SelfAttention_v2(d_in, d_out, _seed=seed, **options)
+    drawn = helpers.drawn_linears(seed, helpers.qkv_layers(d_in, d_out, bias))
+    helpers.judge_seeded(sa(x), v2_output(x, drawn), "SelfAttention_v2 made after another seed, with other sizes"
+                         + (" and qkv_bias=True" if bias else ""), sa, drawn, seed, lambda: v2_mistakes(x, drawn),
+                         case=f"seed {seed}, SelfAttention_v2({d_in}, {d_out}, qkv_bias={bias}) on {T} tokens")
+
+
+def judge_known_v2(student, rng, d_in, d_out, T, bias):
+    x = torch.rand(T, d_in, generator=rng)
+    state = helpers.random_qkv_state(d_in, d_out, rng, bias, scale=2.0)
+    options = {"qkv_bias": True} if bias else {}
+    sa = student.module(PART).SelfAttention_v2(d_in, d_out, **options)
+    what = "SelfAttention_v2" + (" with qkv_bias=True" if bias else "")
+    helpers.load_known(sa, state, what)
+    judge(sa(x), v2_output(x, state), f"{what} with known weights", v2_mistakes(x, state),
+          hint="Compute softmax(queries @ keys.T / sqrt(d_k), dim=-1) @ values",
+          case=f"SelfAttention_v2({d_in}, {d_out}, qkv_bias={bias}) on {T} tokens")
+
+
 def test_v2_unseen_seeds_and_sizes(student, rng):
-    for seed, d_in, d_out, bias, T in ((5, 3, 2, False, 6), (11, 4, 6, True, 3), (2024, 6, 4, True, 1)):
-        x = torch.rand(T, d_in, generator=rng)
-        sa = student.module(PART).SelfAttention_v2(d_in, d_out, qkv_bias=bias, _seed=seed)
-        drawn = helpers.drawn_linears(seed, helpers.qkv_layers(d_in, d_out, bias))
-        helpers.judge_seeded(sa(x), v2_output(x, drawn), f"SelfAttention_v2({d_in}, {d_out}, qkv_bias={bias}) made "
-                             f"after another seed, on {T} tokens", sa, drawn, seed, lambda: v2_mistakes(x, drawn))
+    for d_in, d_out, T in ((3, 2, 6), (4, 6, 3), (6, 4, 1)):
+        judge_seeded_v2(student, rng, d_in, d_out, T, False)
 
 
 def test_v2_math_with_loaded_weights(student, rng):
-    for d_in, d_out, T, bias in ((4, 3, 5, False), (3, 5, 8, True), (2, 2, 1, True), (6, 4, 6, False)):
-        x = torch.rand(T, d_in, generator=rng)
-        state = helpers.random_qkv_state(d_in, d_out, rng, bias, scale=2.0)
-        sa = student.module(PART).SelfAttention_v2(d_in, d_out, qkv_bias=bias)
-        helpers.load_known(sa, state, f"SelfAttention_v2({d_in}, {d_out}, qkv_bias={bias})")
-        judge(sa(x), v2_output(x, state), f"SelfAttention_v2({d_in}, {d_out}, qkv_bias={bias}) with known weights on "
-              f"{T} tokens", v2_mistakes(x, state), hint="Compute softmax(queries @ keys.T / sqrt(d_k), dim=-1) @ values")
+    for d_in, d_out, T in ((4, 3, 5), (3, 5, 8), (2, 2, 1), (6, 4, 6)):
+        judge_known_v2(student, rng, d_in, d_out, T, False)
+
+
+def test_v2_qkv_bias(student, rng):
+    problem = parameter_problem(student.module(PART).SelfAttention_v2(4, 5, qkv_bias=True), 4, 5, True)
+    if problem:
+        expect.fail(*problem)
+    judge_seeded_v2(student, rng, 4, 6, 3, True)
+    for d_in, d_out, T in ((3, 5, 8), (2, 2, 1)):
+        judge_known_v2(student, rng, d_in, d_out, T, True)
 
 
 def test_v2_float64_and_gradients(student, rng):
     d_in, d_out, T = 4, 3, 5
-    state = helpers.random_qkv_state(d_in, d_out, rng, bias=True, scale=2.0, dtype=torch.float64)
+    state = helpers.random_qkv_state(d_in, d_out, rng, scale=2.0, dtype=torch.float64)
     x = torch.rand(T, d_in, generator=rng, dtype=torch.float64)
-    sa = student.module(PART).SelfAttention_v2(d_in, d_out, qkv_bias=True)
+    sa = student.module(PART).SelfAttention_v2(d_in, d_out)
     sa.double()
-    helpers.load_known(sa, state, "SelfAttention_v2(4, 3, qkv_bias=True).double()")
+    helpers.load_known(sa, state, "SelfAttention_v2 after .double()")
     got = sa(x)
-    what = "SelfAttention_v2(4, 3, qkv_bias=True).double() on float64 inputs"
+    what = "SelfAttention_v2 after .double(), on float64 inputs"
     if getattr(got, "dtype", None) != torch.float64:
-        raise AssertionError(f"{what} returns {getattr(got, 'dtype', type(got).__name__)}: compute in the dtype of "
-                             f"the inputs and weights (no .float() or float32 tensors made inside forward)")
+        expect.fail(f"{what} returns {getattr(got, 'dtype', type(got).__name__)}: compute in the dtype of "
+                    f"the inputs and weights (no .float() or float32 tensors made inside forward)")
     judge(got, v2_output(x, state), what, v2_mistakes(x, state), atol=1e-6)
     g = torch.rand(T, d_out, generator=rng, dtype=torch.float64)
     want = helpers.reference_grads(lambda s: v2_output(x, s), state, g)
-    helpers.compare_grads(sa.grads(x, grad_output=g), want, "SelfAttention_v2", atol=1e-6)
+    helpers.compare_grads(sa.grads(x, grad_output=g), helpers.renamed_grads(sa, want), "SelfAttention_v2", atol=1e-6)
+
+
+helpers.diagnose_errors(globals(), "SelfAttention_v2(d_in, d_out, qkv_bias=False)")

@@ -66,8 +66,8 @@ def test_softmax_naive_on_unseen_scores(student, rng):
     for n, dtype in ((1, torch.float32), (5, torch.float32), (9, torch.float64)):
         x = ((torch.rand(n, generator=rng, dtype=torch.float64) - 0.5) * 8).to(dtype)
         got = student.module(PART).softmax_naive(x)
-        judge(got, torch.softmax(x.double(), 0), f"softmax_naive on {n} other scores ({dtype})",
-              naive_softmax_mistakes(x.double()), atol=1e-5)
+        judge(got, torch.softmax(x.double(), 0), "softmax_naive on other scores", naive_softmax_mistakes(x.double()),
+              atol=1e-5, case=f"{n} scores, {dtype}")
 
 
 def test_context_vector_book_example(student, book):
@@ -81,8 +81,8 @@ def test_context_vector_on_unseen_inputs(student, rng):
         inputs = torch.rand(T, d, generator=rng)
         got = student.module(PART).context_vector(inputs, q)
         want = torch.softmax(inputs @ inputs[q], 0) @ inputs
-        judge(got, want, f"context_vector on {T} other tokens of {d} dims, query_index={q}",
-              context_mistakes(inputs, q))
+        judge(got, want, "context_vector on other inputs", context_mistakes(inputs, q),
+              case=f"{T} tokens of {d} dims, query_index={q}")
 
 
 def test_scores_and_weights_book_example(student, book):
@@ -98,17 +98,17 @@ def test_scores_and_weights_book_example(student, book):
 def test_attention_scores_on_unseen_inputs(student, rng):
     for inputs in unseen_inputs(rng, ((4, 7), (6, 2), (1, 3))):
         got = student.module(PART).attention_scores(inputs)
-        judge(got, inputs @ inputs.T, f"attention_scores on {inputs.shape[0]} other tokens of {inputs.shape[1]} dims",
+        judge(got, inputs @ inputs.T, "attention_scores on other inputs",
               [(inputs.T @ inputs, "it computes inputs.T @ inputs (embedding dims by embedding dims): the scores "
-                                   "are token by token, inputs @ inputs.T")])
+                                   "are token by token, inputs @ inputs.T")], case=f"inputs {tuple(inputs.shape)}")
 
 
 def test_attention_weights_on_unseen_scores(student, rng):
     for T, dtype in ((5, torch.float32), (3, torch.float64), (1, torch.float32)):
         scores = ((torch.rand(T, T, generator=rng, dtype=torch.float64) - 0.5) * 6).to(dtype)
         got = student.module(PART).attention_weights(scores)
-        judge(got, torch.softmax(scores.double(), -1), f"attention_weights on other ({T}x{T}, not symmetric) scores",
-              weights_mistakes(scores.double()), atol=1e-5)
+        judge(got, torch.softmax(scores.double(), -1), "attention_weights on other (not symmetric) scores",
+              weights_mistakes(scores.double()), atol=1e-5, case=f"{T}x{T} scores, {dtype}")
 
 
 def test_context_vectors_book_example(student, book):
@@ -120,5 +120,5 @@ def test_context_vectors_on_unseen_inputs(student, rng):
     for inputs in unseen_inputs(rng, ((5, 4), (2, 6), (1, 3))) + unseen_inputs(rng, ((4, 3),), torch.float64):
         got = student.module(PART).context_vectors(inputs)
         want = torch.softmax(inputs.double() @ inputs.double().T, -1) @ inputs.double()
-        judge(got, want, f"context_vectors on {inputs.shape[0]} other tokens of {inputs.shape[1]} dims",
-              vectors_mistakes(inputs.double()), atol=1e-5)
+        judge(got, want, "context_vectors on other inputs", vectors_mistakes(inputs.double()), atol=1e-5,
+              case=f"inputs {tuple(inputs.shape)}, {inputs.dtype}")

@@ -1,15 +1,17 @@
 """Hidden checks for weight_transfer.py (Exercise 3.1): copy SelfAttention_v2's nn.Linear weights into v1.
 
-The transfer is judged by what it does to the weights (sa_v1's matrices must hold sa_v2's weights,
-transposed; sa_v2 untouched; sa_v1 returned and still trainable), so that a bug in
-SelfAttention_v1 or v2 themselves, graded in their own parts, is not paid for again here.
+The transfer is judged by what it does: afterwards sa_v1 must compute what sa_v2 computes, seen
+through sa_v1's outputs, or, where SelfAttention_v1 itself is wrong or raises (graded in its own part),
+through the weights the transfer wrote. sa_v2 must stay untouched and sa_v1 be returned, still
+trainable. Layers named otherwise than the book's (W_q for W_query) are matched by registration
+order: the names cost points in v1 and v2 only.
 """
 import pytest
 import torch
 
-from autograder.suites import helpers
+from autograder.suites import expect, helpers, reference
 from autograder.suites.helpers import QKV
-from autograder.suites.misconceptions import matches
+from autograder.suites.misconceptions import matches, raised_in
 from autograder.student import RemoteObject, StudentError
 
 pytestmark = pytest.mark.weight_transfer
@@ -30,7 +32,7 @@ def transfer(student, v2, v1, what):
     except StudentError as e:
         text = e.message.lower()
         if not e.not_implemented and any(word in text for word in ("size", "shape", "match")):
-            raise AssertionError(f"{what}: {e.explain()}. {TRANSPOSE_HINT}") from None
+            raise expect.Mismatch(f"{what}: {e.explain()}. {TRANSPOSE_HINT}", student_text=e.student_text()) from None
         raise
 
 
@@ -38,89 +40,151 @@ def close(a, b):
     return tuple(a.shape) == tuple(b.shape) and torch.allclose(a.double(), b.double(), atol=1e-6, rtol=0)
 
 
+def v1_matrices(v1):
+    """sa_v1's three matrices as {W_query, W_key, W_value}, by name or else by registration order."""
+    state = helpers.state_of(v1, "sa_v1")
+    if all(name in state for name in QKV):
+        return {name: state[name] for name in QKV}
+    order = [name for name, _ in helpers.parameter_order(v1)]
+    return {name: state[own] for name, own in zip(QKV, order) if own in state}
+
+
+def v2_weights(v2):
+    """sa_v2's three nn.Linear weights as {W_query.weight, ...}, by name or else by registration order."""
+    state = helpers.state_of(v2, "sa_v2")
+    keys = [f"{name}.weight" for name in QKV]
+    if all(k in state for k in keys):
+        return {k: state[k] for k in keys}
+    weights = [name for name, _ in helpers.parameter_order(v2) if name.endswith("weight")]
+    return {k: state[own] for k, own in zip(keys, weights) if own in state}
+
+
 def transfer_problem(v1_after, v2_state, v1_before):
     """'' when sa_v1 holds sa_v2's weights, transposed; else what went wrong, in a student's terms."""
     for name in QKV:
-        got, weight = v1_after.get(name), v2_state[f"{name}.weight"]
-        if got is None:
-            return f"sa_v1 has no {name} after the transfer (its state_dict holds {', '.join(v1_after)})"
+        got, weight = v1_after.get(name), v2_state.get(f"{name}.weight")
+        if got is None or weight is None:
+            return f"sa_v1 has no matrix for {name} after the transfer"
         if close(got, weight.T):
             continue
         if close(got, weight):
             return f"sa_v1.{name} holds sa_v2.{name}.weight without the transpose. {TRANSPOSE_HINT}"
         for other in QKV:
-            if other != name and (close(got, v2_state[f"{other}.weight"].T) or close(got, v2_state[f"{other}.weight"])):
+            other_weight = v2_state.get(f"{other}.weight")
+            if other != name and other_weight is not None and (close(got, other_weight.T) or close(got, other_weight)):
                 return f"sa_v1.{name} holds sa_v2.{other}'s weights: copy each layer into its own matrix"
-        if close(got, v1_before[name]):
+        if name in v1_before and close(got, v1_before[name]):
             return f"sa_v1.{name} was not changed by the transfer"
         return f"sa_v1.{name} does not hold sa_v2.{name}.weight.T after the transfer"
     return ""
 
 
+def outputs(module, x):
+    """module(x), or None when the module's own forward raises (its bug, graded in its own part)."""
+    try:
+        return expect.as_tensor(module(x), "sa_v1(x)")
+    except StudentError as e:
+        if e.not_implemented or raised_in(e, PART):
+            raise
+        return None
+    except AssertionError:
+        return None
+
+
+def judge_transfer(student, v1, v1_before, v2_state, x, what, case=""):
+    """After the transfer: sa_v1(x) is what the grader computes from sa_v2's weights; or sa_v1 computes
+    as a SelfAttention_v1 holding those weights does (v1's own math, graded there); or, when v1's
+    forward cannot tell, the weights it holds are sa_v2's, transposed."""
+    d_in = x.shape[-1]
+    want = reference.attention(*(x @ v2_state[f"{n}.weight"].T for n in QKV), causal=False)
+    got = outputs(v1, x)
+    if got is not None and matches(got, want, 1e-5):
+        return
+    problem = transfer_problem(v1_matrices(v1), v2_state, v1_before)
+    if problem:
+        expect.fail(f"{what}: {problem}", case)
+    if got is None:
+        return  # the weights arrived; SelfAttention_v1's forward raises: graded in its own part
+    plain = student.module("self_attention_v1").SelfAttention_v1(d_in, v2_state["W_query.weight"].shape[0])
+    helpers.load_known(plain, {n: v2_state[f"{n}.weight"].T.contiguous() for n in QKV}, "SelfAttention_v1")
+    same = outputs(plain, x)
+    if same is not None and not matches(same, got, 1e-5):
+        expect.fail(f"{what}: afterwards sa_v1 computes differently from a SelfAttention_v1 holding the same weights: "
+                    f"the transfer must only copy the weights", case)
+
+
 def test_transfer_book_example(student, book):
     v1, v2 = make_pair(student, 3, 2, 123, 123)
-    v2_state, v1_before = helpers.state_of(v2, "sa_v2"), helpers.state_of(v1, "sa_v1")
-    transfer(student, v2, v1, "transfer_v2_to_v1(sa_v2, sa_v1) with the book's SelfAttention_v1(3, 2) and _v2(3, 2)")
-    try:
-        got = v1(book.inputs)
-    except StudentError as e:
-        if e.not_implemented:
-            raise
-        got = None
+    v2_state, v1_before = v2_weights(v2), v1_matrices(v1)
+    what = "Exercise 3.1: after transfer_v2_to_v1(sa_v2, sa_v1) with the book's modules, sa_v1(inputs)"
+    transfer(student, v2, v1, what)
+    got = outputs(v1, book.inputs)
     if got is not None and matches(got, book["ex31_sa_v1"], 1e-4):
         return
-    problem = transfer_problem(helpers.state_of(v1, "sa_v1"), v2_state, v1_before)
+    problem = transfer_problem(v1_matrices(v1), v2_state, v1_before)
     if problem:
-        raise AssertionError(f"Exercise 3.1: after the transfer, sa_v1(inputs) is not the book's output: {problem}")
+        expect.fail(f"{what} is not the book's output: {problem}")
     # the weights arrived transposed and intact: the difference is SelfAttention_v1's or _v2's own, graded there
 
 
 def test_transfer_on_unseen_sizes(student, rng):
     for d_in, d_out, T in ((4, 4, 5), (5, 3, 1), (2, 6, 7)):
-        what = f"transfer_v2_to_v1 with SelfAttention_v1({d_in}, {d_out}) and SelfAttention_v2({d_in}, {d_out})"
-        v1, v2 = make_pair(student, d_in, d_out, 1, 2)
+        what = "transfer_v2_to_v1 with other sizes"
+        case = f"SelfAttention_v1({d_in}, {d_out}) and SelfAttention_v2({d_in}, {d_out}) on {T} tokens"
+        v1, v2 = make_pair(student, d_in, d_out, helpers.draw_seed(rng), helpers.draw_seed(rng))
         state = helpers.random_qkv_state(d_in, d_out, rng, scale=2.0)
-        helpers.load_known(v2, state, f"SelfAttention_v2({d_in}, {d_out})")
-        v1_before = helpers.state_of(v1, "sa_v1")
+        helpers.load_known(v2, state, "SelfAttention_v2")
+        v1_before = v1_matrices(v1)
         transfer(student, v2, v1, what)
-        problem = transfer_problem(helpers.state_of(v1, "sa_v1"), state, v1_before)
-        if problem:
-            raise AssertionError(f"{what}: {problem}")
-        x = torch.rand(T, d_in, generator=rng)
-        after_v1, after_v2 = v1(x), v2(x)
-        if matches(after_v1, after_v2, 1e-5):
-            continue
-        # they disagree although the weights arrived: only acceptable if v1 itself computes that way
-        plain = student.module("self_attention_v1").SelfAttention_v1(d_in, d_out)
-        helpers.load_known(plain, {n: state[f"{n}.weight"].T.contiguous() for n in QKV}, "SelfAttention_v1")
-        if not matches(plain(x), after_v1, 1e-5):
-            raise AssertionError(f"{what}: afterwards sa_v1 computes differently from a SelfAttention_v1 holding the "
-                                 f"same weights; the transfer must only copy the weights")
+        judge_transfer(student, v1, v1_before, state, torch.rand(T, d_in, generator=rng), what, case)
 
 
 def test_transfer_returns_v1_and_keeps_v2(student, rng):
     d_in, d_out = 3, 4
-    v1, v2 = make_pair(student, d_in, d_out, 7, 8)
-    v2_before = helpers.state_of(v2, "sa_v2")
+    v1, v2 = make_pair(student, d_in, d_out, helpers.draw_seed(rng), helpers.draw_seed(rng))
+    v2_before = v2_weights(v2)
+    x = torch.rand(5, d_in, generator=rng)
+    v2_output_before = outputs(v2, x)
     out = transfer(student, v2, v1, "transfer_v2_to_v1(sa_v2, sa_v1)")
     if not (isinstance(out, RemoteObject) and out.same_object(v1)):
         if isinstance(out, RemoteObject) and out.same_object(v2):
-            raise AssertionError("transfer_v2_to_v1 returns sa_v2: it should return sa_v1, the module it filled in")
+            expect.fail("transfer_v2_to_v1 returns sa_v2: it should return sa_v1, the module it filled in")
         kind = out.type_name if isinstance(out, RemoteObject) else type(out).__name__
-        raise AssertionError(f"transfer_v2_to_v1 should return sa_v1 (the object it was given); it returned {kind}")
-    v2_after = helpers.state_of(v2, "sa_v2")
-    if sorted(v2_after) != sorted(v2_before) or not all(torch.equal(v2_after[k], v2_before[k]) for k in v2_before):
-        raise AssertionError("transfer_v2_to_v1 changed sa_v2: it should only read sa_v2's weights")
-    table = helpers.parameter_table(v1)
-    if sorted(table) != sorted((name, (d_in, d_out)) for name in QKV):
-        raise AssertionError(f"after the transfer sa_v1's parameters are {table}: W_query, W_key, W_value must stay "
-                             f"nn.Parameters of shape (d_in, d_out)")
-    x = torch.rand(5, d_in, generator=rng)
+        expect.fail(f"transfer_v2_to_v1 should return sa_v1 (the object it was given); it returned {kind}")
+    v2_after = v2_weights(v2)
+    v2_output_after = outputs(v2, x)
+    changed = sorted(v2_after) != sorted(v2_before) or not all(close(v2_after[k], v2_before[k]) for k in v2_before)
+    if changed or (v2_output_before is not None and (v2_output_after is None or
+                                                      not matches(v2_output_after, v2_output_before, 1e-6))):
+        expect.fail("transfer_v2_to_v1 changed sa_v2: it should only read sa_v2's weights")
+    shapes = sorted(shape for _, shape in helpers.parameter_order(v1))
+    if shapes != [(d_in, d_out)] * 3:
+        expect.fail("after the transfer sa_v1's matrices must stay three nn.Parameters of shape (d_in, d_out)",
+                    f"parameters: {helpers.parameter_order(v1)}")
     grads = v1.grads(x, grad_output=torch.ones(5, d_out))
-    dead = [name for name in QKV if not isinstance(grads.get(name), torch.Tensor)]
+    dead = [name for name, _ in helpers.parameter_order(v1) if not isinstance(grads.get(name), torch.Tensor)]
     if dead:
         fresh = student.module("self_attention_v1").SelfAttention_v1(d_in, d_out)
         if not isinstance(fresh.grads(x, grad_output=torch.ones(5, d_out)).get(dead[0]), torch.Tensor):
             return  # SelfAttention_v1 itself cuts the gradient: graded in its own part
-        raise AssertionError(f"after the transfer, no gradient reaches sa_v1.{dead[0]}: keep the weights trainable "
-                             f"(copy_ under torch.no_grad(), or assign a new nn.Parameter)")
+        expect.fail("after the transfer, no gradient reaches one of sa_v1's matrices: keep the weights trainable "
+                    "(copy_ under torch.no_grad(), or assign a new nn.Parameter)", f"no gradient: {dead[0]}")
+
+
+def test_transfer_leaves_the_modules_independent(student, rng):
+    """0 points, a note: the book's own answer, nn.Parameter(sa_v2.W_query.weight.T), shares storage with sa_v2."""
+    d_in, d_out = 3, 2
+    v1, v2 = make_pair(student, d_in, d_out, helpers.draw_seed(rng), helpers.draw_seed(rng))
+    transfer(student, v2, v1, "transfer_v2_to_v1(sa_v2, sa_v1)")
+    before = v1_matrices(v1)
+    fresh = helpers.random_qkv_state(d_in, d_out, rng, scale=2.0)
+    helpers.load_known(v2, fresh, "SelfAttention_v2")  # load_state_dict writes into sa_v2's tensors in place
+    after = v1_matrices(v1)
+    if any(name in before and name in after and not close(before[name], after[name]) for name in QKV):
+        expect.fail("Note (no points taken): after the transfer sa_v1's matrices share storage with sa_v2's weights "
+                    "(nn.Parameter(weight.T) is a view of the same numbers), so training or changing one module "
+                    "changes the other. To keep them independent, copy: nn.Parameter(weight.T.clone()), or "
+                    "W.copy_(weight.T) under torch.no_grad()")
+
+
+helpers.diagnose_errors(globals(), "transfer_v2_to_v1(sa_v2, sa_v1)")
