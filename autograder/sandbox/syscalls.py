@@ -1,0 +1,108 @@
+"""The system calls student code may make: an allow-list, compiled by libseccomp into a program
+the kernel runs on every call (grader side; the child only installs the compiled bytes).
+
+The list follows what Docker's default seccomp profile lets an unprivileged container do: the
+calls an ordinary program (Python, torch, NumPy, threads, pipes, files, sockets) needs. Left out,
+so they fail with EPERM: keyrings (keyctl, add_key, request_key), ptrace and reading other
+processes' memory, mount and every namespace call (unshare, setns, clone with a CLONE_NEW* flag),
+bpf, perf_event_open, userfaultfd, io_uring, kernel modules, kexec, reboot, swap, quotas, clocks,
+personality, and the new mount API. clone3 answers ENOSYS, so the C library falls back to clone,
+whose flags the filter can inspect. Calls of another architecture's ABI kill the process.
+"""
+import errno
+import os
+import tempfile
+
+ALLOWED = """
+accept accept4 access alarm arch_prctl bind brk capget capset chdir chmod chown clock_getres
+clock_gettime clock_nanosleep close close_range connect copy_file_range creat dup dup2 dup3
+epoll_create epoll_create1 epoll_ctl epoll_pwait epoll_pwait2 epoll_wait eventfd eventfd2 execve
+execveat exit exit_group faccessat faccessat2 fadvise64 fallocate fchdir fchmod fchmodat fchmodat2
+fchown fchownat fcntl fdatasync fgetxattr flistxattr flock fork fremovexattr fsetxattr fstat fstatfs
+fsync ftruncate futex futex_waitv futimesat get_mempolicy get_robust_list getcpu getcwd getdents
+getdents64 getegid geteuid getgid getgroups getitimer getpeername getpgid getpgrp getpid getppid
+getpriority getrandom getresgid getresuid getrlimit getrusage getsid getsockname getsockopt gettid
+gettimeofday getuid getxattr inotify_add_watch inotify_init inotify_init1 inotify_rm_watch
+io_cancel io_destroy io_getevents io_pgetevents io_setup io_submit ioctl ioprio_get ioprio_set kill
+lchown lgetxattr link linkat listen listxattr llistxattr lremovexattr lseek lsetxattr lstat madvise
+mbind membarrier memfd_create mincore mkdir mkdirat mknod mknodat mlock mlock2 mlockall mmap mprotect
+mq_getsetattr mq_notify mq_open mq_timedreceive mq_timedsend mq_unlink mremap msgctl msgget msgrcv
+msgsnd msync munlock munlockall munmap nanosleep newfstatat open openat openat2 pause pidfd_getfd
+pidfd_open pidfd_send_signal pipe pipe2 pkey_alloc pkey_free pkey_mprotect poll ppoll prctl pread64
+preadv preadv2 prlimit64 pselect6 pwrite64 pwritev pwritev2 read readahead readlink readlinkat readv
+recvfrom recvmmsg recvmsg remap_file_pages removexattr rename renameat renameat2 restart_syscall
+rmdir rseq rt_sigaction rt_sigpending rt_sigprocmask rt_sigqueueinfo rt_sigreturn rt_sigsuspend
+rt_sigtimedwait rt_tgsigqueueinfo sched_get_priority_max sched_get_priority_min sched_getaffinity
+sched_getattr sched_getparam sched_getscheduler sched_rr_get_interval sched_setaffinity
+sched_setattr sched_setparam sched_setscheduler sched_yield seccomp select semctl semget semop
+semtimedop sendfile sendmmsg sendmsg sendto set_mempolicy set_robust_list set_tid_address setfsgid
+setfsuid setgid setgroups setitimer setpgid setpriority setregid setresgid setresuid setreuid
+setrlimit setsid setsockopt setuid setxattr shmat shmctl shmdt shmget shutdown sigaltstack signalfd
+signalfd4 socket socketpair splice stat statfs statx symlink symlinkat sync sync_file_range syncfs
+sysinfo tee tgkill time timer_create timer_delete timer_getoverrun timer_gettime timer_settime
+timerfd_create timerfd_gettime timerfd_settime times tkill truncate umask uname unlink unlinkat
+utime utimensat utimes vfork vmsplice wait4 waitid write writev
+""".split()
+
+# clone's first argument (x86_64, arm64 and most others) carries these flags: any of them is refused
+CLONE_NEW = {"CLONE_NEWTIME": 0x80, "CLONE_NEWNS": 0x20000, "CLONE_NEWCGROUP": 0x2000000,
+             "CLONE_NEWUTS": 0x4000000, "CLONE_NEWIPC": 0x8000000, "CLONE_NEWUSER": 0x10000000,
+             "CLONE_NEWPID": 0x20000000, "CLONE_NEWNET": 0x40000000}
+
+
+class Unavailable(Exception):
+    """libseccomp cannot be loaded here; str() says what to install."""
+
+
+def compile_filter():
+    """The allow-list as a seccomp BPF program (bytes), ready for prctl(PR_SET_SECCOMP)."""
+    try:
+        import pyseccomp as seccomp
+
+        rules = seccomp.SyscallFilter(defaction=seccomp.ERRNO(errno.EPERM))
+    except Exception as e:  # no libseccomp.so.2: the library the binding loads
+        raise Unavailable(f"libseccomp cannot be loaded ({type(e).__name__}: {e}); install libseccomp2 "
+                          f"(Debian, Ubuntu) or libseccomp (Fedora)") from None
+    for name in ALLOWED:
+        try:
+            rules.add_rule(seccomp.ALLOW, name)
+        except (ValueError, RuntimeError, OSError):  # not a system call of this architecture
+            continue
+    namespaces = sum(CLONE_NEW.values())
+    rules.add_rule(seccomp.ALLOW, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, namespaces, 0))
+    try:
+        rules.add_rule(seccomp.ERRNO(errno.ENOSYS), "clone3")
+    except (ValueError, RuntimeError, OSError):
+        pass
+    with tempfile.TemporaryFile() as f:
+        rules.export_bpf(f)
+        f.seek(0)
+        program = f.read()
+    if not program or len(program) % 8:
+        raise Unavailable("libseccomp produced no filter program")
+    return program
+
+
+_CACHE = {}
+
+
+def program():
+    """compile_filter(), once per process."""
+    if "bpf" not in _CACHE:
+        _CACHE["bpf"] = compile_filter()
+    return _CACHE["bpf"]
+
+
+def install(bpf):
+    """Install a compiled program on the calling thread (child side, after no_new_privs)."""
+    import ctypes
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    buffer = ctypes.create_string_buffer(bpf, len(bpf))
+    prog = SockFprog(len(bpf) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    libc = ctypes.CDLL(None, use_errno=True)
+    PR_SET_SECCOMP, SECCOMP_MODE_FILTER = 22, 2
+    if libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), f"seccomp filter not installed: {os.strerror(ctypes.get_errno())}")
