@@ -81,13 +81,16 @@ class Student:
 
 
 class Call:
-    """One recorded call: args, kwargs, and bound (every argument in the order of the replaced
-    class's own signature, defaults filled in; None when they did not fit that signature)."""
+    """One recorded call: args, kwargs, and bound and names (every argument and its parameter name in
+    the order of the replaced class's own signature, defaults filled in; None when they did not fit)."""
 
     def __init__(self, raw):
         self.args = list(raw.get("args", ()))
         self.kwargs = dict(raw.get("kwargs", {}))
         self.bound = list(raw["bound"]) if isinstance(raw.get("bound"), (list, tuple)) else None
+        names = raw.get("names")
+        self.names = [str(n) for n in names] if isinstance(names, (list, tuple)) and self.bound is not None \
+            and len(names) == len(self.bound) else None
 
 
 class RemoteCallable:

@@ -111,6 +111,7 @@ class Recorder:
             bound = inspect.signature(self.original).bind(*args, **kwargs)
             bound.apply_defaults()
             call["bound"] = list(bound.arguments.values())
+            call["names"] = list(bound.arguments)
         except (TypeError, ValueError):
             pass
         self.calls.append(call)

@@ -1,10 +1,12 @@
 """Hidden checks for exercises.py (Exercises 3.2 and 3.3): the right arguments for the chapter's classes.
 
-The exercises build on mha.py (and so on causal.py). They are judged on what they ask: a wrapper
-with two heads of width one, and the efficient class with GPT-2 small's sizes. When the student's
-own classes are wrong, an exercise that builds them with the right arguments still earns its points
-(it is compared with the student's own class built with those arguments); the bug costs points in
-its own part. The 2.36M-parameter GPT-2 module is built once per part and shared by the checks.
+The exercises build on mha.py (and so on causal.py). They are judged on what they ask of those
+classes: the student's function runs with MultiHeadAttentionWrapper or MultiHeadAttention replaced
+by a stand-in that keeps the constructor's arguments, so whatever mha.py does (wrong numbers,
+raising, printing, hanging) costs points in mha only. Only a function that builds its module some
+other way (no call to the class by its name) is judged by the module it returns, compared with the
+student's own class built with the right arguments. The 2.36M-parameter GPT-2 module is then built
+once per part and shared by the checks.
 """
 import math
 
@@ -19,6 +21,32 @@ pytestmark = pytest.mark.exercises
 PART = "exercises"
 GPT2_PARAMETERS = ("W_query.weight", "W_key.weight", "W_value.weight", "out_proj.weight", "out_proj.bias")
 GPT2_CALL = "MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12)"
+CONTRACT = ("d_in", "d_out", "context_length", "dropout", "num_heads", "qkv_bias")
+ALIASES = {"context_len": "context_length", "ctx_len": "context_length", "n_heads": "num_heads",
+           "drop_rate": "dropout", "dropout_rate": "dropout", "bias": "qkv_bias"}
+
+
+def asked(student, function, class_name, *args, **kwargs):
+    """The arguments function(*args) passes to the chapter's class_name, as {contract name: value};
+    None when it does not call that class by its name (then the module it returns is judged)."""
+    patches = ((PART, class_name), ("mha", class_name))
+    _, calls = student.record(function, *args, patches=patches, **kwargs)
+    if len(calls) != 1:
+        return None if not calls else {"calls": len(calls)}
+    call = calls[0]
+    values = call.bound if call.bound is not None else call.args
+    names = call.names or [None] * len(values)
+    found = {}
+    for position, (name, value) in enumerate(zip(names, values)):
+        name = ALIASES.get(name, name)
+        if name not in CONTRACT:  # a name the specification does not use: its position decides
+            name = CONTRACT[position] if position < len(CONTRACT) else None
+        if name and name not in found:
+            found[name] = value
+    if call.bound is None:
+        found.update({ALIASES.get(k, k): v for k, v in call.kwargs.items()})
+    found.setdefault("qkv_bias", False)
+    return found
 
 
 def gpt2(student):
@@ -51,18 +79,45 @@ def judge_two_dim(student, got, what, d_in, ctx, dropout, x, seed, call_seed, re
         return  # the right module (whatever mha.py's wrapper computes: graded in mha)
     if got.dim() == 0 or got.shape[-1] != 2:
         width = got.shape[-1] if got.dim() else "none"
-        raise AssertionError(f"{what} has output width {width}: Exercise 3.2 asks for 2 with num_heads=2, so each head "
-                             f"needs d_out=1")
+        expect.fail(f"{what} has output width {width}: Exercise 3.2 asks for 2 with num_heads=2, so each head "
+                    f"needs d_out=1")
     if dropout:
         plain = student.module("mha").MultiHeadAttentionWrapper(d_in, 1, ctx, 0.0, num_heads=2, _seed=seed)
         if matches(got, expect.as_tensor(plain(x, _seed=call_seed), "MultiHeadAttentionWrapper"), 1e-5):
-            raise AssertionError(f"{what} ignores its dropout argument: pass it on to MultiHeadAttentionWrapper")
-    raise AssertionError(f"{what} differs from MultiHeadAttentionWrapper(d_in, 1, context_length, dropout, num_heads=2) "
+            expect.fail(f"{what} ignores its dropout argument: pass it on to MultiHeadAttentionWrapper")
+    expect.fail(f"{what} differs from MultiHeadAttentionWrapper(d_in, 1, context_length, dropout, num_heads=2) "
                          f"made after the same seed" + ("" if not reveal else
                                                          ": two_dim_wrapper should return exactly that module"))
 
 
+def two_dim_problem(found, d_in, ctx, dropout):
+    """'' when two_dim_wrapper asked for MultiHeadAttentionWrapper(d_in, 1, ctx, dropout, num_heads=2)."""
+    if "calls" in found:
+        return "two_dim_wrapper should make one MultiHeadAttentionWrapper"
+    heads, width = found.get("num_heads"), found.get("d_out")
+    if heads != 2:
+        return (f"two_dim_wrapper builds the wrapper with num_heads={heads}: Exercise 3.2 keeps num_heads=2 and "
+                f"makes each head 1 dim wide (d_out=1)")
+    if width != 1:
+        total = width * 2 if isinstance(width, int) else "not 2"
+        return (f"two_dim_wrapper's module has output width {total}: Exercise 3.2 asks for 2 with num_heads=2, "
+                f"so each head needs d_out=1")
+    if found.get("d_in") != d_in or found.get("context_length") != ctx:
+        return "two_dim_wrapper must pass its d_in and context_length on to MultiHeadAttentionWrapper"
+    if found.get("dropout") != dropout:
+        return "two_dim_wrapper ignores its dropout argument: pass it on to MultiHeadAttentionWrapper"
+    if found.get("qkv_bias"):
+        return "two_dim_wrapper turns on qkv_bias: the exercise keeps the book's default, qkv_bias=False"
+    return ""
+
+
 def test_ex32_book_example(student, book):
+    found = asked(student, student.module(PART).two_dim_wrapper, "MultiHeadAttentionWrapper", 3, 6)
+    if found is not None:
+        problem = two_dim_problem(found, 3, 6, 0.0)
+        if problem:
+            expect.fail(f"Exercise 3.2: {problem}")
+        return
     module = student.module(PART).two_dim_wrapper(3, 6, _seed=123)
     got = expect.as_tensor(module(book.batch), "two_dim_wrapper(3, 6)(batch)")
     if matches(got, book["ex32_mha_wrapper_dout1_seed123"], 1e-4):
@@ -73,17 +128,42 @@ def test_ex32_book_example(student, book):
 
 def test_ex32_two_heads_of_width_one(student, rng):
     d_in, ctx, p = 5, 9, 0.1
-    module = student.module(PART).two_dim_wrapper(d_in, ctx, p, _seed=4)
+    what = "two_dim_wrapper with other sizes and dropout"
+    found = asked(student, student.module(PART).two_dim_wrapper, "MultiHeadAttentionWrapper", d_in, ctx, p)
+    if found is not None:
+        problem = two_dim_problem(found, d_in, ctx, p)
+        if problem:
+            expect.fail(f"{what}: {problem}", f"two_dim_wrapper({d_in}, {ctx}, {p})")
+        return
+    seed, call_seed = helpers.draw_seed(rng), helpers.draw_seed(rng)
+    module = student.module(PART).two_dim_wrapper(d_in, ctx, p, _seed=seed)
     x = torch.rand(2, ctx, d_in, generator=rng)  # num_tokens == context_length: shorter inputs are causal's
-    what = "two_dim_wrapper(5, 9, dropout=0.1) made after another seed, in training mode"
-    judge_two_dim(student, module(x, _seed=8), what, d_in, ctx, p, x, 4, 8)
+    judge_two_dim(student, module(x, _seed=call_seed), what, d_in, ctx, p, x, seed, call_seed)
+
+
+def gpt2_asked(student):
+    found = getattr(student, "_gpt2_asked", "unset")
+    if found == "unset":
+        found = asked(student, student.module(PART).gpt2_small_attention, "MultiHeadAttention")
+        student._gpt2_asked = found
+    return found
 
 
 def test_ex33_parameter_count(student, book):
+    found = gpt2_asked(student)
+    want = book["ex33_param_count"]
+    if found is not None:
+        if "calls" in found:
+            expect.fail("gpt2_small_attention() should make one MultiHeadAttention")
+        if found.get("qkv_bias"):
+            expect.fail(f"gpt2_small_attention() turns on qkv_bias: the exercise uses qkv_bias=False ({want:,} "
+                        f"parameters)")
+        if found.get("d_in") != 768 or found.get("d_out") != 768:
+            expect.fail(f"gpt2_small_attention() does not map 768 dims to 768 dims: {GPT2_CALL} has {want:,} parameters")
+        return
     module = gpt2(student)
     info = module.describe()
     count = sum(math.prod(shape) for _, shape, _ in info["parameters"])
-    want = book["ex33_param_count"]
     if count == want:
         return
     own = student.module("mha").MultiHeadAttention(768, 768, 1024, 0.0, num_heads=12)
@@ -91,17 +171,33 @@ def test_ex33_parameter_count(student, book):
         return  # the count of the student's own MultiHeadAttention with GPT-2's sizes: graded in mha
     names = [name for name, _, _ in info["parameters"]]
     if any(n in names for n in ("W_query.bias", "W_key.bias", "W_value.bias")):
-        raise AssertionError(f"gpt2_small_attention() has {count:,} parameters, biases in W_query, W_key and W_value "
-                             f"included: the exercise uses qkv_bias=False ({want:,} parameters)")
-    raise AssertionError(f"gpt2_small_attention() has {count:,} parameters; {GPT2_CALL} has {want:,}")
+        expect.fail(f"gpt2_small_attention() has {count:,} parameters, biases in W_query, W_key and W_value "
+                    f"included: the exercise uses qkv_bias=False ({want:,} parameters)")
+    expect.fail(f"gpt2_small_attention() has {count:,} parameters; {GPT2_CALL} has {want:,}")
 
 
 def test_ex33_heads_and_context(student, rng):
+    found = gpt2_asked(student)
+    if found is not None:
+        if "calls" in found:
+            expect.fail("gpt2_small_attention() should make one MultiHeadAttention")
+        if found.get("num_heads") != 12:
+            expect.fail(f"gpt2_small_attention() is built with num_heads={found.get('num_heads')}: GPT-2 small has 12 "
+                        f"heads of head_dim 64")
+        if found.get("context_length") != 1024:
+            expect.fail("gpt2_small_attention()'s mask has the wrong size: GPT-2 small's context length is 1024")
+        if found.get("dropout") not in (0, 0.0):
+            expect.fail("gpt2_small_attention() uses dropout: the exercise asks for dropout=0.0")
+        return
+    behaviour_heads_and_context(student, rng)
+
+
+def behaviour_heads_and_context(student, rng):
     module = gpt2(student)
     info = module.describe()
     squares = [tuple(shape) for _, shape, _ in info["buffers"] if len(shape) == 2 and shape[0] == shape[1]]
     if squares and squares[0] != (1024, 1024):
-        raise AssertionError(f"gpt2_small_attention()'s mask is {squares[0]}: GPT-2 small's context length is 1024")
+        expect.fail("gpt2_small_attention()'s mask has the wrong size: GPT-2 small's context length is 1024")
     x = (torch.rand(1, 4, 768, generator=rng) - 0.5) * 20
     got = expect.as_tensor(module(x), "gpt2_small_attention()(x)")
     state = gpt2_weights(module)
@@ -110,14 +206,17 @@ def test_ex33_heads_and_context(student, rng):
             return
         for h in (1, 2, 3, 4, 6, 8, 16, 24):
             if matches(got, reference.multi_head(x, state, h), 1e-3):
-                raise AssertionError(f"gpt2_small_attention() is built with num_heads={h}: GPT-2 small has 12 heads of "
-                                     f"head_dim 64")
+                expect.fail(f"gpt2_small_attention() is built with num_heads={h}: GPT-2 small has 12 heads of "
+                            f"head_dim 64")
     own = student.module("mha").MultiHeadAttention(768, 768, 1024, 0.0, num_heads=12)
     own_info = own.describe()
     if own_info["buffers"] != info["buffers"] or own_info["parameters"] != info["parameters"]:
-        raise AssertionError(f"gpt2_small_attention() is not {GPT2_CALL}: its parameters or buffers differ")
+        expect.fail(f"gpt2_small_attention() is not {GPT2_CALL}: its parameters or buffers differ")
     trained = {name for name, _, _ in own_info["parameters"]}
     helpers.load_known(own, {k: v for k, v in state.items() if k in trained}, GPT2_CALL)
     if not matches(got, expect.as_tensor(own(x), GPT2_CALL), 1e-4):
-        raise AssertionError(f"gpt2_small_attention() computes differently from {GPT2_CALL} with the same weights: "
-                             f"GPT-2 small has 12 heads of head_dim 64 and no dropout here")
+        expect.fail(f"gpt2_small_attention() computes differently from {GPT2_CALL} with the same weights: "
+                    f"GPT-2 small has 12 heads of head_dim 64 and no dropout here")
+
+
+helpers.diagnose_errors(globals())

@@ -57,7 +57,9 @@ def test_numpy_softmax_stable_and_untouched(student):
           softmax_mistakes(z, -1), atol=1e-6)
     judge(softmax(z.T, axis=0), torch.softmax(t(z.T), 0), "softmax(z, axis=0) of very large and very negative scores",
           softmax_mistakes(z.T, 0), atol=1e-6)
-    _, after = helpers.call_keeping_arguments(student, student.module(PART).softmax.get(), z.copy())
+    got, after = helpers.call_keeping_arguments(student, student.module(PART).softmax, z.copy())
+    judge(got, torch.softmax(t(z), -1), "softmax of rows of very large and very negative scores", softmax_mistakes(z, -1),
+          atol=1e-6)
     helpers.assert_unchanged([z], after, "numpy_attention.softmax")
 
 
@@ -65,8 +67,8 @@ def test_numpy_softmax_along_any_axis(student, rng):
     z = array(rng, 2, 3, 4, scale=6.0)
     for axis in (0, 1, 2, -1, -2):
         got = student.module(PART).softmax(z, axis=axis)
-        judge(got, torch.softmax(t(z), axis), f"softmax(z, axis={axis}) of a (2, 3, 4) array", softmax_mistakes(z, axis),
-              atol=1e-6)
+        judge(got, torch.softmax(t(z), axis), f"softmax(z, axis={axis}) of a 3-dimensional array",
+              softmax_mistakes(z, axis), atol=1e-6)
 
 
 def test_numpy_attention_head_matches_torch(student, rng):
@@ -74,8 +76,8 @@ def test_numpy_attention_head_matches_torch(student, rng):
         x, wq, wk, wv = array(rng, B, T, C, scale=2.0), array(rng, C, m, scale=2.0), array(rng, C, m, scale=2.0), \
             array(rng, C, m, scale=2.0)
         got = student.module(PART).attention_head(x, wq, wk, wv, causal=causal)
-        judge(got, head_output(x, wq, wk, wv, causal), f"attention_head on x of shape {(B, T, C)}, weights {(C, m)}, "
-              f"causal={causal}", head_mistakes(x, wq, wk, wv, causal), atol=1e-6,
+        judge(got, head_output(x, wq, wk, wv, causal), f"attention_head on other inputs, causal={causal}",
+              head_mistakes(x, wq, wk, wv, causal), atol=1e-6, case=f"x {(B, T, C)}, weights {(C, m)}",
               hint="scale the scores by 1/sqrt(m), mask the future with -inf when causal, softmax over the last axis")
 
 
@@ -83,15 +85,17 @@ def test_numpy_causal_head_ignores_the_future(student, rng):
     B, T, C, m = 2, 6, 4, 3
     x, wq, wk, wv = array(rng, B, T, C, scale=2.0), array(rng, C, m), array(rng, C, m), array(rng, C, m)
     base = expect.shape(student.module(PART).attention_head(x, wq, wk, wv, causal=True), (B, T, m), "attention_head")
+    # a property means nothing on a wrong output (all zeros never look ahead): the output first
+    judge(base, head_output(x, wq, wk, wv, True), "attention_head(causal=True)", head_mistakes(x, wq, wk, wv, True),
+          atol=1e-6)
     for pos in range(T - 1):
         changed = x.copy()
         changed[:, pos + 1:] = array(rng, B, T - pos - 1, C, scale=4.0)
         out = expect.shape(student.module(PART).attention_head(changed, wq, wk, wv, causal=True), (B, T, m),
                            "attention_head")
         if not np.allclose(np.asarray(out)[:, :pos + 1], np.asarray(base)[:, :pos + 1], atol=1e-6, rtol=0):
-            raise AssertionError(f"attention_head(causal=True): changing only the tokens after position {pos} changed the "
-                                 f"outputs at positions 0..{pos}: set every score above the diagonal to -inf before the "
-                                 f"softmax")
+            expect.fail("attention_head(causal=True): changing only later tokens changed the outputs of earlier ones: "
+                        "set every score above the diagonal to -inf before the softmax", f"after position {pos}")
 
 
 def test_numpy_multi_head_concat_and_projection(student, rng):
@@ -108,9 +112,9 @@ def test_numpy_multi_head_concat_and_projection(student, rng):
                  (torch.cat(outs, dim=0), "the heads are concatenated on axis 0: concatenate them on the last axis"),
                  (torch.cat(outs, dim=1), "the heads are concatenated on axis 1: concatenate them on the last axis")]
         judge(student.module(PART).multi_head(x, heads, causal=causal), concat,
-              f"multi_head with {h} heads, no wo, causal={causal}", wrong, atol=1e-6)
+              f"multi_head with several heads, no wo, causal={causal}", wrong, atol=1e-6)
         judge(student.module(PART).multi_head(x, heads, wo, causal=causal), concat @ t(wo),
-              f"multi_head with {h} heads and wo, causal={causal}",
+              f"multi_head with several heads and wo, causal={causal}",
               [(concat, "wo is ignored: multiply the concatenated heads by wo when it is given")], atol=1e-6)
 
 
@@ -127,13 +131,13 @@ def block_mistakes(d_model, d_ff):
 
 def judge_count(got, want, what, mistakes, reveal=False):
     if isinstance(got, bool) or not isinstance(got, (int, float)):
-        raise AssertionError(f"{what} should return a number, got {type(got).__name__}")
+        expect.fail(f"{what} should return a number, got {type(got).__name__}")
     if float(got) == float(want):
         return
     for wrong, why in mistakes:
         if float(got) == float(wrong):
-            raise AssertionError(f"{what} is wrong: {why}")
-    raise AssertionError(f"{what} is wrong" + (f": expected {want:,}, got {got:,}" if reveal else "") +
+            expect.fail(f"{what} is wrong: {why}")
+    expect.fail(f"{what} is wrong" + (f": expected {want:,}, got {got:,}" if reveal else "") +
                          ". Count W_q, W_k, W_v, W_o (d_model x d_model each) and the feed-forward's two matrices; "
                          "the attention weights do not depend on the context length")
 
@@ -149,3 +153,6 @@ def test_numpy_block_params_other_sizes(student):
         got = student.module(PART).block_param_count(d_model, d_ff)
         judge_count(got, 4 * d_model * d_model + 2 * d_model * d_ff, "block_param_count for another model size",
                     block_mistakes(d_model, d_ff))
+
+
+helpers.diagnose_errors(globals())

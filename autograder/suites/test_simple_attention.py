@@ -6,6 +6,7 @@ prints: other token counts, other embedding sizes, float64, non-symmetric scores
 import pytest
 import torch
 
+from autograder.suites import helpers
 from autograder.suites.misconceptions import judge
 
 pytestmark = pytest.mark.simple_attention
@@ -122,3 +123,6 @@ def test_context_vectors_on_unseen_inputs(student, rng):
         want = torch.softmax(inputs.double() @ inputs.double().T, -1) @ inputs.double()
         judge(got, want, "context_vectors on other inputs", vectors_mistakes(inputs.double()), atol=1e-5,
               case=f"inputs {tuple(inputs.shape)}, {inputs.dtype}")
+
+
+helpers.diagnose_errors(globals())
