@@ -34,17 +34,24 @@ def asked(student, function, class_name, *args, **kwargs):
     if len(calls) != 1:
         return None if not calls else {"calls": len(calls)}
     call = calls[0]
-    values = call.bound if call.bound is not None else call.args
-    names = call.names or [None] * len(values)
-    found = {}
-    for position, (name, value) in enumerate(zip(names, values)):
+    # the class's own parameter names, when it has a real signature (not a bare *args, **kwargs)
+    names = call.names if call.names and not {"args", "kwargs"} & set(call.names) else None
+
+    def contract_name(name, position):
         name = ALIASES.get(name, name)
-        if name not in CONTRACT:  # a name the specification does not use: its position decides
-            name = CONTRACT[position] if position < len(CONTRACT) else None
-        if name and name not in found:
-            found[name] = value
-    if call.bound is None:
-        found.update({ALIASES.get(k, k): v for k, v in call.kwargs.items()})
+        if name in CONTRACT:
+            return name
+        return CONTRACT[position] if position is not None and position < len(CONTRACT) else None
+
+    found = {}
+    for position, value in enumerate(call.args):
+        found.setdefault(contract_name(names[position] if names and position < len(names) else None, position), value)
+    for name, value in call.kwargs.items():
+        found.setdefault(contract_name(name, names.index(name) if names and name in names else None), value)
+    if names:  # the defaults of the student's own class
+        for position, (name, value) in enumerate(zip(names, call.bound)):
+            found.setdefault(contract_name(name, position), value)
+    found.pop(None, None)
     found.setdefault("qkv_bias", False)
     return found
 

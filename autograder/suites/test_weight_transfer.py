@@ -161,7 +161,12 @@ def test_transfer_returns_v1_and_keeps_v2(student, rng):
     if shapes != [(d_in, d_out)] * 3:
         expect.fail("after the transfer sa_v1's matrices must stay three nn.Parameters of shape (d_in, d_out)",
                     f"parameters: {helpers.parameter_order(v1)}")
-    grads = v1.grads(x, grad_output=torch.ones(5, d_out))
+    try:
+        grads = v1.grads(x, grad_output=torch.ones(5, d_out))
+    except StudentError as e:
+        if e.not_implemented or raised_in(e, PART):
+            raise
+        return  # SelfAttention_v1's own forward raises: graded in its own part
     dead = [name for name, _ in helpers.parameter_order(v1) if not isinstance(grads.get(name), torch.Tensor)]
     if dead:
         fresh = student.module("self_attention_v1").SelfAttention_v1(d_in, d_out)
