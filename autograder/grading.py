@@ -5,6 +5,7 @@
 The returned Grade holds one ScoredCheck per rubric check, part totals, the sandbox's
 protections and anything staging had to say; reports.py turns it into tables and files.
 """
+import os
 import tempfile
 from dataclasses import dataclass, field
 
@@ -35,6 +36,7 @@ class Grade:
     protections: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     output: dict = field(default_factory=dict)    # part -> what the student's code printed
+    seed: int = None                              # the run's secret behind the unseen inputs (instructors only)
 
     @property
     def score(self):
@@ -50,21 +52,22 @@ def load_rubric(path=RUBRIC_PATH):
     return rubric_mod.load(path, {part: [name for name, _ in checks] for part, checks in suites.items()}), suites
 
 
-def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None):
-    """Grade the submission at path; parts (names) limits grading to those parts of the rubric."""
-    fixtures = fixtures or runner.default_fixtures()
+def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, seed=None):
+    """Grade the submission at path; parts (names) limits grading to those parts of the rubric.
+
+    seed: the run's secret (runner.draw_secret() when None); kept in grade.seed, for instructors only.
+    """
+    key = os.path.basename(os.path.normpath(str(path)))
+    fixtures = fixtures or runner.default_fixtures(seed, key)
     with tempfile.TemporaryDirectory(prefix="staged-") as tmp:
         staged = stage(path, tmp)
-        grade = Grade(str(path), notes=list(staged.notes))
-        for part_name, part in rubric.parts.items():
-            if parts is not None and part_name not in parts:
-                continue
-            run = runner.run_part(sandbox, staged.folder, part_name, suites[part_name], part, fixtures,
-                                  missing=staged.missing(part_name))
+        grade = Grade(str(path), notes=list(staged.notes), seed=fixtures.get("secret"))
+        runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path))
+        for part_name, run in runs.items():
             grade.protections = grade.protections or run.protections
             if run.output:
                 grade.output[part_name] = run.output
-            score_part(grade, part, run)
+            score_part(grade, rubric.parts[part_name], run)
     return grade
 
 

@@ -6,8 +6,10 @@ and judges the plain data that comes back here, raising AssertionError with a me
 for the student. Fixtures a check can ask for by parameter name: `student`, `book` (the book's
 printed values), `rng` (a seeded torch.Generator for fresh inputs).
 """
+import hashlib
 import importlib
 import inspect
+import secrets
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -54,32 +56,83 @@ def discover(parts=PARTS):
     return suites
 
 
+VISIBILITY_ORDER = ("visible", "after_due_date", "hidden")
+
+
+def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=None):
+    """Every check of a staged submission -> {part: PartRun}.
+
+    The checks run in one sandboxed session per visibility (visible, after_due_date, hidden), so
+    no text a student may see was produced by code that had seen a hidden input; inside a
+    session each part gets a fresh child (a crash, hang or memory blow-up costs that part only),
+    and a session that dies is replaced for the parts after it.
+    """
+    runs = {name: PartRun(name) for name in rubric.parts if parts is None or name in parts}
+    started = {name: 0.0 for name in runs}
+    for visibility in VISIBILITY_ORDER:
+        session = None
+        for name, run in runs.items():
+            part = rubric.parts[name]
+            checks = [(n, fn) for n, fn in suites[name] if part.checks[n].visibility == visibility]
+            if not checks:
+                continue
+            missing = staged.missing(name)
+            if missing:
+                run.problem = missing
+                run.results += [CheckResult(name, n, False, missing) for n, _ in checks]
+                continue
+            if session is None or session.died:
+                if session is not None:
+                    session.close()
+                session = sandbox.session(staged.folder, key)
+            clock = time.monotonic()
+            run_checks(session, run, checks, part, fixtures)
+            started[name] += time.monotonic() - clock
+        if session is not None:
+            session.close()
+    for name, run in runs.items():
+        run.seconds = started[name]
+    return runs
+
+
+def run_checks(session, run, checks, limits, fixtures):
+    """Some checks of one part in one fresh child of the session; a crash fails the rest of them."""
+    child = session.part(limits.timeout, limits.memory_mb)
+    run.protections = run.protections or child.protections
+    student = Student(child)
+    for name, fn in checks:
+        if child.died:
+            run.results.append(CheckResult(run.part, name, False, f"not run: the {run.part} process {child.died}"))
+            continue
+        run.results.append(run_check(run.part, name, fn, student, fixtures))
+    end = child.close()
+    if end.get("output"):
+        run.output += end["output"]
+    if child.died and not run.problem:
+        run.problem = f"the {run.part} process {child.died}"
+
+
 def run_part(sandbox, submission, part, checks, limits, fixtures, missing=""):
-    """All checks of one part in one fresh child; a crash fails the rest of this part only."""
+    """All given checks of one part in one fresh session (tests and tools that need no rubric)."""
     run = PartRun(part)
     started = time.monotonic()
     if missing:
         run.problem = missing
         run.results = [CheckResult(part, name, False, missing) for name, _ in checks]
         return run
-    session = sandbox.open(submission, limits.timeout, limits.memory_mb)
-    run.protections = session.protections
-    student = Student(session)
-    for name, fn in checks:
-        if session.died:
-            run.results.append(CheckResult(part, name, False, f"not run: the {part} process {session.died}"))
-            continue
-        run.results.append(run_check(part, name, fn, student, fixtures))
-    end = session.close()
-    run.output = end.get("output", "")
-    run.problem = f"the {part} process {session.died}" if session.died else ""
+    session = sandbox.session(submission)
+    try:
+        run_checks(session, run, checks, limits, fixtures)
+    finally:
+        session.close()
     run.seconds = time.monotonic() - started
     return run
 
 
 def run_check(part, name, fn, student, fixtures):
     try:
-        kwargs = {p: student if p == "student" else fixtures[p]() for p in inspect.signature(fn).parameters}
+        kwargs = {p: student if p == "student" else _fixture(fixtures, p, part, name)
+                  for p in inspect.signature(fn).parameters}
         fn(**kwargs)
         return CheckResult(part, name, True)
     except AssertionError as e:
@@ -95,9 +148,33 @@ def run_check(part, name, fn, student, fixtures):
                            f"grader error in check {name} ({type(e).__name__}: {e}; {where.filename}:{where.lineno})")
 
 
-def default_fixtures():
-    """Fixture factories, called afresh for every check that names them."""
+def draw_secret():
+    """A fresh secret for one grading run (instructors may pass it back with --seed to regrade)."""
+    return secrets.randbits(63)
+
+
+def check_seed(secret, key, part, name):
+    """The seed of one check's unseen inputs: from the run's secret, the submission and the check."""
+    digest = hashlib.sha256(f"{secret}|{key}|{part}|{name}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def _fixture(fixtures, parameter, part, name):
+    if parameter in ("seed", "rng"):
+        return fixtures[parameter]((part, name))
+    return fixtures[parameter]()
+
+
+def default_fixtures(secret=None, key=""):
+    """Fixture factories, called afresh for every check that names them: `book` (the book's printed
+    values), and `seed` / `rng` (an int and a torch.Generator for the check's unseen inputs, drawn
+    from the run's secret, the submission and the check's name: a table of answers captured in one
+    run is worth nothing in the next)."""
     from autograder.suites import book
 
     values = book.values()
-    return {"book": lambda: values, "rng": lambda: torch.Generator().manual_seed(20240603)}
+    secret = draw_secret() if secret is None else int(secret)
+    fixtures = {"book": lambda: values, "secret": secret, "key": key}
+    fixtures["seed"] = lambda check=("", ""): check_seed(secret, key, *check)
+    fixtures["rng"] = lambda check=("", ""): torch.Generator().manual_seed(check_seed(secret, key, *check))
+    return fixtures

@@ -39,7 +39,7 @@ import pytest
 from autograder import PARTS, PROJECT_ROOT, grading, reports
 from autograder.rubric import Rubric
 from autograder.sandbox.client import Sandbox
-from autograder.sandbox.isolation import SANDBOX_UID_BASE
+from autograder.sandbox.client import UIDS_PER_SLOT, _first_uid
 
 CASES = Path(__file__).resolve().parent / "adversarial" / "cases"
 SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
@@ -47,7 +47,9 @@ TIMEOUT = 3
 TOKEN = uuid.uuid4().hex[:12]
 SECRET_NAME, SECRET = "GRADER_SECRET_TOKEN", f"s3cr3t-{TOKEN}"
 SLOT = 300 + os.getpid() % 600  # a uid of this run's own, so parallel runs never share one
-SANDBOX_UID = SANDBOX_UID_BASE + SLOT
+SANDBOX_UID_BASE = _first_uid()
+# every uid this run's sandbox may give a submission (one per submission, from the slot's block)
+SANDBOX_UID = set(range(SANDBOX_UID_BASE + SLOT * UIDS_PER_SLOT, SANDBOX_UID_BASE + (SLOT + 1) * UIDS_PER_SLOT))
 FULL_WALLS = sys.platform == "linux" and os.geteuid() == 0
 walls = pytest.mark.skipif(not FULL_WALLS, reason="the sandbox's walls (namespaces, own uid) need root on Linux")
 
@@ -149,7 +151,7 @@ def nothing_left_behind(request):
     if "engine" in request.fixturenames and FULL_WALLS:
         engine = request.getfixturevalue("engine")
         assert engine.sandbox.process.poll() is None, "the fork server died"
-        assert wait_no_processes({SANDBOX_UID}) == [], "processes of the sandbox's uid outlived the grading"
+        assert wait_no_processes(SANDBOX_UID) == [], "processes of the sandbox's uid outlived the grading"
 
 
 # ---------------------------------------------------------------- what a grade must show
@@ -241,7 +243,8 @@ def passed(grade, part):
 
 
 def messages(grade, part):
-    return [c.message for c in part_checks(grade, part) if not c.passed]
+    """What the grader says of each failed check: its diagnosis and the student's own error text."""
+    return [f"{c.message} {c.student_text}".strip() for c in part_checks(grade, part) if not c.passed]
 
 
 def everything(grade):
@@ -541,7 +544,7 @@ def test_fork_storm_is_contained(engine, tmp_path):
     grade = grade_case(engine, tmp_path, "fork_storm", "simple_attention")
     assert_part_zero(grade, "simple_attention", "timed out")
     assert_others_keep_full_marks(grade, "simple_attention")
-    assert wait_no_processes({SANDBOX_UID}) == []
+    assert wait_no_processes(SANDBOX_UID) == []
 
 
 @pytest.mark.parametrize("case", ["memory_flood_tensor", "memory_flood_list"])
@@ -637,7 +640,7 @@ def test_leftover_processes_are_gone(engine, tmp_path):
     grade = grade_case(engine, tmp_path, "leftover_processes", "simple_attention")
     assert_full_marks(grade, list(grade.parts))
     assert "spawned sleep" in grade.output.get("simple_attention", "")
-    assert wait_no_processes({SANDBOX_UID}) == []
+    assert wait_no_processes(SANDBOX_UID) == []
 
 
 @walls

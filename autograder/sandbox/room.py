@@ -117,7 +117,28 @@ def command(python_argv, user_namespace):
     for rel in RUNTIME:
         args += ["--ro-bind", str(PACKAGE_DIR / rel), f"{INSIDE}/autograder/{rel}"]
     args += ["--remount-ro", "/", "--chdir", "/", "--", interpreter] + python_argv
-    return args
+    return _with_open_parents(args)
+
+
+def _with_open_parents(args):
+    """bwrap makes the missing parents of a mount point private (0700): /root, /usr, /work would
+    then be closed to the child's uid. Make every parent first, world-readable (0755)."""
+    end = args.index("--")
+    targets = [args[i + 2] for i, a in enumerate(args[:end]) if a in ("--ro-bind", "--symlink")]
+    targets += [args[i + 1] for i, a in enumerate(args[:end]) if a in ("--tmpfs", "--proc", "--dev")]
+    parents = []
+    for target in targets:
+        folder = os.path.dirname(target)
+        chain = []
+        while folder not in ("/", ""):
+            chain.append(folder)
+            folder = os.path.dirname(folder)
+        parents += [p for p in reversed(chain) if p not in parents]
+    made = []
+    for folder in parents:
+        made += ["--perms", "0755", "--dir", folder]
+    split = args.index("--clearenv") + 1
+    return args[:split] + made + args[split:]
 
 
 def _cover_grader(folders):
