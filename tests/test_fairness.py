@@ -1,0 +1,153 @@
+"""Issue 12 (fair grades, diagnoses that reach the student), issue 11 item 5 (degenerate outputs) and
+issue 10 items 5-6 (replayable hidden inputs, properties judged from data), through the real engine.
+
+Each test grades a copy of the solutions with one corpus entry (autograder/selftest) or a small edit
+applied, and states the score per part and the message it expects.
+"""
+import re
+from pathlib import Path
+
+import pytest
+import torch
+
+from autograder import grading, runner, selftest
+from autograder.sandbox.client import Sandbox
+
+ENTRIES = {e.id: e for e in selftest.corpus()}
+
+
+@pytest.fixture(scope="module")
+def engine():
+    rubric, suites = grading.load_rubric()
+    with Sandbox() as sandbox:
+        sandbox.ready()
+        yield rubric, suites, sandbox
+
+
+def grade(engine, folder, seed=None):
+    rubric, suites, sandbox = engine
+    fixtures = runner.default_fixtures()
+    if seed is not None:
+        fixtures["rng"] = lambda *_, **__: torch.Generator().manual_seed(seed)
+    return grading.grade_submission(folder, rubric, suites, sandbox, fixtures=fixtures)
+
+
+def graded_entry(engine, tmp_path, entry_id):
+    return grade(engine, selftest.apply(ENTRIES[entry_id], tmp_path / "submission"))
+
+
+def graded_edit(engine, tmp_path, module, find, replace):
+    entry = selftest.Entry("edit", "mutant", [selftest.Edit(module, find, replace)])
+    return grade(engine, selftest.apply(entry, tmp_path / "submission"))
+
+
+def scores(result):
+    return {part: p["score"] for part, p in result.parts.items()}
+
+
+def failed(result, part=None):
+    return {c.name: c for c in result.checks if not c.passed and (part is None or c.part == part)}
+
+
+def test_solutions_keep_full_marks_whatever_the_hidden_draw(engine):
+    solutions = Path(selftest.SOLUTIONS)
+    for seed in (1, 77, 2**31 - 5):
+        result = grade(engine, solutions, seed)
+        assert (result.score, failed(result)) == (100, {}), seed
+
+
+def test_a_raising_v2_costs_the_transfer_nothing(engine, tmp_path):
+    result = graded_entry(engine, tmp_path, "v2-forward-attribute-typo")
+    assert scores(result)["weight_transfer"] == 8
+    assert scores(result)["self_attention_v2"] < 10
+    message = next(iter(failed(result, "self_attention_v2").values())).message
+    assert "self.W is used but was never set" in message
+
+
+def test_layer_names_cost_only_the_structure_check(engine, tmp_path):
+    result = graded_entry(engine, tmp_path, "v1-layers-named-w-q")
+    assert scores(result)["self_attention_v1"] == 9 and scores(result)["weight_transfer"] == 8
+    assert list(failed(result)) == ["v1_weight_matrices"]
+
+
+def test_a_missing_qkv_bias_argument_costs_only_the_bias_check(engine, tmp_path):
+    result = graded_entry(engine, tmp_path, "v2-no-qkv-bias-argument")
+    assert scores(result)["self_attention_v2"] == 9
+    assert list(failed(result)) == ["v2_qkv_bias"]
+    assert "no qkv_bias argument" in failed(result)["v2_qkv_bias"].message
+
+
+def test_a_crashing_wrapper_costs_the_exercises_nothing(engine, tmp_path):
+    result = graded_entry(engine, tmp_path, "mha-wrapper-init-typo")
+    assert scores(result)["exercises"] == 8 and scores(result)["mha"] < 22
+
+
+def test_a_crashing_causal_attention_costs_the_wrapper_nothing(engine, tmp_path):
+    result = graded_entry(engine, tmp_path, "causal-raises-for-long-inputs")
+    assert scores(result)["mha"] == 22 and scores(result)["exercises"] == 8
+    assert scores(result)["causal"] < 22
+
+
+def test_dropout_in_a_local_variable_is_named_with_the_students_text_apart(engine, tmp_path):
+    result = graded_entry(engine, tmp_path, "causal-dropout-in-local-variable")
+    assert scores(result)["mha"] == 22 and scores(result)["exercises"] == 8
+    check = failed(result, "causal")["causal_attention_math_with_known_weights"]
+    assert "self.dropout is used but was never set" in check.message
+    assert "AttributeError" in check.student_text and "has no attribute" not in check.message
+
+
+def test_softmax_over_dim_1_is_named_in_the_property_checks(engine, tmp_path):
+    result = graded_entry(engine, tmp_path, "causal-softmax-dim1")
+    checks = failed(result, "causal")
+    assert "softmax runs over the wrong dim" in checks["causal_future_tokens_never_matter"].message
+    assert "causal_dropout_in_training_mode" not in checks  # dropout itself is right
+    assert all("dropout applied to the scores" not in c.message for c in checks.values())
+
+
+def test_mha_without_mask_is_named_before_any_value(engine, tmp_path):
+    result = graded_entry(engine, tmp_path, "mha-no-mask")
+    assert "the mask is missing or wrong" in failed(result, "mha")["mha_causal_and_dropout"].message
+
+
+def test_unscaled_heads_are_named_in_hidden_checks_without_hidden_numbers(engine, tmp_path):
+    result = graded_entry(engine, tmp_path, "mha-unscaled")
+    check = failed(result, "mha")["mha_scales_by_head_dim"]
+    assert check.message == ("MultiHeadAttention with head_dim > 1 and known weights is wrong: the scores are not "
+                             "scaled by 1/sqrt(head_dim)")
+    assert "MultiHeadAttention(4, 8, 5, 0.0, num_heads=4" in check.detail
+
+
+def test_hidden_messages_hold_no_seed_or_measured_number(engine, tmp_path):
+    rubric = engine[0]
+    hidden = {(p.name, c.name) for p in rubric.parts.values() for c in p.checks.values() if c.visibility != "visible"}
+    for entry_id in ("mha-unscaled", "causal-dropout-not-rescaled", "v1-value-randn", "transfer-key-into-query"):
+        result = graded_entry(engine, tmp_path / entry_id, entry_id)
+        for check in result.checks:
+            if not check.passed and (check.part, check.name) in hidden:
+                assert not re.search(r"\d\.\d\d|seed \d|manual_seed\(\d", check.message), (entry_id, check.message)
+
+
+def test_the_books_exercise_3_1_answer_gets_full_marks_and_a_note(engine, tmp_path):
+    result = graded_entry(engine, tmp_path, "transfer-book-answer-shares-storage")
+    assert scores(result)["weight_transfer"] == 8
+    note = failed(result, "weight_transfer")["transfer_leaves_the_modules_independent"]
+    assert note.score == 0 and note.max_score == 0 and note.visibility == "visible"
+    assert note.message.startswith("Note (no points taken)") and "share storage" in note.message
+
+
+def test_not_implemented_inside_torch_is_not_the_stubs(engine, tmp_path):
+    # nn.Module's own forward raises NotImplementedError from torch's code, not from the student's file
+    result = graded_edit(engine, tmp_path, "causal", "b, num_tokens, d_in = x.shape",
+                         "b, num_tokens, d_in = x.shape\n        torch.nn.Module()(x)")
+    check = failed(result, "causal")["causal_attention_math_with_known_weights"]
+    assert check.message.startswith("your code raised NotImplementedError (causal.py, line")
+    assert "not implemented yet" not in check.message
+
+
+def test_all_zero_outputs_earn_no_property_check(engine, tmp_path):
+    result = graded_edit(engine, tmp_path, "causal", "return attn_weights @ values", "return torch.zeros_like(values)")
+    for name in ("causal_future_tokens_never_matter", "causal_inputs_left_unchanged", "causal_dropout_in_training_mode"):
+        assert name in failed(result, "causal"), name
+    numpy = graded_edit(engine, tmp_path / "np", "numpy_attention",
+                        'return np.einsum("bts,bsm->btm", softmax(scores, axis=-1), v)', "return np.zeros_like(v)")
+    assert "numpy_causal_head_ignores_the_future" in failed(numpy, "numpy_attention")
