@@ -43,6 +43,7 @@ class PartRun:
     output: str = ""            # what the student's code printed (capped)
     protections: list = field(default_factory=list)
     problem: str = ""           # set when the part's process died or could not start
+    timed_out: bool = False     # the part used up its time limit: its later checks are not run
 
 
 def discover(parts=PARTS):
@@ -65,10 +66,10 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
     The checks run in one sandboxed session per visibility (visible, after_due_date, hidden), so
     no text a student may see was produced by code that had seen a hidden input; inside a
     session each part gets a fresh child (a crash, hang or memory blow-up costs that part only),
-    and a session that dies is replaced for the parts after it.
+    and a session that dies is replaced for the parts after it. A part's time limit is shared by
+    its children: once a part has timed out, its later checks are not run.
     """
     runs = {name: PartRun(name) for name in rubric.parts if parts is None or name in parts}
-    started = {name: 0.0 for name in runs}
     for visibility in VISIBILITY_ORDER:
         session = None
         for name, run in runs.items():
@@ -77,27 +78,32 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
             if not checks:
                 continue
             missing = staged.missing(name)
-            if missing:
-                run.problem = missing
-                run.results += [CheckResult(name, n, False, missing) for n, _ in checks]
+            left = part.timeout - run.seconds
+            if missing or run.timed_out:
+                reason = missing or f"not run: {run.problem}"
+                run.problem = run.problem or missing
+                run.results += [CheckResult(name, n, False, reason) for n, _ in checks]
                 continue
-            if session is None or session.died:
-                if session is not None:
-                    session.close()
-                session = sandbox.session(staged.folder, key)
             clock = time.monotonic()
-            run_checks(session, run, checks, part, fixtures)
-            started[name] += time.monotonic() - clock
+            session = run_checks(sandbox, session, staged.folder, key, run, checks, (left, part.memory_mb), fixtures)
+            run.seconds += time.monotonic() - clock
         if session is not None:
             session.close()
-    for name, run in runs.items():
-        run.seconds = started[name]
     return runs
 
 
-def run_checks(session, run, checks, limits, fixtures):
-    """Some checks of one part in one fresh child of the session; a crash fails the rest of them."""
-    child = session.part(limits.timeout, limits.memory_mb)
+def run_checks(sandbox, session, folder, key, run, checks, limits, fixtures):
+    """Some checks of one part in one fresh child of the session (a new session when it has
+    died); a crash fails the rest of these checks. -> the session, for the next part."""
+    timeout, memory_mb = limits
+    for attempt in (1, 2):
+        if session is None or session.died:
+            if session is not None:
+                session.close()
+            session = sandbox.session(folder, key)
+        child = session.part(timeout, memory_mb)
+        if not (child.died and session.died) or attempt == 2:
+            break
     run.protections = run.protections or child.protections
     student = Student(child)
     for name, fn in checks:
@@ -110,6 +116,8 @@ def run_checks(session, run, checks, limits, fixtures):
         run.output += end["output"]
     if child.died and not run.problem:
         run.problem = f"the {run.part} process {child.died}"
+        run.timed_out = "timed out" in child.died
+    return session
 
 
 def run_part(sandbox, submission, part, checks, limits, fixtures, missing=""):
@@ -120,11 +128,8 @@ def run_part(sandbox, submission, part, checks, limits, fixtures, missing=""):
         run.problem = missing
         run.results = [CheckResult(part, name, False, missing) for name, _ in checks]
         return run
-    session = sandbox.session(submission)
-    try:
-        run_checks(session, run, checks, limits, fixtures)
-    finally:
-        session.close()
+    session = run_checks(sandbox, None, submission, None, run, checks, (limits.timeout, limits.memory_mb), fixtures)
+    session.close()
     run.seconds = time.monotonic() - started
     return run
 

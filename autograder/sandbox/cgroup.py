@@ -65,13 +65,17 @@ class Group:
         return [os.path.join(folder, "cgroup.procs") for folder in self.folders]
 
     def usage(self):
-        """Bytes of memory the group holds now (0 where it cannot be read)."""
-        for path in (os.path.join(f, n) for f in self.folders for n in ("memory.usage_in_bytes", "memory.current")):
+        """Bytes of anonymous memory the group holds now (0 where it cannot be read): the part of
+        its charge the kernel cannot reclaim (file pages, torch's libraries among them, it can)."""
+        for path in (os.path.join(f, "memory.stat") for f in self.folders):
             try:
                 with open(path) as f:
-                    return int(f.read())
+                    stat = dict(line.split() for line in f if len(line.split()) == 2)
             except (OSError, ValueError):
                 continue
+            for name in ("total_rss", "rss", "anon"):  # cgroup v1 (hierarchical, own), v2
+                if name in stat:
+                    return int(stat[name])
         return 0
 
     def set_memory(self, memory_bytes):

