@@ -4,9 +4,15 @@ A command module defines HELP (one line), add_arguments(parser) and run(args) ->
 """
 import argparse
 import importlib
+import os
 import sys
 
+from autograder.runner import draw_secret
+from autograder.sandbox.client import UNSAFE_ENV, SandboxUnavailable
+
 COMMANDS = ["grade", "batch", "selftest", "stubs", "release", "ci", "gradescope", "notebooks"]
+GRADING = ("grade", "batch", "selftest", "ci", "gradescope")  # the commands that run student code
+SEED_ENV = "CH03_SEED"  # the run's secret, read by runner.default_fixtures in every worker
 
 
 class UsageError(Exception):
@@ -25,10 +31,37 @@ def main(argv=None):
                 continue  # command not built yet
             raise
         modules[name] = module
-        module.add_arguments(sub.add_parser(name, help=module.HELP, description=module.HELP))
+        command = sub.add_parser(name, help=module.HELP, description=module.HELP)
+        module.add_arguments(command)
+        if name in GRADING:
+            _add_sandbox_arguments(command)
     args = parser.parse_args(argv)
+    if args.command in GRADING:
+        _apply_sandbox_arguments(args)
     try:
         return modules[args.command].run(args) or 0
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except SandboxUnavailable as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+def _add_sandbox_arguments(parser):
+    parser.add_argument("--unsafe-no-sandbox", action="store_true",
+                        help="run student code even where it cannot be isolated (warned on every run and "
+                             "recorded in every result); only for code you trust")
+    parser.add_argument("--seed", type=int, default=None,
+                        help="the secret behind the unseen inputs, as recorded by an earlier run (instructors "
+                             "only): regrade with exactly the same inputs; default: a fresh secret per run")
+
+
+def _apply_sandbox_arguments(args):
+    """Both reach the workers (and only the grader: the sandbox's environment is scrubbed)."""
+    if args.unsafe_no_sandbox:
+        os.environ[UNSAFE_ENV] = "1"
+    if args.seed is not None:
+        os.environ[SEED_ENV] = str(args.seed)
+    elif SEED_ENV not in os.environ:
+        os.environ[SEED_ENV] = str(draw_secret())

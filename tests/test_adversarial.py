@@ -722,7 +722,8 @@ def test_forged_error_replies_are_cut_down(engine, tmp_path):
     grade = assert_no_better_than_baseline(engine, tmp_path, "forged_error_reply", "simple_attention")
     assert any(f"FORGED-{TOKEN}" in m for m in messages(grade, "simple_attention")), "no forged reply arrived"
     assert max(len(m) for m in messages(grade, "simple_attention")) < 2500
-    assert all("<" not in m.split(":", 1)[0] for m in messages(grade, "simple_attention"))  # the type: a plain name
+    failed = [c for c in part_checks(grade, "simple_attention") if not c.passed]
+    assert all("<" not in c.student_text.split(":", 1)[0] for c in failed)  # the type: a plain name
     assert len(json.dumps(reports.results_json(grade))) < 100_000
 
 
