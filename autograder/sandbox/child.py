@@ -190,11 +190,13 @@ def raised_by_student(tb):
     return bool(frames) and bool(WORKSPACE) and frames[-1].filename.startswith(WORKSPACE)
 
 
-def serve(requests_fd, replies_fd, workspace):
-    """Answer requests until the grader closes the channel."""
+def serve(requests_fd, replies_fd, workspace, protections=()):
+    """Say which walls stand (before any student code runs), then answer requests until the
+    grader closes the channel."""
     global WORKSPACE
     WORKSPACE = os.path.realpath(workspace) + os.sep
     sys.path.insert(0, WORKSPACE.rstrip(os.sep))
+    protocol.send(replies_fd, {"ready": True, "protections": list(protections)})
     handles = Handles()
     while True:
         try:

@@ -241,7 +241,7 @@ class Session:
             self.died = f"the sandbox lost its session ({e})"
             return Part(self, None, timeout, self.died)
         part = Part(self, fds + [output], timeout)
-        part.protections = self.protections + ([caps] if caps else [])
+        part.protections += [caps] if caps else []
         return part
 
     def ended(self, deadline):
@@ -283,6 +283,17 @@ class Part:
         self.died = died
         self.end = None if fds else {"output": "", "output_bytes": 0}
         self.requests_w, self.replies_r, self.pidfd, self.output_fd = fds or (None, None, None, None)
+        if fds:
+            self._hello()
+
+    def _hello(self):
+        """The child's first frame, written before any student code ran: the walls that stand."""
+        try:
+            hello, _ = protocol.receive(self.replies_r, self.deadline, max_payload=0)
+            walls = hello.get("protections") if isinstance(hello, dict) else None
+            self.protections += [text.excerpt(p, 200) for p in walls or []][:20]
+        except (protocol.Deadline, protocol.ProtocolError) as e:
+            self._fail(e)
 
     def call(self, header, buffers=()):
         """Send one request and wait for its reply -> (reply header, payload); SessionDied on trouble."""

@@ -2,11 +2,13 @@
 student code runs. One leader per (submission, visibility group); it forks one child per part.
 
     intermediate: unshare(PID [+ USER when the grader is not root]) -> fork -> leader (PID 1)
-    leader:       new mount, network, IPC and UTS namespaces; a private /tmp, /dev/shm and /proc;
-                  the submission written to /tmp/submission, then made read-only; a fresh
-                  anonymous session keyring; rlimits; the OOM killer's first choice; its own uid
-                  (one per submission, never shared in a run); no capabilities; no new privileges;
-                  the seccomp allow-list (syscalls.py). Everything it starts dies with it.
+    leader:       new mount and UTS namespaces and its own /proc; the submission written to
+                  /run/submission, then made read-only; a fresh anonymous session keyring. It
+                  keeps its privileges (it never runs student code) and forks one child per part.
+    part child:   new mount, network and IPC namespaces with a fresh /tmp and /dev/shm; rlimits;
+                  the OOM killer's first choice; the submission's own uid (one per submission,
+                  never shared in a run); no capabilities; no new privileges; the seccomp
+                  allow-list (syscalls.py). When it ends, the leader kills all it left behind.
 
 Where the grader could not build the room (only with --unsafe-no-sandbox), `enter` falls back
 to a process group, rlimits and a private folder, and `protections` says which walls stood.
@@ -28,7 +30,7 @@ PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
 KEYCTL_JOIN_SESSION_KEYRING = 1
 KEYCTL = {"x86_64": 250, "aarch64": 219, "riscv64": 219, "ppc64le": 271, "s390x": 280, "i686": 288, "armv7l": 311}
 PROCESSES = 64  # processes (and threads) a session's code may have at once
-WORKSPACE = "/tmp/submission"
+WORKSPACE = "/run/submission"  # a mount point the room provides
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -103,27 +105,22 @@ def _write_tree(files, folder):
 
 # ---------------------------------------------------------------- the leader's walls
 
-def enter(request, submission_fd, in_namespaces):
-    """Build the walls around this process (the leader); -> (workspace, protections)."""
+def enter_session(request, submission_fd, in_namespaces):
+    """Build the session's walls around this process (the leader, which never runs student
+    code and keeps its privileges inside them) -> (workspace, protections)."""
     files = read_files(submission_fd)
     os.close(submission_fd)
-    uid, root = int(request["uid"]), os.geteuid() == 0
     protections = [request["group"]] if request.get("group") else []
     if in_namespaces:
-        _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS), "unshare")
+        _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWUTS), "unshare")
         _mount(None, "/", None, MS_REC | MS_PRIVATE)
-        _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m")
-        if os.path.isdir("/dev/shm"):
-            _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=16m")
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         workspace = WORKSPACE
-        os.makedirs(workspace)
+        _mount("tmpfs", workspace, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=32m")
         _write_tree(files, workspace)
-        _mount(workspace, workspace, None, MS_BIND | MS_REC)
-        _mount(None, workspace, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        _mount(None, workspace, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=755")
         protections += ["allow-list file system (Python and its packages read-only, nothing else of the host)",
-                        "pid, mount, network, IPC and UTS namespaces", "private /tmp and /dev/shm",
-                        "submission read-only"]
+                        "pid, mount, network, IPC and UTS namespaces", "submission read-only"]
     else:
         os.setpgid(0, 0)
         workspace = os.path.join(request["scratch"], "submission")
@@ -132,14 +129,32 @@ def enter(request, submission_fd, in_namespaces):
         protections += ["process group", "private temporary folder"]
     if _new_session_keyring():
         protections.append("fresh session keyring")
-    if _limit_all(root and in_namespaces):
-        protections.append("rlimits (file size, open files, processes)")
+    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    die_with_parent(request["parent"])
+    return workspace, protections
+
+
+def enter_part(request, in_namespaces):
+    """In a part's child, before any student code: a fresh /tmp, /dev/shm, IPC and network of its
+    own, its limits, the submission's uid, no capabilities, no new privileges, the syscall filter
+    -> the protections that stood."""
+    uid, root = int(request["uid"]), os.geteuid() == 0
+    protections = []
+    if in_namespaces:
+        _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC), "unshare")
+        _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m")
+        if os.path.isdir("/dev/shm"):
+            _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=16m")
+        protections.append("a fresh /tmp, /dev/shm, IPC and network for each part")
+    if _limit_all(root and in_namespaces) and limit_part(request["memory_mb"], request["timeout"]):
+        protections.append(f"rlimits (memory {int(request['memory_mb'])} MiB, CPU, file size, open files, processes)")
     if _oom_first():
         protections.append("first to go if the machine runs out of memory")
     if in_namespaces:
         _drop_to(uid, root)
         protections.append(f"uid {uid} (this submission's own)" + ("" if root else " in a user namespace"))
-    _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+        protections.append("no capabilities")
+    _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # its own memory stays its own to read (tracebacks, tools)
     die_with_parent(request["parent"])
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     protections.append("no new privileges")
@@ -147,10 +162,9 @@ def enter(request, submission_fd, in_namespaces):
         syscalls.install(bytes.fromhex(request["seccomp"]))
         protections.append("seccomp system-call allow-list")
     os.environ.clear()
-    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": workspace, "LANG": "C.UTF-8", "TMPDIR": "/tmp",
+    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
                        "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"})
-    os.chdir(workspace)
-    return workspace, protections
+    return protections
 
 
 def _drop_to(uid, root):

@@ -116,7 +116,7 @@ def command(python_argv, user_namespace):
     args += _cover_grader(python_folders())
     if os.path.isdir(CPU_INFO):
         args += ["--ro-bind", CPU_INFO, CPU_INFO]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/run/submission"]
     for rel in RUNTIME:
         args += ["--ro-bind", str(PACKAGE_DIR / rel), f"{INSIDE}/autograder/{rel}"]
     args += ["--remount-ro", "/", "--chdir", "/", "--", interpreter] + python_argv

@@ -16,6 +16,7 @@ import os
 import signal
 import sys
 import tempfile
+import time
 
 import numpy as np  # noqa: F401  (imported once here, inherited by every child)
 import torch
@@ -103,11 +104,12 @@ def lead(request, leader_fd, submission_fd, in_namespaces):
         request = {**request, "parent": os.getppid(), "seccomp": CONFIG.get("seccomp"),
                    "scratch": None if in_namespaces else tempfile.mkdtemp(prefix="ch03-session-")}
         isolation.close_all_but({leader_fd, submission_fd})
-        workspace, protections = isolation.enter(request, submission_fd, in_namespaces)
+        workspace, protections = isolation.enter_session(request, submission_fd, in_namespaces)
     except BaseException as exc:  # report the set-up failure, in the grader's words
         protocol.send_message(sock, {"error": f"sandbox set-up failed: {type(exc).__name__}: {exc}"[:500]})
         return
     protocol.send_message(sock, {"ready": True, "protections": protections})
+    request["parent"] = os.getpid()  # the part children's parent (PID 1 in its namespace)
     while True:
         try:
             message, fds = protocol.receive_message(sock, max_fds=1)
@@ -115,11 +117,12 @@ def lead(request, leader_fd, submission_fd, in_namespaces):
             return
         if message.get("op") != "part" or len(fds) != 1:
             return
-        exitcode = fork_part(sock, fds[0], message, workspace, in_namespaces)
+        limits = {"memory_mb": int(message.get("memory_mb", 2048)), "timeout": float(message.get("timeout", 20))}
+        exitcode = fork_part(sock, fds[0], {**request, **limits}, workspace, in_namespaces)
         protocol.send_message(sock, {"ended": True, "exitcode": exitcode})
 
 
-def fork_part(sock, output_fd, message, workspace, in_namespaces):
+def fork_part(sock, output_fd, request, workspace, in_namespaces):
     """Fork the part's child, hand its pipes and pidfd to the grader, wait, clear up after it."""
     requests_r, requests_w = os.pipe()
     replies_r, replies_w = os.pipe()
@@ -133,8 +136,9 @@ def fork_part(sock, output_fd, message, workspace, in_namespaces):
             isolation.close_all_but({requests_r, replies_w})
             if not in_namespaces:
                 os.setpgid(0, 0)
-            isolation.limit_part(message.get("memory_mb", 2048), message.get("timeout", 20))
-            child.serve(requests_r, replies_w, workspace)
+            protections = isolation.enter_part(request, in_namespaces)
+            os.chdir(workspace)
+            child.serve(requests_r, replies_w, workspace, protections)
         finally:
             os._exit(0)
     os.close(output_fd)
@@ -149,8 +153,9 @@ def fork_part(sock, output_fd, message, workspace, in_namespaces):
     return os.waitstatus_to_exitcode(status)
 
 
-def _clear_up(pid, in_namespaces):
-    """Kill every process the part left behind (as PID 1 here: everything but this leader)."""
+def _clear_up(pid, in_namespaces, patience=5.0):
+    """Kill every process the part left behind (as PID 1 here: everything but this leader) and
+    wait until they are gone, so the next part starts in an empty namespace."""
     try:
         if in_namespaces:
             os.kill(-1, signal.SIGKILL)
@@ -158,7 +163,15 @@ def _clear_up(pid, in_namespaces):
             os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
-    _reap()
+    if not in_namespaces:
+        return _reap()
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(-1, os.WNOHANG)[0] == 0:
+                time.sleep(0.001)
+        except ChildProcessError:
+            return
 
 
 def warm_up():
