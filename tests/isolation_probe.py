@@ -146,27 +146,21 @@ def look(token):
 
 
 def memory_hits(prefix):
-    """Every place in this process's readable memory where prefix occurs, with what follows it."""
+    """Every place in this process's writable memory where prefix occurs, with what follows it
+    (read in place: /proc/self/mem is closed to a non-dumpable process)."""
     hits = set()
     needle = prefix.encode()
     with open("/proc/self/maps") as f:
         regions = f.read().splitlines()
-    fd = os.open("/proc/self/mem", os.O_RDONLY)
-    try:
-        for line in regions:
-            fields = line.split()
-            if not fields[1].startswith("rw") or line.endswith(("[vvar]", "[vsyscall]", "[vvar_vclock]")):
-                continue
-            start, end = (int(x, 16) for x in fields[0].split("-"))
-            for at in range(start, end, 8 << 20):
-                try:
-                    data = os.pread(fd, min((8 << 20) + 64, end - at), at)
-                except OSError:
-                    break
-                i = data.find(needle)
-                while i >= 0:
-                    hits.add(data[i:i + len(needle) + 40].decode("latin-1"))
-                    i = data.find(needle, i + 1)
-    finally:
-        os.close(fd)
+    for line in regions:
+        fields = line.split()
+        if not fields[1].startswith("rw") or line.endswith(("[vvar]", "[vsyscall]", "[vvar_vclock]")):
+            continue
+        start, end = (int(x, 16) for x in fields[0].split("-"))
+        for at in range(start, end, 8 << 20):
+            data = ctypes.string_at(at, min(8 << 20, end - at))
+            i = data.find(needle)
+            while i >= 0:
+                hits.add(data[i:i + len(needle) + 40].decode("latin-1"))
+                i = data.find(needle, i + 1)
     return sorted(hits)

@@ -154,7 +154,8 @@ def enter_part(request, in_namespaces):
         _drop_to(uid, root)
         protections.append(f"uid {uid} (this submission's own)" + ("" if root else " in a user namespace"))
         protections.append("no capabilities")
-    _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)  # its own memory stays its own to read (tracebacks, tools)
+    # not dumpable (inherited from the leader): its /proc files stay root's, so student code can
+    # neither lower its oom_score_adj nor be read through /proc/PID/mem by another process
     die_with_parent(request["parent"])
     _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
     protections.append("no new privileges")
