@@ -245,3 +245,73 @@ def test_without_a_room_the_grader_refuses(tmp_path, monkeypatch):
     assert unsafe.returncode == 0, unsafe.stderr[-2000:]
     assert "WARNING: --unsafe-no-sandbox" in unsafe.stderr
     assert "NO SANDBOX" in results.read_text()
+
+
+# ---------------------------------------------------------------- one student never changes another's grade
+
+WITNESS = '''
+import os as _os
+print("WITNESS tmp:", sorted(_os.listdir("/tmp")), "shm:", sorted(_os.listdir("/dev/shm")),
+      "procs:", sorted(p for p in _os.listdir("/proc") if p.isdigit() and int(p) not in (1, _os.getpid())))
+'''
+
+
+def test_a_hostile_submission_changes_nothing_for_the_next(sandbox, tmp_path):
+    """A witness (the solutions, printing what it sees of /tmp, /dev/shm and other processes) is
+    graded, then a submission that plants files, IPC objects, a socket and a process in every
+    part, then the witness again in the same worker: the same score and the same output."""
+    from autograder import grading
+
+    rubric, suites = grading.load_rubric()
+    witness = submission(tmp_path, "witness")
+    with open(witness / "simple_attention.py", "a") as f:
+        f.write(WITNESS)
+    hostile = submission(tmp_path, "hostile")
+    with open(hostile / "simple_attention.py", "a") as f:
+        f.write("\nimport probe as _probe\n_probe.plant('HOSTILE')\n")
+    before = grading.grade_submission(witness, rubric, suites, sandbox, seed=1)
+    planted = grading.grade_submission(hostile, rubric, suites, sandbox, seed=1)
+    after = grading.grade_submission(witness, rubric, suites, sandbox, seed=1)
+    assert "PLANTED-HOSTILE" in planted.output["simple_attention"], "the hostile submission did not run"
+    assert before.score == after.score == rubric.max_score
+    assert before.output == after.output and "WITNESS tmp: []" in after.output["simple_attention"], after.output
+
+
+# ---------------------------------------------------------------- unseen inputs from a secret per run
+
+def test_unseen_inputs_come_from_the_runs_secret():
+    """The same secret, submission and check give the same inputs (--seed regrades identically);
+    another secret, another submission or another check give others."""
+    from autograder import runner
+
+    def draw(secret, key, check):
+        return runner.default_fixtures(secret, key)["rng"](check).initial_seed()
+
+    same = draw(5, "alice", ("causal", "x"))
+    assert same == draw(5, "alice", ("causal", "x"))
+    others = {draw(6, "alice", ("causal", "x")), draw(5, "bob", ("causal", "x")), draw(5, "alice", ("causal", "y"))}
+    assert same not in others and len(others) == 3
+
+
+def test_the_grade_records_its_secret(sandbox):
+    """grade.seed holds what --seed needs to regrade with the same inputs (instructors only)."""
+    from autograder import grading
+
+    rubric, suites = grading.load_rubric()
+    grade = grading.grade_submission(SOLUTIONS, rubric, suites, sandbox, parts=["simple_attention"], seed=1234)
+    assert grade.seed == 1234 and grade.score == rubric.parts["simple_attention"].max_score
+
+
+def test_verdicts_do_not_depend_on_the_draw(monkeypatch):
+    """A third of the selftest corpus, graded under two secrets: every mutant caught and every
+    variant at full marks both times, with the same verdicts."""
+    from autograder import selftest
+
+    entries = selftest.corpus()[::3]
+    verdicts = []
+    for secret in ("11", "22"):
+        monkeypatch.setenv("CH03_SEED", secret)
+        outcomes = selftest.run_all(entries, jobs=2)
+        verdicts.append({o.id: (o.ok, o.detail) for o in outcomes})
+    assert all(ok for ok, _ in verdicts[0].values()), [i for i, (ok, _) in verdicts[0].items() if not ok]
+    assert {i: ok for i, (ok, _) in verdicts[0].items()} == {i: ok for i, (ok, _) in verdicts[1].items()}
