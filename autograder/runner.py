@@ -75,7 +75,7 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
         session = None
         for name, run in runs.items():
             part = rubric.parts[name]
-            checks = [(n, fn) for n, fn in suites[name] if part.checks[n].visibility == visibility]
+            checks = [(n, fn) for n, fn in suites[name] if n in part.checks and part.checks[n].visibility == visibility]
             if not checks:
                 continue
             missing = staged.missing(name)

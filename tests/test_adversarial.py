@@ -871,3 +871,100 @@ def test_a_dead_fork_server_is_replaced(tmp_path):
         assert sandbox.process.pid != dead and sandbox.process.poll() is None
     for grade in (first, second):
         assert grade.parts["simple_attention"]["score"] == grade.parts["simple_attention"]["max_score"] == 10
+
+
+# ---------------------------------------------------------------- sandbox v2 (issue 10): one case per class
+
+def test_walking_the_host_finds_no_working_copy(engine, tmp_path):
+    """Class 1, host files beyond a deny-list: a copy of the solutions planted where another user's
+    clone or a Gradescope bundle would be (/srv, /opt, the host's /tmp, beside the project); the
+    submission walks the whole file system for a working simple_attention.py. It finds none: the
+    part scores 0 and says so."""
+    planted = []
+    for base in ("/srv", "/opt", tempfile.gettempdir(), str(PROJECT_ROOT.parent)):
+        if os.path.isdir(base) and os.access(base, os.W_OK):
+            clone = Path(tempfile.mkdtemp(prefix="ch03-bundle-", dir=base))
+            shutil.copytree(SOLUTIONS, clone / "source" / "solutions")
+            planted.append(clone)
+    try:
+        grade = grade_case(engine, tmp_path, "walk_host_for_solutions", "simple_attention")
+    finally:
+        for clone in planted:
+            shutil.rmtree(clone, ignore_errors=True)
+    assert planted, "no folder to plant a copy in"
+    assert_part_zero(grade, "simple_attention", "found no working copy")
+    assert_others_keep_full_marks(grade, "simple_attention")
+
+
+def test_keyrings_carry_nothing_between_submissions(engine, tmp_path):
+    """Class 2, kernel state no namespace covers: a correct submission stores its answers in the
+    user, session and user-session keyrings (refused: full marks all the same); a later one with
+    no attention code asks the keyrings for them and gets nothing: 0 in that part."""
+    store = grade_case(engine, tmp_path / "store", "keyring_store", "simple_attention")
+    assert_full_marks(store, list(store.parts))
+    said = store.output.get("simple_attention", "")
+    assert "keyring:" in said and "stored" not in said, said
+    read = grade_case(engine, tmp_path / "read", "keyring_read", "simple_attention")
+    assert_part_zero(read, "simple_attention", "no stored answers")
+
+
+def test_no_earlier_output_in_a_later_childs_memory(engine, tmp_path):
+    """Class 3, memory inherited from the fork server: a correct submission prints debug lines
+    (on hidden inputs); the next submission searches its own memory for them and finds none."""
+    printed = grade_case(engine, tmp_path / "printed", "debug_prints", "simple_attention")
+    assert f"DEBUG-{TOKEN}" in printed.output.get("simple_attention", "")
+    scan = grade_case(engine, tmp_path / "scan", "scan_memory_for_answers", "simple_attention")
+    assert_part_zero(scan, "simple_attention", "memory holds")
+    assert not [m for m in messages(scan, "simple_attention") if TOKEN in m]
+
+
+def test_visible_messages_carry_no_hidden_input(engine, tmp_path):
+    """Class 4, hidden inputs in visible messages: every call raises with fingerprints of all the
+    inputs its process has seen. The visible checks' texts are exactly what they are when no hidden
+    check runs at all; the hidden checks did see inputs of their own."""
+    folder = build("leak_hidden_inputs", tmp_path)
+    part = engine.rubric.parts["simple_attention"]
+    visible_only = dataclasses.replace(part, checks={n: c for n, c in part.checks.items() if c.visibility == "visible"},
+                                       groups={})
+    control = grading.grade_submission(folder, Rubric(engine.rubric.path, {"simple_attention": visible_only}),
+                                       engine.suites, engine.sandbox, seed=7)
+    full = grading.grade_submission(folder, Rubric(engine.rubric.path, {"simple_attention": part}),
+                                    engine.suites, engine.sandbox, seed=7)
+    shown = {c.name: c.student_text for c in full.checks if c.visibility == "visible"}
+    assert shown == {c.name: c.student_text for c in control.checks}
+    hidden_seen = {fp for c in full.checks if c.visibility != "visible" for fp in c.student_text.split()[2:]}
+    visible_seen = {fp for text in shown.values() for fp in text.split()[2:]}
+    assert hidden_seen - visible_seen, "the hidden checks saw no input of their own: the test proves nothing"
+
+
+def test_answers_recorded_in_one_run_are_worthless_in_the_next(engine, tmp_path):
+    """Class 5, replayable unseen inputs: a table of answers keyed by the inputs, recorded from a
+    correct submission's output in one run, answers every check when graded again with that run's
+    secret (--seed), and only the book's printed examples under a new one."""
+    recorded = grading.grade_submission(build("record_answers", tmp_path / "rec"), engine.rubric, engine.suites,
+                                        engine.sandbox, parts=["simple_attention"], seed=101)
+    table = {}
+    for line in recorded.output["simple_attention"].splitlines():
+        if line.startswith("REC "):
+            _, name, key, answer = line.split(" ", 3)
+            table[f"{name} {key}"] = json.loads(answer)
+    # the same name as the recorded one: the secret of a submission's inputs also depends on its name
+    folder = build("replay_answers", tmp_path / "replay", TABLE=json.dumps(table)).rename(
+        tmp_path / "replay" / "record_answers-on")
+    part = engine.rubric.parts["simple_attention"]
+    same = grading.grade_submission(folder, engine.rubric, engine.suites, engine.sandbox,
+                                    parts=["simple_attention"], seed=101)
+    fresh = grading.grade_submission(folder, engine.rubric, engine.suites, engine.sandbox,
+                                     parts=["simple_attention"], seed=202)
+    book = sum(c.points for c in part.checks.values() if "book" in c.name)
+    assert same.score == part.max_score, "the replay does not work even on the recorded inputs"
+    assert fresh.score <= book < part.max_score, [(c.name, c.passed) for c in fresh.checks]
+
+
+def test_namespaces_mounts_and_tracing_are_refused(engine, tmp_path):
+    """Class 7 (and the filter behind class 2): a user namespace by unshare or clone, a mount,
+    ptrace of the parent and a BPF program are all refused; the part keeps full marks."""
+    grade = grade_case(engine, tmp_path, "nested_namespaces", "simple_attention")
+    said = grade.output.get("simple_attention", "")
+    assert "namespaces:" in said and "worked" not in said, said
+    assert_full_marks(grade, list(grade.parts))
