@@ -1,0 +1,132 @@
+"""CPU per submission: the sandboxed batch against the in-process floor, measured in one run.
+
+    .venv/bin/python benchmarks/bench_cpu.py [--students 20] [--jobs 2] [--repeats 3]
+
+floor: the hidden checks' own work, one process, no sandbox: the solutions' modules imported
+       once into this process and every request answered by the child's own code (child.run),
+       without serialization; CPU time (user + system) per submission, warm.
+batch: `python -m autograder batch` over N copies of the solutions in a subprocess; the CPU time
+       of its whole process tree (the batch, its workers, the fork servers and every sandboxed
+       child, start-up included) per submission, from the kernel's accounting of waited-for
+       children.
+Alternating floor and batch, it prints the medians and the ratio batch / floor.
+"""
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+class InProcessPart:
+    """The Part interface, answered in this process by the child's request handler."""
+
+    died = ""
+    protections = ["none (in-process floor)"]
+
+    def __init__(self):
+        from autograder.sandbox import child
+
+        self.child, self.handles = child, child.Handles()
+
+    def call(self, header, buffers=()):
+        from autograder import protocol
+
+        payload = b"".join(bytes(b) for b in buffers)
+        try:
+            result = self.child.run(self.handles, header, payload)
+            structure, out = protocol.encode(result, fallback=self.handles.store)
+            return {"result": structure}, b"".join(bytes(b) for b in out)
+        except Exception as exc:
+            return self.child.error_reply(exc), b""
+
+    def close(self):
+        return {"output": "", "output_bytes": 0}
+
+
+class InProcessSession:
+    died = ""
+    uid = 0
+    protections = []
+
+    def part(self, timeout, memory_mb):
+        return InProcessPart()
+
+    def close(self):
+        pass
+
+
+class InProcessSandbox:
+    def session(self, folder, key=None):
+        return InProcessSession()
+
+
+def floor(repeats=5):
+    """CPU seconds per submission of grading the solutions in this process (median of repeats)."""
+    import torch
+
+    from autograder import grading
+
+    torch.set_num_threads(1)  # as the batch's workers and the sandbox's children run
+    rubric, suites = grading.load_rubric()
+    modules = tempfile.mkdtemp(prefix="floor-")
+    for path in (ROOT / "solutions" / "ch03").glob("*.py"):
+        shutil.copy(path, modules)
+    sys.path.insert(0, modules)
+    box = InProcessSandbox()
+    grade = grading.grade_submission(ROOT / "solutions" / "ch03", rubric, suites, box, seed=1)  # warm
+    assert grade.score == grade.max_score, [(c.name, c.message) for c in grade.checks if not c.passed]
+    times = []
+    for _ in range(repeats):
+        start = time.process_time()
+        grading.grade_submission(ROOT / "solutions" / "ch03", rubric, suites, box, seed=1)
+        times.append(time.process_time() - start)
+    return statistics.median(times)
+
+
+def batch_cpu(students, jobs, python):
+    """CPU seconds per submission of a whole `batch` run over `students` copies of the solutions."""
+    work = Path(tempfile.mkdtemp(prefix="bench-cpu-"))
+    try:
+        for i in range(students):
+            shutil.copytree(ROOT / "solutions" / "ch03", work / "class" / f"student{i:03d}")
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        run = subprocess.run([python, "-m", "autograder", "batch", str(work / "class"), "--out", str(work / "out"),
+                              "--jobs", str(jobs), "--force"], cwd=ROOT, capture_output=True, text=True)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if run.returncode != 0:
+            raise SystemExit(f"batch failed: {run.stderr[-2000:]}")
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+        return cpu / students
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--students", type=int, default=20)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    floors, batches = [], []
+    for _ in range(args.repeats):
+        floors.append(floor())
+        batches.append(batch_cpu(args.students, args.jobs, sys.executable))
+    result = {"students": args.students, "jobs": args.jobs, "repeats": args.repeats,
+              "floor_cpu_s_per_submission": round(statistics.median(floors), 3),
+              "batch_cpu_s_per_submission": round(statistics.median(batches), 3),
+              "ratio": round(statistics.median(b / f for b, f in zip(batches, floors)), 2)}
+    print(json.dumps(result, indent=1))
+
+
+if __name__ == "__main__":
+    main()
