@@ -170,7 +170,7 @@ def test_an_input_transformer_in_a_solution_cell_changes_nothing(engine, tmp_pat
     clean = engine(write_modules(module_texts(bugs=("numpy_softmax_unstable",)), tmp_path / "clean"), parts=parts)
     assert by_part(as_notebooks)["numpy_attention"] == by_part(clean)["numpy_attention"] < 10
     assert by_part(as_notebooks)["simple_attention"] == 0
-    messages = [c.message for c in as_notebooks.checks if c.part == "simple_attention"]
+    messages = [f"{c.message} {c.student_text}" for c in as_notebooks.checks if c.part == "simple_attention"]
     assert all("NameError: name 'get_ipython' is not defined" in message for message in messages), messages
 
 
