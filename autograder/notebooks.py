@@ -40,6 +40,8 @@ SETUP_CELL = TEMPLATES / "setup_cell.py"
 BOOK_EXAMPLES = ROOT / "assignments" / "ch03" / "tests" / "book_examples.json"
 ASSIGNMENT_ID = "ch03"
 BOOK_PLACEHOLDER = "BOOK = {}  # the generator writes the book's values here"
+DIAGNOSE = ROOT / "assignments" / "ch03" / "tests" / "_diagnose.py"
+DIAGNOSE_PLACEHOLDER = 'DIAGNOSES = "the public tests\' diagnoses (assignments/ch03/tests/_diagnose.py) are written here"'
 
 NBGRADER_SCHEMA = 3
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
@@ -143,7 +145,22 @@ def setup_source(keys, book_path=BOOK_EXAMPLES, setup_path=SETUP_CELL):
     template = Path(setup_path).read_text()
     if template.count(BOOK_PLACEHOLDER) != 1:
         raise ValueError(f"{setup_path}: expected the line {BOOK_PLACEHOLDER!r} exactly once")
+    if template.count(DIAGNOSE_PLACEHOLDER) != 1:
+        raise ValueError(f"{setup_path}: expected the line {DIAGNOSE_PLACEHOLDER!r} exactly once")
+    template = template.replace(DIAGNOSE_PLACEHOLDER, diagnose_code())
     return template.replace(BOOK_PLACEHOLDER, "\n".join(lines)).rstrip("\n")
+
+
+def diagnose_code(path=DIAGNOSE):
+    """The code of the public tests' diagnoses, for the setup cell: _diagnose.py after its docstring and imports."""
+    source = Path(path).read_text()
+    body = [node for node in ast.parse(source, str(path)).body
+            if not isinstance(node, (ast.Import, ast.ImportFrom))
+            and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))]
+    start = min([body[0].lineno] + [d.lineno for d in getattr(body[0], "decorator_list", [])]) - 1
+    header = "# The diagnoses of the public tests (assignments/ch03/tests/_diagnose.py): which common mistake\n" \
+             "# a wrong output matches.\n"
+    return header + "".join(source.splitlines(keepends=True)[start:]).rstrip("\n")
 
 
 def part_points(rubric_path=RUBRIC):
@@ -167,6 +184,7 @@ def build_notebook(template_path, solutions_dir=SOLUTIONS, book_path=BOOK_EXAMPL
     points = part_points(rubric_path) if points is None else points
     cells = []
     solved = []
+    checks = []  # the bodies of the check cells since the last solution cell
     for spec in parse_template(template_path.read_text(), str(template_path)):
         kind, cell_id, body = spec["kind"], spec["id"], spec["body"]
         where = f"{template_path}, line {spec['line']}"
@@ -185,6 +203,7 @@ def build_notebook(template_path, solutions_dir=SOLUTIONS, book_path=BOOK_EXAMPL
                 raise ValueError(f"{path}: no ### BEGIN SOLUTION region; the whole module would be released")
             cells.append(_code(cell_id, source, _nbgrader(cell_id, solution=True)))
             solved.append(cell_id)
+            checks = []
             names = ", ".join(json.dumps(name) for name in _top_level_names(source, str(path)))
             publish_id = f"publish_{cell_id}"
             cells.append(_code(publish_id, f"publish({json.dumps(cell_id)}, [{names}])",
@@ -193,6 +212,7 @@ def build_notebook(template_path, solutions_dir=SOLUTIONS, book_path=BOOK_EXAMPL
             if "BEGIN HIDDEN TESTS" in body or "SOLUTION" in body:
                 raise ValueError(f"{where}: a check cell is read-only and visible: no hidden tests or solution region")
             cells.append(_code(cell_id, body, _nbgrader(cell_id, locked=True)))
+            checks.append((body, where))
         elif kind == "score":
             if cell_id not in solved:
                 raise ValueError(f"{where}: the score cell of {cell_id!r} must follow that module's solution cell")
@@ -201,6 +221,7 @@ def build_notebook(template_path, solutions_dir=SOLUTIONS, book_path=BOOK_EXAMPL
             if "BEGIN SOLUTION" in body or "END SOLUTION" in body:
                 raise ValueError(f"{where}: a score cell must not hold a solution region")
             grade_id = SCORE_PREFIX + cell_id
+            body = with_reruns(body, checks, where)
             cells.append(_code(grade_id, body, _nbgrader(grade_id, grade=True, locked=True,
                                                            points=_points_value(points[cell_id]))))
     ids = [cell["id"] for cell in cells]
@@ -216,6 +237,32 @@ def build_notebook(template_path, solutions_dir=SOLUTIONS, book_path=BOOK_EXAMPL
         "nbformat": 4,
         "nbformat_minor": 5,
     }
+
+
+def rerun_calls(checks):
+    """The statements of check cells that run their tests (everything but the defs and imports), in order."""
+    calls = []
+    for body, where in checks:
+        for node in ast.parse(body, where).body:
+            if not isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+                calls.append(ast.get_source_segment(body, node))
+    return calls
+
+
+def with_reruns(body, checks, where):
+    """A score cell's body with the module's test calls after its leading comment lines.
+
+    The graded cell is what nbgrader's Validate judges: rerunning the test cells there makes it fail
+    until they pass (on the stubs they raise NotImplementedError), and pass once they do.
+    """
+    calls = rerun_calls(checks)
+    if not calls:
+        raise ValueError(f"{where}: no check cell before this score cell runs a test; Validate would pass the stub")
+    lines = body.split("\n")
+    comments = 0
+    while comments < len(lines) and lines[comments].startswith("#") and "HIDDEN TESTS" not in lines[comments]:
+        comments += 1
+    return "\n".join(lines[:comments] + calls + lines[comments:])
 
 
 def dumps(notebook):

@@ -377,9 +377,31 @@ def test_graded_cell_errors_name_the_template_line(tmp_path, template, expected)
 
 def test_a_part_without_points_in_the_rubric_is_refused(tmp_path):
     path = tmp_path / "t.txt"
-    path.write_text("%% solution causal\n%% score causal\n# graded\n")
+    path.write_text("%% solution causal\n%% check test_x\ncheck_it()\n%% score causal\n# graded\n")
     with pytest.raises(ValueError, match="grading.yml gives part 'causal' no points"):
         notebooks.build_notebook(path, SOLUTIONS, points={"mha": 22})
     cells = notebooks.build_notebook(path, SOLUTIONS, points={"causal": 7.5})["cells"]
     assert cells[-1]["metadata"]["nbgrader"] == {"grade": True, "grade_id": "score_causal", "locked": True,
                                                  "points": 7.5, "schema_version": 3, "solution": False, "task": False}
+
+
+def test_a_graded_cell_reruns_its_modules_test_calls_after_its_comments(tmp_path):
+    # nbgrader's Validate judges only graded cells: one that runs no test would pass the untouched stubs
+    path = tmp_path / "t.txt"
+    path.write_text("%% solution causal\n%% check test_a\nimport causal\ndef test_a(n):\n    assert n\n\n\n"
+                    "for n in (1, 2):\n    test_a(n)\n%% check test_b\ndef test_b():\n    pass\ntest_b()\n"
+                    "%% score causal\n# graded\n# twice\n### BEGIN HIDDEN TESTS\nhidden()\n### END HIDDEN TESTS\n")
+    graded = notebooks.build_notebook(path, SOLUTIONS, points={"causal": 22})["cells"][-1]
+    assert graded["source"] == ("# graded\n# twice\nfor n in (1, 2):\n    test_a(n)\ntest_b()\n"
+                                "### BEGIN HIDDEN TESTS\nhidden()\n### END HIDDEN TESTS")
+    path.write_text("%% solution causal\n%% check test_a\ndef test_a():\n    pass\n%% score causal\n# graded\n")
+    with pytest.raises(ValueError, match="line 5: no check cell before this score cell runs a test"):
+        notebooks.build_notebook(path, SOLUTIONS, points={"causal": 22})
+
+
+def test_the_setup_cell_holds_the_public_diagnoses():
+    setup = notebooks.setup_source(["inputs"])
+    assert "DIAGNOSES =" not in setup
+    for name in ("def which_mistake(", "def multi_head_mistakes(", "def dropout_problem(", "@torch.no_grad()"):
+        assert name in setup, name
+    assert "import math" in setup and "What a wrong answer most likely got wrong" not in setup  # docstring left out

@@ -6,7 +6,8 @@
 
 Modules are imported by their plain names (`causal`, `mha`, ...) from the submission folder,
 fresh, so that a module of the same name imported earlier from somewhere else never stands in.
-A test that reaches code raising NotImplementedError fails with "not implemented yet: <what>".
+A test that reaches code raising NotImplementedError fails with "not implemented yet: <what>"; a wrong
+result that matches a common mistake is named as that mistake (_diagnose.py), in one message.
 """
 import importlib
 import json
@@ -17,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+
+from _diagnose import TOLERANCE, same, which_mistake
 
 HERE = Path(__file__).resolve().parent
 MODULES = ["simple_attention", "self_attention_v1", "self_attention_v2", "weight_transfer",
@@ -94,15 +97,42 @@ class Check:
     def shape(self, got, expected, what):
         __tracebackhide__ = True
         got = self.tensor(got, what)
-        assert tuple(got.shape) == tuple(expected), f"{what}: expected shape {tuple(expected)}, got {tuple(got.shape)}"
+        if tuple(got.shape) != tuple(expected):
+            pytest.fail(f"{what}: expected shape {tuple(expected)}, got {tuple(got.shape)}", pytrace=False)
 
-    def close(self, got, expected, what):
-        """got matches expected to 1e-4 (the book prints 4 decimals)."""
+    def close(self, got, expected, what, mistakes=None):
+        """got matches expected to 1e-4 (the book prints 4 decimals).
+
+        mistakes: a function returning [(wrong output, explanation)] (see _diagnose.py); when got
+        differs from expected but matches one of them, the message is that explanation.
+        """
         __tracebackhide__ = True
         self.shape(got, expected.shape, what)
         got = self.tensor(got, what).to(expected.dtype)
-        torch.testing.assert_close(got, expected, atol=1e-4, rtol=0,
-                                   msg=lambda detail: f"{what}: expected\n{expected}\ngot\n{got}\n({detail})")
+        if same(got, expected):
+            return
+        why = self.diagnosis(got, expected, mistakes)
+        if why:
+            pytest.fail(f"{what} is wrong: {why}", pytrace=False)
+        largest = (got - expected).abs().max().item()
+        pytest.fail(f"{what}: expected\n{expected}\ngot\n{got}\n(largest difference {largest:.4g}, "
+                    f"tolerance {TOLERANCE:g})", pytrace=False)
+
+    @staticmethod
+    def no_problem(problem, what):
+        """Fail with '<what>: <problem>' when a diagnosis (see _diagnose.py) found a problem."""
+        if problem:
+            pytest.fail(f"{what}: {problem}", pytrace=False)
+
+    @staticmethod
+    def diagnosis(got, expected, mistakes):
+        """The explanation of the known mistake got matches, or '' (also when the mistakes cannot be computed)."""
+        if mistakes is None:
+            return ""
+        try:
+            return which_mistake(got, expected, mistakes())
+        except Exception:  # a module too far from the specification to recompute: no diagnosis
+            return ""
 
     @staticmethod
     def array_close(got, expected, what):

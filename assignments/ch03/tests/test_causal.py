@@ -2,6 +2,8 @@
 import pytest
 import torch
 
+from _diagnose import dropout_problem, linear_head_mistakes, weight_mistakes
+
 pytestmark = pytest.mark.causal
 
 
@@ -17,7 +19,8 @@ def test_causal_mask_is_true_above_the_diagonal(load, check, num_tokens):
 
 def test_masked_attention_weights_book_example(load, book, check):
     weights = load("causal").masked_attention_weights(book["attn_scores_sa_v2"], 2)
-    check.close(weights, book["causal_attn_weights"], "masked_attention_weights(book scores, d_k=2)")
+    check.close(weights, book["causal_attn_weights"], "masked_attention_weights(book scores, d_k=2)",
+                mistakes=lambda: weight_mistakes(book["attn_scores_sa_v2"], 2, causal=True))
     check.close(weights.sum(dim=-1), torch.ones(6), "the row sums of the masked weights")
     above = weights.triu(diagonal=1)
     assert torch.all(above == 0), f"the weights above the diagonal should be 0, got\n{above}"
@@ -27,7 +30,8 @@ def test_causal_attention_book_example(load, book, check):
     torch.manual_seed(123)
     attn = load("causal").CausalAttention(3, 2, 6, 0.0)
     check.close(attn(book["batch"]), book["causal_attention_seed123"],
-                "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch)")
+                "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch)",
+                mistakes=lambda: linear_head_mistakes(attn, book["batch"], causal=True))
 
 
 def test_no_dropout_in_eval_mode(load, book, check):
@@ -35,7 +39,8 @@ def test_no_dropout_in_eval_mode(load, book, check):
     attn = load("causal").CausalAttention(3, 2, 6, 0.5)
     attn.eval()
     check.close(attn(book["batch"]), book["causal_attention_seed123"],
-                "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.5) in eval mode on batch")
+                "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.5) in eval mode on batch",
+                mistakes=lambda: linear_head_mistakes(attn, book["batch"], causal=True))
 
 
 def test_shorter_inputs_and_no_look_ahead(load, check):
@@ -48,3 +53,11 @@ def test_shorter_inputs_and_no_look_ahead(load, check):
     changed[:, 2:] = torch.rand(2, 2, 3)
     check.close(attn(changed)[:, :2], out[:, :2].detach(),
                 "the outputs of tokens 0 and 1 after changing only tokens 2 and 3 (they must not look ahead)")
+
+
+def test_dropout_drops_attention_weights_in_training_mode(load, check):
+    # 6 tokens, d_out = 12: the test sets the value layer so that each output row shows the token's
+    # attention weights twice, then looks at 400 training-mode outputs (see _diagnose.dropout_problem)
+    torch.manual_seed(0)
+    attn = load("causal").CausalAttention(6, 12, 6, 0.5)
+    check.no_problem(dropout_problem(attn, 0.5, 6), "CausalAttention(6, 12, 6, dropout=0.5) in training mode")

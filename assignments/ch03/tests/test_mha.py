@@ -2,6 +2,8 @@
 import pytest
 import torch
 
+from _diagnose import multi_head_mistakes, multi_head_output
+
 pytestmark = pytest.mark.mha
 
 
@@ -16,7 +18,8 @@ def test_multi_head_attention_book_example(load, book, check):
     torch.manual_seed(123)
     mha = load("mha").MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)
     check.close(mha(book["batch"]), book["mha_seed123"],
-                "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)")
+                "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)",
+                mistakes=lambda: multi_head_mistakes(mha, book["batch"], 2))
 
 
 def test_multi_head_attention_shape(load, check):
@@ -27,3 +30,13 @@ def test_multi_head_attention_shape(load, check):
 def test_d_out_must_be_divisible_by_num_heads(load):
     with pytest.raises(ValueError):
         load("mha").MultiHeadAttention(3, 3, 6, 0.0, num_heads=2)
+
+
+def test_multi_head_attention_with_three_dims_per_head(load, check):
+    # the book's example has head_dim = 1, where scaling by 1/sqrt(head_dim) changes nothing
+    torch.manual_seed(5)
+    mha = load("mha").MultiHeadAttention(4, 6, 8, 0.0, num_heads=2)
+    x = torch.rand(2, 5, 4)
+    check.close(mha(x), multi_head_output(mha, x, 2),
+                "MultiHeadAttention(4, 6, 8, 0.0, num_heads=2) on (2, 5, 4), compared with its own layers",
+                mistakes=lambda: multi_head_mistakes(mha, x, 2))

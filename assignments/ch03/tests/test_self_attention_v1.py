@@ -2,6 +2,8 @@
 import pytest
 import torch
 
+from _diagnose import parameter_head_mistakes
+
 pytestmark = pytest.mark.self_attention_v1
 
 
@@ -20,4 +22,5 @@ def test_output_shape(load, check):
 def test_book_example_with_seed_123(load, book, check):
     torch.manual_seed(123)
     sa = load("self_attention_v1").SelfAttention_v1(3, 2)
-    check.close(sa(book["inputs"]), book["sa_v1_seed123"], "torch.manual_seed(123); SelfAttention_v1(3, 2)(inputs)")
+    check.close(sa(book["inputs"]), book["sa_v1_seed123"], "torch.manual_seed(123); SelfAttention_v1(3, 2)(inputs)",
+                mistakes=lambda: parameter_head_mistakes(sa, book["inputs"]))

@@ -1,0 +1,204 @@
+"""What a wrong answer most likely got wrong: the diagnoses behind the public tests' messages.
+
+A test that compares your output with the right one also asks, when they differ, which common
+mistake would have produced exactly your output. Each `*_mistakes` function below recomputes the
+test's example the way a typical wrong version of the chapter's code would (with your module's own
+weights), as a list of (output, what that version does wrong). `which_mistake` returns the
+explanation of the first one your output matches, or "" when none does; the test then shows the
+expected and the computed values instead.
+
+`dropout_problem` judges where dropout acts from the statistics of many training-mode outputs.
+Everything here uses the public examples only.
+"""
+import math
+
+import torch
+
+TOLERANCE = 1e-4  # the book prints 4 decimals
+
+
+def same(a, b, tol=TOLERANCE):
+    """Same shape and every entry within tol (NaN and inf must sit in the same places)."""
+    if tuple(a.shape) != tuple(b.shape):
+        return False
+    return bool(torch.isclose(a.double(), b.double(), atol=tol, rtol=0.0, equal_nan=True).all())
+
+
+def which_mistake(got, expected, mistakes, tol=TOLERANCE):
+    """The explanation of the first mistake whose output got matches while expected does not."""
+    for output, explanation in mistakes:
+        if same(got, output, tol) and not same(expected, output, tol):
+            return explanation
+    return ""
+
+
+def above_diagonal(n, offset=1):
+    """Bool (n, n), True from `offset` places right of the diagonal on (offset 1: the future)."""
+    return torch.ones(n, n, dtype=torch.bool).triu(offset)
+
+
+def softmax_weights(scores, d_k, causal, scale=None, dim=-1, mask="-inf", offset=1):
+    """Attention weights from raw scores, right by default, or as one variant asks.
+
+    scale: the factor on the scores (right: 1/sqrt(d_k)); dim: the softmax dim (right: -1);
+    mask (causal only): "-inf" before the softmax (right), "zero" (masked scores set to 0),
+    "after" (future weights zeroed after the softmax), "none"; offset: where the mask starts.
+    """
+    factor = 1 / math.sqrt(d_k) if scale is None else scale
+    hidden = above_diagonal(scores.shape[-1], offset)
+    s = scores * factor
+    if causal and mask == "-inf":
+        s = s.masked_fill(hidden, -math.inf)
+    elif causal and mask == "zero":
+        s = s.masked_fill(hidden, 0.0)
+    weights = s.softmax(dim)
+    return weights.masked_fill(hidden, 0.0) if causal and mask == "after" else weights
+
+
+SCALE_MISSING = ("the scores are not scaled: divide them by sqrt(d_k), where d_k is the keys' dimension "
+                 "(keys.shape[-1]), before the softmax")
+SCALE_BY_D_K = "the scores are divided by d_k: divide by sqrt(d_k) instead (d_k ** 0.5)"
+WRONG_DIM = ("the softmax runs over the wrong dim (down each column): use dim=-1, so that each row of "
+             "attention weights (one query) sums to 1")
+NO_MASK = ("no causal mask: before the softmax, set the scores above the diagonal (the future tokens) "
+           "to -inf with masked_fill")
+ZERO_FILL = ("the future scores are set to 0 instead of -inf: exp(0) is not 0, so the future still gets "
+             "weight; fill them with -inf")
+MASK_AFTER = ("the future weights are zeroed after the softmax, so the rows no longer sum to 1: mask the "
+              "scores with -inf before the softmax")
+DIAGONAL = ("the mask also hides the diagonal, each token from itself: only the entries above the "
+            "diagonal are the future (triu with diagonal=1)")
+
+
+def weight_mistakes(scores, d_k, causal):
+    """The usual wrong ways from scores to weights, as (weights, explanation)."""
+    found = [(softmax_weights(scores, d_k, causal, scale=1.0), SCALE_MISSING)]
+    if d_k != 1:
+        found.append((softmax_weights(scores, d_k, causal, scale=1 / d_k), SCALE_BY_D_K))
+    found.append((softmax_weights(scores, d_k, causal, dim=-2), WRONG_DIM))
+    if causal:
+        found += [(softmax_weights(scores, d_k, causal, mask="none"), NO_MASK),
+                  (softmax_weights(scores, d_k, causal, mask="zero"), ZERO_FILL),
+                  (softmax_weights(scores, d_k, causal, mask="after"), MASK_AFTER),
+                  (softmax_weights(scores, d_k, causal, offset=0), DIAGONAL)]
+    return found
+
+
+def head_mistakes(queries, keys, values, causal):
+    """The same mistakes, seen in the context vectors: each variant's weights times the values."""
+    scores = queries @ keys.transpose(-2, -1)
+    return [(w @ values, why) for w, why in weight_mistakes(scores, keys.shape[-1], causal)]
+
+
+@torch.no_grad()
+def linear_head_mistakes(module, x, causal):
+    """head_mistakes of a module with nn.Linear layers W_query, W_key, W_value (SelfAttention_v2, CausalAttention)."""
+    return head_mistakes(module.W_query(x), module.W_key(x), module.W_value(x), causal)
+
+
+@torch.no_grad()
+def parameter_head_mistakes(module, x):
+    """head_mistakes of SelfAttention_v1, whose W_query, W_key, W_value are (d_in, d_out) matrices."""
+    return head_mistakes(x @ module.W_query, x @ module.W_key, x @ module.W_value, causal=False)
+
+
+# --- MultiHeadAttention ----------------------------------------------------------------------------
+
+@torch.no_grad()
+def multi_head_output(module, x, num_heads, split="transpose", merge="transpose", project=True, **weights):
+    """What MultiHeadAttention computes with the module's own layers (dropout off), right by default.
+
+    split / merge: "transpose" (right) or "reshape" (the heads cut out of the wrong axis);
+    project: apply out_proj; weights: the options of softmax_weights (scale, dim, mask, offset).
+    """
+    batch, n, _ = x.shape
+    projected = [layer(x) for layer in (module.W_query, module.W_key, module.W_value)]
+    d_out = projected[0].shape[-1]
+    head_dim = d_out // num_heads
+
+    def into_heads(t):
+        if split == "transpose":
+            return t.unflatten(-1, (num_heads, head_dim)).permute(0, 2, 1, 3)
+        return t.reshape(batch, num_heads, n, head_dim)
+
+    q, k, v = (into_heads(t) for t in projected)
+    context = softmax_weights(q @ k.transpose(-2, -1), head_dim, True, **weights) @ v
+    if merge == "transpose":
+        context = context.permute(0, 2, 1, 3)
+    context = context.reshape(batch, n, d_out)
+    return module.out_proj(context) if project else context
+
+
+def multi_head_mistakes(module, x, num_heads):
+    """The usual ways to get MultiHeadAttention wrong, as (output, explanation)."""
+    d_out = module.W_query.out_features
+    variants = [
+        (dict(scale=1.0), "the scores are not scaled by 1/sqrt(head_dim): divide them by sqrt(head_dim) before "
+                          "the softmax (head_dim = d_out // num_heads, the keys' last dim in each head)"),
+        (dict(scale=1 / math.sqrt(d_out)), "the scores are divided by sqrt(d_out): each head's keys have "
+                                           "head_dim = d_out // num_heads dims, so divide by sqrt(head_dim)"),
+        (dict(dim=-2), WRONG_DIM),
+        (dict(mask="none"), "no causal mask in the heads: before the softmax, set the scores above the diagonal "
+                            "to -inf (the mask buffer cut to num_tokens x num_tokens)"),
+        (dict(mask="zero"), ZERO_FILL),
+        (dict(mask="after"), MASK_AFTER),
+        (dict(offset=0), DIAGONAL),
+        (dict(split="reshape"), "the heads are split without a transpose: view the projections as (b, num_tokens, "
+                                "num_heads, head_dim), then .transpose(1, 2)"),
+        (dict(merge="reshape"), "the heads are merged without a transpose: .transpose(1, 2) the context back to "
+                                "(b, num_tokens, num_heads, head_dim) before the .view(b, num_tokens, d_out)"),
+        (dict(project=False), "out_proj is not applied: the merged heads go through self.out_proj last"),
+    ]
+    return [(multi_head_output(module, x, num_heads, **options), why) for options, why in variants]
+
+
+# --- dropout, judged by statistics -------------------------------------------------------------------
+
+@torch.no_grad()
+def eval_and_training_outputs(attn, n, copies):
+    """(the eval-mode weights (n, n), the training-mode outputs (copies, n, 2n)) of the set-up below."""
+    attn.W_value.weight.copy_(torch.cat([torch.eye(n), torch.eye(n)]))
+    x = torch.eye(n).expand(copies, n, n).contiguous()
+    attn.eval()
+    calm = attn(x)[0, :, :n]
+    attn.train()
+    return calm, attn(x)
+
+
+def dropout_problem(attn, p, num_tokens, copies=400):
+    """'' when CausalAttention `attn` drops attention weights as the book does, else the likely mistake.
+
+    attn must be built with d_in = num_tokens, d_out = 2 * num_tokens, dropout p. Its value layer is
+    set to two identity matrices side by side and its input is the identity, so each output row is
+    that token's attention weights, twice. Dropout on the weights drops the same entries in both
+    halves and scales the others by 1/(1 - p); about p of the weights are dropped.
+    """
+    n = num_tokens
+    calm, out = eval_and_training_outputs(attn, n, copies)
+    left, right = out[..., :n], out[..., n:]
+    if same(out, torch.cat([calm, calm], dim=-1).expand_as(out), 1e-6):
+        return ("in training mode the output is the one of eval mode: dropout is never applied; __init__ should "
+                "keep an nn.Dropout layer with the given rate, and forward apply it to the attention weights")
+    if not same(left, right, 1e-6):
+        return ("dropout acts on the values or on the context vectors (or twice): apply it once, to the "
+                "attention weights, after the softmax and before they multiply the values")
+    if same(left.sum(-1), torch.ones(copies, n), 1e-5):
+        return ("with dropout on, every row of attention weights still sums to 1: dropout acts before the "
+                "softmax (on the scores) or the rows are renormalized; apply it to the weights after the softmax")
+    future = above_diagonal(n).expand_as(left)
+    if (left[future] != 0).any():
+        return "with dropout on, some weights of future tokens are not 0: mask the scores before the softmax and dropout"
+    allowed = ~future & (calm > 1e-6).expand_as(left)
+    ratio = left[allowed] / calm.expand_as(left)[allowed]
+    kept = ratio[ratio.abs() > 1e-6]
+    if len(kept) and bool(torch.isclose(kept, torch.ones_like(kept), atol=1e-4).all()) and p > 0:
+        return ("the weights dropout keeps are not scaled up by 1/(1 - p): nn.Dropout does that; "
+                "a hand-made mask must divide by (1 - p)")
+    if not bool(torch.isclose(kept, torch.full_like(kept, 1 / (1 - p)), atol=1e-4).all()):
+        return ("the weights dropout keeps are not the eval-mode weights times 1/(1 - p): apply dropout once, "
+                "to the attention weights, after the softmax")
+    dropped = 1 - len(kept) / len(ratio)
+    if abs(dropped - p) > 0.05:
+        return (f"{dropped:.0%} of the attention weights are dropped in training mode, expected about {p:.0%}: "
+                "pass the dropout rate to nn.Dropout(dropout)")
+    return ""

@@ -1,0 +1,92 @@
+"""Issue 12 item 5: nbgrader's Validate fails on the untouched released notebooks and passes once they are solved.
+
+The released notebooks are made by the real `nbgrader generate_assignment` in a temporary course
+(the project's nbgrader_config.py, run from the project root); `nbgrader validate` then executes
+them in a kernel. A graded cell reruns its module's test cells, so on the stubs every graded cell
+fails with "not implemented yet"; with the solutions typed into the released notebooks (hidden
+tests already removed) every notebook passes; one bug fails only the notebook that holds it.
+About 40 s: nbgrader and kernel start-up.
+"""
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("nbgrader", reason="nbgrader is not installed (pip install '.[notebooks]', nbgrader==0.9.6)")
+
+from notebook_cases import BUGS, fill_notebooks, module_texts  # noqa: E402
+
+pytestmark = pytest.mark.nbgrader
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "source" / "ch03"
+NOTEBOOKS = sorted(p.name for p in SOURCE.glob("*.ipynb"))
+
+
+def environment(base):
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])  # nbgrader runs alembic
+    for name in ("CONFIG", "DATA", "RUNTIME"):  # no user-level Jupyter or nbgrader configuration
+        folder = base / f"jupyter-{name.lower()}"
+        folder.mkdir(exist_ok=True)
+        env[f"JUPYTER_{name}_DIR"] = str(folder)
+    return env
+
+
+def nbgrader(base, *args):
+    """Run nbgrader from the project root; its log and its verdicts interleaved as printed."""
+    env = dict(environment(base), PYTHONUNBUFFERED="1")
+    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=ROOT, env=env,
+                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def released(tmp_path_factory):
+    base = tmp_path_factory.mktemp("validate")
+    course = base / "course"
+    shutil.copytree(SOURCE, course / "source" / "ch03")
+    output = nbgrader(base, "generate_assignment", "ch03", "--force", f"--CourseDirectory.root={course}")
+    folder = course / "release" / "ch03"
+    assert sorted(p.name for p in folder.glob("*.ipynb")) == NOTEBOOKS, output
+    return base, folder
+
+
+def validate(base, folder):
+    """{notebook name: what `nbgrader validate` printed for it}, all notebooks of folder in one run."""
+    output = nbgrader(base, "validate", *(str(folder / name) for name in NOTEBOOKS))
+    parts = re.split(r"\[ValidateApp \| INFO\] Validating '([^']+)'", output)
+    return {Path(path).name: verdict for path, verdict in zip(parts[1::2], parts[2::2])}
+
+
+def graded_cells(name):
+    cells = json.loads((SOURCE / name).read_text())["cells"]
+    return sum(1 for cell in cells if cell["metadata"].get("nbgrader", {}).get("grade"))
+
+
+def test_untouched_released_notebooks_fail_validation(released):
+    base, folder = released
+    verdicts = validate(base, folder)
+    assert sorted(verdicts) == NOTEBOOKS, verdicts
+    for name, verdict in verdicts.items():
+        assert "Success!" not in verdict, f"{name}: {verdict}"
+        assert f"VALIDATION FAILED ON {graded_cells(name)} CELL(S)!" in verdict, f"{name}: {verdict}"
+        assert "NotImplementedError" in verdict, f"{name}: {verdict}"
+
+
+def test_solved_released_notebooks_pass_and_a_bug_fails_its_notebook_only(released, tmp_path):
+    base, folder = released
+    solved = fill_notebooks(module_texts(), tmp_path / "solved", folder)
+    verdicts = validate(base, solved)
+    assert sorted(verdicts) == NOTEBOOKS, verdicts
+    for name, verdict in verdicts.items():
+        assert "Success! Your notebook passes all the tests." in verdict, f"{name}: {verdict}"
+    buggy = fill_notebooks(module_texts(bugs=["causal_diagonal"]), tmp_path / "buggy", folder)
+    verdicts = validate(base, buggy)
+    assert {name: "Success!" in verdict for name, verdict in verdicts.items()} == {
+        name: BUGS["causal_diagonal"][0] not in name for name in NOTEBOOKS}, verdicts
