@@ -79,6 +79,8 @@ def score_part(grade, part, run):
         result = by_name[check.name]
         worth = group_share[check.group] if check.group else check.points
         earned = worth if result.passed else 0.0
+        if result.passed and result.message:  # a passed check's note (suites.expect.Note) for the student
+            grade.notes.append(f"{part.name} / {check.name}: {result.message}")
         total += earned
         grade.checks.append(ScoredCheck(part.name, check.name, result.passed, round(earned, 4),
                                         round(worth, 4), check.visibility, result.message,

@@ -22,6 +22,11 @@ class Mismatch(AssertionError):
         self.student_text = student_text
 
 
+class Note(Exception):
+    """Not a failure: a check that has judged everything and passed raises Note(message) to tell the
+    student something worth knowing (the runner records the check as passed, with the message)."""
+
+
 def fail(message, detail="", error=None):
     """Raise Mismatch; error: a StudentError whose text goes to student_text, never to the message."""
     raise Mismatch(message, detail, error.student_text() if error is not None else "")

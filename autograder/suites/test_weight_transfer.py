@@ -20,6 +20,12 @@ TRANSPOSE_HINT = ("nn.Linear stores its weight as (d_out, d_in) and computes x @
                   "computes x @ W with W of shape (d_in, d_out): copy weight.T")
 
 
+SHARED_STORAGE = ("Note (no points taken): after the transfer sa_v1's matrices share storage with sa_v2's weights "
+                  "(nn.Parameter(weight.T) is a view of the same numbers), so training or changing one module changes "
+                  "the other. To keep them independent, copy: nn.Parameter(weight.T.clone()), or W.copy_(weight.T) "
+                  "under torch.no_grad()")
+
+
 def make_pair(student, d_in, d_out, v1_seed, v2_seed):
     v1 = student.module("self_attention_v1").SelfAttention_v1(d_in, d_out, _seed=v1_seed)
     v2 = student.module("self_attention_v2").SelfAttention_v2(d_in, d_out, _seed=v2_seed)
@@ -174,6 +180,19 @@ def test_transfer_returns_v1_and_keeps_v2(student, rng):
             return  # SelfAttention_v1 itself cuts the gradient: graded in its own part
         expect.fail("after the transfer, no gradient reaches one of sa_v1's matrices: keep the weights trainable "
                     "(copy_ under torch.no_grad(), or assign a new nn.Parameter)", f"no gradient: {dead[0]}")
+    if shares_storage(v1, v2, d_in, d_out, rng):
+        raise expect.Note(SHARED_STORAGE)
+
+
+def shares_storage(v1, v2, d_in, d_out, rng):
+    """Does writing new weights into sa_v2 (in place) change sa_v1? Never a cost: False when it cannot tell."""
+    try:
+        before = v1_matrices(v1)
+        helpers.load_known(v2, helpers.random_qkv_state(d_in, d_out, rng, scale=2.0), "SelfAttention_v2")
+        after = v1_matrices(v1)
+    except (AssertionError, StudentError):
+        return False
+    return any(name in after and not close(before[name], after[name]) for name in before)
 
 
 helpers.diagnose_errors(globals(), "transfer_v2_to_v1(sa_v2, sa_v1)")
