@@ -144,6 +144,13 @@ class RemoteObject:
         """Gradient of every named parameter after backward(grad_output) through self(*args)."""
         return self._student.request("grads", {"handle": self._id}, args, {"grad_output": grad_output}, _seed)
 
+    def count_ops(self, *args, device=None, _seed=0):
+        """self(*args) in the child under a mode that counts the tensor operations it issues ->
+        {"counts": {aten op name: calls}, "output", "device", "dtype", "shape"} (output None off the
+        CPU). device: where the child moves the tensor arguments first (e.g. "meta").
+        The counts come from the student's process: judge them only together with a right output."""
+        return self._student.request("count_ops", {"handle": self._id}, args, {}, _seed, {"device": device})
+
     def assign(self, path, value):
         """Set the attribute path (e.g. 'heads.0') of this object to value (a RemoteObject or data)."""
         return self._student.request("assign", {"handle": self._id, "attr": path}, (value,))

@@ -82,6 +82,8 @@ def run(handles, header, payload):
         return record(obj, args, kwargs, inputs.get("patches", ()), inputs.get("returns", ()))
     if op == "assign":
         return assign(handles, target, args[0])
+    if op == "count_ops":
+        return count_ops(obj, args, kwargs, inputs.get("device"))
     raise ValueError(f"unknown operation {op!r}")
 
 
@@ -148,6 +150,40 @@ def assign(handles, target, value):
     else:
         setattr(owner, last, value)
     return None
+
+
+def count_ops(module, args, kwargs, device=None):
+    """module(*args, **kwargs) under a dispatch mode that counts each tensor operation it issues ->
+    {"counts": {aten op name: calls}, "mixed_devices": [ops given non-scalar tensors on several
+    devices], "output": the output (None when not on the CPU: no data to send), "device", "dtype",
+    "shape": the output tensor's}. device: move the tensor arguments there first (e.g. "meta")."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+
+    counts, mixed = {}, set()
+    moves = {"_to_copy", "copy_", "index", "index_put", "index_put_", "_index_put_impl_"}  # allowed across devices
+
+    class Counter(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = func.overloadpacket.__name__
+            counts[name] = counts.get(name, 0) + 1
+            if device and name not in moves:
+                tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor) and t.dim()]
+                if len({t.device.type for t in tensors}) > 1:
+                    mixed.add(name)
+            return func(*args, **(kwargs or {}))
+
+    if device:
+        args = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
+    with Counter():
+        output = module(*args, **kwargs)
+    answer = {"counts": dict(counts), "mixed_devices": sorted(mixed), "output": output}
+    if isinstance(output, torch.Tensor):
+        answer.update(device=output.device.type, dtype=str(output.dtype).replace("torch.", ""),
+                      shape=list(output.shape))
+        if output.device.type != "cpu":
+            answer["output"] = None
+    return answer
 
 
 def describe(module):

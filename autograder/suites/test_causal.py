@@ -9,7 +9,7 @@ gradients, and inputs left unchanged.
 import pytest
 import torch
 
-from autograder.suites import expect, helpers, reference
+from autograder.suites import efficiency, expect, helpers, reference
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import attention_mistakes, judge, matches, weight_mistakes, weights
 from autograder.student import StudentError
@@ -273,6 +273,20 @@ def test_causal_mask_is_a_registered_buffer(student):
     if not (torch.equal(mask != 0, above) or torch.equal(mask != 0, ~above)):
         expect.fail("the mask buffer should mark the positions above the diagonal (ones above it, zeros on and below "
                     "it)")
+
+
+def test_causal_runs_on_the_inputs_device(student, rng):
+    """Right on the CPU first; then moved to the meta device (no data: a stand-in for a GPU) with
+    meta inputs it must still run: a tensor made in forward on the default device, or a mask that
+    does not follow .to(), fails there as it would on a GPU."""
+    d_in, d_out, ctx, T = 4, 3, 8, 6
+    state = helpers.random_qkv_state(d_in, d_out, rng, scale=2.0)
+    attn = known(student, d_in, d_out, ctx, 0.0, state)
+    x = torch.rand(2, T, d_in, generator=rng)
+    right_on(attn, x, state, "CausalAttention (before it is moved to another device)")
+    problem = efficiency.device_problem(attn, x, (2, T, d_out), "CausalAttention", efficiency.has_plain_mask(attn))
+    if problem:
+        expect.fail(problem)
 
 
 def test_causal_float64_and_gradients(student, rng):

@@ -9,7 +9,7 @@ with seeded and with known weights, against stacked single heads, and for causal
 import pytest
 import torch
 
-from autograder.suites import expect, helpers, reference
+from autograder.suites import efficiency, expect, helpers, reference
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import error_diagnosis, judge, matches, multi_head_mistakes, raised_in, weights
 from autograder.student import RemoteObject, StudentError
@@ -418,6 +418,46 @@ def test_mha_structure(student):
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.float64 or tuple(mask.shape) != (ctx, ctx):
         expect.fail(f"{name} should register a (context_length, context_length) buffer named 'mask' with "
                     f"self.register_buffer, as CausalAttention does")
+
+
+def test_mha_batches_the_heads(student, rng):
+    """3.6.2's point: one set of projections and batched matmuls for all heads. The same d_out with 2
+    and with 4 heads: the forward must not issue more matmuls (or softmaxes) with more heads. Each
+    count is taken on a call whose output is judged right first (the counts come from the student's
+    process)."""
+    d_in, d_out, ctx, T, b = 6, 8, 8, 6, 2
+    name = "MultiHeadAttention"
+    counts = {}
+    for h in (2, 4):
+        state = helpers.random_mha_state(d_in, d_out, rng, scale=2.0)
+        mha = known(student, d_in, d_out, ctx, 0.0, h, state)
+        mha.eval()
+        x = torch.rand(b, T, d_in, generator=rng)
+        what = f"{name} with {h} heads"
+        run(mha, x, what)  # a first call: whatever a module sets up once is not counted
+        answer = mha.count_ops(x)
+        judge(efficiency.counted_output(answer, what), reference.multi_head(x, state, h), what,
+              multi_head_mistakes(x, state, h), case=f"({d_in}, {d_out}, {ctx}, 0.0, num_heads={h}) on {b}x{T}")
+        counts[h] = efficiency.read_counts(answer, what)
+    problem = efficiency.growth_problem(counts[2], counts[4], 2, 4)
+    if problem:
+        expect.fail(f"{name}: {problem}", f"matmul-like calls {efficiency.matmul_calls(counts[2])} with 2 heads, "
+                                           f"{efficiency.matmul_calls(counts[4])} with 4")
+
+
+def test_mha_runs_on_the_inputs_device(student, rng):
+    """Right on the CPU first; then on the meta device (a stand-in for a GPU) with meta inputs."""
+    d_in, d_out, ctx, h, T = 4, 6, 8, 2, 6
+    name = "MultiHeadAttention"
+    state = helpers.random_mha_state(d_in, d_out, rng, scale=2.0)
+    mha = known(student, d_in, d_out, ctx, 0.0, h, state)
+    mha.eval()
+    x = torch.rand(2, T, d_in, generator=rng)
+    what = f"{name} (before it is moved to another device)"
+    judge(run(mha, x, what), reference.multi_head(x, state, h), what, multi_head_mistakes(x, state, h))
+    problem = efficiency.device_problem(mha, x, (2, T, d_out), name, efficiency.has_plain_mask(mha))
+    if problem:
+        expect.fail(problem)
 
 
 def test_mha_float64_and_gradients(student, rng):

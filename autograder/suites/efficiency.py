@@ -1,0 +1,118 @@
+"""Efficiency and device-safety, judged from what a forward pass does, never from how long it takes.
+
+The child runs the student's module under a dispatch mode that counts every tensor operation it
+issues (RemoteObject.count_ops) and sends the counts back as plain data; the judgments here are
+the grader's own:
+
+- batching (book 3.6.2): the number of matmul-like calls of a forward must not grow with
+  num_heads when d_out stays the same. A Python loop over the heads issues one matmul (and one
+  softmax) per head; views, transposes, einsum and scaled_dot_product_attention do not.
+  Counts are compared between two head counts, never against absolute numbers, so any correct
+  spelling keeps full marks.
+- devices: the module is moved to the `meta` device (shapes and dtypes, no data) and run on meta
+  inputs. A tensor made in forward on the default device (torch.ones(T, T) without device=), or a
+  mask kept as a plain attribute (it does not follow .to()), meets a meta tensor and fails, as it
+  would on a GPU. Errors that have nothing to do with devices (reading values with .item() or
+  .tolist(), which a meta tensor cannot do but a GPU can) are not charged.
+
+The counts and the meta run come from the student's own process, which could report anything:
+every check that uses them first requires the right output from the same module on the same
+inputs, so a made-up answer can at most earn that one check's points.
+"""
+import re
+
+import torch
+
+from autograder.suites import expect
+from autograder.student import StudentError
+
+# aten ops (overload packet names) that multiply matrices; einsum, linear and matmul reach the
+# dispatcher as mm / bmm / addmm / baddbmm, scaled_dot_product_attention as its fused kernels
+MATMUL_LIKE = {"mm", "bmm", "addmm", "baddbmm", "addbmm", "addmm_", "baddbmm_", "matmul", "mv", "addmv", "dot",
+               "vdot", "linear", "einsum", "tensordot", "_addmm_activation", "convolution", "_convolution",
+               "conv1d", "conv2d", "_int_mm", "_scaled_mm"}
+ATTENTION_KERNEL = re.compile(r"scaled_dot_product|flash_attention|efficient_attention|cudnn_attention")
+SOFTMAX_LIKE = {"_softmax", "softmax", "_log_softmax", "log_softmax", "_safe_softmax"}
+
+LOOP_HINT = ("a Python loop over the heads: batch the heads with .view(b, num_tokens, num_heads, head_dim) and "
+             ".transpose(1, 2), then one matmul for all heads' scores and one for their context vectors, as in 3.6.2")
+
+
+def read_counts(answer, what):
+    """The {op name: calls} an answer of count_ops holds (checked: it comes from the student's process)."""
+    counts = answer.get("counts") if isinstance(answer, dict) else None
+    if not isinstance(counts, dict) or not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
+                                               and v >= 0 for k, v in counts.items()):
+        expect.fail(f"{what}: the operations of the forward pass could not be counted")
+    return counts
+
+
+def matmul_calls(counts):
+    return sum(n for op, n in counts.items() if op in MATMUL_LIKE or ATTENTION_KERNEL.search(op))
+
+
+def softmax_calls(counts):
+    return sum(n for op, n in counts.items() if op in SOFTMAX_LIKE)
+
+
+def growth_problem(few, many, few_heads, many_heads):
+    """'' when the forward with many_heads issues no more matmuls and softmaxes than with few_heads
+    (same d_out, same inputs' shape); else what grows, in words for the student."""
+    a, b = matmul_calls(few), matmul_calls(many)
+    if b > a:
+        return (f"its forward issues more matrix multiplications with {many_heads} heads than with {few_heads} "
+                f"(one matmul per head): {LOOP_HINT}")
+    a, b = softmax_calls(few), softmax_calls(many)
+    if b > a:
+        return ("its forward calls softmax once per head (more softmax calls with more heads): apply one softmax "
+                "to the (b, num_heads, num_tokens, num_tokens) scores of all heads at once")
+    return ""
+
+
+def counted_output(answer, what):
+    """The output tensor of a count_ops answer."""
+    if not isinstance(answer, dict):
+        expect.fail(f"{what}: the forward pass could not be observed")
+    return expect.as_tensor(answer.get("output"), what)
+
+
+DEVICE_ERROR = re.compile(r"device|to numpy", re.IGNORECASE)
+
+
+def device_problem(module, x, want_shape, class_name, mask_is_plain_attribute):
+    """Run module (already right on the CPU with these inputs) on the meta device -> '' or the
+    misconception. mask_is_plain_attribute: the module keeps a tensor 'mask' outside its buffers."""
+    module.to("meta")
+    try:
+        answer = module.count_ops(x, device="meta")
+    except StudentError as e:
+        if e.not_implemented or not DEVICE_ERROR.search(e.message):
+            return ""  # not about devices (e.g. .item() on a meta tensor, fine on a GPU): nothing to charge here
+        answer = {"mixed_devices": ["?"]}
+    mixed = answer.get("mixed_devices") if isinstance(answer, dict) else None
+    if mixed:  # an op was given tensors on two devices: an error on a GPU (meta itself lets some through)
+        if mask_is_plain_attribute:
+            return (f"{class_name}'s mask does not move with the module: it is a plain attribute, so after "
+                    f".to('cuda') it stays on the CPU and forward fails on a GPU. Register it with "
+                    f"self.register_buffer('mask', ...): buffers follow .to(device)")
+        return (f"{class_name}.forward mixes devices: it makes a tensor on the default device (the CPU), e.g. "
+                f"torch.ones(num_tokens, num_tokens) or torch.zeros(...) without device=, and combines it with "
+                f"the inputs; that works on a CPU and fails on a GPU. Create tensors with device=x.device (and "
+                f"dtype=x.dtype where it matters), or slice the registered mask buffer, which moves with the module")
+    if not isinstance(answer, dict) or answer.get("device") != "meta" or list(answer.get("shape") or ()) != \
+            list(want_shape):
+        return (f"{class_name}'s output does not stay on the inputs' device: the result comes back on another device "
+                f"(a .cpu() or a tensor made on the CPU in forward?): keep every tensor on x.device")
+    return ""
+
+
+def has_plain_mask(module):
+    """True when 'mask' is a tensor attribute of the module that is not a registered buffer or parameter."""
+    info = module.describe()
+    registered = {name for name, _, _ in info["buffers"]} | {name for name, _, _ in info["parameters"]}
+    if "mask" in registered:
+        return False
+    try:
+        return isinstance(module.get("mask"), torch.Tensor)
+    except StudentError:
+        return False
