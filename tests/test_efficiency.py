@@ -1,0 +1,180 @@
+"""Issue 14 items 1-3: efficiency judged by counted operations, device bugs found without a GPU.
+
+Engine tests grade a copy of the solutions with one corpus entry (autograder/selftest) or a small
+edit, in the parts causal and mha only, and state the score, the failed checks and the message
+they expect. The judgments of autograder/suites/efficiency.py are also tested on counts taken in
+this process with the child's own counting function.
+"""
+import sys
+
+import pytest
+import torch
+
+from autograder import grading, runner, selftest
+from autograder.sandbox import child
+from autograder.sandbox.client import Sandbox
+from autograder.suites import efficiency
+
+ENTRIES = {e.id: e for e in selftest.corpus()}
+PARTS = ["causal", "mha"]
+
+
+@pytest.fixture(scope="module")
+def engine():
+    rubric, suites = grading.load_rubric()
+    with Sandbox() as sandbox:
+        sandbox.ready()
+        yield rubric, suites, sandbox
+
+
+def grade(engine, entry, tmp_path):
+    rubric, suites, sandbox = engine
+    folder = selftest.apply(entry, tmp_path / "submission")
+    return grading.grade_submission(folder, rubric, suites, sandbox, fixtures=runner.default_fixtures(), parts=PARTS)
+
+
+def edit(module, find, replace, more=()):
+    return selftest.Entry("edit", "mutant", [selftest.Edit(module, find, replace), *more])
+
+
+def scores(result):
+    return {part: p["score"] for part, p in result.parts.items()}
+
+
+def failed(result):
+    return {c.name: c.message for c in result.checks if not c.passed}
+
+
+# ---------------------------------------------------------------- through the engine
+
+@pytest.mark.parametrize("entry_id, words", [
+    ("mha-loop-over-heads", "one matmul per head"),
+    ("mha-projections-per-head", "one matmul per head"),
+    ("mha-softmax-per-head", "softmax once per head"),
+])
+def test_a_loop_over_heads_costs_the_batching_check_only(engine, tmp_path, entry_id, words):
+    result = grade(engine, ENTRIES[entry_id], tmp_path)
+    assert scores(result) == {"causal": 22, "mha": 20}
+    assert list(failed(result)) == ["mha_batches_the_heads"]
+    message = failed(result)["mha_batches_the_heads"]
+    assert words in message
+
+
+@pytest.mark.parametrize("entry_id, part, check", [
+    ("causal-mask-made-in-forward-on-cpu", "causal", "causal_runs_on_the_inputs_device"),
+    ("causal-additive-mask-without-device", "causal", "causal_runs_on_the_inputs_device"),
+    ("mha-mask-made-in-forward-on-cpu", "mha", "mha_runs_on_the_inputs_device"),
+])
+def test_a_tensor_made_on_the_default_device_costs_the_device_check(engine, tmp_path, entry_id, part, check):
+    result = grade(engine, ENTRIES[entry_id], tmp_path)
+    assert scores(result) == {"causal": 22, "mha": 22, part: 21}
+    assert list(failed(result)) == [check]
+    assert "default device" in failed(result)[check] and "device=x.device" in failed(result)[check]
+
+
+def test_a_plain_attribute_mask_is_named_as_such(engine, tmp_path):
+    result = grade(engine, ENTRIES["mha-mask-plain-attribute"], tmp_path)
+    assert scores(result) == {"causal": 22, "mha": 20}
+    assert sorted(failed(result)) == ["mha_runs_on_the_inputs_device", "mha_structure"]
+    assert "plain attribute" in failed(result)["mha_runs_on_the_inputs_device"]
+    assert "register_buffer" in failed(result)["mha_runs_on_the_inputs_device"]
+
+
+@pytest.mark.parametrize("entry_id", ["mha-einsum", "mha-sdpa-with-the-mask-buffer", "mha-sdpa-reshape-assert",
+                                      "mha-fused-qkv", "causal-mask-in-forward-on-x-device",
+                                      "mha-mask-in-forward-on-x-device"])
+def test_batched_and_device_safe_variants_keep_full_marks(engine, tmp_path, entry_id):
+    result = grade(engine, ENTRIES[entry_id], tmp_path)
+    assert (scores(result), failed(result)) == ({"causal": 22, "mha": 22}, {})
+
+
+def test_reading_values_in_forward_is_not_a_device_bug(engine, tmp_path):
+    # .item() cannot run on the meta device but works on a GPU: nothing to charge
+    entry = edit("mha", "b, num_tokens, d_in = x.shape\n        # (b, num_tokens, d_out)",
+                 "b, num_tokens, d_in = x.shape\n        if torch.isnan(x).any():\n"
+                 "            raise ValueError('NaN in the inputs')\n        # (b, num_tokens, d_out)")
+    result = grade(engine, entry, tmp_path)
+    assert (scores(result), failed(result)) == ({"causal": 22, "mha": 22}, {})
+
+
+def test_a_wrong_output_earns_no_efficiency_or_device_points(engine, tmp_path):
+    result = grade(engine, ENTRIES["mha-unscaled"], tmp_path)
+    assert {"mha_batches_the_heads", "mha_runs_on_the_inputs_device"} <= set(failed(result))
+    assert scores(result)["causal"] == 22
+
+
+LIAR = '''
+import sys as _sys
+
+_child = _sys.modules.get("autograder.sandbox.child")
+if _child is not None:
+    def _made_up(module, args, kwargs, device=None):
+        return {"counts": {"bmm": 1}, "mixed_devices": [], "output": torch.zeros(2, 6, 8), "device": "meta",
+                "dtype": "float32", "shape": [2, 6, 8]}
+    _child.count_ops = _made_up
+'''
+
+
+def test_made_up_counts_earn_nothing_without_the_right_output(engine, tmp_path):
+    # the submission replaces the child's counting with answers of its own (it runs in that process)
+    entry = edit("mha", "from causal import CausalAttention\n", "from causal import CausalAttention\n" + LIAR)
+    result = grade(engine, entry, tmp_path)
+    assert sorted(failed(result)) == ["mha_batches_the_heads", "mha_runs_on_the_inputs_device"]
+    assert scores(result) == {"causal": 22, "mha": 19}
+
+
+# ---------------------------------------------------------------- the judgments, in this process
+
+@pytest.fixture()
+def solutions(monkeypatch):
+    monkeypatch.syspath_prepend(str(selftest.SOLUTIONS))
+    for name in ("mha", "causal"):
+        sys.modules.pop(name, None)
+    import mha
+    yield mha
+    for name in ("mha", "causal"):
+        sys.modules.pop(name, None)
+
+
+def counts_of(module, x, device=None):
+    return child.count_ops(module.eval(), [x], {}, device)
+
+
+def test_the_reference_mha_issues_the_same_matmuls_for_any_head_count(solutions):
+    x = torch.rand(2, 6, 6)
+    few = counts_of(solutions.MultiHeadAttention(6, 8, 8, 0.0, 2), x)["counts"]
+    many = counts_of(solutions.MultiHeadAttention(6, 8, 8, 0.0, 4), x)["counts"]
+    assert efficiency.matmul_calls(few) == efficiency.matmul_calls(many) == 6  # 4 projections, 2 batched matmuls
+    assert efficiency.growth_problem(few, many, 2, 4) == ""
+
+
+def test_the_wrapper_issues_matmuls_per_head(solutions):
+    x = torch.rand(2, 6, 6)
+    few = counts_of(solutions.MultiHeadAttentionWrapper(6, 4, 8, 0.0, 2), x)["counts"]
+    many = counts_of(solutions.MultiHeadAttentionWrapper(6, 2, 8, 0.0, 4), x)["counts"]
+    assert efficiency.matmul_calls(many) == 2 * efficiency.matmul_calls(few)
+    assert "one matmul per head" in efficiency.growth_problem(few, many, 2, 4)
+
+
+def test_attention_kernels_and_einsum_count_as_matmuls():
+    q = torch.rand(2, 3, 5, 4)
+    sdpa = child.count_ops(torch.nn.functional.scaled_dot_product_attention, [q, q, q], {"is_causal": True})
+    einsum = child.count_ops(torch.einsum, ["bhqd,bhkd->bhqk", q, q], {})
+    assert efficiency.matmul_calls(sdpa["counts"]) >= 1 and efficiency.matmul_calls(einsum["counts"]) == 1
+    assert efficiency.softmax_calls({"_softmax": 2, "mm": 1}) == 2
+
+
+def test_mixed_devices_are_recorded_on_meta(solutions):
+    x = torch.rand(2, 6, 6)
+    module = solutions.MultiHeadAttention(6, 8, 8, 0.0, 2).to("meta")
+    assert counts_of(module, x, "meta")["mixed_devices"] == []
+    cpu_mask = torch.ones(6, 6, dtype=torch.bool).triu(1)
+    answer = child.count_ops(lambda t: t.masked_fill_(cpu_mask, 0.0), [torch.rand(6, 6)], {}, "meta")
+    assert answer["mixed_devices"] == ["masked_fill_"] and answer["device"] == "meta" and answer["output"] is None
+
+
+@pytest.mark.parametrize("bad", [None, {"counts": [1, 2]}, {"counts": {"mm": -1}}, {"counts": {"mm": "3"}},
+                                 {"counts": {"mm": True}}])
+def test_counts_from_the_child_are_checked(bad):
+    with pytest.raises(AssertionError, match="could not be counted"):
+        efficiency.read_counts(bad, "MultiHeadAttention")
