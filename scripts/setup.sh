@@ -1,20 +1,67 @@
 #!/usr/bin/env bash
 # Create .venv and install the project with everything its tests use.
-# torch: the CPU build. TORCH_SPEC picks the requirement (default torch==2.13.0, which this
-# course's machines hold locally); elsewhere e.g.
+# torch: the CPU build. TORCH_SPEC picks the requirement (default torch==2.13.0). It comes from
+# PyTorch's CPU index (TORCH_INDEX, default https://download.pytorch.org/whl/cpu) when that index
+# answers within TORCH_INDEX_TIMEOUT seconds (default 5); otherwise from pip's default index and
+# configuration (this course's machines hold a local CPU wheel there; elsewhere on Linux the default
+# index gives the CUDA build). The script says which it used. TORCH_INDEX= (empty) or a
+# PIP_INDEX_URL of your own skips the probe, e.g.
 #   TORCH_SPEC=torch PIP_INDEX_URL=https://download.pytorch.org/whl/cpu bash scripts/setup.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
 
-python=${PYTHON:-python3}
-if [[ ! -x .venv/bin/python ]]; then
-  "$python" -m venv .venv
+TORCH_CPU_INDEX=https://download.pytorch.org/whl/cpu
+
+# Print the index URL to install torch from ("" for pip's default) and say why on stderr.
+choose_torch_index() {
+  local index=${TORCH_INDEX-$TORCH_CPU_INDEX} wait=${TORCH_INDEX_TIMEOUT:-5} python=${1:-python3}
+  if [[ -n "${PIP_INDEX_URL:-}" ]]; then
+    echo "setup: torch from PIP_INDEX_URL ($PIP_INDEX_URL), as given" >&2
+    return 0
+  fi
+  if [[ -z "$index" ]]; then
+    echo "setup: torch from pip's default index (TORCH_INDEX is empty)" >&2
+    return 0
+  fi
+  local limit=()
+  if command -v timeout >/dev/null 2>&1; then
+    limit=(timeout "$((wait + 2))")  # name resolution is not covered by urlopen's own timeout
+  fi
+  if ${limit[@]+"${limit[@]}"} "$python" - "$index" "$wait" >/dev/null 2>&1 <<'PY'
+import sys, urllib.request
+url, wait = sys.argv[1].rstrip("/") + "/torch/", float(sys.argv[2])
+urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=wait).close()
+PY
+  then
+    echo "setup: torch from PyTorch's CPU index ($index)" >&2
+    echo "$index"
+  else
+    echo "setup: PyTorch's CPU index ($index) cannot be reached (tried for up to ${wait}s): torch from pip's" \
+         "default index and configuration (without a local CPU wheel, Linux gets the CUDA build there)" >&2
+  fi
+}
+
+main() {
+  cd "$(dirname "$0")/.."
+  local python=${PYTHON:-python3}
+  if [[ ! -x .venv/bin/python ]]; then
+    "$python" -m venv .venv
+  fi
+  local pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+  if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+    local spec=${TORCH_SPEC:-torch==2.13.0} index
+    index=$(choose_torch_index .venv/bin/python)
+    echo "setup: installing $spec (CPU build)"
+    if [[ -n "$index" ]]; then
+      "${pip[@]}" --index-url "$index" "$spec"
+    else
+      "${pip[@]}" "$spec"
+    fi
+  fi
+  echo "setup: installing the course package with its test tools (nbgrader, check-jsonschema, zizmor)"
+  "${pip[@]}" -e ".[notebooks,dev]"
+  .venv/bin/python -c "import torch, numpy, yaml, pytest; print(f'setup: torch {torch.__version__}, numpy {numpy.__version__}: ready')"
+}
+
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  main "$@"
 fi
-pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
-if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
-  echo "setup: installing ${TORCH_SPEC:-torch==2.13.0} (CPU build)"
-  "${pip[@]}" "${TORCH_SPEC:-torch==2.13.0}"
-fi
-echo "setup: installing the course package with its test tools (nbgrader, check-jsonschema, zizmor)"
-"${pip[@]}" -e ".[notebooks,dev]"
-.venv/bin/python -c "import torch, numpy, yaml, pytest; print(f'setup: torch {torch.__version__}, numpy {numpy.__version__}: ready')"
