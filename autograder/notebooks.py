@@ -36,7 +36,8 @@ RUBRIC = ROOT / "grading.yml"
 SOLUTIONS = ROOT / "solutions" / "ch03"
 SOURCE = ROOT / "source" / "ch03"
 TEMPLATES = Path(__file__).resolve().parent / "notebook_templates" / "ch03"
-SETUP_CELL = TEMPLATES / "setup_cell.py"
+SUPPORT_NAME = "ch03_tools.py"  # the read-only module released beside the notebooks (their first cell imports it)
+SUPPORT_TEMPLATE = TEMPLATES / SUPPORT_NAME
 BOOK_EXAMPLES = ROOT / "assignments" / "ch03" / "tests" / "book_examples.json"
 ASSIGNMENT_ID = "ch03"
 BOOK_PLACEHOLDER = "BOOK = {}  # the generator writes the book's values here"
@@ -46,7 +47,7 @@ DIAGNOSE_PLACEHOLDER = 'DIAGNOSES = "the public tests\' diagnoses (assignments/c
 NBGRADER_SCHEMA = 3
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 HEADER = re.compile(r"^%% (?P<kind>\w+) (?P<id>[A-Za-z0-9_-]+)(?P<options>( \w+=\S+)*)\s*$")
-KINDS = ("markdown", "setup", "solution", "check", "score")
+KINDS = ("markdown", "setup", "solution", "check", "show", "score")
 SCORE_PREFIX = "score_"  # the graded cell of module M has the grade_id score_M
 
 
@@ -58,12 +59,15 @@ def parse_template(text, filename="<template>"):
     A template is a sequence of cells, each opened by a header line at column 0:
 
         %% markdown <id>                 read-only markdown, the body is the text
-        %% setup <id>                    the read-only setup cell (setup_cell.py); the body lists the
-                                         book values it needs, separated by white space
+        %% setup <id>                    the read-only first code cell, `from ch03_tools import *` (the
+                                         module beside the notebooks, see support_text); the body lists
+                                         the book values the notebook uses, separated by white space
         %% solution <module>             the solution cell of solutions/ch03/<module>.py (empty body),
                                          followed by a read-only publish cell
         %% check <id>                    a read-only test cell the student runs (not graded); the body
                                          is its code
+        %% show <id>                     a read-only cell that prints and draws what the student's code
+                                         computes (not a test: the graded cell does not rerun it)
         %% score <module>                the graded cell of the module (grade_id score_<module>), locked,
                                          worth the part's points in grading.yml; the body may hold a
                                          ### BEGIN HIDDEN TESTS / ### END HIDDEN TESTS region
@@ -132,23 +136,40 @@ def _module_text(path):
     return text[:-1] if text.endswith("\n") else text
 
 
-def setup_source(keys, book_path=BOOK_EXAMPLES, setup_path=SETUP_CELL):
-    """The setup cell's code: setup_cell.py with BOOK holding the book values named in keys."""
+SETUP_CODE = ("# Read-only: the book's values, the test helpers and the drawing helpers live in ch03_tools.py,\n"
+              "# beside this notebook. Run this cell first (Kernel > Restart & Run All runs everything in order).\n"
+              "from ch03_tools import *  # noqa: F401,F403")
+
+
+def book_values(book_path=BOOK_EXAMPLES):
+    """{name: value} of every book value of book_examples.json, 'inputs' first."""
     raw = json.loads(Path(book_path).read_text())
-    values = {"inputs": raw["inputs"], **{name: entry["value"] for name, entry in raw["values"].items()}}
-    missing = [key for key in keys if key not in values]
+    return {"inputs": raw["inputs"], **{name: entry["value"] for name, entry in raw["values"].items()}}
+
+
+def setup_source(keys, book_path=BOOK_EXAMPLES):
+    """The first code cell: an import of the support module, after checking it holds the values in keys."""
+    missing = [key for key in keys if key not in book_values(book_path)]
     if missing:
         raise ValueError(f"{book_path}: no book value named {', '.join(missing)}")
+    return SETUP_CODE
+
+
+def support_text(book_path=BOOK_EXAMPLES, template_path=SUPPORT_TEMPLATE):
+    """The text of ch03_tools.py: the template with BOOK holding every book value and the public diagnoses."""
+    values = book_values(book_path)
     lines = ["BOOK = {  # what the book prints, to 4 decimals (from assignments/ch03/tests/book_examples.json)"]
-    lines += [f"    {json.dumps(key)}: {json.dumps(values[key])}," for key in keys]
+    lines += [f"    {json.dumps(key)}: {json.dumps(value)}," for key, value in values.items()]
     lines.append("}")
-    template = Path(setup_path).read_text()
+    template = Path(template_path).read_text()
     if template.count(BOOK_PLACEHOLDER) != 1:
-        raise ValueError(f"{setup_path}: expected the line {BOOK_PLACEHOLDER!r} exactly once")
+        raise ValueError(f"{template_path}: expected the line {BOOK_PLACEHOLDER!r} exactly once")
     if template.count(DIAGNOSE_PLACEHOLDER) != 1:
-        raise ValueError(f"{setup_path}: expected the line {DIAGNOSE_PLACEHOLDER!r} exactly once")
+        raise ValueError(f"{template_path}: expected the line {DIAGNOSE_PLACEHOLDER!r} exactly once")
     template = template.replace(DIAGNOSE_PLACEHOLDER, diagnose_code())
-    return template.replace(BOOK_PLACEHOLDER, "\n".join(lines)).rstrip("\n")
+    header = (f"# Generated by `python -m autograder notebooks` from autograder/notebook_templates/ch03/{SUPPORT_NAME}:\n"
+              f"# do not edit (read-only; grading never reads it).\n")
+    return header + template.replace(BOOK_PLACEHOLDER, "\n".join(lines))
 
 
 def diagnose_code(path=DIAGNOSE):
@@ -208,6 +229,10 @@ def build_notebook(template_path, solutions_dir=SOLUTIONS, book_path=BOOK_EXAMPL
             publish_id = f"publish_{cell_id}"
             cells.append(_code(publish_id, f"publish({json.dumps(cell_id)}, [{names}])",
                                _nbgrader(publish_id, locked=True)))
+        elif kind == "show":
+            if "BEGIN HIDDEN TESTS" in body or "SOLUTION" in body:
+                raise ValueError(f"{where}: a show cell is read-only and visible: no hidden tests or solution region")
+            cells.append(_code(cell_id, body, _nbgrader(cell_id, locked=True)))
         elif kind == "check":
             if "BEGIN HIDDEN TESTS" in body or "SOLUTION" in body:
                 raise ValueError(f"{where}: a check cell is read-only and visible: no hidden tests or solution region")
@@ -306,6 +331,7 @@ def generate(out_dir=SOURCE, **inputs):
     for stale in out_dir.glob("*.ipynb"):
         if stale.name not in texts:
             stale.unlink()
+    texts[SUPPORT_NAME] = support_text(inputs.get("book_path", BOOK_EXAMPLES))
     written = []
     for filename, text in texts.items():
         path = out_dir / filename
@@ -318,6 +344,7 @@ def drifted(out_dir=SOURCE, **inputs):
     """Notebook file names in out_dir that are missing, differ from what the generator makes, or are extra."""
     out_dir = Path(out_dir)
     texts = notebook_texts(**inputs)
+    texts[SUPPORT_NAME] = support_text(inputs.get("book_path", BOOK_EXAMPLES))
     changed = [name for name, text in texts.items()
                if not (out_dir / name).is_file() or (out_dir / name).read_text() != text]
     extra = sorted(path.name for path in out_dir.glob("*.ipynb") if path.name not in texts)
@@ -521,7 +548,8 @@ def release_notebooks(dest, solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, bo
                       rubric_path=RUBRIC):
     """Write the student notebooks into dest (no nbgrader needed); return the paths written.
 
-    Used by `python -m autograder release` when there is no nbgrader release folder.
+    Used by `python -m autograder release` when there is no nbgrader release folder. The support
+    module ch03_tools.py, which the notebooks' first cell imports, is written beside them (not listed).
     """
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
@@ -532,4 +560,5 @@ def release_notebooks(dest, solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, bo
         path = dest / (template.stem + ".ipynb")
         path.write_text(dumps(student_notebook(build_notebook(template, solutions_dir, book_path, points=points))))
         written.append(path)
+    (dest / SUPPORT_NAME).write_text(support_text(book_path))
     return written

@@ -33,6 +33,9 @@ HINTS = {
         "create W_query, W_key, W_value as nn.Parameter(torch.rand(d_in, d_out)), in that order (book 3.4.2)",
     "self_attention_v1.SelfAttention_v1.forward":
         "project x to queries, keys and values, softmax the scaled scores, weight the values (book 3.4.2)",
+    "self_attention_v1.scaling_statistics":
+        "score queries against keys (divided by sqrt(d_k) when scaled), softmax each row, return the scores' "
+        "std and the mean of each row's largest weight as two floats (book 3.4.2)",
     "self_attention_v2.SelfAttention_v2.__init__":
         "create W_query, W_key, W_value as nn.Linear(d_in, d_out, bias=qkv_bias), in that order (book 3.4.2)",
     "self_attention_v2.SelfAttention_v2.forward":

@@ -48,7 +48,8 @@ def cells_of(path):
 
 
 def fill_notebooks(texts, dest, notebooks=SOURCE):
-    """Copy the notebooks of the folder `notebooks` into dest with texts in their solution cells."""
+    """Copy the notebooks of the folder `notebooks` into dest with texts in their solution cells,
+    and the support module beside them."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     for path in sorted(Path(notebooks).glob("*.ipynb")):
@@ -59,4 +60,6 @@ def fill_notebooks(texts, dest, notebooks=SOURCE):
                 text = texts[meta["grade_id"]]
                 cell["source"] = text[:-1] if text.endswith("\n") else text
         (dest / path.name).write_text(json.dumps(notebook, indent=1))
+    for support in sorted(Path(notebooks).glob("*.py")):  # ch03_tools.py, which the first cell imports
+        (dest / support.name).write_text(support.read_text())
     return dest

@@ -399,8 +399,8 @@ def test_a_graded_cell_reruns_its_modules_test_calls_after_its_comments(tmp_path
         notebooks.build_notebook(path, SOLUTIONS, points={"causal": 22})
 
 
-def test_the_setup_cell_holds_the_public_diagnoses():
-    setup = notebooks.setup_source(["inputs"])
+def test_the_support_module_holds_the_public_diagnoses():
+    setup = notebooks.support_text()
     assert "DIAGNOSES =" not in setup
     for name in ("def which_mistake(", "def multi_head_mistakes(", "def dropout_problem(", "@torch.no_grad()"):
         assert name in setup, name

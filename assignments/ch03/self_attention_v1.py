@@ -25,3 +25,14 @@ class SelfAttention_v1(nn.Module):
         over the last dim of queries @ keys.T / sqrt(d_out); return weights @ values.
         """
         raise NotImplementedError("self_attention_v1.SelfAttention_v1.forward: project x to queries, keys and values, softmax the scaled scores, weight the values (book 3.4.2)")
+
+
+def scaling_statistics(queries, keys, scaled=True):
+    """How spread out the attention scores are, and how peaked their softmax is (book 3.4.2, why 1/sqrt(d_k)).
+
+    queries, keys: (..., num_tokens, d_k). The scores are queries @ keys.transpose(-2, -1), divided by
+    sqrt(d_k) when scaled is True (d_k = keys.shape[-1]); the weights are their softmax over the last dim.
+    Returns (spread, peak), two Python floats: spread is the standard deviation of all the scores
+    (torch's default std), peak the mean over all queries of the largest weight in the query's row.
+    """
+    raise NotImplementedError("self_attention_v1.scaling_statistics: score queries against keys (divided by sqrt(d_k) when scaled), softmax each row, return the scores' std and the mean of each row's largest weight as two floats (book 3.4.2)")

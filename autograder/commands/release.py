@@ -99,7 +99,8 @@ def _copy_notebooks(folder, dest):
     for notebook in sorted(folder.glob("*.ipynb")):
         shutil.copyfile(notebook, dest / notebook.name)
         names.append(notebook.name)
-    for extra in sorted(p for p in folder.iterdir() if p.is_file() and p.suffix in (".json", ".md", ".txt")):
+    for extra in sorted(p for p in folder.iterdir() if p.is_file() and (p.suffix in (".json", ".md", ".txt")
+                                                                        or p.name == "ch03_tools.py")):  # the notebooks import it
         shutil.copyfile(extra, dest / extra.name)
     return f"{len(names)} notebook(s) from {folder} into {NOTEBOOK_DEST}"
 

@@ -91,4 +91,54 @@ def test_v1_float64_and_gradients(student, rng):
     helpers.compare_grads(sa.grads(x, grad_output=g), helpers.renamed_grads(sa, want), "SelfAttention_v1", atol=1e-6)
 
 
+def spread_and_peak(queries, keys, scaled, *, divisor=None, dim=-1, population=False):
+    """The (spread, peak) pair of scaling_statistics, right by default, wrong on request."""
+    raw = queries.double() @ keys.double().transpose(-2, -1)
+    if scaled:
+        raw = raw / (keys.shape[-1] ** 0.5 if divisor is None else divisor)
+    peaks = torch.softmax(raw, dim=dim).amax(dim=-1)
+    return torch.stack((raw.std(correction=0 if population else 1), peaks.mean()))
+
+
+def spread_and_peak_mistakes(queries, keys, scaled):
+    width = keys.shape[-1]
+    wrong = [(spread_and_peak(queries, keys, False),
+              "with scaled=True the scores must be divided by sqrt(d_k) before the spread and the softmax"),
+             (spread_and_peak(queries, keys, scaled, dim=-2),
+              "the softmax runs down the columns: take it over the last dim, one row per query"),
+             (spread_and_peak(queries, keys, scaled, population=True),
+              "the spread is the population std (correction=0): use torch's default std of the scores")]
+    if scaled and width > 1:
+        wrong.append((spread_and_peak(queries, keys, True, divisor=float(width)),
+                      "the scores are divided by d_k instead of sqrt(d_k)"))
+    if not scaled:
+        wrong.append((spread_and_peak(queries, keys, True),
+                      "with scaled=False the scores must stay as they are (no division by sqrt(d_k))"))
+    return wrong
+
+
+def as_pair(got, what):
+    """(spread, peak) as a float64 tensor of two, from two numbers or two one-element tensors."""
+    if isinstance(got, (tuple, list)) and len(got) == 2:
+        try:
+            return torch.tensor([float(value.item() if isinstance(value, torch.Tensor) else value) for value in got],
+                                dtype=torch.float64)
+        except (TypeError, ValueError, RuntimeError):
+            pass
+    expect.fail(f"{what} should return two numbers (spread, peak); it returned a {type(got).__name__}")
+
+
+def test_v1_scaling_statistics(student, rng):
+    stats = student.module(PART).scaling_statistics
+    for d_k, b, T in ((1, 3, 5), (16, 4, 6), (256, 2, 9)):
+        queries = torch.randn(b, T, d_k, generator=rng)
+        keys = torch.randn(b, T, d_k, generator=rng)
+        for scaled in (True, False):
+            what = f"scaling_statistics(queries, keys, scaled={scaled}) on random queries and keys"
+            got = as_pair(stats(queries, keys, scaled=scaled), what)
+            judge(got, spread_and_peak(queries, keys, scaled), what, spread_and_peak_mistakes(queries, keys, scaled),
+                  atol=2e-3, hint="spread = the std of all scores, peak = the mean of each row's largest softmax weight",
+                  case=f"d_k={d_k}, {b} x {T} tokens")
+
+
 helpers.diagnose_errors(globals(), "SelfAttention_v1(d_in, d_out)")

@@ -36,3 +36,19 @@ class SelfAttention_v1(nn.Module):
         attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
         return attn_weights @ values
         ### END SOLUTION
+
+
+def scaling_statistics(queries, keys, scaled=True):
+    """How spread out the attention scores are, and how peaked their softmax is (book 3.4.2, why 1/sqrt(d_k)).
+
+    queries, keys: (..., num_tokens, d_k). The scores are queries @ keys.transpose(-2, -1), divided by
+    sqrt(d_k) when scaled is True (d_k = keys.shape[-1]); the weights are their softmax over the last dim.
+    Returns (spread, peak), two Python floats: spread is the standard deviation of all the scores
+    (torch's default std), peak the mean over all queries of the largest weight in the query's row.
+    """
+    ### BEGIN SOLUTION
+    raw = queries @ keys.transpose(-2, -1)
+    scores = raw / keys.shape[-1] ** 0.5 if scaled else raw
+    weights = torch.softmax(scores, dim=-1)
+    return scores.std().item(), weights.max(dim=-1).values.mean().item()
+    ### END SOLUTION
