@@ -3,7 +3,7 @@
 The data path from a submission to a grade, top-down:
 submission.py (stage the files) -> sandbox/ (run student code in an isolated child) ->
 runner.py (run the hidden suites' checks, judged in this process) -> rubric.py (points) ->
-reports.py (table, JSON, JUnit, Markdown).
+reports/ (one module per format: table, results JSON, JUnit, Markdown).
 """
 import os
 import sys
