@@ -128,8 +128,8 @@ def test_hidden_messages_hold_no_seed_or_measured_number(engine, tmp_path):
 
 
 def test_the_books_exercise_3_1_answer_gets_full_marks(engine, tmp_path):
-    # nn.Parameter(sa_v2.W_query.weight.T) shares storage with sa_v2; the visible note about it needs a
-    # note channel for passed checks in the runner and the reports (not there yet)
+    # nn.Parameter(sa_v2.W_query.weight.T) shares storage with sa_v2: full marks (the visible note about
+    # it is tested in tests/test_check_notes.py)
     result = graded_entry(engine, tmp_path, "transfer-book-answer-shares-storage")
     assert scores(result)["weight_transfer"] == 8 and failed(result, "weight_transfer") == {}
 

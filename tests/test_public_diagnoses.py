@@ -19,6 +19,8 @@ PUBLIC_TESTS = ROOT / "assignments" / "ch03" / "tests"
 MHA_SCALE = "attn_scores / self.head_dim**0.5"
 CAUSAL_SOFTMAX = "torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)"
 CAUSAL_MASK = "        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)\n"
+MHA_DROPOUT = ("attn_weights = self.dropout(attn_weights)\n"
+               "        context = (attn_weights @ values).transpose(1, 2)")
 CAUSAL_DROPOUT = "        attn_weights = self.dropout(attn_weights)\n        return attn_weights @ values"
 
 
@@ -60,7 +62,9 @@ CASES = {
     "mha without the mask": (
         "mha", CAUSAL_MASK, "",
         {"test_multi_head_attention_book_example": "is wrong: no causal mask in the heads",
-         "test_multi_head_attention_with_three_dims_per_head": "is wrong: no causal mask in the heads"}),
+         "test_multi_head_attention_with_three_dims_per_head": "is wrong: no causal mask in the heads",
+         "test_multi_head_attention_drops_attention_weights_in_training_mode":
+         "some weights of future tokens are not 0: mask the scores"}),
     "causal softmax over dim=1": (
         "causal", CAUSAL_SOFTMAX, CAUSAL_SOFTMAX.replace("dim=-1", "dim=1"),
         {"test_causal_attention_book_example": "(batch) is wrong: the softmax runs over the wrong dim",
@@ -75,6 +79,10 @@ CASES = {
     "causal dropout on the context vectors": (
         "causal", CAUSAL_DROPOUT, "        return self.dropout(attn_weights @ values)",
         {"test_dropout_drops_attention_weights_in_training_mode": "dropout acts on the values or on the context vectors"}),
+    "mha dropout on the context vectors": (
+        "mha", MHA_DROPOUT, "context = (self.dropout(attn_weights @ values)).transpose(1, 2)",
+        {"test_multi_head_attention_drops_attention_weights_in_training_mode":
+         "dropout acts on the values or on the context vectors"}),
     "causal without dropout": (
         "causal", CAUSAL_DROPOUT, "        return attn_weights @ values",
         {"test_dropout_drops_attention_weights_in_training_mode": "dropout is never applied"}),

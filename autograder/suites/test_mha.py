@@ -375,23 +375,36 @@ def test_mha_causal_and_dropout(student, rng):
                     f"wrong; fill every score above the diagonal with -inf, in every head, before the softmax")
     judge(base, reference.multi_head(x, state, h), f"{name} in eval mode", multi_head_mistakes(x, state, h),
           hint="in eval mode dropout must do nothing")
-    # training mode, through identity projections: the output is the heads' attention weights side by side
+    # training mode: each head's values are its tokens' one-hot inputs twice ([I; I]) and out_proj is the
+    # identity, so each head's output row is that token's attention weights twice, side by side; dropout
+    # on the weights drops the same entries in both copies, dropout on the context vectors does not
     T, h, p, b = 5, 2, 0.2, 300
-    d = h * T
-    probe = helpers.random_mha_state(d, d, rng, scale=3.0)
-    probe.update({"W_value.weight": torch.eye(d), "out_proj.weight": torch.eye(d), "out_proj.bias": torch.zeros(d)})
-    mha = known(student, d, d, T, p, h, probe)
-    x = torch.eye(T).repeat(1, h).expand(b, T, d).contiguous()
-    q = reference.linear(x[:1], probe["W_query.weight"]).view(1, T, h, T).transpose(1, 2)
-    k = reference.linear(x[:1], probe["W_key.weight"]).view(1, T, h, T).transpose(1, 2)
-    eval_weights = weights(q @ k.transpose(-2, -1), T, True).expand(b, h, T, T)  # (b, h, T, T)
+    d_in, head_dim = h * T, 2 * T
+    d = h * head_dim
+    probe = helpers.random_mha_state(d_in, d, rng, scale=3.0)
+    twice = torch.cat([torch.eye(T), torch.eye(T)])  # (2T, T)
+    probe.update({"W_value.weight": torch.block_diag(*[twice] * h), "out_proj.weight": torch.eye(d),
+                  "out_proj.bias": torch.zeros(d)})
+    mha = known(student, d_in, d, T, p, h, probe)
+    x = torch.eye(T).repeat(1, h).expand(b, T, d_in).contiguous()  # (b, T, h*T): each head sees one-hot tokens
+    q = reference.linear(x[:1], probe["W_query.weight"]).view(1, T, h, head_dim).transpose(1, 2)
+    k = reference.linear(x[:1], probe["W_key.weight"]).view(1, T, h, head_dim).transpose(1, 2)
+    eval_weights = weights(q @ k.transpose(-2, -1), head_dim, True).expand(b, h, T, T)  # (b, h, T, T)
+
+    def per_head(out):  # (b, T, d) -> the two copies, each (b, h, T, T)
+        out = out.view(b, T, h, 2, T).permute(3, 0, 2, 1, 4)
+        return out[0], out[1]
+
     mha.eval()
-    own = expect.shape(run(mha, x, name), (b, T, d), name).view(b, T, h, T).transpose(1, 2)
-    if not matches(own, eval_weights, 1e-5):
+    own, own_copy = per_head(expect.shape(run(mha, x, name), (b, T, d), name))
+    if not (matches(own, eval_weights, 1e-5) and matches(own_copy, eval_weights, 1e-5)):
         return  # the attention itself is wrong, judged above and by the math checks; dropout cannot be seen here
     mha.train()
-    train = expect.shape(run(mha, x, name, _seed=7), (b, T, d), name).view(b, T, h, T).transpose(1, 2)
-    again = expect.shape(run(mha, x, name, _seed=9), (b, T, d), name).view(b, T, h, T).transpose(1, 2)
+    train, train_copy = per_head(expect.shape(run(mha, x, name, _seed=7), (b, T, d), name))
+    again, _ = per_head(expect.shape(run(mha, x, name, _seed=9), (b, T, d), name))
+    if not torch.equal(train, train_copy):
+        expect.fail(f"{name} in training mode: dropout acts on the values or the context vectors (or twice): "
+                    f"apply it once, to the attention weights, after the softmax and before they multiply the values")
     helpers.dropout_verdict(train, eval_weights, p, name, again=again)
 
 

@@ -230,6 +230,10 @@ def multi_head_mistakes(module, x, num_heads):
 def eval_and_training_outputs(attn, n, copies):
     """(the eval-mode weights (n, n), the training-mode outputs (copies, n, 2n)) of the set-up below."""
     attn.W_value.weight.copy_(torch.cat([torch.eye(n), torch.eye(n)]))
+    if isinstance(getattr(attn, "out_proj", None), torch.nn.Linear):  # MultiHeadAttention with one head
+        attn.out_proj.weight.copy_(torch.eye(2 * n))
+        if attn.out_proj.bias is not None:
+            attn.out_proj.bias.zero_()
     x = torch.eye(n).expand(copies, n, n).contiguous()
     attn.eval()
     calm = attn(x)[0, :, :n]
@@ -240,7 +244,8 @@ def eval_and_training_outputs(attn, n, copies):
 def dropout_problem(attn, p, num_tokens, copies=400):
     """'' when CausalAttention `attn` drops attention weights as the book does, else the likely mistake.
 
-    attn must be built with d_in = num_tokens, d_out = 2 * num_tokens, dropout p. Its value layer is
+    attn must be built with d_in = num_tokens, d_out = 2 * num_tokens, dropout p (a MultiHeadAttention
+    with num_heads=1 too: its out_proj is set to the identity). Its value layer is
     set to two identity matrices side by side and its input is the identity, so each output row is
     that token's attention weights, twice. Dropout on the weights drops the same entries in both
     halves and scales the others by 1/(1 - p); about p of the weights are dropped.

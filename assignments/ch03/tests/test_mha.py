@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from _diagnose import multi_head_mistakes, multi_head_output
+from _diagnose import dropout_problem, multi_head_mistakes, multi_head_output
 
 pytestmark = pytest.mark.mha
 
@@ -40,3 +40,11 @@ def test_multi_head_attention_with_three_dims_per_head(load, check):
     check.close(mha(x), multi_head_output(mha, x, 2),
                 "MultiHeadAttention(4, 6, 8, 0.0, num_heads=2) on (2, 5, 4), compared with its own layers",
                 mistakes=lambda: multi_head_mistakes(mha, x, 2))
+
+
+def test_multi_head_attention_drops_attention_weights_in_training_mode(load, check):
+    # one head of 12 dims, out_proj set to the identity: as in test_causal, each output row shows the
+    # token's attention weights twice, and 400 training-mode outputs show where dropout acts
+    torch.manual_seed(0)
+    mha = load("mha").MultiHeadAttention(6, 12, 6, 0.5, num_heads=1)
+    check.no_problem(dropout_problem(mha, 0.5, 6), "MultiHeadAttention(6, 12, 6, dropout=0.5, num_heads=1) in training mode")
