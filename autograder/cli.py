@@ -8,7 +8,7 @@ import os
 import sys
 
 from autograder.runner import draw_secret
-from autograder.sandbox.client import UNSAFE_ENV, SandboxUnavailable
+from autograder.sandbox.client import DEVICE_ENV, UNSAFE_ENV, SandboxUnavailable, check_device
 
 COMMANDS = ["grade", "batch", "selftest", "stubs", "release", "ci", "gradescope", "notebooks"]
 GRADING = ("grade", "batch", "selftest", "ci", "gradescope")  # the commands that run student code
@@ -36,9 +36,9 @@ def main(argv=None):
         if name in GRADING:
             _add_sandbox_arguments(command)
     args = parser.parse_args(argv)
-    if args.command in GRADING:
-        _apply_sandbox_arguments(args)
     try:
+        if args.command in GRADING:
+            _apply_sandbox_arguments(args)
         return modules[args.command].run(args) or 0
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -55,12 +55,20 @@ def _add_sandbox_arguments(parser):
     parser.add_argument("--seed", type=int, default=None,
                         help="the secret behind the unseen inputs, as recorded by an earlier run (instructors "
                              "only): regrade with exactly the same inputs; default: a fresh secret per run")
+    parser.add_argument("--device", choices=("cpu", "cuda"), default=None,
+                        help="where the student's modules run (default cpu); with cuda they run on the GPU "
+                             "inside the sandbox, and the checks' own reference math stays on the CPU")
 
 
 def _apply_sandbox_arguments(args):
     """Both reach the workers (and only the grader: the sandbox's environment is scrubbed)."""
     if args.unsafe_no_sandbox:
         os.environ[UNSAFE_ENV] = "1"
+    if args.device:
+        try:
+            os.environ[DEVICE_ENV] = check_device(args.device)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
     if args.seed is not None:
         os.environ[SEED_ENV] = str(args.seed)
     elif SEED_ENV not in os.environ:

@@ -18,6 +18,7 @@ import torch
 from autograder import protocol
 
 WORKSPACE = None  # the folder holding the student's modules, set by serve()
+DEVICE = "cpu"    # where the student's modules and the inputs given to them live (`grade --device`)
 
 
 class Handles:
@@ -47,6 +48,8 @@ def reset_global_state(seed):
     # the CPU generator alone: torch.manual_seed also queues lazy seeding of CUDA and other
     # devices, recording a formatted stack each time (~150 us, on every request)
     torch.default_generator.manual_seed(seed)
+    if DEVICE == "cuda":
+        torch.cuda.manual_seed(seed)  # dropout on the GPU draws from the device's generator
     np.random.seed(seed % 2**32)
     random.seed(seed)
 
@@ -63,7 +66,7 @@ def resolve(handles, target):
 
 def run(handles, header, payload):
     inputs = protocol.decode(header["input"], payload, handles.get) if "input" in header else {}
-    args, kwargs = list(inputs.get("args", ())), dict(inputs.get("kwargs", {}))
+    args, kwargs = on_device(list(inputs.get("args", ()))), on_device(dict(inputs.get("kwargs", {})))
     op, target = header["op"], header["target"]
     reset_global_state(header.get("seed", 0))
     if op == "import":
@@ -73,18 +76,37 @@ def run(handles, header, payload):
     if op == "getattr":
         return obj
     if op == "call":
-        return obj(*args, **kwargs)
+        result = obj(*args, **kwargs)
+        if DEVICE != "cpu" and isinstance(result, torch.nn.Module) and result is not getattr(obj, "__self__", None):
+            result.to(DEVICE)  # a module the student's code built (not module.to(...) returning itself)
+        return result
     if op == "grads":
         return gradients(obj, args, kwargs)
     if op == "describe":
         return describe(obj)
     if op == "record":
-        return record(obj, args, kwargs, inputs.get("patches", ()), inputs.get("returns", ()))
+        return record(obj, args, kwargs, inputs.get("patches", ()), on_device(list(inputs.get("returns", ()))))
     if op == "assign":
         return assign(handles, target, args[0])
     if op == "count_ops":
         return count_ops(obj, args, kwargs, inputs.get("device"))
     raise ValueError(f"unknown operation {op!r}")
+
+
+def on_device(value):
+    """The grader's tensors (data from its process, always on the CPU), moved to DEVICE; lists,
+    tuples and dicts walked. Parameters stay parameters; handles and other objects are left."""
+    if DEVICE == "cpu":
+        return value
+    if isinstance(value, torch.nn.Parameter):
+        return torch.nn.Parameter(value.detach().to(DEVICE), requires_grad=value.requires_grad)
+    if isinstance(value, torch.Tensor):
+        return value.to(DEVICE)
+    if isinstance(value, (list, tuple)):
+        return type(value)(on_device(v) for v in value)
+    if isinstance(value, dict):
+        return {k: on_device(v) for k, v in value.items()}
+    return value
 
 
 def gradients(module, args, kwargs):
@@ -155,7 +177,7 @@ def assign(handles, target, value):
 def count_ops(module, args, kwargs, device=None):
     """module(*args, **kwargs) under a dispatch mode that counts each tensor operation it issues ->
     {"counts": {aten op name: calls}, "mixed_devices": [ops given non-scalar tensors on several
-    devices], "output": the output (None when not on the CPU: no data to send), "device", "dtype",
+    devices], "output": the output (None on the meta device: no data to send), "device", "dtype",
     "shape": the output tensor's}. device: move the tensor arguments there first (e.g. "meta")."""
     from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
@@ -181,7 +203,7 @@ def count_ops(module, args, kwargs, device=None):
     if isinstance(output, torch.Tensor):
         answer.update(device=output.device.type, dtype=str(output.dtype).replace("torch.", ""),
                       shape=list(output.shape))
-        if output.device.type != "cpu":
+        if output.device.type == "meta":  # no data to send (a GPU's output is sent, copied to the CPU)
             answer["output"] = None
     return answer
 
@@ -226,10 +248,11 @@ def raised_by_student(tb):
     return bool(frames) and bool(WORKSPACE) and frames[-1].filename.startswith(WORKSPACE)
 
 
-def serve(requests_fd, replies_fd, workspace, protections=()):
+def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu"):
     """Say which walls stand (before any student code runs), then answer requests until the
-    grader closes the channel."""
-    global WORKSPACE
+    grader closes the channel. device: where the student's modules run ("cpu" or "cuda")."""
+    global WORKSPACE, DEVICE
+    DEVICE = device
     WORKSPACE = os.path.realpath(workspace) + os.sep
     sys.path.insert(0, WORKSPACE.rstrip(os.sep))
     protocol.send(replies_fd, {"ready": True, "protections": list(protections)})

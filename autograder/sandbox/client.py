@@ -25,6 +25,7 @@ SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 OUTPUT_CAP = 64 << 10
 UNSAFE_ENV = "CH03_UNSAFE_NO_SANDBOX"   # set by --unsafe-no-sandbox
 UIDS_ENV = "CH03_SANDBOX_UIDS"          # this run's first uid, shared with the batch's workers
+DEVICE_ENV = "CH03_DEVICE"              # set by --device: where the student's modules run
 UIDS_PER_SLOT = 100_000
 BOOT = ("import sys; sys.path[:0] = {paths!r}; "
         "from autograder.sandbox.zygote import main; main({fd}, {parent})")
@@ -81,6 +82,19 @@ def plan():
     return _PLAN
 
 
+def check_device(device):
+    """"cpu" or "cuda" (where CUDA works in this process) -> the device; anything else: ValueError."""
+    if device == "cpu":
+        return device
+    if device != "cuda":
+        raise ValueError(f"--device {device}: the student's modules run on 'cpu' or 'cuda'")
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ValueError("--device cuda: torch sees no CUDA device here (torch.cuda.is_available() is False)")
+    return device
+
+
 def _first_uid():
     """This run's uids: drawn once (a random block of 10^7 above 10^6), handed to the workers."""
     if UIDS_ENV not in os.environ:
@@ -91,10 +105,12 @@ def _first_uid():
 class Sandbox:
     """One fork server in its room; sessions are opened on it one at a time."""
 
-    def __init__(self, hide=(), slot=0):
+    def __init__(self, hide=(), slot=0, device=None):
         # `hide` is accepted for callers written for the old deny-list: nothing of the host is in
-        # the room, whatever it is
+        # the room, whatever it is. device: where the student's modules run, "cpu" or "cuda"
+        # (default: $CH03_DEVICE, set by --device, else "cpu")
         self.slot = int(slot)
+        self.device = check_device(device or os.environ.get(DEVICE_ENV) or "cpu")
         self.plan = dict(plan())
         self.unsafe = not self.plan["room"]
         if self.unsafe and not unsafe_requested():
@@ -120,7 +136,8 @@ class Sandbox:
         else:
             paths, parent = [room.INSIDE] + folders, 0
         argv = ["-I", "-S", "-c", BOOT.format(paths=paths, fd=theirs.fileno(), parent=parent)]
-        command = [sys.executable] + argv if self.unsafe else room.command(argv, self.plan["user_namespace"])
+        command = [sys.executable] + argv if self.unsafe else room.command(argv, self.plan["user_namespace"],
+                                                                           self.device)
         self.group = cgroup.make(f"{cgroup.PREFIX}{os.getpid()}-{id(self) % 10**6}-{time.monotonic_ns() % 10**6}",
                                  1 << 30, isolation.PROCESSES + 16)
         env = scrubbed_environment()
@@ -140,7 +157,8 @@ class Sandbox:
         if self.info is None:
             try:
                 protocol.send_message(self.control, {"seccomp": self.plan["seccomp"], "namespaces": not self.unsafe,
-                                                     "user_namespace": self.plan["user_namespace"]})
+                                                     "user_namespace": self.plan["user_namespace"],
+                                                     "device": self.device})
                 self.info, _ = protocol.receive_message(self.control, time.monotonic() + timeout, max_fds=0)
             except (protocol.Deadline, protocol.ProtocolError, OSError) as e:
                 self.close()

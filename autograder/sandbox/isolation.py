@@ -158,8 +158,10 @@ def enter_part(request, in_namespaces):
         if os.path.isdir("/dev/shm"):
             _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=16m")
         protections.append("a fresh /tmp, /dev/shm, IPC and network for each part")
-    if _limit_all(root and in_namespaces) and limit_part(request["memory_mb"], request["timeout"]):
-        protections.append(f"rlimits (memory {int(request['memory_mb'])} MiB, CPU, file size, open files, processes)")
+    on_gpu = request.get("device", "cpu") != "cpu"
+    if _limit_all(root and in_namespaces) and limit_part(request["memory_mb"], request["timeout"], on_gpu):
+        memory = "CPU memory by control group only" if on_gpu else f"memory {int(request['memory_mb'])} MiB"
+        protections.append(f"rlimits ({memory}, CPU, file size, open files, processes)")
     if _oom_first():
         protections.append("first to go if the machine runs out of memory")
     if in_namespaces:
@@ -221,10 +223,12 @@ def _limit_all(per_uid_processes):
     return all(_limit(kind, value) for kind, value in limits)
 
 
-def limit_part(memory_mb, timeout):
-    """In a part's child, before any student code: its memory (address space) and CPU time."""
-    return _limit(resource.RLIMIT_AS, _address_space() + (int(memory_mb) << 20)) and \
-        _limit(resource.RLIMIT_CPU, int(timeout) + 5)
+def limit_part(memory_mb, timeout, on_gpu=False):
+    """In a part's child, before any student code: its memory (address space) and CPU time. On a
+    GPU no address-space limit: the CUDA driver reserves tens of GiB of address space it never
+    uses; the control group (client.py) still caps the memory actually used."""
+    memory = on_gpu or _limit(resource.RLIMIT_AS, _address_space() + (int(memory_mb) << 20))
+    return memory and _limit(resource.RLIMIT_CPU, int(timeout) + 5)
 
 
 def _address_space():

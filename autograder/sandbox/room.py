@@ -8,7 +8,8 @@ bubblewrap command line. An allow-list: a fresh root holding only
     at /run/ch03 (never the hidden suites, the rubric or the solutions: the grading package's own
     folder is covered with an empty tmpfs wherever an allowed folder would show it);
   - the CPU description torch reads (/sys/devices/system/cpu), read-only;
-  - a new /proc, a minimal /dev (null, zero, full, random, urandom, tty) and an empty /tmp.
+  - a new /proc, a minimal /dev (null, zero, full, random, urandom, tty) and an empty /tmp;
+    with `grade --device cuda`, the NVIDIA device nodes as well.
 
 Nothing else of the host exists there: no /home, /root, /srv, /opt, /work, host /tmp, checkout,
 bundle or other student. bubblewrap also gives the room new PID, network, IPC and UTS
@@ -16,6 +17,7 @@ namespaces (a user namespace too when the grader is not root), a session of its 
 environment, and kills it when the grader dies. Each child then builds its own smaller walls
 inside (isolation.py).
 """
+import glob
 import os
 import shutil
 import sys
@@ -87,8 +89,14 @@ def _under(path, folder):
     return os.path.commonpath([path, folder]) == folder
 
 
-def command(python_argv, user_namespace):
-    """The bwrap argv that starts python_argv (the fork server) in the room."""
+def gpu_nodes():
+    """The NVIDIA device nodes CUDA opens (/dev/nvidiactl, /dev/nvidia0, /dev/nvidia-uvm, ...)."""
+    return sorted(glob.glob("/dev/nvidia*"))
+
+
+def command(python_argv, user_namespace, device="cpu"):
+    """The bwrap argv that starts python_argv (the fork server) in the room; with device "cuda"
+    the GPU's device nodes are in its /dev too."""
     binary = bwrap_binary()
     if binary is None:
         raise FileNotFoundError("bwrap")
@@ -117,6 +125,9 @@ def command(python_argv, user_namespace):
     if os.path.isdir(CPU_INFO):
         args += ["--ro-bind", CPU_INFO, CPU_INFO]
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/run/submission"]
+    if device == "cuda":
+        for node in gpu_nodes():
+            args += ["--dev-bind", node, node]
     for rel in RUNTIME:
         args += ["--ro-bind", str(PACKAGE_DIR / rel), f"{INSIDE}/autograder/{rel}"]
     args += ["--remount-ro", "/", "--chdir", "/", "--", interpreter] + python_argv

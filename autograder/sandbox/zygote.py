@@ -102,6 +102,7 @@ def lead(request, leader_fd, submission_fd, in_namespaces):
     sock = __import__("socket").socket(fileno=leader_fd)
     try:
         request = {**request, "parent": os.getppid(), "seccomp": CONFIG.get("seccomp"),
+                   "device": CONFIG.get("device", "cpu"),
                    "scratch": None if in_namespaces else tempfile.mkdtemp(prefix="ch03-session-")}
         isolation.close_all_but({leader_fd, submission_fd})
         workspace, protections = isolation.enter_session(request, submission_fd, in_namespaces)
@@ -138,7 +139,7 @@ def fork_part(sock, output_fd, request, workspace, in_namespaces):
                 os.setpgid(0, 0)
             protections = isolation.enter_part(request, in_namespaces)
             os.chdir(workspace)
-            child.serve(requests_r, replies_w, workspace, protections)
+            child.serve(requests_r, replies_w, workspace, protections, request["device"])
         finally:
             os._exit(0)
     os.close(output_fd)
