@@ -21,6 +21,10 @@ Each module has read-only check cells (the public tests, for the student to run)
 cell, `score_<module>`, worth the part's points in grading.yml. When a notebook is autograded
 (autograder.nbgrader_plugins.GradeInSandbox) no cell runs: the module's code is graded by the hidden
 suites in the sandbox and the score is written as that cell's output.
+
+A template without solution cells makes a notebook with nothing graded: the speed lab (04_speed_lab),
+whose editable cells the grader never reads. The read-only support files (SUPPORT_FILES) are written
+beside the notebooks: ch03_tools.py, and a copy of benchmarks/bench_mha.py for the speed lab.
 """
 import ast
 import io
