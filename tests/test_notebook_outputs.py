@@ -282,7 +282,9 @@ def run_tools(tmp_path, code, **env):
 
 
 def test_pictures_are_headless_safe_with_agg_and_keep_their_numbers(tmp_path):
-    # -W error::UserWarning: the warning plt.show() gives under Agg ("non-interactive, cannot be shown") would fail the run
+    # under Agg plt.show() shows nothing and closes nothing: the figures must be closed by ch03_tools (none
+    # left open, so no "more than 20 figures" warning in a long headless run); -W error::UserWarning fails the
+    # run on any matplotlib warning (some versions warn that Agg "cannot show the figure")
     out = run_tools(tmp_path, "import matplotlib.pyplot as plt\n"
                               "heatmaps([(book['attn_weights'], 'a'), (torch.eye(6), 'b')], title='t')\n"
                               "plot_scaling([1, 2], {'s': [(1.0, 0.3), (1.0, 0.3)]})\n"
