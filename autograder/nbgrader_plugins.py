@@ -146,10 +146,9 @@ def _what_to_fix(checks, parts):
     their diagnosis only and unnamed, a part problem once)."""
     items = what_to_fix(checks, parts)
     lines = ["What to fix:"] if items else []
-    for item in items:
-        lines.append(f"  - {item.label} (-{_fmt(item.points)}): {item.message}")
-        if item.own_text:
-            lines.append(f"      {OWN_TEXT}: {item.own_text}")
+    for item in items:  # one line each, the student's own error text after the diagnosis
+        own = f"; {OWN_TEXT}: {item.own_text}" if item.own_text else ""
+        lines.append(f"  - {item.label} (-{_fmt(item.points)}): {item.message}{own}")
     return lines
 
 

@@ -44,7 +44,7 @@ def markdown(grade, show_hidden=False):
     show_hidden is accepted for older callers and changes nothing: hidden checks are never named."""
     lines = [f"## Chapter 3 score: {fmt(grade.score)} / {fmt(grade.max_score)}", "",
              "| part | score |", "| --- | ---: |"]
-    lines += [f"| {md_text(part, 100)} | {fmt(p['score'])} / {fmt(p['max_score'])} |" for part, p in grade.parts.items()]
+    lines += [f"| {_title(part)} | {fmt(p['score'])} / {fmt(p['max_score'])} |" for part, p in grade.parts.items()]
     lines += fix_section(what_to_fix(grade.checks, grade.parts), "###")
     if grade.notes:
         lines += ["", "### Notes", ""] + [f"- {md_text(note)}" for note in grade.notes]
