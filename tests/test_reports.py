@@ -18,7 +18,10 @@ import io
 import json
 import os
 import re
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -311,8 +314,6 @@ def test_fully_sandboxed_means_namespaces_and_the_syscall_filter(protections, fu
 
 def test_the_protection_names_are_the_sandboxs_own():
     """ghactions reads the strings autograder/sandbox/isolation.py reports: the same words."""
-    from pathlib import Path
-
     source = (Path(grading.__file__).parent / "sandbox" / "isolation.py").read_text()
     assert f'"{ghactions.NAMESPACES}"' in source and f'"{ghactions.SECCOMP}"' in source
 
@@ -373,3 +374,69 @@ def test_a_graded_cell_reports_like_every_other_channel(rubric):
     assert lines[1].startswith("  - book_example (-2): the causal mask is missing: ")
     assert "; your error: VISIBLE-OWN-TEXT" in lines[1]
     assert lines[2:] == [f"  - 2 hidden checks (-3): {DIAGNOSIS}", "  - 1 hidden check (-3): hidden check failed"]
+
+
+# ---------------------------------------------------------------- files first, then the terminal
+
+ROOT = Path(__file__).resolve().parents[1]
+STUBS = ROOT / "assignments" / "ch03"
+
+
+def run_to_a_full_disk(args, env=None):
+    """Run the CLI with its stdout unbuffered on /dev/full: the first print fails (ENOSPC)."""
+    env = {**(env or os.environ), "PYTHONUNBUFFERED": "1"}
+    with open("/dev/full", "w") as full:
+        return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=ROOT, stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=600, env=env)
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_grade_writes_its_files_before_printing(tmp_path):
+    out = {kind: tmp_path / f"report.{kind}" for kind in ("json", "junit", "md")}
+    done = run_to_a_full_disk(["grade", str(STUBS), "--json", str(out["json"]), "--junit", str(out["junit"]),
+                               "--markdown", str(out["md"])])
+    assert "No space left on device" in done.stderr  # the table could not be printed ...
+    assert json.loads(out["json"].read_text())["score"] == 0  # ... and every file was written before
+    assert ET.fromstring(out["junit"].read_bytes()).get("failures") != "0"
+    assert "## Chapter 3 score: 0 / 100" in out["md"].read_text()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_ci_writes_its_files_before_printing(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    env.update(GITHUB_OUTPUT=str(tmp_path / "output"), GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"))
+    done = run_to_a_full_disk(["ci", str(STUBS), "--json", str(tmp_path / "results.json"), "--comment",
+                               str(tmp_path / "comment.md")], env)
+    assert "No space left on device" in done.stderr
+    assert json.loads((tmp_path / "results.json").read_text())["score"] == 0
+    assert (tmp_path / "comment.md").read_text().startswith(ghactions.COMMENT_MARKER)
+    assert "Chapter 3 score: 0 / 100" in (tmp_path / "summary.md").read_text()
+    assert "score=0\n" in (tmp_path / "output").read_text()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
+def test_gradescope_writes_results_before_printing(tmp_path):
+    (tmp_path / "submission").mkdir()
+    for module in STUBS.glob("*.py"):
+        (tmp_path / "submission" / module.name).write_text(module.read_text())
+    done = run_to_a_full_disk(["gradescope", "--run", "--root", str(tmp_path)])
+    assert "No space left on device" in done.stderr
+    results = json.loads((tmp_path / "results" / "results.json").read_text())
+    assert results["score"] == 0 and results["max_score"] == 100 and results["output"].startswith("Score: 0 / 100")
+
+
+def test_grade_prints_on_a_terminal_that_cannot_encode_the_text(tmp_path):
+    """stdout in ASCII (strict): the table holds the stubs' non-ASCII text ("→"): it is printed with
+    replacements, after the files, and the command succeeds."""
+    stubs = tmp_path / "stubs"
+    stubs.mkdir()
+    for module in STUBS.glob("*.py"):
+        text = module.read_text().replace('raise NotImplementedError("', 'raise NotImplementedError("\\u2192 ')
+        (stubs / module.name).write_text(text)
+    env = {**os.environ, "PYTHONIOENCODING": "ascii:strict"}
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(stubs), "--json", str(tmp_path / "r.json")],
+                          cwd=ROOT, capture_output=True, timeout=600, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert b"your error: NotImplementedError: ? simple_attention.softmax_naive" in done.stdout
+    outputs = [t["output"] for t in json.loads((tmp_path / "r.json").read_text())["tests"]]
+    assert any("NotImplementedError: \u2192 simple_attention.softmax_naive" in o for o in outputs)
