@@ -3,7 +3,7 @@
 The grading step of a GitHub Actions job, in one command: grade PATH in the sandbox, write
 results.json, and talk to the job through the files GitHub names in the environment:
 
-- $GITHUB_STEP_SUMMARY: the Markdown score table (visible checks only) is appended;
+- $GITHUB_STEP_SUMMARY: the Markdown report (score table, what to fix as a student may see it) is appended;
 - $GITHUB_OUTPUT: `score=`, `max_score=` and `passed=` (true/false) lines are appended;
 - $GITHUB_EVENT_PATH: the pull-request number and head commit are read for the comment.
 

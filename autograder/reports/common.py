@@ -15,6 +15,7 @@ The rule (every student channel applies it through `what_to_fix`):
 Instructor channels (the `grade` table, JUnit, the stored results JSON) show everything:
 `instructor_lines`.
 """
+import sys
 from dataclasses import dataclass
 
 from autograder import text
@@ -141,8 +142,6 @@ def instructor_lines(check):
 
 def emit(report, stream=None):
     """Print a report that may hold any character, on a stream that may not encode them all."""
-    import sys
-
     stream = stream or sys.stdout
     encoding = getattr(stream, "encoding", None) or "utf-8"
     stream.write(report.encode(encoding, "replace").decode(encoding, "replace") + "\n")

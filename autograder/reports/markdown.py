@@ -51,11 +51,14 @@ def markdown(grade, show_hidden=False):
     return "\n".join(lines) + "\n"
 
 
+_NAME = r"[A-Za-z0-9]+(?:_[A-Za-z0-9]+)*"  # an identifier whose underscores are all inside a word
+_TITLE = re.compile(rf"{_NAME}(?: / {_NAME}|: \d+ hidden checks?|(?:, {_NAME})*)")
+
+
 def _title(title):
-    """Part and check names are identifiers from grading.yml and the suites: kept as they are
-    (underscores inside words are not emphasis); anything else is escaped."""
-    return title if re.fullmatch(r"[A-Za-z0-9_]+( / [A-Za-z0-9_]+|: \d+ hidden checks?|(, [A-Za-z0-9_]+)*)",
-                                 title) else md_text(title, 300)
+    """Part and check names (identifiers from grading.yml and the suites) as they are: an underscore
+    inside a word is never emphasis; anything else is escaped."""
+    return title if _TITLE.fullmatch(title) else md_text(title, 300)
 
 
 def fix_section(items, heading):

@@ -88,7 +88,7 @@ def broken_grade(rubric, problem):
 
 
 def dumps(results):
-    """results as JSON text that any reader takes: lone surrogates and the like become U+FFFD."""
+    """results as JSON text that any reader takes: a lone surrogate left in a string becomes '?'."""
     return json.dumps(_valid(results), indent=1)
 
 
@@ -120,6 +120,8 @@ def _top(grade, tests):
 
 
 def _valid(value):
+    """value with every string encodable as UTF-8 (json.dumps would write a lone surrogate as an
+    escape that strict readers refuse)."""
     if isinstance(value, str):
         return value.encode("utf-8", "replace").decode("utf-8")
     if isinstance(value, dict):
