@@ -17,8 +17,10 @@ autograde (nothing of the student's notebook runs in a kernel, nor in the nbgrad
     by grade_id (autograder.notebooks, as `python -m autograder grade` does for notebooks), grades
     the notebook's parts with the hidden suites in the sandbox (autograder.grading, one fork server
     per nbgrader process), puts back a graded cell the student deleted, and writes into each graded
-    cell `score_<part>` two outputs: the failed visible checks as text, and the part's score scaled to
-    the cell's points as an execute_result, which nbgrader's SaveAutoGrades records as partial credit.
+    cell `score_<part>` two outputs: what to fix as text (autograder.reports.common's rule: visible
+    checks with the student's own error, hidden ones by their diagnosis only), and the part's score
+    scaled to the cell's points as an execute_result, which nbgrader's SaveAutoGrades records as
+    partial credit.
 
 generate_feedback
     ScrubHiddenTests removes every `### BEGIN HIDDEN TESTS` ... `### END HIDDEN TESTS` region and,
