@@ -440,3 +440,28 @@ def test_grade_prints_on_a_terminal_that_cannot_encode_the_text(tmp_path):
     assert b"your error: NotImplementedError: ? simple_attention.softmax_naive" in done.stdout
     outputs = [t["output"] for t in json.loads((tmp_path / "r.json").read_text())["tests"]]
     assert any("NotImplementedError: \u2192 simple_attention.softmax_naive" in o for o in outputs)
+
+
+# ---------------------------------------------------------------- issue 12 item 4, on the grader's own mutant
+
+def test_the_unscaled_mha_diagnosis_reaches_every_student_channel(tmp_path):
+    """MultiHeadAttention without 1/sqrt(head_dim) passes the visible checks (the book's example has
+    head_dim 1) and loses 13 of 22 points in hidden ones: every student channel names the mistake,
+    and none names a hidden check or shows the instructor's detail (the hidden sizes)."""
+    from autograder import selftest
+    from autograder.sandbox.client import Sandbox
+
+    rubric, suites = grading.load_rubric()
+    entry = {e.id: e for e in selftest.corpus()}["mha-unscaled"]
+    with Sandbox() as sandbox:
+        grade = grading.grade_submission(selftest.apply(entry, tmp_path / "submission"), rubric, suites, sandbox,
+                                         parts=["mha"])
+    assert grade.parts["mha"]["score"] == 9 and grade.parts["mha"]["max_score"] == 22
+    failed = [c for c in grade.checks if not c.passed]
+    assert failed and all(c.visibility != "visible" for c in failed)
+    hidden_names = [c.name for c in grade.checks if c.visibility != "visible"]
+    for channel, text in student_channels(grade).items():
+        assert "the scores are not scaled by 1/sqrt(head_dim)" in readable(text), channel
+        assert not [name for name in hidden_names if name in text] or channel == "gradescope results.json", channel
+        assert not [c.detail for c in failed if c.detail and c.detail in text], channel
+        assert "not shown" not in text, channel
