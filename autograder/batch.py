@@ -135,20 +135,8 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
 
 def _store(book, out, student, fingerprint, results, problem):
     _atomic_write(out / "results" / f"{student}.json", json.dumps(results, indent=1))
-    _atomic_write(out / "feedback" / f"{student}.md", _feedback(student, results))
+    _atomic_write(out / "feedback" / f"{student}.md", reports.feedback(student, results))
     book.record(student, fingerprint, results, problem)
-
-
-def _feedback(student, results):
-    lines = [f"# Chapter 3 feedback for {student}", "", f"Score: {results['score']:g} / {results['max_score']:g}", ""]
-    lines += [f"- {name}: {p['score']:g} / {p['max_score']:g}" for name, p in results["parts"].items()]
-    failed = [t for t in results["tests"] if t["status"] == "failed" and t["visibility"] == "visible"]
-    if failed:
-        lines += ["", "## What to fix", ""] + [f"- **{t['name']}**: {t['output']}" for t in failed]
-    hidden = sum(1 for t in results["tests"] if t["status"] == "failed" and t["visibility"] != "visible")
-    if hidden:
-        lines += ["", f"{hidden} hidden check(s) also failed."]
-    return "\n".join(lines) + "\n"
 
 
 def write_csv(book, path):
