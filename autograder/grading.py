@@ -62,7 +62,8 @@ def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, s
     fixtures = fixtures or runner.default_fixtures(seed, key)
     with tempfile.TemporaryDirectory(prefix="staged-") as tmp:
         staged = stage(path, tmp)
-        grade = Grade(str(path), notes=list(staged.notes), seed=fixtures.get("secret"))
+        # the submission by its name: reports never show the grader's own paths
+        grade = Grade(staged.source, notes=list(staged.notes), seed=fixtures.get("secret"))
         runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path))
         for part_name, run in runs.items():
             grade.protections = grade.protections or run.protections
