@@ -307,6 +307,7 @@ class GradeInSandbox(NbGraderPreprocessor):
             lines += _what_to_fix(checks, {part: p})
         if not missing and all(c.passed for c in checks):
             lines.append("Every check passed.")
+        lines += [f"note: {printable(note)}" for note in grade.notes if note.startswith((f"{part}: ", f"{part} / "))]
         mark = {ENGINE_MARK: {"part": part}}
         return [new_output("display_data", data={"text/plain": "\n".join(lines)}, metadata=mark),
                 new_output("execute_result", data={"text/plain": repr(float(value))}, metadata=mark,

@@ -465,3 +465,20 @@ def test_the_unscaled_mha_diagnosis_reaches_every_student_channel(tmp_path):
         assert not [name for name in hidden_names if name in text] or channel == "gradescope results.json", channel
         assert not [c.detail for c in failed if c.detail and c.detail in text], channel
         assert "not shown" not in text, channel
+
+
+def test_a_graded_cell_carries_its_parts_notes(rubric):
+    pytest.importorskip("nbgrader")
+    from nbformat.notebooknode import from_dict
+
+    from autograder import nbgrader_plugins
+
+    grade = graded(rubric)
+    grade.notes += ["causal: Note (no points taken): the weights share storage", "mha: another part's note",
+                    "skipped ch03/passwd.txt: symbolic links are not accepted"]
+    cell = from_dict({"cell_type": "code", "metadata": {"nbgrader": {"points": 9}}, "source": "", "outputs": []})
+    report, score = nbgrader_plugins.GradeInSandbox()._outputs(cell, "causal", grade, False, "")
+    lines = report["data"]["text/plain"].split("\n")
+    assert lines[0] == "causal: 1 / 9 points" and score["data"]["text/plain"] == "1.0"
+    assert lines[-1] == "note: causal: Note (no points taken): the weights share storage"
+    assert not [line for line in lines if "another part" in line or "passwd" in line]
