@@ -123,19 +123,6 @@ def _grade_one(student, path):
         return student, None, INTERNAL, text.excerpt(f"{type(e).__name__}: {e}")
 
 
-def broken_results(rubric, problem):
-    """A submission that could not be staged at all: every check failed with the reason; the same
-    keys as any other results JSON (extra_data included)."""
-    from autograder.grading import Grade, score_part
-    from autograder.runner import CheckResult, PartRun
-
-    grade = Grade("")
-    for part in rubric.parts.values():
-        score_part(grade, part, PartRun(part.name, [CheckResult(part.name, name, False, problem) for name in part.checks],
-                                        problem=problem))
-    return reports.results_json(grade)
-
-
 def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.stderr, summary=None):
     """Grade every submission of folder into out -> the number of submissions in the gradebook.
 
@@ -180,7 +167,7 @@ def _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress):
     def finish(student, results, problem, internal):
         path, fingerprint = pending.pop(student)
         if results is None:
-            results = broken_results(rubric, problem)
+            results = reports.broken_results(rubric, problem)
         if internal:  # not the student's doing: kept for the instructor, graded again on the next run
             problem, fingerprint = f"{problem} ({internal})", RETRY + fingerprint
         _store(book, out, student, fingerprint, results, problem)
@@ -224,20 +211,8 @@ def _pool(jobs, folder, out, rubric_path):
 
 def _store(book, out, student, fingerprint, results, problem):
     _atomic_write(out / "results" / f"{student}.json", json.dumps(results, indent=1))
-    _atomic_write(out / "feedback" / f"{student}.md", _feedback(student, results))
+    _atomic_write(out / "feedback" / f"{student}.md", reports.feedback(student, results))
     book.record(student, fingerprint, results, problem)
-
-
-def _feedback(student, results):
-    lines = [f"# Chapter 3 feedback for {student}", "", f"Score: {results['score']:g} / {results['max_score']:g}", ""]
-    lines += [f"- {name}: {p['score']:g} / {p['max_score']:g}" for name, p in results["parts"].items()]
-    failed = [t for t in results["tests"] if t["status"] == "failed" and t["visibility"] == "visible"]
-    if failed:
-        lines += ["", "## What to fix", ""] + [f"- **{t['name']}**: {t['output']}" for t in failed]
-    hidden = sum(1 for t in results["tests"] if t["status"] == "failed" and t["visibility"] != "visible")
-    if hidden:
-        lines += ["", f"{hidden} hidden check(s) also failed."]
-    return "\n".join(lines) + "\n"
 
 
 def write_csv(book, path, students=None):

@@ -21,6 +21,10 @@ Each module has read-only check cells (the public tests, for the student to run)
 cell, `score_<module>`, worth the part's points in grading.yml. When a notebook is autograded
 (autograder.nbgrader_plugins.GradeInSandbox) no cell runs: the module's code is graded by the hidden
 suites in the sandbox and the score is written as that cell's output.
+
+A template without solution cells makes a notebook with nothing graded: the speed lab (04_speed_lab),
+whose editable cells the grader never reads. The read-only support files (SUPPORT_FILES) are written
+beside the notebooks: ch03_tools.py, and a copy of benchmarks/bench_mha.py for the speed lab.
 """
 import ast
 import json
@@ -36,6 +40,8 @@ SOURCE = ROOT / "source" / "ch03"
 TEMPLATES = Path(__file__).resolve().parent / "notebook_templates" / "ch03"
 SUPPORT_NAME = "ch03_tools.py"  # the read-only module released beside the notebooks (their first cell imports it)
 SUPPORT_TEMPLATE = TEMPLATES / SUPPORT_NAME
+BENCH = ROOT / "benchmarks" / "bench_mha.py"  # the speed lab's timing code, released as a copy beside the notebooks
+SUPPORT_FILES = (SUPPORT_NAME, BENCH.name)
 BOOK_EXAMPLES = ROOT / "assignments" / "ch03" / "tests" / "book_examples.json"
 ASSIGNMENT_ID = "ch03"
 BOOK_PLACEHOLDER = "BOOK = {}  # the generator writes the book's values here"
@@ -45,7 +51,7 @@ DIAGNOSE_PLACEHOLDER = 'DIAGNOSES = "the public tests\' diagnoses (assignments/c
 NBGRADER_SCHEMA = 3
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 HEADER = re.compile(r"^%% (?P<kind>\w+) (?P<id>[A-Za-z0-9_-]+)(?P<options>( \w+=\S+)*)\s*$")
-KINDS = ("markdown", "setup", "solution", "check", "show", "score")
+KINDS = ("markdown", "setup", "solution", "check", "show", "editable", "score")
 SCORE_PREFIX = "score_"  # the graded cell of module M has the grade_id score_M
 
 
@@ -66,6 +72,8 @@ def parse_template(text, filename="<template>"):
                                          is its code
         %% show <id>                     a read-only cell that prints and draws what the student's code
                                          computes (not a test: the graded cell does not rerun it)
+        %% editable <id>                 a code cell the student may change, never graded nor read by
+                                         the grader (the speed lab's settings and its stretch exercise)
         %% score <module>                the graded cell of the module (grade_id score_<module>), locked,
                                          worth the part's points in grading.yml; the body may hold a
                                          ### BEGIN HIDDEN TESTS / ### END HIDDEN TESTS region
@@ -170,6 +178,17 @@ def support_text(book_path=BOOK_EXAMPLES, template_path=SUPPORT_TEMPLATE):
     return header + template.replace(BOOK_PLACEHOLDER, "\n".join(lines))
 
 
+def bench_text(path=BENCH):
+    """The copy of benchmarks/bench_mha.py released beside the notebooks (the speed lab imports it)."""
+    return (f"# A copy of benchmarks/{Path(path).name}, made by `python -m autograder notebooks`: do not edit.\n"
+            f"# The speed-lab notebook imports it; grading never reads it.\n" + Path(path).read_text())
+
+
+def support_texts(book_path=BOOK_EXAMPLES):
+    """{file name: text} of the read-only modules written beside the notebooks (SUPPORT_FILES)."""
+    return {SUPPORT_NAME: support_text(book_path), BENCH.name: bench_text()}
+
+
 def diagnose_code(path=DIAGNOSE):
     """The code of the public tests' diagnoses, for the setup cell: _diagnose.py after its docstring and imports."""
     source = Path(path).read_text()
@@ -227,10 +246,10 @@ def build_notebook(template_path, solutions_dir=SOLUTIONS, book_path=BOOK_EXAMPL
             publish_id = f"publish_{cell_id}"
             cells.append(_code(publish_id, f"publish({json.dumps(cell_id)}, [{names}])",
                                _nbgrader(publish_id, locked=True)))
-        elif kind == "show":
+        elif kind in ("show", "editable"):
             if "BEGIN HIDDEN TESTS" in body or "SOLUTION" in body:
-                raise ValueError(f"{where}: a show cell is read-only and visible: no hidden tests or solution region")
-            cells.append(_code(cell_id, body, _nbgrader(cell_id, locked=True)))
+                raise ValueError(f"{where}: {kind} cells are visible and not graded: no hidden tests or solution region")
+            cells.append(_code(cell_id, body, _nbgrader(cell_id, locked=kind == "show")))
         elif kind == "check":
             if "BEGIN HIDDEN TESTS" in body or "SOLUTION" in body:
                 raise ValueError(f"{where}: a check cell is read-only and visible: no hidden tests or solution region")
@@ -329,7 +348,7 @@ def generate(out_dir=SOURCE, **inputs):
     for stale in out_dir.glob("*.ipynb"):
         if stale.name not in texts:
             stale.unlink()
-    texts[SUPPORT_NAME] = support_text(inputs.get("book_path", BOOK_EXAMPLES))
+    texts.update(support_texts(inputs.get("book_path", BOOK_EXAMPLES)))
     written = []
     for filename, text in texts.items():
         path = out_dir / filename
@@ -342,7 +361,7 @@ def drifted(out_dir=SOURCE, **inputs):
     """Notebook file names in out_dir that are missing, differ from what the generator makes, or are extra."""
     out_dir = Path(out_dir)
     texts = notebook_texts(**inputs)
-    texts[SUPPORT_NAME] = support_text(inputs.get("book_path", BOOK_EXAMPLES))
+    texts.update(support_texts(inputs.get("book_path", BOOK_EXAMPLES)))
     changed = [name for name, text in texts.items()
                if not (out_dir / name).is_file() or (out_dir / name).read_text() != text]
     extra = sorted(path.name for path in out_dir.glob("*.ipynb") if path.name not in texts)
@@ -589,7 +608,8 @@ def release_notebooks(dest, solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, bo
     """Write the student notebooks into dest (no nbgrader needed); return the paths written.
 
     Used by `python -m autograder release` when there is no nbgrader release folder. The support
-    module ch03_tools.py, which the notebooks' first cell imports, is written beside them (not listed).
+    modules (SUPPORT_FILES: ch03_tools.py, which the notebooks' first cell imports, and the speed lab's
+    bench_mha.py) are written beside them (not listed).
     """
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
@@ -600,5 +620,6 @@ def release_notebooks(dest, solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, bo
         path = dest / (template.stem + ".ipynb")
         path.write_text(dumps(student_notebook(build_notebook(template, solutions_dir, book_path, points=points))))
         written.append(path)
-    (dest / SUPPORT_NAME).write_text(support_text(book_path))
+    for name, text in support_texts(book_path).items():
+        (dest / name).write_text(text)
     return written

@@ -16,6 +16,8 @@ before anything is timed. Each time is the median of --repeats runs after --warm
 (under torch.no_grad) and forward + backward (the gradient of the output's sum), dropout 0, fp32
 unless --dtype says otherwise; on a GPU every run is closed by torch.cuda.synchronize().
 Timings are for learning only: the grader never reads a clock (it counts operations instead).
+The speed-lab notebook (04_speed_lab) times the student's own classes with lab(); `python -m autograder
+notebooks` releases a copy of this file beside the notebooks for it.
 """
 import argparse
 import importlib
@@ -31,6 +33,7 @@ import torch.nn.functional as F
 ROOT = Path(__file__).resolve().parents[1]
 CPU_SHAPES = {"batch": 2, "tokens": 256, "d_model": 768, "heads": 12}
 GPU_SHAPES = {"batch": 8, "tokens": 1024, "d_model": 768, "heads": 12}  # GPT-2 small, full context
+FIVE = ("wrapper", "efficient", "combined_qkv", "sdpa", "nn_mha")
 
 
 class CombinedQKV(nn.Module):
@@ -89,13 +92,20 @@ class WrapperWithProjection(nn.Module):
         return self.out_proj(self.wrapper(x))
 
 
-def build(modules, d, context_length, num_heads):
-    """The five implementations, all holding the weights of one seeded efficient MHA."""
-    sys.path.insert(0, str(modules))
+def import_mha(folder):
+    """The module mha (and the causal it imports) from the .py files in folder."""
+    sys.path.insert(0, str(folder))
     try:
-        mha = importlib.import_module("mha")
+        return importlib.import_module("mha")
     finally:
         sys.path.pop(0)
+
+
+def build(modules, d, context_length, num_heads):
+    """The five implementations, all holding the weights of one seeded efficient MHA.
+
+    modules: the module mha itself (a notebook passes the student's), or a folder holding mha.py."""
+    mha = import_mha(modules) if isinstance(modules, (str, Path)) else modules
     torch.manual_seed(123)
     efficient = mha.MultiHeadAttention(d, d, context_length, 0.0, num_heads)
     hd = d // num_heads
@@ -175,15 +185,13 @@ def table(results):
     return "\n".join(lines)
 
 
-def plot(results, path, title):
-    import matplotlib
-
-    matplotlib.use("Agg")
+def figure(results, title):
+    """A bar chart of the median times, forward and forward + backward (matplotlib; the caller shows or saves it)."""
     import matplotlib.pyplot as plt
 
     names = list(results)
     phases = [p for p in ("forward", "backward") if all(results[n][p] is not None for n in names)]
-    fig, ax = plt.subplots(figsize=(7, 3.5))
+    fig, ax = plt.subplots(figsize=(7.5, 3.5))
     width = 0.8 / len(phases)
     for j, phase in enumerate(phases):
         ax.bar([i + j * width for i in range(len(names))], [results[n][phase] for n in names], width,
@@ -193,8 +201,64 @@ def plot(results, path, title):
     ax.set_title(title, fontsize=9)
     ax.legend()
     fig.tight_layout()
+    return fig
+
+
+def plot(results, path, title):
+    """figure() written to path, with the Agg backend (no display needed)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig = figure(results, title)
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def load_fused(model, reference):
+    """Copy reference's weights (a CombinedQKV or SDPA) into model, which must have the same layout: qkv, an
+    nn.Linear(d, 3 * d) whose rows are the query, key and value projections in that order, and out_proj."""
+    for name in ("qkv", "out_proj"):
+        mine, theirs = getattr(model, name, None), getattr(reference, name)
+        if not isinstance(mine, nn.Linear) or mine.weight.shape != theirs.weight.shape:
+            shape = tuple(theirs.weight.shape[::-1])
+            raise ValueError(f"{type(model).__name__}.{name} should be an nn.Linear{shape}, got {mine!r}")
+    with torch.no_grad():
+        model.qkv.weight.copy_(reference.qkv.weight)
+        if model.qkv.bias is not None:
+            model.qkv.bias.zero_()
+        model.out_proj.weight.copy_(reference.out_proj.weight)
+        model.out_proj.bias.copy_(reference.out_proj.bias)
+    return model
+
+
+def lab(modules, shapes, device="cpu", dtype=torch.float32, repeats=20, warmup=3, backward=True, names=None,
+        extra=None):
+    """Build the implementations on device, check they compute one function, time them; print a title, the
+    check and the table. -> (results, title).
+
+    shapes: {"batch", "tokens", "d_model", "heads"}; names: which of the five to time (default all);
+    extra: {name: class} of more implementations with MultiHeadAttention's signature (d_in, d_out,
+    context_length, dropout, num_heads) and load_fused's layout, built with dropout 0 and timed too."""
+    device = torch.device(device)
+    b, t, d, h = shapes["batch"], shapes["tokens"], shapes["d_model"], shapes["heads"]
+    models = build(modules, d, t, h)
+    for name, cls in (extra or {}).items():
+        models[name] = load_fused(cls(d, d, t, 0.0, h), models["sdpa"])
+    chosen = list(names or FIVE) + [name for name in extra or {} if name not in (names or FIVE)]
+    models = {name: m.to(device=device, dtype=dtype) for name, m in models.items() if name in chosen or name == "efficient"}
+    x = torch.rand(b, t, d, generator=torch.Generator().manual_seed(0)).to(device=device, dtype=dtype)
+    diffs = same_function(models, x, atol=1e-4 if dtype == torch.float32 else 5e-2)  # against "efficient"
+    models = {name: models[name] for name in chosen}
+    where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"CPU, {torch.get_num_threads()} threads"
+    title = f"b={b}, T={t}, d={d}, {h} heads, {str(dtype).replace('torch.', '')}, {where}, torch {torch.__version__}"
+    print(title)
+    print(f"median of {repeats} runs after {warmup} warm-up runs; all outputs agree "
+          f"(max abs difference {max(diffs.values()):.1e})")
+    results = measure(models, x, device, warmup, repeats, backward=backward)
+    print(table(results))
+    return results, title
 
 
 def main(argv=None):
@@ -222,19 +286,8 @@ def main(argv=None):
             shapes[key] = getattr(args, key)
     if args.threads:
         torch.set_num_threads(args.threads)
-    dtype = getattr(torch, args.dtype)
-    b, t, d, h = shapes["batch"], shapes["tokens"], shapes["d_model"], shapes["heads"]
-    models = {k: m.to(device=device, dtype=dtype) for k, m in build(Path(args.modules), d, t, h).items()}
-    x = torch.rand(b, t, d, generator=torch.Generator().manual_seed(0)).to(device=device, dtype=dtype)
-    diffs = same_function(models, x, atol=1e-4 if dtype == torch.float32 else 5e-2)
-    where = torch.cuda.get_device_name(device) if device.type == "cuda" else \
-        f"CPU, {torch.get_num_threads()} threads"
-    title = f"b={b}, T={t}, d={d}, {h} heads, {args.dtype}, {where}, torch {torch.__version__}"
-    print(title)
-    print(f"median of {args.repeats} runs after {args.warmup} warm-up runs; all outputs agree "
-          f"(max abs difference {max(diffs.values()):.1e})")
-    results = measure(models, x, device, args.warmup, args.repeats, backward=not args.forward_only)
-    print(table(results))
+    results, title = lab(Path(args.modules), shapes, device, getattr(torch, args.dtype), args.repeats, args.warmup,
+                         backward=not args.forward_only)
     if args.plot:
         plot(results, args.plot, title)
         print(f"plot: {args.plot}")

@@ -19,6 +19,8 @@ MODULES = ("simple_attention", "self_attention_v1", "self_attention_v2", "weight
 BUGS = {
     # the diagonal is masked too: token 0 sees nothing at all (a row of -inf gives nan)
     "causal_diagonal": ("causal", "dtype=torch.bool), diagonal=1)", "dtype=torch.bool), diagonal=0)"),
+    # softmax over the wrong dimension: columns sum to 1 instead of rows
+    "simple_softmax_dim0": ("simple_attention", "return torch.softmax(scores, dim=-1)", "return torch.softmax(scores, dim=0)"),
     # softmax without subtracting the max: overflows for large scores
     "numpy_softmax_unstable": ("numpy_attention", "shifted = z - np.max(z, axis=axis, keepdims=True)", "shifted = z"),
 }

@@ -88,8 +88,10 @@ def test_cell_metadata_is_what_nbgrader_expects():
                 assert not meta["grade"] and not meta["locked"], where
             elif meta["grade"]:
                 assert cell["cell_type"] == "code" and meta["locked"] and meta["points"] > 0, where
+            elif not meta["locked"]:  # the speed lab's settings and stretch exercise: the student's, never graded
+                assert cell["cell_type"] == "code" and not hidden and "SOLUTION" not in text(cell), where
             else:
-                assert meta["locked"] and not hidden, f"{where}: read-only cells hold no hidden tests"
+                assert not hidden, f"{where}: read-only cells hold no hidden tests"
             if cell["cell_type"] == "code":
                 assert cell["outputs"] == [] and cell["execution_count"] is None, f"{where}: committed with outputs"
 
@@ -359,6 +361,33 @@ def test_release_notebooks_hold_the_stubs_and_no_solution_or_hidden_test(tmp_pat
                 assert cell["metadata"]["editable"] is False and cell["metadata"]["deletable"] is False
     assert stubs == {module: (STUBS / f"{module}.py").read_text() for module in MODULES}
     assert notebooks.extract_modules(tmp_path, tmp_path / "out") == list(stubs)
+    assert sorted(p.name for p in tmp_path.glob("*.py")) == sorted(notebooks.SUPPORT_FILES)
+    bench = (tmp_path / "bench_mha.py").read_text()
+    assert bench.endswith(notebooks.BENCH.read_text()) and bench.startswith("# A copy of benchmarks/bench_mha.py")
+
+
+def test_the_release_command_copies_the_support_files_with_the_notebooks(tmp_path):
+    notebooks.release_notebooks(tmp_path / "made")
+    done = subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(tmp_path / "out"),
+                           "--notebooks", str(tmp_path / "made")], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    copied = tmp_path / "out" / "notebooks" / "ch03"
+    assert sorted(p.name for p in copied.iterdir()) == sorted(p.name for p in (tmp_path / "made").iterdir())
+    assert {"04_speed_lab.ipynb", *notebooks.SUPPORT_FILES} <= {p.name for p in copied.iterdir()}
+
+
+def test_editable_cells_are_unlocked_ungraded_code_and_a_notebook_may_have_no_graded_cell(tmp_path):
+    path = tmp_path / "t.txt"
+    path.write_text("%% markdown intro\nHello\n%% editable settings\nSIZE = 8\n%% show draw\nprint(SIZE)\n")
+    cells = notebooks.build_notebook(path, SOLUTIONS, points={})["cells"]
+    assert [(c["cell_type"], c["metadata"]["nbgrader"]["locked"], c["source"]) for c in cells] == [
+        ("markdown", True, "Hello"), ("code", False, "SIZE = 8"), ("code", True, "print(SIZE)")]
+    assert not any(c["metadata"]["nbgrader"]["grade"] or c["metadata"]["nbgrader"]["solution"] for c in cells)
+    released = notebooks.student_notebook(notebooks.build_notebook(path, SOLUTIONS, points={}))["cells"]
+    assert "editable" not in released[1]["metadata"] and released[2]["metadata"]["editable"] is False
+    path.write_text("%% editable settings\n### BEGIN HIDDEN TESTS\nx = 1\n### END HIDDEN TESTS\n")
+    with pytest.raises(ValueError, match=r"t.txt, line 1: editable cells are visible and not graded"):
+        notebooks.build_notebook(path, SOLUTIONS, points={})
 
 
 @pytest.mark.parametrize("template, expected", [

@@ -51,6 +51,11 @@ PUBLIC_LINES = [
     (re.compile(r"^head_dim = d_out // num_heads$"), "stated in the public docstring of mha.py"),
     # a copy of an input before perturbing it: generic, also in the public causal tests
     (re.compile(r"^changed = x\.clone\(\)$"), "generic input copy, also in a public test"),
+    # Python boilerplate in the speed lab's released bench_mha.py (also in the suites and solutions)
+    (re.compile(r'^if __name__ == "__main__":$'), "the script guard of any Python file"),
+    (re.compile(r"^sys\.path\.insert\(0, str\(folder\)\)$"), "an import path set up for a folder"),
+    # named in the Exercise 3.1 text of notebook 01 ("without recording the copy in autograd")
+    (re.compile(r"^with torch\.no_grad\(\):$"), "told to students in Exercise 3.1, used by bench_mha.py"),
 ]
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"

@@ -99,8 +99,10 @@ def _copy_notebooks(folder, dest):
     for notebook in sorted(folder.glob("*.ipynb")):
         shutil.copyfile(notebook, dest / notebook.name)
         names.append(notebook.name)
+    from autograder.notebooks import SUPPORT_FILES  # ch03_tools.py and bench_mha.py: the notebooks import them
+
     for extra in sorted(p for p in folder.iterdir() if p.is_file() and (p.suffix in (".json", ".md", ".txt")
-                                                                        or p.name == "ch03_tools.py")):  # the notebooks import it
+                                                                        or p.name in SUPPORT_FILES)):
         shutil.copyfile(extra, dest / extra.name)
     return f"{len(names)} notebook(s) from {folder} into {NOTEBOOK_DEST}"
 

@@ -192,7 +192,23 @@ def warm_up():
     layer.eval()
     with torch.no_grad():
         layer(x)
+    _warm_up_counting(layer, x)
     array = np.random.rand(3, 4)
     np.einsum("ij,kj->ik", array, array).max(axis=-1, keepdims=True)
     np.testing.assert_allclose(array, array)
     torch.manual_seed(0)
+
+
+def _warm_up_counting(layer, x):
+    """The first forward under a TorchDispatchMode (child.count_ops) costs ~1 s of lazy imports and
+    set-up inside torch; paid here once, not by every part's child. The meta device too."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Passthrough(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+
+    with Passthrough():
+        torch.softmax(layer(x) @ x.transpose(1, 2), dim=-1).sum()
+    copy = torch.nn.Linear(4, 4).to("meta")
+    copy(x.to("meta"))

@@ -12,13 +12,19 @@ solution cells is read, so nothing you change here changes a grade.
 * `publish("<module>", [names])` runs below each solution cell: it makes that cell's code importable
   under the module's name, so `from causal import CausalAttention` works in a later cell as it does
   between the .py files of the assignment.
-* `heatmaps`, `plot_scaling`, `attention_inside` and `dropout_statistics` draw and measure what your
-  code computes; the drawing cells call them on the book's examples.
+* `heatmaps`, `plot_scaling`, `attention_inside`, `softmax_inside` and `dropout_statistics` draw and
+  measure what your code computes; the drawing cells call them on the book's examples. Each picture is
+  also kept as plain numbers in `drawn` (newest last), and works headless: with a non-interactive
+  matplotlib backend (Agg) nothing is shown and the figure is closed.
+* `modules_from_notebook` loads your modules from the saved solution cells of another notebook (the speed
+  lab times the MultiHeadAttention of part 2 with it).
 """
 import contextlib
+import json
 import math
 import sys
 import types
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -342,6 +348,21 @@ def drawing(what):
         print(f"{what}: not implemented yet ({str(e).split(':')[0]}); run this cell again once it is")
 
 
+NON_INTERACTIVE = {"agg", "cairo", "pdf", "pgf", "ps", "svg", "template"}  # matplotlib backends that show nothing
+drawn = []  # what each picture showed, as plain data (lists of floats), newest last; at most DRAWN_KEPT
+DRAWN_KEPT = 50
+
+
+def _remember(record):
+    drawn.append(record)
+    del drawn[:-DRAWN_KEPT]
+
+
+def _numbers(matrix):
+    """A matrix (tensor or array) as nested lists of Python floats."""
+    return torch.as_tensor(matrix).detach().double().cpu().tolist()
+
+
 def _pyplot():
     try:
         import matplotlib.pyplot as plt
@@ -351,6 +372,16 @@ def _pyplot():
     return plt
 
 
+def show(fig):
+    """Show fig below the cell (Jupyter draws it inline) and free it. With a backend that cannot show
+    anything (Agg when run headless, a script) the figure is only closed: no warning, no window."""
+    import matplotlib.pyplot as plt
+
+    if plt.get_backend().lower() not in NON_INTERACTIVE:
+        plt.show()
+    plt.close(fig)
+
+
 def heatmaps(panels, title="", tokens=TOKENS, vmax=None, cmap="viridis"):
     """Draw each (matrix, label) of panels as a heatmap, side by side, with its values written in.
 
@@ -358,10 +389,12 @@ def heatmaps(panels, title="", tokens=TOKENS, vmax=None, cmap="viridis"):
     both axes when they fit (the book's six words); vmax fixes the top of the colour scale (default: the
     largest value over all panels), so panels compare at a glance.
     """
+    matrices = [torch.as_tensor(m).detach().double().cpu() for m, _ in panels]
+    _remember({"kind": "heatmaps", "title": title,
+               "panels": [{"label": label, "matrix": _numbers(m)} for m, (_, label) in zip(matrices, panels)]})
     plt = _pyplot()
     if plt is None:
         return
-    matrices = [torch.as_tensor(m).detach().double().cpu() for m, _ in panels]
     top = vmax if vmax is not None else max(float(m.max()) for m in matrices)
     low = min(0.0, min(float(m.min()) for m in matrices))
     fig, axes = plt.subplots(1, len(panels), figsize=(3.3 * len(panels) + 0.6, 3.4), squeeze=False)
@@ -385,7 +418,7 @@ def heatmaps(panels, title="", tokens=TOKENS, vmax=None, cmap="viridis"):
     fig.colorbar(image, ax=axes[0].tolist(), shrink=0.8)
     if title:
         fig.suptitle(title, fontsize=10)
-    plt.show()
+    show(fig)
 
 
 def plot_scaling(d_ks, statistics):
@@ -393,6 +426,8 @@ def plot_scaling(d_ks, statistics):
 
     statistics: {label: [(spread, peak) for each d_k]}, e.g. {"scaled": [...], "unscaled": [...]}.
     """
+    _remember({"kind": "scaling", "d_ks": list(d_ks),
+               "statistics": {label: [list(map(float, pair)) for pair in pairs] for label, pairs in statistics.items()}})
     plt = _pyplot()
     if plt is None:
         return
@@ -408,7 +443,7 @@ def plot_scaling(d_ks, statistics):
         ax.legend(fontsize=8)
     right.set_ylim(0, 1.05)
     fig.suptitle("Why the scores are divided by sqrt(d_k)", fontsize=10)
-    plt.show()
+    show(fig)
 
 
 def attention_inside(module, *args):
@@ -450,3 +485,79 @@ def dropout_statistics(module, x, runs=400):
     ratio = stacked[allowed][kept] / weights.expand_as(stacked)[allowed][kept]
     return {"weights": weights, "one_run": outs[0], "mean": stacked.mean(0),
             "dropped": 1 - kept.float().mean().item(), "scale": ratio.mean().item()}
+
+
+class _SoftmaxRecorder(torch.overrides.TorchFunctionMode):
+    """Keeps a copy of the result of every softmax computed while it is active."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        if getattr(func, "__name__", "") == "softmax" and isinstance(result, torch.Tensor):
+            self.seen.append(result.detach().clone())
+        return result
+
+
+def softmax_inside(module, *args):
+    """(output, weights): module(*args) without gradients, and the result of each softmax it computed
+    (torch.softmax, F.softmax, Tensor.softmax or nn.Softmax), in order; [] when it computed none."""
+    recorder = _SoftmaxRecorder()
+    with torch.no_grad(), recorder:
+        output = module(*args)
+    return output, recorder.seen
+
+
+# --- your modules in another notebook --------------------------------------------------------------------
+
+def _cell_text(cell):
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def _solution_cells(path, names):
+    """{module: code} of the saved solution cells (nbgrader grade_id) of the notebook at path."""
+    try:
+        cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise ModuleNotFoundError(f"{path}: cannot read the notebook ({e})") from None
+    found = {}
+    for cell in cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {}) if isinstance(cell, dict) else {}
+        if cell.get("cell_type") == "code" and meta.get("solution") and meta.get("grade_id") in names:
+            found[meta["grade_id"]] = _cell_text(cell)
+    return found
+
+
+def student_modules(source, names=("causal", "mha")):
+    """Load your modules `names` (in order) and register them as `publish` does; -> {name: module}.
+
+    source is a notebook (its saved solution cells, found by name: save it first, the file is read and
+    not the open tab) or a folder of <name>.py files, such as assignments/ch03 of the course repository.
+    """
+    source = Path(source)
+    if source.suffix == ".ipynb":
+        codes = _solution_cells(source, names)
+    else:
+        codes = {name: (source / f"{name}.py").read_text(encoding="utf-8")
+                 for name in names if (source / f"{name}.py").is_file()}
+    missing = [name for name in names if name not in codes]
+    if missing:
+        raise ModuleNotFoundError(f"{source}: no code for {', '.join(missing)}")
+    try:
+        from IPython import get_ipython
+        shell = get_ipython()
+    except ImportError:
+        shell = None
+    loaded = {}
+    for name in names:
+        module = types.ModuleType(name, f"{name}, from {source}")
+        code = shell.transform_cell(codes[name]) if shell is not None else codes[name]  # magics -> Python
+        if shell is not None:
+            module.get_ipython = get_ipython
+        sys.modules[name] = module
+        exec(compile(code, f"{source.name}: {name}", "exec"), module.__dict__)
+        loaded[name] = module
+    return loaded
