@@ -168,6 +168,10 @@ def test_every_student_has_results_and_feedback_without_the_graders_paths(graded
         assert str(base) not in feedback and str(base) not in json.dumps(results), student
     broken = json.loads((out / "results" / "emptydir.json").read_text())
     assert {t["output"] for t in broken["tests"]} == {rows_problem(out, "emptydir")}  # one message, not one per module
+    for student, problem in expected.items():  # the feedback says a submission's problem once
+        fixes = (out / "feedback" / f"{student}.md").read_text().partition("## What to fix")[2]
+        items = [line for line in fixes.splitlines() if line.startswith("- ")]
+        assert len(items) == (1 if problem else 0), (student, items)
 
 
 def rows_problem(out, student):
