@@ -308,3 +308,19 @@ def test_a_solution_cell_of_100000_magic_lines_is_staged(tmp_path):
 ])
 def test_magic_lines_at_a_statement_start_only(source, expected):
     assert notebooks.comment_out_magics(source) == expected
+
+
+def test_special_files_are_never_opened(tmp_path):
+    """A FIFO named like a module (opening it would block staging and the fingerprint for ever) is
+    not a regular file: never read, the module counts as missing."""
+    import os
+
+    from autograder import batch
+
+    folder = modules(tmp_path / "hw")
+    (folder / "causal.py").unlink()
+    os.mkfifo(folder / "causal.py")
+    os.mkfifo(folder / "notes.txt")
+    staged = stage(folder, tmp_path / "staged")
+    assert staged.found == sorted(set(ALL) - {"causal"})
+    assert len(batch.digest(folder)) == 64
