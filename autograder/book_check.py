@@ -39,6 +39,11 @@ def check(folder=REFERENCE, book_path=BOOK):
     except Exception as e:  # a module that does not import or raises: every value is a miss, the reason said once
         return [(name, False, f"the modules could not compute the book's values ({type(e).__name__}: {e})")
                 for name in values]
-    return [(name, False, "not computed by suites.book.compute_from_solutions") if name not in computed else
-            (name, same(computed[name], want), "" if same(computed[name], want) else "differs from the book")
-            for name, want in values.items()]
+    results = []
+    for name, want in values.items():
+        if name not in computed:
+            results.append((name, False, "not computed by suites.book.compute_from_solutions"))
+        else:
+            ok = same(computed[name], want)
+            results.append((name, ok, "" if ok else "differs from the book"))
+    return results

@@ -79,9 +79,8 @@ def load(path, suites=None):
     return _Reader(path).rubric(root, suites)
 
 
-# the least a part can run under: less and every part fails whatever the student wrote (the
-# reference solutions need about 200 MiB beside the fork server for their largest part, and a
-# second to start a part's child and run its checks)
+# the least a part can run under: less and parts fail whatever the student wrote (with 128 MiB the
+# reference solutions lose causal and mha; a part's child needs about a second to start and run)
 MIN_TIMEOUT = 1.0
 MIN_MEMORY_MB = 256
 

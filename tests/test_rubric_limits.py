@@ -1,7 +1,7 @@
 """Issue 11 item 9: limits that cannot work are the rubric's mistake, named with the file and line.
 
 A part's timeout must be a number of seconds, at least rubric.MIN_TIMEOUT; memory_mb a whole number
-of MiB, at least rubric.MIN_MEMORY_MB (the reference solutions fail below about 200 MiB). Anything
+of MiB, at least rubric.MIN_MEMORY_MB (with 128 MiB the reference solutions lose two parts). Anything
 else in grading.yml (in defaults or in a part) is refused by the loader and by `grade --rubric`
 (exit status 2), before a student could be told to look for a loop that never ends.
 """
