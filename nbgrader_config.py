@@ -17,6 +17,13 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # nbgrader imports autograder.nbgrader_plugins from this repository
     sys.path.insert(0, HERE)
+# nbgrader runs `alembic` (the gradebook's migrations) as a program found on PATH: put the folder of
+# this interpreter first, where pip installed alembic with nbgrader, so `.venv/bin/nbgrader ...` works
+# as written without activating the environment (without it: FileNotFoundError 'alembic' and a
+# half-made gradebook.db)
+BIN = os.path.dirname(sys.executable)
+if BIN not in os.environ.get("PATH", "").split(os.pathsep):
+    os.environ["PATH"] = os.pathsep.join(p for p in (BIN, os.environ.get("PATH", "")) if p)
 
 c = get_config()  # noqa: F821 - provided by traitlets when it runs this file
 

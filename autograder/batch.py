@@ -19,8 +19,8 @@ import multiprocessing
 import multiprocessing.util
 import os
 import re
-import sys
 import statistics
+import sys
 import tempfile
 import time
 import traceback
@@ -47,7 +47,7 @@ def find_submissions(folder):
             name = entry.stem if entry.suffix == ".zip" else entry.name
             safe = re.sub(r"[^A-Za-z0-9_.@+-]", "_", name)
             if safe in found:
-                safe = f"{safe}-{hashlib.sha1(entry.name.encode()).hexdigest()[:6]}"
+                safe = f"{safe}-{hashlib.sha1(os.fsencode(entry.name)).hexdigest()[:6]}"  # any bytes
             found[safe] = entry
     return sorted(found.items())
 

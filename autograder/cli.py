@@ -10,7 +10,7 @@ import sys
 from autograder.runner import draw_secret
 from autograder.sandbox.client import DEVICE_ENV, UNSAFE_ENV, SandboxUnavailable, check_device
 
-COMMANDS = ["grade", "batch", "selftest", "stubs", "release", "ci", "gradescope", "notebooks"]
+COMMANDS = ["grade", "batch", "selftest", "stubs", "release", "ci", "gradescope", "notebooks", "book-check"]
 GRADING = ("grade", "batch", "selftest", "ci", "gradescope")  # the commands that run student code
 SEED_ENV = "CH03_SEED"  # the run's secret, read by runner.default_fixtures in every worker
 
@@ -25,9 +25,9 @@ def main(argv=None):
     modules = {}
     for name in COMMANDS:
         try:
-            module = importlib.import_module(f"autograder.commands.{name}")
+            module = importlib.import_module(f"autograder.commands.{name.replace('-', '_')}")
         except ModuleNotFoundError as e:
-            if e.name == f"autograder.commands.{name}":
+            if e.name == f"autograder.commands.{name.replace('-', '_')}":
                 continue  # command not built yet
             raise
         modules[name] = module

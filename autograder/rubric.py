@@ -13,6 +13,7 @@
 
 Every error names the file and the line.
 """
+import math
 from dataclasses import dataclass, field
 
 import yaml
@@ -78,6 +79,12 @@ def load(path, suites=None):
     return _Reader(path).rubric(root, suites)
 
 
+# the least a part can run under: less and parts fail whatever the student wrote (with 128 MiB the
+# reference solutions lose causal and mha; a part's child needs about a second to start and run)
+MIN_TIMEOUT = 1.0
+MIN_MEMORY_MB = 256
+
+
 class _Reader:
     def __init__(self, path):
         self.path = path
@@ -135,11 +142,26 @@ class _Reader:
         return Rubric(self.path, parts)
 
     def option(self, name, node, where):
-        if name == "timeout":
-            return self.scalar(node, float, f"{where}.timeout")
-        if name == "memory_mb":
-            return self.scalar(node, int, f"{where}.memory_mb")
+        if name in ("timeout", "memory_mb"):
+            return self.limit(name, node, where)
         return self.scalar(node, str, f"{where}.visibility", VISIBILITIES)
+
+    def limit(self, name, node, where):
+        """timeout (seconds, at least MIN_TIMEOUT) or memory_mb (whole MiB, at least MIN_MEMORY_MB):
+        a limit no part can run under is the rubric's mistake, never the student's."""
+        if not isinstance(node, yaml.ScalarNode):
+            self.fail(node, f"{where}.{name} must be a single value")
+        value = None if node.style in ("'", '"') else yaml.safe_load(node.value)  # a quoted "20" is text
+        number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        if name == "timeout":
+            if not number or value < MIN_TIMEOUT:
+                self.fail(node, f"{where}.timeout must be a number of seconds, at least {MIN_TIMEOUT:g} (no part "
+                                f"runs in less), not {node.value!r}")
+            return float(value)
+        if not number or not isinstance(value, int) or value < MIN_MEMORY_MB:
+            self.fail(node, f"{where}.memory_mb must be a whole number of MiB, at least {MIN_MEMORY_MB} (no part "
+                            f"runs in less), not {node.value!r}")
+        return value
 
     def part(self, name, node, defaults, suites):
         fields = self.mapping(node, PART_KEYS, f"part '{name}'")

@@ -154,7 +154,8 @@ def run_check(part, name, fn, student, fixtures):
     except Exception as e:  # a bug in the check itself: fail loudly, never silently pass
         where = traceback.extract_tb(e.__traceback__)[-1]
         return CheckResult(part, name, False,
-                           f"grader error in check {name} ({type(e).__name__}: {e}; {where.filename}:{where.lineno})")
+                           f"grader error in check {name} ({type(e).__name__}: {e}; "
+                           f"{os.path.basename(where.filename)}:{where.lineno})")  # no grader paths in messages
 
 
 def draw_secret():

@@ -164,7 +164,7 @@ def _folder(rel):
 def _nothing_to_grade(files):
     modules = ", ".join(f"{p}.py" for p in PARTS)
     if not files:
-        return f"nothing to grade: the submission is empty (expected the chapter's modules, {modules}, or notebooks)"
+        return "nothing to grade: the submission is empty (expected the chapter's modules, e.g. causal.py, or notebooks)"
     others = ", ".join(shown(f, 80) for f in files[:5]) + (", ..." if len(files) > 5 else "")
     return (f"nothing to grade: none of the chapter's modules ({modules}) and no notebook (.ipynb) in the "
             f"submission, which holds {len(files)} other file(s): {others}")

@@ -4,10 +4,11 @@ problem, grades.csv lists everyone (with a `problem` column), each student gets 
 the keys of any other and a feedback file, no message names the grader's paths, the summary says
 what happened, and a rerun resumes.
 
-The class is graded with a worker that dies on one student (the batch module's _grade_one replaced,
-in the batch's own process, by one that kills its process for "crasher"): that student is recorded
-with the problem, the others are graded. The rerun, without the replacement, grades only that
-student; the run after it has nothing to do.
+The class is graded with two failures of the grader itself, made in the batch's own process (its
+workers are forked from it): a worker that dies on "crasher" (batch._grade_one replaced by one that
+kills its process) and an exception while grading "raiser" (grading.grade_submission raising). Both
+are recorded with the problem, the others are graded. The rerun, without the replacements, grades
+only those two; the run after it has nothing to do.
 """
 import csv
 import json
@@ -28,17 +29,23 @@ LOCAL, CENTRAL = b"PK\x03\x04", b"PK\x01\x02"
 CRASHING = """
 import os, sys
 import autograder.batch as batch
-original = batch._grade_one
+import autograder.grading as grading
+original, original_grade = batch._grade_one, grading.grade_submission
 def crash(student, path):
     if student == "crasher":
         os._exit(3)  # the worker dies, as under the OOM killer
     return original(student, path)
-batch._grade_one = crash
+def grade(path, *args, **kwargs):
+    if os.path.basename(path) == "raiser":
+        raise RuntimeError("a bug in the grader")
+    return original_grade(path, *args, **kwargs)
+batch._grade_one, grading.grade_submission = crash, grade
 from autograder.cli import main
 sys.exit(main(sys.argv[1:]))
 """
-FULL = ("ann", "ben", "cat", "crasher")  # correct: a folder, a zip inside a folder, a 64 GiB sparse file beside
-WORKER_DIED = (f"{batch.INTERNAL} (its worker process died while grading it)")
+FULL = ("ann", "ben", "cat")  # correct: a folder, a zip inside a folder, a 64 GiB sparse file beside
+WORKER_DIED = f"{batch.INTERNAL} (its worker process died while grading it)"
+RAISED = f"{batch.INTERNAL} (RuntimeError: a bug in the grader)"
 
 
 def solutions_zip(path, prefix="ch03/"):
@@ -74,6 +81,7 @@ def make_class(folder):
     with open(folder / "cat" / "weights.bin", "wb") as f:
         f.truncate(64 << 30)  # sparse: never read, neither by staging nor by the fingerprint
     shutil.copytree(SOLUTIONS, folder / "crasher")
+    shutil.copytree(SOLUTIONS, folder / "raiser")
     (folder / "badzip.zip").write_bytes(b"PK\x03\x04 this is not really a zip archive" * 10)
     (folder / "emptyzip.zip").write_bytes(b"")
     plain = solutions_zip(folder.parent / "plain.zip").read_bytes()
@@ -94,7 +102,7 @@ def make_class(folder):
     with open(folder / "hugemodule" / "causal.py", "r+b") as f:
         f.truncate(64 << 30)
     return {
-        "ann": "", "ben": "", "cat": "", "crasher": WORKER_DIED,
+        "ann": "", "ben": "", "cat": "", "crasher": WORKER_DIED, "raiser": RAISED,
         "badzip": "not a valid zip file (no end record)",
         "emptyzip": "not a valid zip file (no end record)",
         "encrypted": "ch03/causal.py is encrypted (password-protected): hand in a zip without a password",
@@ -144,7 +152,7 @@ def test_every_student_is_recorded_with_the_right_problem(graded):
     for student, problem in expected.items():
         row = rows[student]
         assert matches(row["problem"], problem), (student, row["problem"])
-        want = 100 if student in FULL[:3] else 0
+        want = 100 if student in FULL else 0
         assert (float(row["score"]), float(row["max_score"])) == (want, 100), (student, row)
 
 
@@ -160,6 +168,10 @@ def test_every_student_has_results_and_feedback_without_the_graders_paths(graded
         assert str(base) not in feedback and str(base) not in json.dumps(results), student
     broken = json.loads((out / "results" / "emptydir.json").read_text())
     assert {t["output"] for t in broken["tests"]} == {rows_problem(out, "emptydir")}  # one message, not one per module
+    for student, problem in expected.items():  # the feedback says a submission's problem once
+        fixes = (out / "feedback" / f"{student}.md").read_text().partition("## What to fix")[2]
+        items = [line for line in fixes.splitlines() if line.startswith("- ")]
+        assert len(items) == (1 if problem else 0), (student, items)
 
 
 def rows_problem(out, student):
@@ -181,13 +193,14 @@ def test_the_summary_says_what_happened(graded):
 
 
 def test_a_rerun_resumes(graded):
-    """Only the student whose worker died is graded again (now fully); then nothing is left to do.
-    A student whose submission left the class folder is named and left out of grades.csv."""
+    """Only the students the grader failed on are graded again (now fully); then nothing is left to
+    do. A student whose submission left the class folder is named and left out of grades.csv."""
     base, expected, out, first = graded
     again = run(["batch", str(base / "class"), "--out", str(out), "--jobs", "2"])
-    assert again.stdout.splitlines()[1] == f"  graded now: 1; up to date: {len(expected) - 1}"
+    assert again.stdout.splitlines()[1] == f"  graded now: 2; up to date: {len(expected) - 2}"
     header, rows = read_csv(out)
-    assert (rows["crasher"]["score"], rows["crasher"]["problem"]) == ("100", "")
+    for student in ("crasher", "raiser"):
+        assert (rows[student]["score"], rows[student]["problem"]) == ("100", ""), student
     shutil.rmtree(base / "class" / "ann")
     last = run(["batch", str(base / "class"), "--out", str(out), "--jobs", "2"])
     lines = last.stdout.splitlines()
@@ -213,3 +226,14 @@ def test_the_fingerprint_never_reads_what_staging_never_takes(tmp_path, monkeypa
     os.truncate(huge, 32 << 30)
     assert batch.digest(folder) != first
     assert batch.digest(folder) == batch.digest(folder)
+
+
+def test_student_names_from_any_file_names(tmp_path):
+    """Folder names that are not UTF-8, or that only differ in characters a name cannot keep, become
+    distinct safe names; a name a spreadsheet would read as a formula is written as text."""
+    (tmp_path / os.fsdecode(b"caf\xe9")).mkdir()
+    (tmp_path / "caf_").mkdir()
+    (tmp_path / "-bob").mkdir()
+    names = [name for name, _ in batch.find_submissions(tmp_path)]
+    assert names[:2] == ["-bob", "caf_"] and names[2].startswith("caf_-") and len(names) == 3
+    assert batch._cell("-bob") == "'-bob" and batch._cell("=1+1") == "'=1+1" and batch._cell("bob") == "bob"

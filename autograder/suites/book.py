@@ -1,7 +1,8 @@
 """The book's printed values, as a snapshot the suites carry with them (suites/snapshots/book.json).
 
 The snapshot is made from the reference solutions (`python -m autograder.suites.book --refresh`);
-the project's tests prove it agrees with the book (../shared/ch03-book-values.json) to 1e-4.
+`python -m autograder book-check` (autograder/book_check.py) proves they agree with what the book
+prints (assignments/ch03/tests/book_examples.json) to 1e-4.
 """
 import functools
 import json
@@ -34,17 +35,22 @@ def values():
 
 
 def compute_from_solutions(folder):
-    """Recompute every snapshot value by running the reference modules in `folder` (trusted code)."""
+    """Recompute every snapshot value by running the reference modules in `folder` (trusted code,
+    imported afresh: nothing is kept from another folder)."""
     import importlib
     import sys
 
+    names = ("simple_attention", "self_attention_v1", "self_attention_v2", "weight_transfer", "causal", "mha",
+             "exercises", "numpy_attention")
+    for name in names:
+        sys.modules.pop(name, None)
     sys.path.insert(0, str(folder))
     try:
-        sa, v1, v2, wt, causal, mha, ex, npa = (importlib.import_module(m) for m in (
-            "simple_attention", "self_attention_v1", "self_attention_v2", "weight_transfer",
-            "causal", "mha", "exercises", "numpy_attention"))
+        sa, v1, v2, wt, causal, mha, ex, npa = (importlib.import_module(m) for m in names)
     finally:
         sys.path.remove(str(folder))
+        for name in names:
+            sys.modules.pop(name, None)
     inputs = torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
                            [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]])
     batch = torch.stack((inputs, inputs))
@@ -60,6 +66,7 @@ def compute_from_solutions(folder):
     out = {
         "inputs": inputs,
         "attn_scores": sa.attention_scores(inputs),
+        "attn_scores_2": sa.attention_scores(inputs)[1],
         "attn_weights": sa.attention_weights(sa.attention_scores(inputs)),
         "attn_weights_2": sa.softmax_naive(inputs @ inputs[1]),
         "context_vec_2": sa.context_vector(inputs, 1),
@@ -70,6 +77,7 @@ def compute_from_solutions(folder):
         "attn_scores_sa_v2": scores_v2,
         "causal_attn_weights": causal.masked_attention_weights(scores_v2, 2),
         "ex31_sa_v1": wt.transfer_v2_to_v1(sa_v2, seeded(123, lambda: v1.SelfAttention_v1(3, 2)))(inputs),
+        "ex31_sa_v2": sa_v2(inputs),
         "causal_attention_seed123": seeded(123, lambda: causal.CausalAttention(3, 2, 6, 0.0))(batch),
         "mha_wrapper_seed123": seeded(123, lambda: mha.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2))(batch),
         "mha_seed123": seeded(123, lambda: mha.MultiHeadAttention(3, 2, 6, 0.0, num_heads=2))(batch),

@@ -1,0 +1,44 @@
+"""Issue 11 item 8: a zip inside the folder handed in is graded, by `grade DIR` and on Gradescope.
+
+Gradescope puts what a student uploads in /autograder/submission: a student who uploads hw.zip (or
+a zip Gradescope did not unpack) leaves one zip there. Staging finds the chapter's modules inside
+it (autograder.submission._stage_folder), so both commands grade the zip: full marks for the
+reference solutions, where "not found" scored 0 before.
+"""
+import json
+import subprocess
+import sys
+import zipfile
+
+from autograder import PROJECT_ROOT
+
+SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
+
+
+def zipped_solutions(path):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as archive:
+        for module in sorted(SOLUTIONS.glob("*.py")):
+            archive.write(module, f"ch03/{module.name}")
+    return path
+
+
+def test_grade_dir_holding_one_zip(tmp_path):
+    zipped_solutions(tmp_path / "alice" / "alice-ch03.zip")
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "alice"),
+                           "--json", str(tmp_path / "results.json")],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "results.json").read_text())
+    assert (results["score"], results["max_score"]) == (100, 100)
+
+
+def test_gradescope_submission_folder_holding_one_zip(tmp_path):
+    root = tmp_path / "autograder"
+    zipped_solutions(root / "submission" / "hw.zip")
+    done = subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--run", "--root", str(root)],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((root / "results" / "results.json").read_text())
+    assert results["score"] == 100, results.get("output")
+    assert all(test["status"] == "passed" for test in results["tests"])
