@@ -21,6 +21,7 @@ from pathlib import Path
 
 from autograder import PARTS, reports
 from autograder.gradebook import Gradebook
+from autograder.reports import class_report, html_feedback
 
 _worker = {}
 
@@ -126,6 +127,7 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
             # a worker died (not a student's child: those are contained); grade what is left anew
             remaining = [(s, p, f) for s, (p, f) in pending.items()]
     write_csv(book, out / "grades.csv")
+    class_report.write_class_report(out, book.records())  # report.html, misconceptions.csv
     count = book.count()
     book.close()
     if progress:
@@ -136,6 +138,7 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
 def _store(book, out, student, fingerprint, results, problem):
     _atomic_write(out / "results" / f"{student}.json", json.dumps(results, indent=1))
     _atomic_write(out / "feedback" / f"{student}.md", _feedback(student, results))
+    _atomic_write(out / "feedback" / f"{student}.html", html_feedback.feedback_html(student, results, problem))
     book.record(student, fingerprint, results, problem)
 
 

@@ -77,6 +77,11 @@ class Gradebook:
         return [(s, score, mx, parts.get(s, {})) for s, score, mx in
                 self.db.execute("SELECT student, score, max_score FROM submissions ORDER BY student")]
 
+    def records(self):
+        """[(student, results dict, problem)] of every graded submission, sorted by student."""
+        return [(s, json.loads(results), problem) for s, results, problem in
+                self.db.execute("SELECT student, results, problem FROM submissions ORDER BY student")]
+
     def count(self):
         return self.db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
 

@@ -26,6 +26,7 @@ class ScoredCheck:
     message: str           # the grader's diagnosis (see runner.CheckResult)
     detail: str = ""       # instructor only
     student_text: str = ""  # what the student's code raised, cleaned; never shown for hidden checks
+    figure: dict = None     # the student's and the expected weights on the book's example (suites/figures.py)
 
 
 @dataclass
@@ -84,6 +85,6 @@ def score_part(grade, part, run):
         total += earned
         grade.checks.append(ScoredCheck(part.name, check.name, result.passed, round(earned, 4),
                                         round(worth, 4), check.visibility, result.message,
-                                        result.detail, result.student_text))
+                                        result.detail, result.student_text, result.figure))
     grade.parts[part.name] = {"score": round(total, 4), "max_score": round(part.max_score, 4),
                               "problem": run.problem, "seconds": round(run.seconds, 3)}

@@ -35,6 +35,7 @@ class CheckResult:
     message: str = ""
     detail: str = ""
     student_text: str = ""
+    figure: dict = None  # the student's and the expected weights on public inputs (suites/figures.py)
 
 
 @dataclass
@@ -91,7 +92,40 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
             run.seconds += time.monotonic() - clock
         if session is not None:
             session.close()
+    draw_figures(sandbox, staged.folder, key, runs, rubric, fixtures)
     return runs
+
+
+FIGURE_SECONDS = 10  # at most, per part: a picture never costs a part its time or its points
+
+
+def draw_figures(sandbox, folder, key, runs, rubric, fixtures):
+    """After every check: for each part where a check about attention weights failed, the part's probe
+    (suites/figures.py) runs in a fresh session that has seen no hidden input, on the book's example
+    only; its figure goes to the first such failed check (a visible one first). The probe's time,
+    output and any crash count for nothing."""
+    from autograder.suites import figures
+
+    todo = {}
+    for name, run in runs.items():
+        failed = [r for r in run.results if not r.passed and r.name in figures.FIGURE_CHECKS.get(name, ())]
+        if failed and name in figures.PROBES and not run.problem:
+            checks = rubric.parts[name].checks
+            todo[name] = min(failed, key=lambda r: checks[r.name].visibility != "visible")
+    if not todo:
+        return
+    session = sandbox.session(folder, key)
+    try:
+        for name, result in todo.items():
+            if session.died:
+                break
+            part = rubric.parts[name]
+            child = session.part(min(FIGURE_SECONDS, part.timeout), part.memory_mb)
+            if not child.died:
+                result.figure = figures.take(figures.PROBES[name], Student(child), fixtures["book"]())
+            child.close()
+    finally:
+        session.close()
 
 
 def run_checks(sandbox, session, folder, key, run, checks, limits, fixtures):

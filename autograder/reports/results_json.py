@@ -10,6 +10,8 @@ def results_json(grade):
         "status": "passed" if c.passed else "failed",
         "output": c.message,
         "visibility": c.visibility,
+        # the student's and the expected weights on the book's example: numbers only (figure_data.py)
+        **({"extra_data": {"figure": c.figure}} if getattr(c, "figure", None) else {}),
     } for c in grade.checks]
     return {
         "score": grade.score,
@@ -18,8 +20,10 @@ def results_json(grade):
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
-        "parts": {part: {"score": p["score"], "max_score": p["max_score"]} for part, p in grade.parts.items()},
-        "extra_data": {"protections": grade.protections, "notes": grade.notes},
+        "parts": {part: {"score": p["score"], "max_score": p["max_score"], "seconds": p.get("seconds", 0.0)}
+                  for part, p in grade.parts.items()},
+        "extra_data": {"protections": grade.protections, "notes": grade.notes,
+                       "problems": {part: p["problem"] for part, p in grade.parts.items() if p.get("problem")}},
     }
 
 
