@@ -34,7 +34,7 @@ HELP = "build the Gradescope autograder bundle (--out autograder.zip) or grade i
 TEMPLATES = PACKAGE_DIR / "templates" / "gradescope"
 EXECUTABLE = ("setup.sh", "run_autograder")
 # what the grader needs at grading time; the Python version of torch is installed by setup.sh
-REQUIREMENTS = ["torch>=2.2,<3", "numpy>=1.24", "pyyaml>=6", "pytest>=8"]
+REQUIREMENTS = ["torch>=2.2,<3", "numpy>=1.24", "pyyaml>=6", "pytest>=8", "matplotlib>=3.5"]
 # parts of the package that grading never uses: caches, the suites' mutant corpus and its command
 EXCLUDE_DIRS = {"__pycache__", "selftest"}
 EXCLUDE_FILES = {"commands/selftest.py"}
@@ -160,6 +160,9 @@ def gradescope_results(results):
     parts = results.pop("parts", {})
     results["extra_data"] = {**results.get("extra_data", {}), "parts": parts}
     results["stdout_visibility"] = "hidden"
+    from autograder.reports.html_feedback import gradescope_test
+
+    results["tests"] = [gradescope_test(t) for t in results.get("tests", [])]  # pictures as HTML output
     return results
 
 

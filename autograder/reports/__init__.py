@@ -23,5 +23,7 @@ def write(grade, json_path=None, junit_path=None, markdown_path=None):
         with open(junit_path, "w") as f:
             f.write(junit_xml(grade))
     if markdown_path:
+        from autograder.reports.markdown_pictures import markdown_pictures
+
         with open(markdown_path, "w") as f:
-            f.write(markdown(grade))
+            f.write(markdown(grade) + markdown_pictures(grade, markdown_path))  # PNGs beside the file

@@ -19,7 +19,7 @@ from urllib.parse import quote
 
 from autograder.reports.common import fmt
 from autograder.reports.html_page import bar, esc, img, page
-from autograder.reports.plots import histogram_png
+from autograder.reports.plots import available, histogram_png
 
 TOP_MISCONCEPTIONS = 25
 TOP_SLOW = 10
@@ -102,6 +102,8 @@ def _summary(records):
         return "<p>No submissions were graded.</p>", top
     line = (f"<p>{len(scores)} submission(s); mean {statistics.mean(scores):.1f}, median "
             f"{statistics.median(scores):g}, lowest {min(scores):g}, highest {max(scores):g} (out of {fmt(top)}).</p>")
+    if not available():
+        return line + '<p class="muted">(no histogram: matplotlib is not installed)</p>', top
     return line + img(histogram_png(scores, top), "histogram of the class's scores"), top
 
 
