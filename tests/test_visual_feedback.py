@@ -313,9 +313,10 @@ def test_the_class_report_groups_misconceptions_and_escapes_names_and_problems()
                              "mha": {"score": b, "max_score": 10, "seconds": s / 2}}
     records = [
         ("ann", record(20, [], parts(10, 10, 1.5)), ""),
-        ("ben", record(13, [failed("causal: x", "the softmax runs over dim 0; off by 0.25 at (1, 2)")],
-                       parts(3, 10, 4.0)), ""),
-        (HOSTILE, record(14, [failed("causal: x", "the softmax runs over dim 0; off by 0.5 at (0, 1)"),
+        ("ben", record(13, [failed("causal: x", "CausalAttention with known weights is wrong: the softmax runs over "
+                                                "dim 0 (off by 0.25)")], parts(3, 10, 4.0)), ""),
+        (HOSTILE, record(14, [failed("causal: z", "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch) is wrong: "
+                                                  "the softmax runs over dim 0 (off by 0.5)"),
                               failed("mha: y", "=HYPERLINK(\"http://x\")", "hidden")],
                          parts(4, 10, 2.0), {"mha": "the mha process timed out"}), ""),
         ("dee", record(0, [failed("causal: x", "could not read <b>x.zip</b>")],
@@ -323,8 +324,10 @@ def test_the_class_report_groups_misconceptions_and_escapes_names_and_problems()
          "dee.zip: not a valid <b>zip</b> file"),
     ]
     rows = class_report.misconceptions(records)
-    assert [(r["part"], r["check"], r["students"]) for r in rows] == [
-        ("causal", "x", sorted(["ben", HOSTILE])), ("mha", "y", [HOSTILE])]  # a broken submission is no misconception
+    # one mistake seen by two checks in two students is one misconception; a broken submission is none
+    assert [(r["part"], r["message"], r["checks"], r["students"]) for r in rows] == [
+        ("causal", "the softmax runs over dim 0 (off by 0.25)", ["x", "z"], sorted(["ben", HOSTILE])),
+        ("mha", "=HYPERLINK(\"http://x\")", ["y"], [HOSTILE])]
     page = class_report.class_report(records)
     assert "<script" not in page and "<img src=x" not in page and "<b>" not in page
     for name in ("ann", "ben", "dee", HOSTILE):
@@ -334,5 +337,5 @@ def test_the_class_report_groups_misconceptions_and_escapes_names_and_problems()
     assert len(pngs(page)) == 1  # the histogram
     table = list(csv.reader(io.StringIO(class_report.misconceptions_csv(records))))
     assert table[0] == class_report.CSV_COLUMNS
-    assert table[1][:4] == ["causal", "x", "visible", "2"] and table[1][5] == f"{HOSTILE};ben"
-    assert table[2] == ["mha", "y", "hidden", "1", "'=HYPERLINK(\"http://x\")", HOSTILE]  # no formula in a spreadsheet
+    assert table[1] == ["causal", "the softmax runs over dim 0 (off by 0.25)", "2", "x;z", f"{HOSTILE};ben"]
+    assert table[2] == ["mha", "'=HYPERLINK(\"http://x\")", "1", "y", HOSTILE]  # no formula in a spreadsheet

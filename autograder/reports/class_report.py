@@ -23,8 +23,10 @@ from autograder.reports.plots import available, histogram_png
 
 TOP_MISCONCEPTIONS = 25
 TOP_SLOW = 10
-CSV_COLUMNS = ["part", "check", "visibility", "students", "misconception", "who"]
+CSV_COLUMNS = ["part", "misconception", "students", "checks", "who"]
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+# what the suites write before the misconception itself ("<what> is wrong: <why>")
+_LEADS = (" is wrong: ", " differs from the expected output: ")
 
 
 def _part_and_check(test):
@@ -32,9 +34,18 @@ def _part_and_check(test):
     return part, check
 
 
+def diagnosis(message):
+    """The misconception a check's message names, without the call it was seen in: one mistake seen by
+    several checks ("CausalAttention with known weights is wrong: the softmax runs ...") is one."""
+    for lead in _LEADS:
+        if lead in message:
+            return message.split(lead, 1)[1]
+    return message
+
+
 def misconceptions(records):
-    """[{part, check, visibility, message, students}] of every failed check, grouped by part, check
-    and diagnosis (numbers aside), the most frequent first; staging failures are not misconceptions."""
+    """[{part, message, checks, students}] of every failed check, grouped by part and diagnosis
+    (numbers aside), the most frequent first; staging failures are not misconceptions."""
     groups = {}
     for student, results, problem in records:
         if problem:
@@ -43,16 +54,15 @@ def misconceptions(records):
             if test.get("status") != "failed":
                 continue
             part, check = _part_and_check(test)
-            message = str(test.get("output", ""))
-            key = (part, check, _NUMBER.sub("#", message))
-            group = groups.setdefault(key, {"part": part, "check": check, "visibility": test.get("visibility", ""),
-                                            "messages": Counter(), "students": []})
+            message = diagnosis(str(test.get("output", "")))
+            group = groups.setdefault((part, _NUMBER.sub("#", message)),
+                                      {"messages": Counter(), "checks": set(), "students": set()})
             group["messages"][message] += 1
-            if student not in group["students"]:
-                group["students"].append(student)
-    rows = [{"part": g["part"], "check": g["check"], "visibility": g["visibility"],
-             "message": g["messages"].most_common(1)[0][0], "students": sorted(g["students"])} for g in groups.values()]
-    return sorted(rows, key=lambda r: (-len(r["students"]), r["part"], r["check"], r["message"]))
+            group["checks"].add(check)
+            group["students"].add(student)
+    rows = [{"part": part, "message": g["messages"].most_common(1)[0][0], "checks": sorted(g["checks"]),
+             "students": sorted(g["students"])} for (part, _), g in groups.items()]
+    return sorted(rows, key=lambda r: (-len(r["students"]), -len(r["checks"]), r["part"], r["message"]))
 
 
 def _csv_cell(value):
@@ -66,8 +76,8 @@ def misconceptions_csv(records):
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for row in misconceptions(records):
-        writer.writerow([_csv_cell(v) for v in (row["part"], row["check"], row["visibility"], len(row["students"]),
-                                                row["message"], ";".join(row["students"]))])
+        writer.writerow([_csv_cell(v) for v in (row["part"], row["message"], len(row["students"]),
+                                                ";".join(row["checks"]), ";".join(row["students"]))])
     return out.getvalue()
 
 
@@ -121,11 +131,11 @@ def _parts_section(stats):
 def _misconceptions_section(rows):
     if not rows:
         return '<p class="ok">No check failed.</p>'
-    lines = ['<table><tr><th class="num">students</th><th>part / check</th><th>misconception</th><th>who</th></tr>']
+    lines = ['<table><tr><th class="num">students</th><th>part</th><th>misconception</th><th>who</th></tr>']
     for row in rows[:TOP_MISCONCEPTIONS]:
-        lines.append(f'<tr><td class="num">{len(row["students"])}</td>'
-                     f'<td>{esc(row["part"])} / {esc(row["check"])}<br><span class="muted">{esc(row["visibility"])}'
-                     f'</span></td><td>{esc(row["message"])}</td><td>{esc(", ".join(row["students"]))}</td></tr>')
+        lines.append(f'<tr><td class="num">{len(row["students"])}</td><td>{esc(row["part"])}</td>'
+                     f'<td>{esc(row["message"])}<br><span class="muted">seen by {len(row["checks"])} check(s): '
+                     f'{esc(", ".join(row["checks"]))}</span></td><td>{esc(", ".join(row["students"]))}</td></tr>')
     more = len(rows) - TOP_MISCONCEPTIONS
     return "\n".join(lines) + "</table>" + (f'<p class="muted">{more} more in misconceptions.csv.</p>' if more > 0 else "")
 
