@@ -96,14 +96,14 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
     return runs
 
 
-FIGURE_SECONDS = 10  # at most, per part: a picture never costs a part its time or its points
+FIGURE_SECONDS = 10  # at most, for all of a submission's pictures: a picture never costs a part its time or points
 
 
 def draw_figures(sandbox, folder, key, runs, rubric, fixtures):
     """After every check: for each part where a check about attention weights failed, the part's probe
     (suites/figures.py) runs in a fresh session that has seen no hidden input, on the book's example
-    only; its figure goes to the first such failed check (a visible one first). The probe's time,
-    output and any crash count for nothing."""
+    only; its figure goes to the first such failed check (a visible one first). The probes' time,
+    output and any crash count for nothing; together they get FIGURE_SECONDS."""
     from autograder.suites import figures
 
     todo = {}
@@ -114,13 +114,14 @@ def draw_figures(sandbox, folder, key, runs, rubric, fixtures):
             todo[name] = min(failed, key=lambda r: checks[r.name].visibility != "visible")
     if not todo:
         return
+    deadline = time.monotonic() + FIGURE_SECONDS
     session = sandbox.session(folder, key)
     try:
         for name, result in todo.items():
-            if session.died:
+            left = min(deadline - time.monotonic(), rubric.parts[name].timeout)
+            if session.died or left < 1:
                 break
-            part = rubric.parts[name]
-            child = session.part(min(FIGURE_SECONDS, part.timeout), part.memory_mb)
+            child = session.part(left, rubric.parts[name].memory_mb)
             if not child.died:
                 result.figure = figures.take(figures.PROBES[name], Student(child), fixtures["book"]())
             child.close()

@@ -80,7 +80,8 @@ def test_the_class_report_names_the_whole_class_and_what_went_wrong(batch_out):
     mean = statistics.mean(r["parts"]["simple_attention"]["score"] for r in records)
     assert f"<td>simple_attention</td><td class=\"num\">{mean:.2f} / 10</td>" in page
     alice = json.loads((batch_out / "results" / "alice.json").read_text())
-    assert all(p["seconds"] > 0 for p in alice["parts"].values())
+    assert set(alice["extra_data"]["seconds"]) == set(alice["parts"]) and all(
+        s > 0 for s in alice["extra_data"]["seconds"].values())
     assert "Slowest runs: " in page and len(IMG.findall(page)) == 1  # the histogram
     with open(batch_out / "misconceptions.csv", newline="") as f:
         table = list(csv.DictReader(f))

@@ -299,9 +299,9 @@ def test_the_nbgrader_graded_cell_gets_the_pictures_before_its_score(graded):
 
 # ---------------------------------------------------------------- the class report, from records
 
-def record(score, tests, parts, problems=None):
+def record(score, tests, parts, problems=None, seconds=0.0):
     return {"score": score, "max_score": 20, "tests": tests, "parts": parts,
-            "extra_data": {"notes": [], "problems": problems or {}}}
+            "extra_data": {"notes": [], "problems": problems or {}, "seconds": {p: seconds for p in parts}}}
 
 
 def failed(name, message, visibility="visible"):
@@ -309,16 +309,15 @@ def failed(name, message, visibility="visible"):
 
 
 def test_the_class_report_groups_misconceptions_and_escapes_names_and_problems():
-    parts = lambda a, b, s: {"causal": {"score": a, "max_score": 10, "seconds": s},  # noqa: E731
-                             "mha": {"score": b, "max_score": 10, "seconds": s / 2}}
+    parts = lambda a, b: {"causal": {"score": a, "max_score": 10}, "mha": {"score": b, "max_score": 10}}  # noqa: E731
     records = [
-        ("ann", record(20, [], parts(10, 10, 1.5)), ""),
+        ("ann", record(20, [], parts(10, 10), seconds=1.5), ""),
         ("ben", record(13, [failed("causal: x", "CausalAttention with known weights is wrong: the softmax runs over "
-                                                "dim 0 (off by 0.25)")], parts(3, 10, 4.0)), ""),
+                                                "dim 0 (off by 0.25)")], parts(3, 10), seconds=4.0), ""),
         (HOSTILE, record(14, [failed("causal: z", "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch) is wrong: "
                                                   "the softmax runs over dim 0 (off by 0.5)"),
                               failed("mha: y", "=HYPERLINK(\"http://x\")", "hidden")],
-                         parts(4, 10, 2.0), {"mha": "the mha process timed out"}), ""),
+                         parts(4, 10), {"mha": "the mha process timed out"}, 2.5), ""),
         ("dee", record(0, [failed("causal: x", "could not read <b>x.zip</b>")],
                        {"causal": {"score": 0, "max_score": 10}, "mha": {"score": 0, "max_score": 10}}),
          "dee.zip: not a valid <b>zip</b> file"),
@@ -335,6 +334,9 @@ def test_the_class_report_groups_misconceptions_and_escapes_names_and_problems()
     assert "4.25 / 10" in page and "7.50 / 10" in page  # the parts' means over the whole class
     assert "the mha process timed out" in page and "dee.zip: not a valid &lt;b&gt;zip&lt;/b&gt; file" in page
     assert len(pngs(page)) == 1  # the histogram
+    # the parts' times over the graded submissions (dee's is not one), then the slowest runs
+    assert '<td>causal</td><td class="num">2.67</td><td class="num">4.00</td>' in page
+    assert "Slowest runs: ben / causal 4.00 s, ben / mha 4.00 s, " in page
     table = list(csv.reader(io.StringIO(class_report.misconceptions_csv(records))))
     assert table[0] == class_report.CSV_COLUMNS
     assert table[1] == ["causal", "the softmax runs over dim 0 (off by 0.25)", "2", "x;z", f"{HOSTILE};ben"]

@@ -93,15 +93,22 @@ def problems(records):
     return found
 
 
+def seconds_of(results):
+    """{part: seconds} the grading of each part took (results_json's extra_data.seconds)."""
+    seconds = (results.get("extra_data") or {}).get("seconds") or {}
+    return {part: float(s) for part, s in seconds.items() if isinstance(s, (int, float))}
+
+
 def part_stats(records):
-    """{part: {"max_score", "scores": [...], "seconds": [...]}} over the graded submissions."""
+    """{part: {"max_score", "scores": [...], "seconds": [...]}} over the class (times: graded submissions)."""
     stats = {}
     for _, results, problem in records:
+        seconds = {} if problem else seconds_of(results)
         for part, p in (results.get("parts") or {}).items():
             entry = stats.setdefault(part, {"max_score": p.get("max_score", 0), "scores": [], "seconds": []})
             entry["scores"].append(float(p.get("score", 0)))
-            if not problem and isinstance(p.get("seconds"), (int, float)):
-                entry["seconds"].append(float(p["seconds"]))
+            if part in seconds:
+                entry["seconds"].append(seconds[part])
     return stats
 
 
@@ -155,9 +162,8 @@ def _slow_section(stats, records):
     lines = ['<table><tr><th>part</th><th class="num">mean seconds</th><th class="num">slowest</th></tr>']
     lines += [f'<tr><td>{esc(p)}</td><td class="num">{statistics.mean(timed[p]):.2f}</td>'
               f'<td class="num">{max(timed[p]):.2f}</td></tr>' for p in order]
-    runs = sorted(((float(p["seconds"]), student, part) for student, r, problem in records if not problem
-                   for part, p in (r.get("parts") or {}).items() if isinstance(p.get("seconds"), (int, float))),
-                  reverse=True)[:TOP_SLOW]
+    runs = sorted(((seconds, student, part) for student, r, problem in records if not problem
+                   for part, seconds in seconds_of(r).items()), key=lambda run: (-run[0], run[1:]))[:TOP_SLOW]
     lines.append('</table><p class="muted">Slowest runs: '
                  + ", ".join(f"{esc(student)} / {esc(part)} {seconds:.2f} s" for seconds, student, part in runs) + "</p>")
     return "\n".join(lines)

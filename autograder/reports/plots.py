@@ -73,7 +73,7 @@ def heatmap_png(matrix, labels=(), title="", scale=(0.0, 1.0)):
         for i in range(n):
             for j in range(m):
                 value = rows[i, j]
-                text = MISSING if math.isnan(value) else f"{value:.2f}"
+                text = MISSING if math.isnan(value) else f"{value:.2f}" if abs(value) < 100 else f"{value:.0e}"
                 color = "white" if not math.isnan(value) and value > middle else "black"
                 ax.text(j, i, text, ha="center", va="center", fontsize=6.5, color=color)
     return _png(figure)

@@ -20,10 +20,10 @@ def results_json(grade):
         "visibility": "visible",
         "stdout_visibility": "hidden",
         "tests": tests,
-        "parts": {part: {"score": p["score"], "max_score": p["max_score"], "seconds": p.get("seconds", 0.0)}
-                  for part, p in grade.parts.items()},
+        "parts": {part: {"score": p["score"], "max_score": p["max_score"]} for part, p in grade.parts.items()},
         "extra_data": {"protections": grade.protections, "notes": grade.notes,
-                       "problems": {part: p["problem"] for part, p in grade.parts.items() if p.get("problem")}},
+                       "problems": {part: p["problem"] for part, p in grade.parts.items() if p.get("problem")},
+                       "seconds": {part: p.get("seconds", 0.0) for part, p in grade.parts.items()}},
     }
 
 
