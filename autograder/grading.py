@@ -53,17 +53,18 @@ def load_rubric(path=RUBRIC_PATH):
     return rubric_mod.load(path, {part: [name for name, _ in checks] for part, checks in suites.items()}), suites
 
 
-def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, seed=None):
+def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, seed=None, figures=True):
     """Grade the submission at path; parts (names) limits grading to those parts of the rubric.
 
     seed: the run's secret (runner.draw_secret() when None); kept in grade.seed, for instructors only.
+    figures: draw the pictures of failed weight checks (runner.draw_figures); False where nobody sees them.
     """
     key = os.path.basename(os.path.normpath(str(path)))
     fixtures = fixtures or runner.default_fixtures(seed, key)
     with tempfile.TemporaryDirectory(prefix="staged-") as tmp:
         staged = stage(path, tmp)
         grade = Grade(str(path), notes=list(staged.notes), seed=fixtures.get("secret"))
-        runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path))
+        runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path), figures=figures)
         for part_name, run in runs.items():
             grade.protections = grade.protections or run.protections
             if run.output:

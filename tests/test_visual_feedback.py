@@ -341,3 +341,11 @@ def test_the_class_report_groups_misconceptions_and_escapes_names_and_problems()
     assert table[0] == class_report.CSV_COLUMNS
     assert table[1] == ["causal", "the softmax runs over dim 0 (off by 0.25)", "2", "x;z", f"{HOSTILE};ben"]
     assert table[2] == ["mha", "'=HYPERLINK(\"http://x\")", "1", "y", HOSTILE]  # no formula in a spreadsheet
+
+
+def test_figures_can_be_turned_off(engine, tmp_path):
+    """selftest grades the corpus with figures=False: nobody sees its pictures, and each costs a session."""
+    rubric, suites, sandbox = engine
+    folder = selftest.apply(ENTRIES["simple-weights-softmax-dim0"], tmp_path / "submission")
+    grade = grading.grade_submission(folder, rubric, suites, sandbox, parts=["simple_attention"], figures=False)
+    assert grade.parts["simple_attention"]["score"] < 10 and with_figure(grade) == []
