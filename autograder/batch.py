@@ -4,6 +4,13 @@
 
 Workers are processes with one fork server each (torch imported once per worker); the parent
 alone writes the gradebook (OUT/gradebook.db), the per-student files and OUT/grades.csv.
+
+Nothing a student hands in stops the batch: a submission that cannot be staged is recorded with
+its problem (and 0), an exception while grading one is recorded as an internal error (graded
+again on the next run), and a worker that dies is replaced: the rest is then graded one at a
+time, so a submission that kills its worker again is recorded as such. grades.csv (one row per
+student found in DIR, with a `problem` column) is written whatever happens; then a summary.
+A rerun grades only what changed (the fingerprint: `digest`).
 """
 import csv
 import hashlib
@@ -13,17 +20,22 @@ import multiprocessing.util
 import os
 import re
 import sys
+import statistics
 import tempfile
 import time
+import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from autograder import PARTS, reports
+from autograder import PARTS, reports, submission, text
 from autograder.gradebook import Gradebook
 from autograder.reports import class_report, html_feedback
 
 _worker = {}
+INTERNAL = ("The autograder could not grade this submission because of an internal error; your instructor "
+            "can see the details.")
+RETRY = "retry:"  # a fingerprint kept with this prefix is graded again on the next run
 
 
 def find_submissions(folder):
@@ -42,14 +54,38 @@ def find_submissions(folder):
 
 
 def digest(path):
-    """A fingerprint of what was handed in: regrade only when it changes."""
+    """A fingerprint of what was handed in: regrade only when it changes.
+
+    Bounded like staging: the files staging could read (submission.read_limit) count by name and a
+    streamed hash of their bytes; every other file by its name and size only (never read, whatever
+    its size); a folder is walked as staging walks it. Never raises: what cannot be read is
+    fingerprinted by the error (staging will say what it is)."""
+    path = Path(path)
     h = hashlib.sha256()
-    paths = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file() and not p.is_symlink())
-    for p in paths:
-        h.update(str(p.relative_to(path) if path.is_dir() else p.name).encode() + b"\0")
-        with open(p, "rb") as f:
-            h.update(hashlib.sha256(f.read()).digest())
+    try:
+        if path.is_dir():
+            listing = [(str(rel / name), path / rel / name, size)
+                       for rel, files in submission.walk(path) for name, size in sorted(files.items())]
+        else:
+            listing = [(path.name, path, path.stat().st_size)]
+    except (submission.SubmissionError, OSError) as e:
+        return hashlib.sha256(f"unreadable: {e}".encode("utf-8", "replace")).hexdigest()
+    for name, file, size in listing:
+        h.update(name.encode("utf-8", "surrogateescape") + b"\0" + str(size).encode() + b"\0")
+        if size <= submission.read_limit(name):
+            h.update(_file_hash(file))
     return h.hexdigest()
+
+
+def _file_hash(path):
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NOFOLLOW)) as f:
+            while chunk := f.read(1 << 20):
+                h.update(chunk)
+    except OSError as e:
+        h.update(f"unreadable: {e.errno}".encode())
+    return h.digest()
 
 
 def _init_worker(slot_queue, hide, rubric_path, batch_pid):
@@ -67,26 +103,32 @@ def _init_worker(slot_queue, hide, rubric_path, batch_pid):
     _worker["rubric"], _worker["suites"] = grading.load_rubric(rubric_path)
 
 
+def _ready():
+    """A task that only proves a worker started (its initializer ran)."""
+    return True
+
+
 def _grade_one(student, path):
+    """-> (student, results or None, problem, internal detail): never raises for a submission."""
     from autograder import grading
     from autograder.submission import SubmissionError
 
     try:
         grade = grading.grade_submission(path, _worker["rubric"], _worker["suites"], _worker["sandbox"])
-        return student, reports.results_json(grade), ""
+        return student, reports.results_json(grade), "", ""
     except SubmissionError as e:
-        return student, None, str(e)
+        return student, None, text.clean(str(e)), ""
+    except Exception as e:  # a failure of the grader on this submission: recorded; the others go on
+        print(f"batch: grading {student} failed:", file=sys.stderr)
+        traceback.print_exc()
+        return student, None, INTERNAL, text.excerpt(f"{type(e).__name__}: {e}")
 
 
-def broken_results(rubric, problem):
-    """A submission that could not be staged at all: every check failed with the reason."""
-    tests = [{"name": f"{c.part}: {c.name}", "score": 0.0, "max_score": c.points, "status": "failed",
-              "output": problem, "visibility": c.visibility} for part in rubric.parts.values() for c in part.checks.values()]
-    return {"score": 0.0, "max_score": rubric.max_score, "output": problem, "tests": tests,
-            "parts": {name: {"score": 0.0, "max_score": part.max_score} for name, part in rubric.parts.items()}}
+def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.stderr, summary=None):
+    """Grade every submission of folder into out -> the number of submissions in the gradebook.
 
-
-def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.stderr):
+    progress: a stream for the progress bar (drawn only on a terminal); summary: a stream for the
+    end-of-batch summary (after grades.csv is written)."""
     from autograder import grading
 
     out = Path(out)
@@ -94,74 +136,135 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
         (out / sub).mkdir(parents=True, exist_ok=True)
     rubric_path = rubric_path or grading.RUBRIC_PATH
     rubric, _ = grading.load_rubric(rubric_path)
+    progress = progress if progress is not None and progress.isatty() else None
     book = Gradebook(out / "gradebook.db")
-    todo = []
-    for student, path in find_submissions(folder):
-        fingerprint = digest(path)
-        if force or book.graded_digest(student) != fingerprint:
-            todo.append((student, path, fingerprint))
-    total, done, started = len(todo), 0, time.monotonic()
-    _progress(progress, done, total, started, "")
-    remaining = list(todo)
-    while remaining:
-        ctx = multiprocessing.get_context("fork")
-        slots = ctx.Queue()
-        for slot in range(jobs):
-            slots.put(slot)
-        pending = {s: (p, f) for s, p, f in remaining}
-        try:
-            with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                                     initargs=(slots, [str(Path(folder).resolve()), str(out.resolve())], str(rubric_path),
-                                               os.getpid())) as pool:
-                futures = [pool.submit(_grade_one, s, str(p)) for s, p, _ in remaining]
-                for future in as_completed(futures):
-                    student, results, problem = future.result()
-                    if results is None:
-                        results = broken_results(rubric, problem)
-                    path, fingerprint = pending.pop(student)
-                    _store(book, out, student, fingerprint, results, problem)
-                    done += 1
-                    _progress(progress, done, total, started, student)
-            remaining = []
-        except BrokenProcessPool:
-            # a worker died (not a student's child: those are contained); grade what is left anew
-            remaining = [(s, p, f) for s, (p, f) in pending.items()]
-    write_csv(book, out / "grades.csv")
+    found, todo = None, []
+    try:
+        found = find_submissions(folder)
+        for student, path in found:
+            fingerprint = digest(path)
+            if force or book.graded_digest(student) != fingerprint:
+                todo.append((student, path, fingerprint))
+        known = book.students()
+        graded = _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress)
+    finally:
+        write_csv(book, out / "grades.csv", None if found is None else [student for student, _ in found])
     class_report.write_class_report(out, book.records())  # report.html, misconceptions.csv
     count = book.count()
+    if summary:
+        summary.write(summary_text(book, folder, out, [student for student, _ in found], graded, known))
     book.close()
+    return count
+
+
+def _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress):
+    """Grade todo [(student, path, fingerprint)] in worker processes -> the students graded now.
+
+    A pool that breaks (a worker died) is replaced by one worker grading one submission at a time;
+    there the submission being graded when the worker dies is recorded with that problem."""
+    total, started, graded = len(todo), time.monotonic(), []
+    pending = {s: (p, f) for s, p, f in todo}
+    _progress(progress, 0, total, started, "")
+
+    def finish(student, results, problem, internal):
+        path, fingerprint = pending.pop(student)
+        if results is None:
+            results = reports.broken_results(rubric, problem)
+        if internal:  # not the student's doing: kept for the instructor, graded again on the next run
+            problem, fingerprint = f"{problem} ({internal})", RETRY + fingerprint
+        _store(book, out, student, fingerprint, results, problem)
+        graded.append(student)
+        _progress(progress, len(graded), total, started, student)
+
+    one_at_a_time = False
+    while pending:
+        current = None
+        try:
+            with _pool(1 if one_at_a_time else jobs, folder, out, rubric_path) as pool:
+                if one_at_a_time:
+                    pool.submit(_ready).result()
+                    for student, (path, _) in list(pending.items()):
+                        current = student
+                        finish(*pool.submit(_grade_one, student, str(path)).result())
+                else:
+                    futures = [pool.submit(_grade_one, s, str(p)) for s, (p, _) in pending.items()]
+                    for future in as_completed(futures):
+                        finish(*future.result())
+        except BrokenProcessPool as e:
+            if one_at_a_time and current is None:
+                raise RuntimeError(f"the grading workers cannot start ({e})") from None
+            if current is not None:  # the worker died on this submission alone: recorded, the batch goes on
+                finish(current, None, INTERNAL, "its worker process died while grading it")
+            one_at_a_time = True
     if progress:
         print(file=progress)
-    return count
+    return graded
+
+
+def _pool(jobs, folder, out, rubric_path):
+    ctx = multiprocessing.get_context("fork")
+    slots = ctx.Queue()
+    for slot in range(jobs):
+        slots.put(slot)
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
+                               initargs=(slots, [str(Path(folder).resolve()), str(Path(out).resolve())],
+                                         str(rubric_path), os.getpid()))
 
 
 def _store(book, out, student, fingerprint, results, problem):
     _atomic_write(out / "results" / f"{student}.json", json.dumps(results, indent=1))
-    _atomic_write(out / "feedback" / f"{student}.md", _feedback(student, results))
+    _atomic_write(out / "feedback" / f"{student}.md", reports.feedback(student, results))
     _atomic_write(out / "feedback" / f"{student}.html", html_feedback.feedback_html(student, results, problem))
     book.record(student, fingerprint, results, problem)
 
 
-def _feedback(student, results):
-    lines = [f"# Chapter 3 feedback for {student}", "", f"Score: {results['score']:g} / {results['max_score']:g}", ""]
-    lines += [f"- {name}: {p['score']:g} / {p['max_score']:g}" for name, p in results["parts"].items()]
-    failed = [t for t in results["tests"] if t["status"] == "failed" and t["visibility"] == "visible"]
-    if failed:
-        lines += ["", "## What to fix", ""] + [f"- **{t['name']}**: {t['output']}" for t in failed]
-    hidden = sum(1 for t in results["tests"] if t["status"] == "failed" and t["visibility"] != "visible")
-    if hidden:
-        lines += ["", f"{hidden} hidden check(s) also failed."]
-    return "\n".join(lines) + "\n"
-
-
-def write_csv(book, path):
+def write_csv(book, path, students=None):
+    """grades.csv: student, score, max_score, one column per part, problem (why a submission could
+    not be graded; empty when it was); one row per student of `students` (default: the gradebook's)."""
     parts = [p for p in PARTS]
+    problems = book.problems()
+    wanted = None if students is None else set(students)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, newline="") as tmp:
         writer = csv.writer(tmp)
-        writer.writerow(["student", "score", "max_score", *parts])
+        writer.writerow(["student", "score", "max_score", *parts, "problem"])
         for student, score, max_score, by_part in book.rows():
-            writer.writerow([student, f"{score:g}", f"{max_score:g}", *(f"{by_part.get(p, 0):g}" for p in parts)])
+            if wanted is None or student in wanted:
+                writer.writerow([_cell(student), f"{score:g}", f"{max_score:g}",
+                                 *(f"{by_part.get(p, 0):g}" for p in parts), _cell(problems.get(student, ""))])
     os.replace(tmp.name, path)
+
+
+def _cell(value):
+    """A text cell a spreadsheet shows as text: never read as a formula."""
+    return f"'{value}" if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
+def summary_text(book, folder, out, students, graded, known):
+    """What the batch did, for the instructor: graded now, up to date, the submissions not graded
+    with the reason, the score spread, and who is in the gradebook but no longer in folder."""
+    rows = {student: (score, max_score) for student, score, max_score, _ in book.rows()}
+    problems = book.problems()
+    present = [s for s in students if s in rows]
+    lines = [f"batch: {len(students)} submission(s) in {folder}"]
+    if graded:
+        lines.append(f"  graded now: {len(graded)}; up to date: {len(students) - len(graded)}")
+    else:
+        lines.append(f"  nothing to grade: {len(students)} up to date (unchanged since they were graded)")
+    broken = [(s, problems[s]) for s in present if problems.get(s)]
+    if broken:
+        lines.append(f"  not graded, scored 0 ({len(broken)}):")
+        lines += [f"    {s}: {text.excerpt(problem, 240)}" for s, problem in broken]
+    if present:
+        scores = [rows[s][0] for s in present]
+        top = max(rows[s][1] for s in present)
+        lines.append(f"  scores (of {top:g}): min {min(scores):g}, median {statistics.median(scores):g}, "
+                     f"max {max(scores):g}")
+    removed = sorted(set(known) - set(students))
+    if removed:
+        lines.append(f"  in the gradebook but no longer in {folder} (left out of grades.csv): {', '.join(removed)}")
+    lines.append(f"  grades: {Path(out) / 'grades.csv'}; feedback: {Path(out) / 'feedback'}; "
+                 f"gradebook: {Path(out) / 'gradebook.db'}")
+    return "\n".join(lines) + "\n"
 
 
 def _atomic_write(path, text):

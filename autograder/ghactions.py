@@ -73,7 +73,7 @@ def _sha(value):
 
 
 def comment_body(grade_markdown, context, protections=()):
-    """The pull-request comment: marker, the visible-only score report, what was graded."""
+    """The pull-request comment: marker, the student's Markdown report (reports.markdown), what was graded."""
     where = []
     if context.get("pr"):
         where.append(f"pull request #{context['pr']}")
@@ -81,10 +81,11 @@ def comment_body(grade_markdown, context, protections=()):
         where.append(f"commit {context['sha'][:12]}")
     lines = [COMMENT_MARKER, _quiet_mentions(grade_markdown).rstrip(), "", "---"]
     lines.append("Graded " + (", ".join(where) if where else "this run") + " with the course autograder. "
-                 "The score counts every check; only the visible checks are explained here.")
+                 "The score counts every check, hidden ones included: of those, only what they found wrong "
+                 "is shown, never their inputs.")
     if protections and not fully_sandboxed(protections):
         lines.append("")
-        lines.append("Note: the sandbox ran with reduced protections on this runner: " + ", ".join(protections))
+        lines.append("Note: the sandbox ran with reduced protections on this runner.")
     body = "\n".join(lines) + "\n"
     if len(body) > COMMENT_LIMIT:
         body = body[:COMMENT_LIMIT] + "\n\n(report cut short: see the job summary and results.json)\n"
@@ -96,25 +97,16 @@ def _quiet_mentions(text):
     return re.sub(r"@(?=[A-Za-z0-9])", "@\u200b", text)
 
 
+# what the sandbox reports (autograder/sandbox/isolation.py) when student code ran in its own
+# namespaces under the system-call allow-list
+NAMESPACES = "pid, mount, network, IPC and UTS namespaces"
+SECCOMP = "seccomp system-call allow-list"
+
+
 def fully_sandboxed(protections):
-    joined = " ".join(protections)
-    return "namespaces" in joined and "unprivileged uid" in joined
-
-
-def student_results(results, checks):
-    """results.json as a student may read it (CI artifacts are readable by anyone who can read the repo).
-
-    `checks` are the Grade's ScoredChecks, in the order of results["tests"]. Checks that are not
-    visible keep their score and status, lose their name and their message.
-    """
-    tests, counters = [], {}
-    for test, check in zip(results["tests"], checks):
-        if check.visibility == "visible":
-            tests.append(test)
-            continue
-        counters[check.part] = counters.get(check.part, 0) + 1
-        tests.append({**test, "name": f"{check.part}: hidden check {counters[check.part]}", "output": ""})
-    return {**results, "tests": tests}
+    """Whether every part ran in its namespaces under the seccomp filter (and not --unsafe-no-sandbox)."""
+    return (NAMESPACES in protections and SECCOMP in protections
+            and not any(p.startswith("NO SANDBOX") for p in protections))
 
 
 def append(path, text):

@@ -77,6 +77,13 @@ class Gradebook:
         return [(s, score, mx, parts.get(s, {})) for s, score, mx in
                 self.db.execute("SELECT student, score, max_score FROM submissions ORDER BY student")]
 
+    def students(self):
+        return [row[0] for row in self.db.execute("SELECT student FROM submissions ORDER BY student")]
+
+    def problems(self):
+        """{student: why the submission could not be graded} for those that have a problem."""
+        return dict(self.db.execute("SELECT student, problem FROM submissions WHERE problem != ''"))
+
     def records(self):
         """[(student, results dict, problem)] of every graded submission, sorted by student."""
         return [(s, json.loads(results), problem) for s, results, problem in

@@ -3,7 +3,7 @@
     result = grade_submission("path/to/folder", rubric, suites, sandbox)
 
 The returned Grade holds one ScoredCheck per rubric check, part totals, the sandbox's
-protections and anything staging had to say; reports.py turns it into tables and files.
+protections and anything staging had to say; autograder/reports/ turns it into tables and files.
 """
 import os
 import tempfile
@@ -26,6 +26,7 @@ class ScoredCheck:
     message: str           # the grader's diagnosis (see runner.CheckResult)
     detail: str = ""       # instructor only
     student_text: str = ""  # what the student's code raised, cleaned; never shown for hidden checks
+    diagnosis: str = "shown"  # grading.yml's `diagnosis`: "withheld" keeps a hidden check's message from students
     figure: dict = None     # the student's and the expected weights on the book's example (suites/figures.py)
 
 
@@ -63,7 +64,8 @@ def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, s
     fixtures = fixtures or runner.default_fixtures(seed, key)
     with tempfile.TemporaryDirectory(prefix="staged-") as tmp:
         staged = stage(path, tmp)
-        grade = Grade(str(path), notes=list(staged.notes), seed=fixtures.get("secret"))
+        # the submission by its name: reports never show the grader's own paths
+        grade = Grade(staged.source, notes=list(staged.notes), seed=fixtures.get("secret"))
         runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path), figures=figures)
         for part_name, run in runs.items():
             grade.protections = grade.protections or run.protections
@@ -82,10 +84,11 @@ def score_part(grade, part, run):
         worth = group_share[check.group] if check.group else check.points
         earned = worth if result.passed else 0.0
         if result.passed and result.message:  # a passed check's note (suites.expect.Note) for the student
-            grade.notes.append(f"{part.name} / {check.name}: {result.message}")
+            named = f"{part.name} / {check.name}" if check.visibility == "visible" else part.name  # hidden: unnamed
+            grade.notes.append(f"{named}: {result.message}")
         total += earned
         grade.checks.append(ScoredCheck(part.name, check.name, result.passed, round(earned, 4),
                                         round(worth, 4), check.visibility, result.message,
-                                        result.detail, result.student_text, result.figure))
+                                        result.detail, result.student_text, check.diagnosis, figure=result.figure))
     grade.parts[part.name] = {"score": round(total, 4), "max_score": round(part.max_score, 4),
                               "problem": run.problem, "seconds": round(run.seconds, 3)}

@@ -17,8 +17,10 @@ autograde (nothing of the student's notebook runs in a kernel, nor in the nbgrad
     by grade_id (autograder.notebooks, as `python -m autograder grade` does for notebooks), grades
     the notebook's parts with the hidden suites in the sandbox (autograder.grading, one fork server
     per nbgrader process), puts back a graded cell the student deleted, and writes into each graded
-    cell `score_<part>` two outputs: the failed visible checks as text, and the part's score scaled to
-    the cell's points as an execute_result, which nbgrader's SaveAutoGrades records as partial credit.
+    cell `score_<part>` two outputs: what to fix as text (autograder.reports.common's rule: visible
+    checks with the student's own error, hidden ones by their diagnosis only), and the part's score
+    scaled to the cell's points as an execute_result, which nbgrader's SaveAutoGrades records as
+    partial credit.
 
 generate_feedback
     ScrubHiddenTests removes every `### BEGIN HIDDEN TESTS` ... `### END HIDDEN TESTS` region and,
@@ -38,6 +40,7 @@ from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import ClearSolutions, NbGraderPreprocessor
 
+from autograder.reports.common import OWN_TEXT, printable, what_to_fix
 from autograder.stubs import MODULES, make_stub, solution_regions
 
 SCORE_PREFIX = "score_"          # the graded cell of part P has the grade_id score_P (autograder.notebooks)
@@ -139,6 +142,18 @@ def _fmt(number):
     return f"{number:g}"
 
 
+def _what_to_fix(checks, parts):
+    """The lines of a graded cell's report on its part's failures, as a student may see them
+    (autograder.reports.common: visible checks with the student's own error text, hidden checks by
+    their diagnosis only and unnamed, a part problem once)."""
+    items = what_to_fix(checks, parts)
+    lines = ["What to fix:"] if items else []
+    for item in items:  # one line each, the student's own error text after the diagnosis
+        own = f"; {OWN_TEXT}: {item.own_text}" if item.own_text else ""
+        lines.append(f"  - {item.label} (-{_fmt(item.points)}): {item.message}{own}")
+    return lines
+
+
 class GradeInSandbox(NbGraderPreprocessor):
     """Autograde step in place of Execute: grade the solution cells' modules with the hidden suites in
     the sandbox and write each part's score into its graded cell's outputs; nothing runs in a kernel."""
@@ -146,9 +161,11 @@ class GradeInSandbox(NbGraderPreprocessor):
     rubric = Unicode("", help="grading.yml to grade with (default: the project's)").tag(config=True)
     restore_deleted_cells = Bool(True, help="put back a graded cell the submission lacks, so its score is "
                                             "recorded").tag(config=True)
-    require_isolation = Bool(True, help="refuse to grade unless student code runs in its own PID and mount "
-                                        "namespaces (needs root); without them a process the student starts "
-                                        "can outlive grading and write where this user can").tag(config=True)
+    require_isolation = Bool(True, help="refuse to grade unless student code runs in the sandbox's namespaces "
+                                        "(with or without root; the sandbox says what this machine lacks); "
+                                        "False lets student code run without isolation where the sandbox "
+                                        "cannot be built (--unsafe-no-sandbox): only for code you trust"
+                             ).tag(config=True)
 
     NAMESPACES = "pid, mount, network, IPC and UTS namespaces"
 
@@ -171,10 +188,10 @@ class GradeInSandbox(NbGraderPreprocessor):
         modules.update({m: code for m, code in self._modules_of_other_notebooks(resources).items()
                         if m not in modules and m not in parts})
 
-        if self.require_isolation and os.geteuid() != 0:
-            raise RuntimeError("GradeInSandbox: run `nbgrader autograde` as root, so that student code runs in "
-                               "the sandbox's namespaces (or set GradeInSandbox.require_isolation = False "
-                               "and accept the weaker walls listed in docs/notebooks.md)")
+        if not self.require_isolation:  # the sandbox may then run student code without isolation, warned
+            from autograder.sandbox.client import UNSAFE_ENV
+
+            os.environ[UNSAFE_ENV] = "1"
         sandbox, rubric, suites = shared_engine(self._hidden_paths(resources), self.rubric or None)
         graded = [part for part in parts if part in rubric.parts]
         from autograder import grading
@@ -285,17 +302,9 @@ class GradeInSandbox(NbGraderPreprocessor):
             lines.append(f"No solution cell for {part} (a code cell with grade_id '{part}') in this notebook: "
                          f"the part scores 0.")
             if problem:
-                lines.append(f"The notebook could not be read: {problem}")
-        elif p["problem"]:
-            lines.append(f"Problem: {p['problem']}")
-        failed = [c for c in checks if not c.passed and c.visibility == "visible"]
-        if failed and not missing:
-            lines.append("Failed checks:")
-            lines += [f"  - {c.name} (0 / {_fmt(c.max_score)}): {c.message}" for c in failed]
-        hidden = [c for c in checks if not c.passed and c.visibility != "visible"]
-        if hidden and not missing:
-            lines.append(f"{len(hidden)} hidden check(s) also failed ({_fmt(sum(c.max_score for c in hidden))} points); "
-                         "their details are not shown.")
+                lines.append(f"The notebook could not be read: {printable(problem)}")
+        else:
+            lines += _what_to_fix(checks, {part: p})
         if not missing and all(c.passed for c in checks):
             lines.append("Every check passed.")
         mark = {ENGINE_MARK: {"part": part}}

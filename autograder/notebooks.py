@@ -27,10 +27,8 @@ whose editable cells the grader never reads. The read-only support files (SUPPOR
 beside the notebooks: ch03_tools.py, and a copy of benchmarks/bench_mha.py for the speed lab.
 """
 import ast
-import io
 import json
 import re
-import tokenize
 from pathlib import Path
 
 from autograder.stubs import MODULES, solution_regions
@@ -372,19 +370,59 @@ def drifted(out_dir=SOURCE, **inputs):
 
 # --- notebooks -> modules -----------------------------------------------------------------------
 
-def _at_statement_start(lines_before):
-    """True when the code in lines_before is complete: no open bracket, string or backslash continuation."""
-    text = "".join(lines_before)
-    if not text.strip():
-        return True
-    if text.rstrip("\n").endswith("\\"):
-        return False
-    try:
-        for _ in tokenize.generate_tokens(io.StringIO(text).readline):
-            pass
-    except (tokenize.TokenError, IndentationError, SyntaxError):
-        return False
-    return True
+class _LineScanner:
+    """Where a line of Python source starts, read one line at a time, each character once.
+
+    State between lines: the depth of open brackets, the quote of an unclosed string (a triple-quoted
+    one, or a single-quoted one continued by a backslash) and a backslash continuation. A line starts
+    a statement when none of them is open. Comments and string contents are skipped, never parsed.
+    """
+    _CODE = re.compile(r"""[#"'()\[\]{}\\]""")
+    _STRING = {quote: re.compile(r"\\|" + re.escape(quote)) for quote in ("'''", '"""', "'", '"')}
+
+    def __init__(self):
+        self.depth, self.quote, self.continued = 0, None, False
+        self._newline_escaped = False
+
+    def at_statement_start(self):
+        return self.depth == 0 and self.quote is None and not self.continued
+
+    def feed(self, line):
+        """Advance over one line (with its newline, if any)."""
+        self.continued = self._newline_escaped = False
+        pos, end = 0, len(line)
+        while pos < end:
+            if self.quote:
+                pos = self._in_string(line, pos)
+                continue
+            match = self._CODE.search(line, pos)
+            if match is None or match.group() == "#":
+                break
+            char, pos = match.group(), match.end()
+            if char in "([{":
+                self.depth += 1
+            elif char in ")]}":
+                self.depth = max(0, self.depth - 1)
+            elif char == "\\":
+                self.continued = not line[pos:].rstrip("\r\n")
+                pos += 1
+            elif line.startswith(char * 3, match.start()):
+                self.quote, pos = char * 3, match.start() + 3
+            else:
+                self.quote = char
+        if self.quote in ("'", '"') and not self._newline_escaped:
+            self.quote = None  # a one-line string ends with its line (unclosed, it is a syntax error anyway)
+
+    def _in_string(self, line, pos):
+        """Inside a string from pos: the position after its closing quote, or the end of the line."""
+        match = self._STRING[self.quote].search(line, pos)
+        if match is None:
+            return len(line)
+        if match.group() == "\\":
+            self._newline_escaped = line[match.end():] in ("\n", "\r\n", "\r")
+            return match.end() + 1  # the escaped character, a newline included
+        self.quote = None
+        return match.end()
 
 
 def comment_out_magics(source):
@@ -393,15 +431,17 @@ def comment_out_magics(source):
     A line is IPython-only when it starts (after indentation) with '%' (a line magic, or '%%' for a
     cell magic) or '!' (a shell command) at the start of a statement; inside a string or an open
     bracket such a line is left alone. The commented line keeps its indentation: '    # %time ...'.
-    Nothing is run.
+    Nothing is run. One pass over the text (_LineScanner): linear in its length, however many
+    magic lines it holds.
     """
-    lines = source.splitlines(keepends=True)
+    scanner = _LineScanner()
     out = []
-    for line in lines:
+    for line in source.splitlines(keepends=True):
         stripped = line.lstrip()
-        if stripped[:1] in ("%", "!") and not stripped.startswith("!=") and _at_statement_start(out):
-            indent = line[: len(line) - len(stripped)]
-            line = f"{indent}# {stripped}"
+        if stripped[:1] in ("%", "!") and not stripped.startswith("!=") and scanner.at_statement_start():
+            line = f"{line[: len(line) - len(stripped)]}# {stripped}"  # a comment: nothing in it is open
+        else:
+            scanner.feed(line)
         out.append(line)
     return "".join(out)
 

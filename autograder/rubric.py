@@ -7,6 +7,7 @@
         checks:
           book_example: 2                              # points, default visibility
           future_tokens_never_matter: {points: 3, visibility: hidden}
+          unseen_sizes: {points: 2, diagnosis: withheld}   # students see "hidden check failed" only
         groups:                                        # optional: points shared by several checks
           dropout: {points: 4, checks: [dropout_train_values, dropout_rate]}
 
@@ -17,10 +18,11 @@ from dataclasses import dataclass, field
 import yaml
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
+DIAGNOSES = ("shown", "withheld")  # whether students see a failed check's diagnosis (its message)
 TOP_KEYS = {"version", "defaults", "parts"}
 DEFAULT_KEYS = {"timeout", "memory_mb", "visibility"}
 PART_KEYS = {"timeout", "memory_mb", "visibility", "checks", "groups"}
-CHECK_KEYS = {"points", "visibility"}
+CHECK_KEYS = {"points", "visibility", "diagnosis"}
 GROUP_KEYS = {"points", "checks", "visibility"}
 
 
@@ -35,6 +37,7 @@ class Check:
     points: float
     visibility: str
     group: str = ""
+    diagnosis: str = "shown"
 
 
 @dataclass
@@ -146,6 +149,7 @@ class _Reader:
             self.fail(node, f"part '{name}' lists no checks")
         for check, (key, value) in self.mapping(fields["checks"][1], None, f"{name}.checks").items():
             where = f"{name}.checks.{check}"
+            diagnosis = "shown"
             if isinstance(value, yaml.ScalarNode) and value.value in ("", "~", "null"):
                 points, visibility = 0.0, opts["visibility"]  # scored through a group
             elif isinstance(value, yaml.ScalarNode):
@@ -154,9 +158,11 @@ class _Reader:
                 spec = self.mapping(value, CHECK_KEYS, where)
                 points = self.scalar(spec["points"][1], float, f"{where}.points") if "points" in spec else 0.0
                 visibility = self.option("visibility", spec["visibility"][1], where) if "visibility" in spec else opts["visibility"]
+                if "diagnosis" in spec:
+                    diagnosis = self.scalar(spec["diagnosis"][1], str, f"{where}.diagnosis", DIAGNOSES)
             if suites is not None and check not in suites[name]:
                 self.fail(key, f"check '{check}' is not in the hidden suite for {name}")
-            part.checks[check] = Check(name, check, points, visibility)
+            part.checks[check] = Check(name, check, points, visibility, diagnosis=diagnosis)
         for group, (key, value) in self.mapping(fields["groups"][1], None, f"{name}.groups").items() if "groups" in fields else ():
             spec = self.mapping(value, GROUP_KEYS, f"{name}.groups.{group}")
             if "points" not in spec or "checks" not in spec:

@@ -103,15 +103,18 @@ FIGURE_SECONDS = 10  # at most, for all of a submission's pictures: a picture ne
 def draw_figures(sandbox, folder, key, runs, rubric, fixtures):
     """After every check: for each part where a check about attention weights failed, the part's probe
     (suites/figures.py) runs in a fresh session that has seen no hidden input, on the book's example
-    only; its figure goes to the first such failed check (a visible one first). The probes' time,
+    only; its figure goes to the first such failed check (a visible one first; never one whose
+    diagnosis grading.yml withholds). The probes' time,
     output and any crash count for nothing; together they get FIGURE_SECONDS."""
     from autograder.suites import figures
 
     todo = {}
     for name, run in runs.items():
-        failed = [r for r in run.results if not r.passed and r.name in figures.FIGURE_CHECKS.get(name, ())]
+        checks = rubric.parts[name].checks
+        # a check whose diagnosis grading.yml withholds gets no picture: the picture would say it
+        failed = [r for r in run.results if not r.passed and r.name in figures.FIGURE_CHECKS.get(name, ())
+                  and getattr(checks[r.name], "diagnosis", "shown") != "withheld"]
         if failed and name in figures.PROBES and not run.problem:
-            checks = rubric.parts[name].checks
             todo[name] = min(failed, key=lambda r: checks[r.name].visibility != "visible")
     if not todo:
         return

@@ -60,9 +60,10 @@ class Student:
             raise StudentError(str(e.get("type")), str(e.get("message", "")), str(e.get("where", "")),
                                bool(e.get("not_implemented")))
         try:
-            return protocol.decode(header["result"], payload, lambda ref: RemoteObject(self, ref))
+            answer = protocol.decode(header["result"], payload, lambda ref: RemoteObject(self, ref))
         except (KeyError, protocol.ProtocolError) as exc:
             raise StudentError("ProtocolError", f"the answer could not be read back ({exc})") from None
+        return _inert(answer)
 
     def import_module(self, name):
         return self.request("import", {"module": name})
@@ -118,7 +119,7 @@ class RemoteObject:
 
     def __init__(self, student, ref):
         self._student, self._ref = student, ref
-        self.type_name = ref.get("type", "?")
+        self.type_name = text.identifier(ref.get("type", "?"))  # a class name the student chose
 
     @property
     def _id(self):
@@ -160,6 +161,18 @@ class RemoteObject:
 
     def __repr__(self):
         return f"<remote {self.type_name} #{self._id}>"
+
+
+def _inert(value):
+    """Every string of an answer (names in describe(), recorded argument names, returned text) cleaned
+    as it enters the grader (autograder/text.py); tensors, numbers and handles as they are."""
+    if isinstance(value, str):
+        return text.clean(value)
+    if isinstance(value, dict):
+        return {_inert(k): _inert(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_inert(v) for v in value)
+    return value
 
 
 def _handle_ref(value):

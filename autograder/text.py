@@ -12,10 +12,12 @@ import unicodedata
 SHORT = 300        # an excerpt of student text in a student-visible message
 MESSAGE = 2000     # an exception message kept for the instructor
 OUTPUT = 16 << 10  # what the student's code printed, per part
+CUT = " ...[truncated]"  # ends a text cut to its limit (counted in the limit)
 
-# C0 and C1 controls (tab and newline handled apart), DEL, and the Unicode format characters that
-# reorder or hide text (bidirectional overrides and isolates, zero-width joiners, BOM)
-_FORMAT = "\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb"
+# C0 and C1 controls (tab and newline handled apart), DEL, the Unicode format characters that
+# reorder or hide text (bidirectional overrides and isolates, zero-width joiners, BOM), the line and
+# paragraph separators, and the noncharacters (U+FDD0..U+FDEF, U+FFFE, U+FFFF: XML refuses the last two)
+_FORMAT = "\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufdd0-\ufdef\ufeff\ufff9-\ufffb\ufffe\uffff"
 _UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_FORMAT}]")
 
 
@@ -46,7 +48,7 @@ def clean(value, limit=MESSAGE, newlines=False):
     value = _UNSAFE.sub(_visible, value)
     value = "".join(c if unicodedata.category(c) != "Co" else "\ufffd" for c in value)  # private use
     if len(value) > limit:
-        value = value[: max(0, limit - 14)].rstrip() + " ...[truncated]"
+        value = value[: max(0, limit - len(CUT))].rstrip() + CUT
     return value
 
 

@@ -11,7 +11,7 @@ stub, missing modules, an empty folder, a file that is not a zip) is graded:
 - under other names that reverse the grading order, with --jobs 2: the same results.
 
 Broken submissions never stop a batch: they get zero with the reason. grades.csv has the
-columns student, score, max_score and one per part.
+columns student, score, max_score, one per part and problem (why a submission was not graded).
 """
 import csv
 import json
@@ -230,8 +230,10 @@ def test_clean_run_grades_everyone(clean, rubric):
     only_lost("grace", {"numpy_attention"})
     for student in ("erin", "heidi"):
         assert rows[student]["score"] == 0 and rows[student]["max_score"] == full
-    assert "not a valid zip file" in rows["erin"]["problem"]
-    assert all("not found in the submission" in m for _, _, m in rows["heidi"]["checks"].values())
+    assert rows["erin"]["problem"] == "not a valid zip file (no end record)"
+    # an empty folder is one problem, the same for every check (not one "X.py was not found" per module)
+    assert rows["heidi"]["problem"].startswith("nothing to grade: the submission is empty")
+    assert {m for _, _, m in rows["heidi"]["checks"].values()} == {rows["heidi"]["problem"]}
     assert sorted(p.stem for p in (out / "results").glob("*.json")) == sorted(STUDENTS)
     assert sorted(p.stem for p in (out / "feedback").glob("*.md")) == sorted(STUDENTS)
     for student in STUDENTS:
@@ -240,15 +242,17 @@ def test_clean_run_grades_everyone(clean, rubric):
 
 
 def test_grades_csv(clean):
-    """grades.csv: student, score, max_score, then one column per part; one row per student."""
+    """grades.csv: student, score, max_score, then one column per part, then problem; one row per student."""
     out, rows = clean
     with open(out / "grades.csv", newline="") as f:
         table = list(csv.reader(f))
-    assert table[0] == ["student", "score", "max_score", *PARTS]
+    assert table[0] == ["student", "score", "max_score", *PARTS, "problem"]
     assert [r[0] for r in table[1:]] == sorted(STUDENTS)
-    for student, score, max_score, *parts in table[1:]:
+    for student, score, max_score, *parts, problem in table[1:]:
         assert float(score) == rows[student]["score"] and float(max_score) == rows[student]["max_score"]
         assert [float(p) for p in parts] == [rows[student]["parts"][p] for p in PARTS]
+        assert problem == rows[student]["problem"]
+        assert bool(problem) == (student in ("erin", "heidi")), student
 
 
 def test_kill_and_resume(classroom, clean, tmp_path):

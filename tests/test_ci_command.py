@@ -1,8 +1,10 @@
 """`python -m autograder ci`, run as a GitHub job would run it: GITHUB_STEP_SUMMARY, GITHUB_OUTPUT
-and GITHUB_EVENT_PATH point at temporary files, and nothing it writes (comment, summary, JSON,
-stdout) may name or explain a hidden check."""
+and GITHUB_EVENT_PATH point at temporary files. Nothing it writes (comment, summary, JSON, stdout)
+names a hidden check, shows what the student's code raised in one, or holds the run's secret; a
+hidden check's diagnosis reaches the student unless grading.yml withholds it."""
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"
 STUBS = ROOT / "assignments" / "ch03"
 SHA = "0123456789abcdef0123456789abcdef01234567"
+SEED = "987654321987654321"  # the run's secret, given with --seed: it must appear nowhere
+HINT = "return exp(x) divided by the sum of exp(x)"  # the stub's own NotImplementedError text (softmax_naive)
 
 
 def hidden_check_names():
@@ -51,6 +55,11 @@ def run_ci(tmp_path, submission, event, *extra, rubric=None):
     return done, {k: p.read_text() if p.exists() else None for k, p in files.items()}
 
 
+def unescaped(markdown):
+    """Markdown as a reader sees the text: backslash escapes taken away."""
+    return re.sub(r"\\(.)", r"\1", markdown)
+
+
 def outputs(text):
     return dict(line.split("=", 1) for line in text.splitlines() if "=" in line)
 
@@ -59,7 +68,7 @@ def outputs(text):
 def stubs_run(tmp_path_factory):
     event = {"pull_request": {"number": 42, "title": "$(curl evil) `rm -rf` <!-- x -->",
                               "head": {"sha": SHA, "ref": "feature; echo pwned"}}}
-    return run_ci(tmp_path_factory.mktemp("ci-stubs"), STUBS, event, "--fail-under", "0.5")
+    return run_ci(tmp_path_factory.mktemp("ci-stubs"), STUBS, event, "--fail-under", "0.5", "--seed", SEED)
 
 
 def test_stubs_score_lines_summary_and_comment(stubs_run):
@@ -89,27 +98,74 @@ def test_stubs_run_names_no_hidden_check(stubs_run):
             assert name not in text, f"hidden check {name} named in the {where}"
     results = json.loads(files["json"])
     anonymous = [t for t in results["tests"] if t["visibility"] != "visible"]
-    assert anonymous and all(": hidden check " in t["name"] and t["output"] == "" for t in anonymous)
-    assert "hidden" in files["comment"]  # the comment says how many hidden checks failed, not which
+    # a hidden check keeps its diagnosis (the grader's words), never the student's own error text
+    assert anonymous and all(": hidden check " in t["name"] for t in anonymous)
+    assert all(t["output"].startswith("not implemented yet: ") and "NotImplementedError" not in t["output"]
+               for t in anonymous), anonymous[:2]
+    visible = [t for t in results["tests"] if t["visibility"] == "visible"]
+    softmax = [t for t in visible if t["name"] == "simple_attention: softmax_naive_book_example"]
+    assert softmax and "your error: NotImplementedError: simple_attention.softmax_naive: " + HINT in softmax[0]["output"]
+    assert "hidden check" in files["comment"]  # "causal: 13 hidden checks (-19): not implemented yet: ..."
+    assert "not implemented yet: causal.CausalAttention" in unescaped(files["comment"])
 
 
-def test_no_message_of_a_hidden_check_reaches_the_student(tmp_path):
-    """With every check hidden, the comment, summary, JSON and log hold scores and nothing else."""
+def test_the_runs_secret_is_in_no_output(stubs_run):
+    done, files = stubs_run
+    for where, text in list(files.items()) + [("stdout", done.stdout), ("stderr", done.stderr)]:
+        assert SEED not in (text or ""), f"the seed is in the {where}"
+    assert "seed" not in json.loads(files["json"])["extra_data"]
+
+
+def test_the_job_log_is_the_graders_lines_only(stubs_run):
+    """Every line ci prints starts with the grader's prefix (or is its own annotation): no student
+    text can begin a line of the job log, where the runner reads workflow commands."""
+    done, _ = stubs_run
+    lines = done.stdout.splitlines()
+    assert lines and all(line.startswith("  | ") or line.startswith("::warning::") for line in lines), lines[:5]
+    assert "  | total" in done.stdout and "not implemented yet" in done.stdout
+
+
+def all_hidden_rubric(tmp_path, diagnosis=None):
+    """grading.yml with every check hidden (and, given diagnosis, each check's diagnosis set to it)."""
     rubric = yaml.safe_load((ROOT / "grading.yml").read_text())
     rubric.setdefault("defaults", {})["visibility"] = "hidden"
     for spec in rubric["parts"].values():
         spec.pop("visibility", None)
-        for value in spec["checks"].values():
+        for check, value in list(spec["checks"].items()):
             if isinstance(value, dict):
                 value.pop("visibility", None)
-    all_hidden = tmp_path / "grading.yml"
-    all_hidden.write_text(yaml.safe_dump(rubric, sort_keys=False))
-    done, files = run_ci(tmp_path, STUBS, {"after": SHA}, rubric=all_hidden)
+            if diagnosis:
+                points = value.get("points", 0) if isinstance(value, dict) else value
+                spec["checks"][check] = {"points": points, "diagnosis": diagnosis} if points is not None else \
+                    {"diagnosis": diagnosis}
+    path = tmp_path / "grading.yml"
+    path.write_text(yaml.safe_dump(rubric, sort_keys=False))
+    return path
+
+
+def test_every_check_hidden_shows_diagnoses_only(tmp_path):
+    """With every check hidden, the comment, summary, JSON and log give each part's diagnosis, without
+    a check name or the student's own error text."""
+    done, files = run_ci(tmp_path, STUBS, {"after": SHA}, rubric=all_hidden_rubric(tmp_path))
+    assert done.returncode == 0, done.stderr
+    for where, text in (("comment", unescaped(files["comment"])), ("summary", unescaped(files["summary"])),
+                        ("results.json", files["json"]), ("stdout", done.stdout)):
+        assert "not implemented yet: simple_attention.softmax_naive" in text, f"no diagnosis in the {where}"
+        assert HINT not in text and "NotImplementedError" not in text, f"the student's own text in the {where}"
+        assert "softmax_naive_book_example" not in text, f"a check named in the {where}"
+    assert f"commit {SHA[:12]}" in files["comment"] and "pull request" not in files["comment"]
+
+
+def test_withheld_diagnoses_reach_no_student(tmp_path):
+    """`diagnosis: withheld` on every (hidden) check: comment, summary, JSON and log hold scores and
+    "hidden check failed", nothing the checks found."""
+    done, files = run_ci(tmp_path, STUBS, {"after": SHA}, rubric=all_hidden_rubric(tmp_path, "withheld"))
     assert done.returncode == 0, done.stderr
     for where, text in (("comment", files["comment"]), ("summary", files["summary"]),
                         ("results.json", files["json"]), ("stdout", done.stdout)):
-        assert "not implemented" not in text and "What to fix" not in text, f"a hidden message in the {where}"
-    assert f"commit {SHA[:12]}" in files["comment"] and "pull request" not in files["comment"]
+        assert "not implemented" not in text and "NotImplementedError" not in text, f"a diagnosis in the {where}"
+        assert "hidden check failed" in text, where
+    assert {t["output"] for t in json.loads(files["json"])["tests"]} == {"hidden check failed"}
 
 
 def test_solutions_get_full_marks_and_pass(tmp_path):
@@ -118,6 +174,7 @@ def test_solutions_get_full_marks_and_pass(tmp_path):
     lines = outputs(files["output"])
     assert lines["score"] == lines["max_score"] and lines["passed"] == "true"
     assert "What to fix" not in files["comment"] and "hidden check" not in files["comment"]
+    assert all(line.startswith("  | ") for line in done.stdout.splitlines())
 
 
 def test_a_missing_path_is_a_usage_error(tmp_path):

@@ -1,10 +1,11 @@
 """`batch` writes a feedback page per student and the class report, and both render in a browser.
 
-A class of three, graded with --jobs 1: alice (the solutions), bob (attention_weights with the
-softmax over dim 0) and a file named like markup that is not a zip (unreadable). Checked: bob's
-page holds his weights and the expected ones as two images, alice's none; report.html names the
-whole class (escaped), bob's misconception with him, the unreadable file with its problem
-escaped, the per-part means of the stored results and the parts' times; misconceptions.csv agrees.
+A class of four, graded with --jobs 1: alice (the solutions), bob (attention_weights with the
+softmax over dim 0), carol (a zip with simple_attention.py only and a member named like markup
+that leaves the folder: a note quotes the name) and dave (a file that is not a zip). Checked:
+bob's page holds his weights and the expected ones as two images, alice's none, carol's note is
+escaped; report.html names the whole class, bob's misconception with him, dave as unreadable, the
+per-part means of the stored results and the parts' times; misconceptions.csv agrees.
 Then headless Chromium (Debian's `chromium`; skipped, saying why, where it is missing) opens a
 feedback page and report.html: no console message (the pages run no script and load nothing, so
 any message is an error or a blocked load), and every image decodes.
@@ -19,12 +20,13 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import zipfile
 
 import pytest
 
 from autograder import PROJECT_ROOT, selftest
 
-HOSTILE_FILE = '<img src=x onerror=alert(1)>.zip'
+HOSTILE_MEMBER = "../<img src=x onerror=alert(1)>.py"
 IMG = re.compile(r'<img src="data:image/png;base64,[A-Za-z0-9+/=]+"')
 
 
@@ -36,7 +38,10 @@ def batch_out(tmp_path_factory):
     shutil.copytree(selftest.SOLUTIONS, folder / "alice", ignore=shutil.ignore_patterns("__pycache__"))
     entry = next(e for e in selftest.corpus() if e.id == "simple-weights-softmax-dim0")
     selftest.apply(entry, folder / "bob")
-    (folder / HOSTILE_FILE).write_bytes(b"not a zip")
+    with zipfile.ZipFile(folder / "carol.zip", "w") as archive:
+        archive.write(selftest.SOLUTIONS / "simple_attention.py", "simple_attention.py")
+        archive.writestr(HOSTILE_MEMBER, "x = 1\n")
+    (folder / "dave.zip").write_bytes(b"not a zip")
     out = root / "out"
     run = subprocess.run([sys.executable, "-m", "autograder", "batch", str(folder), "--out", str(out), "--jobs", "1"],
                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
@@ -50,9 +55,7 @@ def student_names(out):
 
 def test_every_student_gets_a_feedback_page_and_only_the_wrong_softmax_has_pictures(batch_out):
     names = student_names(batch_out)
-    assert len(names) == 3 and {"alice", "bob"} < set(names)
-    hostile = next(n for n in names if n not in ("alice", "bob"))
-    assert "<" not in hostile  # the batch's own name for the file
+    assert names == ["alice", "bob", "carol", "dave"]
     pages = {n: (batch_out / "feedback" / f"{n}.html").read_text() for n in names}
     assert len(IMG.findall(pages["bob"])) == 2 and "the softmax runs over dim 0" in pages["bob"]
     bob = json.loads((batch_out / "results" / "bob.json").read_text())
@@ -61,8 +64,8 @@ def test_every_student_gets_a_feedback_page_and_only_the_wrong_softmax_has_pictu
     panel = carrier["extra_data"]["figure"]["panels"][0]
     assert panel["got"] != panel["want"]
     assert "<img" not in pages["alice"] and "Every check passed." in pages["alice"]
-    assert "could not be graded" in pages[hostile] and "<img" not in pages[hostile]
-    assert html.escape(HOSTILE_FILE) in pages[hostile] and "<img src=x" not in pages[hostile]
+    assert "<img" not in pages["carol"] and html.escape(HOSTILE_MEMBER) in pages["carol"]  # the note, escaped
+    assert "could not be graded" in pages["dave"] and "not a valid zip file" in pages["dave"]
 
 
 def test_the_class_report_names_the_whole_class_and_what_went_wrong(batch_out):
@@ -70,7 +73,7 @@ def test_the_class_report_names_the_whole_class_and_what_went_wrong(batch_out):
     names = student_names(batch_out)
     for name in names:
         assert f">{html.escape(name)}</a>" in page, name  # every student, linked to their page
-    assert "<img src=x" not in page and html.escape(HOSTILE_FILE) in page and "not a valid zip file" in page
+    assert "<img src=x" not in page and re.search(r"<td>dave</td><td>submission</td><td>[^<]*not a valid zip file", page)
     rows = re.findall(r'<tr><td class="num">(\d+)</td><td>([^<]*)</td><td>([^<]*)<br><span class="muted">seen by '
                       r'\d+ check\(s\): ([^<]*)</span></td><td>([^<]*)</td></tr>', page)
     softmax = [row for row in rows if row[2].startswith("the softmax runs over dim 0")]

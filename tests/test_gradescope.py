@@ -106,6 +106,9 @@ def test_solutions_get_full_marks(bundle, tmp_path):
     assert all(t["visibility"] in ("visible", "hidden", "after_due_date", "after_published") for t in results["tests"])
     assert any(t["visibility"] != "visible" for t in results["tests"]), "per-test visibility reaches Gradescope"
     assert results["stdout_visibility"] == "hidden" and "parts" not in results and results["extra_data"]["parts"]
+    # the output a student reads is the score (and what to fix); the sandbox and the run's secret are not in it
+    assert results["output"] == "Score: 100 / 100" and "seed" not in results["extra_data"]
+    assert results["extra_data"]["protections"] and "--seed" not in json.dumps(results) + done.stdout
     # readable by root only: the hidden files and the results
     assert stat.S_IMODE((root / "results").stat().st_mode) == 0o700
     assert stat.S_IMODE((root / "results" / "results.json").stat().st_mode) == 0o600

@@ -37,6 +37,8 @@ pytest.importorskip("nbgrader", reason="nbgrader is not installed (pip install '
 
 from notebook_cases import BUGS, fill_notebooks, module_texts, write_modules  # noqa: E402
 
+from autograder.reports.common import printable  # noqa: E402
+
 pytestmark = pytest.mark.nbgrader
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -410,10 +412,15 @@ def test_each_graded_cell_holds_the_report_and_the_score(course, module_form):
     shown = report(cell)
     assert shown.startswith(f"causal: {recorded:g} / {part_max()['causal']:g} points")
     for check in visible:
-        assert f"{check.name} (0 / {check.max_score:g}): {check.message}" in shown
+        assert f"  - {check.name} (-{check.max_score:g}): {printable(check.message)}" in shown
+        if check.student_text:
+            assert f"; your error: {check.student_text}" in shown
+    # hidden checks: unnamed, counted under the diagnosis they gave, without the student's own text
     for check in hidden:
-        assert check.name not in shown and check.message not in shown
-    assert f"{len(hidden)} hidden check(s) also failed" in shown
+        assert check.name not in shown and printable(check.message) in shown
+        assert not check.student_text or check.student_text not in shown
+    counted = sum(int(n) for n in re.findall(r"  - (\d+) hidden checks? \(", shown))
+    assert counted == len(hidden)
 
 
 def test_every_graded_cell_of_the_stubs_names_what_to_write(course):
@@ -451,12 +458,13 @@ def test_feedback_for_every_notebook_of_every_student(course):
 
 
 def test_feedback_holds_no_hidden_test(course, module_form):
-    """Hole 1: every line of every hidden test region, the hidden checks' names and their messages."""
+    """Hole 1: every line of every hidden test region, the hidden checks' names and their instructor
+    detail; their diagnoses (the grader's words) are shown."""
     hidden_lines = region_lines("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
     names = hidden_check_names()
-    shown = {c.message for grade in module_form.values() for c in grade.checks if c.visibility == "visible"}
-    secrets = [c.message for grade in module_form.values() for c in grade.checks
-               if c.visibility != "visible" and not c.passed and len(c.message) > 30 and c.message not in shown]
+    # what only the instructor sees of a hidden check: the detail (values on hidden inputs)
+    secrets = [c.detail for grade in module_form.values() for c in grade.checks
+               if c.visibility != "visible" and not c.passed and len(c.detail) > 30]
     assert len(hidden_lines) > 50 and names and secrets
     visible_lines = {line.strip() for cell in cells_of(SOURCE / NOTEBOOKS[1])
                      if nbgrader_meta(cell).get("grade_id", "").startswith("test_") for line in text(cell).splitlines()}
@@ -474,6 +482,10 @@ def test_feedback_holds_no_hidden_test(course, module_form):
     visible = [c.message for c in module_form["carol"].checks if c.part == "causal" and c.visibility == "visible"
                and not c.passed]
     assert visible and all(message.splitlines()[0] in page for message in visible)
+    # issue 12 item 4: the diagnoses of carol's failed hidden checks reach her feedback
+    diagnoses = [printable(c.message) for c in module_form["carol"].checks
+                 if c.part == "causal" and c.visibility != "visible" and not c.passed]
+    assert diagnoses and all(diagnosis in page for diagnosis in diagnoses)
 
 
 def test_input_transformers_in_solution_cells_change_nothing(course, module_form):

@@ -89,8 +89,7 @@ def test_one_notebook_grades_its_parts_and_names_what_is_missing(engine, tmp_pat
     assert grade.parts["numpy_attention"]["score"] == grade.parts["numpy_attention"]["max_score"]
     assert grade.parts["causal"]["score"] == 0
     assert grade.parts["causal"]["problem"] == (
-        f"no solution cell for causal (a code cell with nbgrader grade_id 'causal') in "
-        f"{folder / '03_attention_in_numpy.ipynb'}")
+        "no solution cell for causal (a code cell with nbgrader grade_id 'causal') in 03_attention_in_numpy.ipynb")
 
 
 def test_modules_win_over_notebooks(tmp_path):
@@ -116,8 +115,8 @@ def test_a_module_in_two_notebooks_is_an_error_naming_both(tmp_path):
     write_notebook(tmp_path / "hw" / "b" / "two.ipynb", [solution_cell("mha", "x = 2")])
     with pytest.raises(SubmissionError) as caught:
         stage(tmp_path / "hw", tmp_path / "staged")
-    assert str(caught.value) == (f"{tmp_path / 'hw' / 'b' / 'two.ipynb'}: a second solution cell for mha "
-                                 f"(the first is in {tmp_path / 'hw' / 'a' / 'one.ipynb'})")
+    # named relative to the submission: the grader's paths never reach a student
+    assert str(caught.value) == "b/two.ipynb: a second solution cell for mha (the first is in a/one.ipynb)"
 
 
 def test_a_malformed_cell_in_a_zip_names_the_file_in_the_zip_and_the_cell(tmp_path):
@@ -129,8 +128,8 @@ def test_a_malformed_cell_in_a_zip_names_the_file_in_the_zip_and_the_cell(tmp_pa
     with pytest.raises(SubmissionError) as caught:
         stage(archive, tmp_path / "staged")
     message = str(caught.value)
-    assert message.startswith(f"{archive}: ch03/01.ipynb, cell 1: solution cell with grade_id '../causal'"), message
-    assert "/tmp" not in message.replace(str(archive), "")
+    assert message.startswith("ch03/01.ipynb, cell 1: solution cell with grade_id '../causal'"), message
+    assert "/tmp" not in message
 
 
 def test_the_grade_command_grades_notebooks_and_reports_bad_ones(tmp_path):
@@ -145,7 +144,7 @@ def test_the_grade_command_grades_notebooks_and_reports_bad_ones(tmp_path):
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 2
-    assert f"error: {broken}: not valid JSON" in done.stderr
+    assert f"error: {broken.name}: not valid JSON" in done.stderr
 
 
 TRANSFORMER = (

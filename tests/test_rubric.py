@@ -7,6 +7,7 @@
   reports of one grade carry the same results.
 """
 import json
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -182,8 +183,8 @@ def test_json_report_follows_gradescope_with_parts_by_module(reports):
 
 def test_json_junit_and_markdown_carry_the_same_results(reports):
     results = json.loads(reports["json"])
-    by_json = {t["name"]: (t["status"] == "passed", t["score"], t["max_score"], t["visibility"], t["output"])
-               for t in results["tests"]}
+    by_json = {t["name"]: (t["status"] == "passed", t["score"], t["max_score"], t["visibility"],
+                           t["output"] if t["status"] == "failed" else "") for t in results["tests"]}
     root = ET.fromstring(reports["junit"])
     by_junit = {}
     for suite in root.iter("testsuite"):
@@ -200,16 +201,33 @@ def test_json_junit_and_markdown_carry_the_same_results(reports):
     assert f"## Chapter 3 score: {results['score']:g} / {results['max_score']:g}" in markdown
     for part, scores in results["parts"].items():
         assert f"| {part} | {scores['score']:g} / {scores['max_score']:g} |" in markdown
+    # the student's Markdown: each failed visible check by name, each part's failed hidden checks
+    # counted under their diagnosis, never by name
     listed = [line for line in markdown.splitlines() if line.startswith("- **")]
-    visible_failed = [(name, out) for name, (passed, _, _, vis, out) in by_json.items() if not passed and vis == "visible"]
-    assert len(listed) == len(visible_failed) > 0
-    for name, _ in visible_failed:
+    failed = [(name, vis) for name, (passed, _, _, vis, _) in by_json.items() if not passed]
+    visible_failed = [name for name, vis in failed if vis == "visible"]
+    assert visible_failed and len(failed) > len(visible_failed)
+    for name in visible_failed:
         part, check = name.split(": ", 1)
-        assert any(line.startswith(f"- **{part} / {check}**: ") for line in listed), name
-    hidden_failed = sum(1 for passed, _, _, vis, _ in by_json.values() if not passed and vis != "visible")
-    assert f"{hidden_failed} hidden check(s) also failed" in markdown
+        assert sum(line.startswith(f"- **{part} / {check}** (-") for line in listed) == 1, name
+    hidden_counted = sum(int(m[1]) for line in listed if (m := re.match(r"- \*\*\w+: (\d+) hidden checks?\*\*", line)))
+    assert hidden_counted == len(failed) - len(visible_failed)
+    for name, vis in failed:
+        if vis != "visible":
+            assert name.split(": ", 1)[1] not in markdown, name
     # and the terminal table has the same totals
     assert f"{results['score']:g} / {results['max_score']:g}" in reports["stdout"]
+
+
+def test_the_instructor_json_and_table_keep_everything(reports):
+    """`grade --json` and the table are the instructor's: every failed check by name with the
+    grader's diagnosis first, and the run's secret to regrade with --seed."""
+    results = json.loads(reports["json"])
+    seed = results["extra_data"]["seed"]
+    assert isinstance(seed, int) and f"regrade with --seed {seed}" in reports["stdout"]
+    failed = [t for t in results["tests"] if t["status"] == "failed"]
+    assert all(t["output"].split("\n")[0] == t["extra_data"]["message"] for t in failed)
+    assert all(f"    - {t['name'].split(': ', 1)[1]}" in reports["stdout"] for t in failed)
 
 
 def test_grade_json_for_the_solutions(tmp_path):

@@ -10,6 +10,7 @@ after every check (fake sandbox below). Every text of the HTML pages is escaped.
 """
 import base64
 import csv
+import dataclasses
 import io
 import json
 import re
@@ -124,7 +125,7 @@ def test_the_feedback_page_shows_the_two_heatmaps_and_escapes_every_text(graded)
     assert 'alt="your attention weights (attention_weights)"' in page and "the softmax runs over dim 0" in page
     hostile = json.loads(json.dumps(results))
     test = next(t for t in hostile["tests"] if figure_of(t))
-    test["output"] = HOSTILE
+    test["extra_data"]["message"] = HOSTILE
     test["extra_data"]["figure"]["title"] = HOSTILE
     hostile["extra_data"]["notes"] = [HOSTILE]
     page = html_feedback.feedback_html(HOSTILE, hostile, problem="")
@@ -249,19 +250,17 @@ def test_drawing_never_imports_pyplot_nor_switches_the_backend():
 # ---------------------------------------------------------------- the other channels
 
 def test_gradescope_tests_with_a_figure_become_html_with_both_pictures(graded):
-    from autograder.commands.gradescope import gradescope_results
-
-    results = reports.results_json(graded("simple-weights-softmax-dim0"))
-    hostile = json.loads(json.dumps(results))
-    carrier = next(t for t in hostile["tests"] if figure_of(t))
-    carrier["output"] = HOSTILE + " the softmax runs over dim 0"
-    out = gradescope_results(hostile)
+    grade = graded("simple-weights-softmax-dim0")
+    hostile = dataclasses.replace(grade, checks=[
+        dataclasses.replace(c, message=HOSTILE + "\nthe softmax runs over dim 0") if c.figure else c
+        for c in grade.checks])
+    out = reports.gradescope_results(hostile)
     [html_test] = [t for t in out["tests"] if t.get("output_format") == "html"]
     assert html_test["name"] == "simple_attention: scores_and_weights_book_example"
     assert len(pngs(html_test["output"])) == 2 and "<script" not in html_test["output"]
     assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in html_test["output"]
     assert all("figure" not in (t.get("extra_data") or {}) for t in out["tests"])
-    assert all(t.get("output_format", "text") == "text" or t is html_test for t in out["tests"])
+    assert [t for t in out["tests"] if t.get("output_format", "text") != "text"] == [html_test]
     json.dumps(out)
 
 

@@ -1,5 +1,6 @@
 """python -m autograder batch DIR --out OUT [--jobs N] [--force]"""
 import os
+import sys
 from pathlib import Path
 
 from autograder.batch import run_batch
@@ -23,9 +24,8 @@ def run(args):
         raise UsageError(f"{folder}: not a folder")
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
-    try:
-        count = run_batch(folder, args.out, jobs=args.jobs, force=args.force, rubric_path=args.rubric)
+    try:  # the summary (stdout) is printed once grades.csv is written
+        run_batch(folder, args.out, jobs=args.jobs, force=args.force, rubric_path=args.rubric, summary=sys.stdout)
     except RubricError as e:
         raise UsageError(str(e)) from None
-    print(f"{count} submission(s) in {Path(args.out) / 'gradebook.db'}; grades in {Path(args.out) / 'grades.csv'}")
     return 0

@@ -3,20 +3,21 @@
 The grading step of a GitHub Actions job, in one command: grade PATH in the sandbox, write
 results.json, and talk to the job through the files GitHub names in the environment:
 
-- $GITHUB_STEP_SUMMARY: the Markdown score table (visible checks only) is appended;
+- $GITHUB_STEP_SUMMARY: the Markdown report (score table, what to fix as a student may see it) is appended;
 - $GITHUB_OUTPUT: `score=`, `max_score=` and `passed=` (true/false) lines are appended;
 - $GITHUB_EVENT_PATH: the pull-request number and head commit are read for the comment.
 
 Everything it writes may be read by the student (job logs, summaries, artifacts and comments of
-their own repository), so nothing names or explains a hidden check: results.json keeps their
-points and status under anonymous names ("causal: hidden check 1"), with no message.
+their own repository), so it shows what a student may see (autograder/reports/common.py): a hidden
+check keeps its points and its diagnosis under an anonymous name ("causal: hidden check 1"), never
+its name, its inputs, the student's own text from it, or the run's secret. Every file is written
+before anything is printed; each line printed to the job log starts with the grader's "  | ".
 
 --comment FILE gets the body of the pull-request comment (a hidden marker first, then the
 score and the feedback a student may see). The exit status is 0 when grading completed,
 whatever the score: the workflow decides pass or fail from the outputs. With --fail-under S the
 status is 1 when the score is below S (after every file is written). 2: the grader could not run.
 """
-import json
 import os
 import sys
 from pathlib import Path
@@ -30,9 +31,9 @@ DEFAULT_RUBRIC = Path(__file__).resolve().parents[2] / "grading.yml"
 def add_arguments(parser):
     parser.add_argument("path", help="folder of student modules (e.g. the checkout's assignments/ch03), .zip or notebooks")
     parser.add_argument("--json", metavar="FILE",
-                        help="write results.json here (Gradescope schema; hidden checks keep their points but lose "
-                             "their names and messages, since CI artifacts are readable by the student)")
-    parser.add_argument("--comment", metavar="FILE", help="write the pull-request comment body (visible checks only) here")
+                        help="write results.json here (Gradescope schema; hidden checks keep their points and "
+                             "diagnosis but lose their names, since CI artifacts are readable by the student)")
+    parser.add_argument("--comment", metavar="FILE", help="write the pull-request comment body (what a student may see) here")
     parser.add_argument("--fail-under", metavar="SCORE", type=float, default=None,
                         help="exit with status 1 when the score is below SCORE (default: always 0 once graded)")
     parser.add_argument("--rubric", metavar="FILE", default=str(DEFAULT_RUBRIC), help="grading.yml to use")
@@ -68,21 +69,21 @@ def run(args):
     finally:
         sandbox.close()
 
-    visible = reports.markdown(grade)  # show_hidden=False: hidden checks are counted, never explained
-    print(reports.table(grade, show_hidden=False))
+    # every file first: a report that cannot be printed must not cost the others
+    student = reports.markdown(grade)  # what a student may see: hidden checks unnamed, no secret
     if args.json:
-        results = ghactions.student_results(reports.results_json(grade), grade.checks)
-        Path(args.json).write_text(json.dumps(results, indent=1), encoding="utf-8")
+        reports.write_text(args.json, reports.dumps(reports.student_results(grade)))
     context = ghactions.event_context(environ)
     if args.comment:
-        Path(args.comment).write_text(ghactions.comment_body(visible, context, grade.protections), encoding="utf-8")
-    ghactions.write_summary(environ, visible)
+        reports.write_text(args.comment, ghactions.comment_body(student, context, grade.protections))
+    ghactions.write_summary(environ, student)
     passed = grade.score >= (grade.max_score if args.fail_under is None else args.fail_under)
     ghactions.write_outputs(environ, score=f"{grade.score:g}", max_score=f"{grade.max_score:g}",
                             passed="true" if passed else "false")
+    reports.emit(reports.job_log(grade))  # every line behind the grader's prefix: no workflow command
     if environ.get("GITHUB_ACTIONS") == "true" and not ghactions.fully_sandboxed(grade.protections):
-        print(ghactions.annotation("warning", "the sandbox ran without namespaces or without its own uid "
-                                              "(run the grader as root, e.g. with sudo): " + ", ".join(grade.protections)))
+        reports.emit(ghactions.annotation("warning", "the sandbox ran without its namespaces or without its "
+                                                     "system-call filter: " + ", ".join(grade.protections)))
     if args.fail_under is not None and grade.score < args.fail_under:
         print(f"score {grade.score:g} is below --fail-under {args.fail_under:g}", file=sys.stderr)
         return 1

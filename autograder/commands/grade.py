@@ -9,9 +9,10 @@ DEFAULT_RUBRIC = Path(__file__).resolve().parents[2] / "grading.yml"
 
 def add_arguments(parser):
     parser.add_argument("path", help="folder of student modules, a .zip, a notebook or a folder of notebooks")
-    parser.add_argument("--json", metavar="FILE", help="write Gradescope-style results.json here")
-    parser.add_argument("--junit", metavar="FILE", help="write JUnit XML here")
-    parser.add_argument("--markdown", metavar="FILE", help="write a Markdown report here")
+    parser.add_argument("--json", metavar="FILE", help="write Gradescope-style results.json here (for instructors: "
+                                                       "every message, the student's own text, the run's secret)")
+    parser.add_argument("--junit", metavar="FILE", help="write JUnit XML here (for instructors)")
+    parser.add_argument("--markdown", metavar="FILE", help="write the student's Markdown report here")
     parser.add_argument("--rubric", metavar="FILE", default=str(DEFAULT_RUBRIC), help="grading.yml to use")
 
 
@@ -47,6 +48,6 @@ def run(args):
             raise UsageError(str(e)) from None
     finally:
         sandbox.close()
-    print(reports.table(grade))
-    reports.write(grade, args.json, args.junit, args.markdown)
+    reports.write(grade, args.json, args.junit, args.markdown)  # files first: printing cannot cost them
+    reports.emit(reports.table(grade))  # the instructor's table: everything, and the run's secret
     return 0

@@ -17,7 +17,6 @@ code never runs as root: the sandbox child drops to uid 61000+ with no new privi
 results folder and the bundle's files are made readable by root only, and with namespaces the
 child sees neither (they are covered by empty tmpfs).
 """
-import json
 import os
 import shutil
 import stat
@@ -120,26 +119,31 @@ def grade_in_gradescope(root):
     if PROJECT_ROOT.resolve() == (root / "source").resolve():
         os.chmod(PROJECT_ROOT, 0o700)  # the unpacked bundle: hidden suites, rubric
     started = time.monotonic()
+    log = ""
     try:
-        results = _grade(root)
+        results, log = _grade(root)
     except Exception as e:  # the student must see a message, whatever failed
         traceback.print_exc()
         results = failure_results("The autograder could not grade this submission because of an internal "
                                   f"error ({type(e).__name__}). Your instructor can see the details.")
     results["execution_time"] = round(time.monotonic() - started, 1)
-    write_results(results, results_dir / "results.json")
-    print(f"results: {results.get('score')} / {results.get('max_score', '?')} -> {results_dir / 'results.json'}")
+    write_results(results, results_dir / "results.json")  # before anything is printed
+    from autograder.reports import emit
+
+    emit(log)  # stdout: shown to instructors only (stdout_visibility hidden)
+    emit(f"results: {results.get('score')} / {results.get('max_score', '?')} -> {results_dir / 'results.json'}")
     return 0
 
 
 def _grade(root):
+    """-> (results.json's content, the instructor's table for stdout)."""
     from autograder import grading, reports
     from autograder.sandbox.client import Sandbox
     from autograder.submission import SubmissionError
 
     submission = root / "submission"
     if not submission.is_dir():
-        return failure_results(f"No submission was found ({submission} is missing).")
+        return failure_results(f"No submission was found ({submission} is missing)."), ""
     # the whole Gradescope folder is covered inside the child: bundle, results, harness files
     sandbox = Sandbox(hide=[str(root)])
     try:
@@ -147,35 +151,26 @@ def _grade(root):
         try:
             grade = grading.grade_submission(submission, rubric, suites, sandbox)
         except SubmissionError as e:
-            return failure_results(f"The submission could not be read: {e}")
+            grade = reports.broken_grade(rubric, f"The submission could not be read: {e}")
     finally:
         sandbox.close()
-    print(reports.table(grade))  # stdout: shown to instructors only (stdout_visibility hidden)
-    return gradescope_results(reports.results_json(grade))
-
-
-def gradescope_results(results):
-    """reports.results_json, with our extra `parts` moved under extra_data (Gradescope's free-form field)."""
-    results = dict(results)
-    parts = results.pop("parts", {})
-    results["extra_data"] = {**results.get("extra_data", {}), "parts": parts}
-    results["stdout_visibility"] = "hidden"
-    from autograder.reports.html_feedback import gradescope_test
-
-    results["tests"] = [gradescope_test(t) for t in results.get("tests", [])]  # pictures as HTML output
-    return results
+    # Gradescope's results.json is shown to the student: no secret there, nor in the log beside it
+    return reports.gradescope_results(grade), reports.table(grade, seed=False)
 
 
 def failure_results(message):
-    return {"score": 0.0, "output": message, "visibility": "visible", "stdout_visibility": "hidden", "tests": []}
+    return {"score": 0.0, "output": message, "visibility": "visible", "stdout_visibility": "hidden", "tests": [],
+            "extra_data": {}}
 
 
 def write_results(results, path):
     """Atomically, readable by root only: a half-written or student-planted file never survives."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    from autograder.reports import dumps
+
     with os.fdopen(fd, "w", encoding="utf-8") as f:
-        json.dump(results, f, indent=1)
+        f.write(dumps(results))
     os.replace(tmp, path)
     os.chmod(path, 0o600)
     sys.stdout.flush()

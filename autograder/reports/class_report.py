@@ -17,9 +17,10 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import quote
 
-from autograder.reports.common import fmt
+from autograder.reports.common import fmt, printable
 from autograder.reports.html_page import bar, esc, img, page
 from autograder.reports.plots import available, histogram_png
+from autograder.reports.results_json import checks_of
 
 TOP_MISCONCEPTIONS = 25
 TOP_SLOW = 10
@@ -27,11 +28,6 @@ CSV_COLUMNS = ["part", "misconception", "students", "checks", "who"]
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 # what the suites write before the misconception itself ("<what> is wrong: <why>")
 _LEADS = (" is wrong: ", " differs from the expected output: ")
-
-
-def _part_and_check(test):
-    part, _, check = str(test.get("name", "")).partition(": ")
-    return part, check
 
 
 def diagnosis(message):
@@ -50,11 +46,10 @@ def misconceptions(records):
     for student, results, problem in records:
         if problem:
             continue
-        for test in results.get("tests", []):
-            if test.get("status") != "failed":
+        for c in checks_of(results):
+            if c.passed:
                 continue
-            part, check = _part_and_check(test)
-            message = diagnosis(str(test.get("output", "")))
+            part, check, message = c.part, c.name, diagnosis(printable(c.message or "check failed"))
             group = groups.setdefault((part, _NUMBER.sub("#", message)),
                                       {"messages": Counter(), "checks": set(), "students": set()})
             group["messages"][message] += 1

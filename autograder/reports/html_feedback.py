@@ -1,19 +1,22 @@
 """A student's feedback as one self-contained HTML page (batch: OUT/feedback/<student>.html).
 
-The score and each part's, what to fix (the failed visible checks, with the grader's diagnosis),
-how many hidden checks failed per part, and, where a check about attention weights failed, the
-student's weights on the book's example next to the expected ones as two heatmaps (data: images,
-drawn by reports/plots.py from the numbers the results carry; suites/figures.py says where they
-come from). Hidden checks are not named; their pictures are shown, as they come from public inputs.
-Every text is escaped (html_page.esc); the page loads nothing and runs no script.
+The score and each part's, what to fix as a student may see it (reports.common's rule, the same
+as feedback/<student>.md: visible checks with the student's own error, hidden ones by their
+diagnosis only), and, where a check about attention weights failed, the student's weights on the
+book's example next to the expected ones as two heatmaps per panel (data: images drawn by
+reports/plots.py from the numbers the record carries; suites/figures.py says where they come
+from: public inputs only, so they are shown for hidden checks too, under the part). Every text is
+escaped (html_page.esc); the page loads nothing and runs no script.
 
     feedback_html(student, results, problem="")   results: a results_json record (what batch stores)
-    figure_html(figure)                           the pictures of one figure, for other HTML channels
+    figure_html(figure, said="")                  the pictures of one figure, for other HTML channels
+    gradescope_test(test, figure)                 a Gradescope test whose output shows the figure
 """
-from autograder.figure_data import figure_of
-from autograder.reports.common import fmt
+from autograder.figure_data import FigureError, figure_of, validate
+from autograder.reports.common import OWN_TEXT, fmt, printable, what_to_fix
 from autograder.reports.html_page import bar, esc, img, page
 from autograder.reports.plots import available, figure_pictures
+from autograder.reports.results_json import checks_of, parts_of
 
 NO_PICTURES = "(the pictures of this feedback need matplotlib, which is not installed where it was made)"
 
@@ -36,65 +39,70 @@ def figure_html(figure, said=""):
     return "\n".join(parts)
 
 
-def _parts_table(results):
+def _parts_table(parts):
     rows = [f'<tr><td>{esc(part)}</td><td class="num">{fmt(p["score"])} / {fmt(p["max_score"])}</td>'
-            f'<td>{bar(p["score"], p["max_score"])}</td></tr>' for part, p in results.get("parts", {}).items()]
+            f'<td>{bar(p["score"], p["max_score"])}</td></tr>' for part, p in parts.items()]
     return ('<table><tr><th>part</th><th class="num">score</th><th></th></tr>\n' + "\n".join(rows) + "</table>")
 
 
-def _failed(results):
-    """{part: ([visible failed tests], [hidden failed tests])} in the results' order."""
-    by_part = {}
+def figures_by_part(results):
+    """{part: [figure]}: the validated figures a record's tests carry, in order, once each."""
+    found = {}
     for test in results.get("tests", []):
-        if test.get("status") != "failed":
-            continue
-        part = str(test.get("name", "")).split(": ", 1)[0]
-        visible, hidden = by_part.setdefault(part, ([], []))
-        (visible if test.get("visibility") == "visible" else hidden).append(test)
-    return by_part
+        figure = figure_of(test)
+        if figure is not None:
+            part = str(test.get("name", "")).split(": ", 1)[0]
+            if figure not in found.setdefault(part, []):
+                found[part].append(figure)
+    return found
+
+
+def _item_html(item):
+    points = f" (-{fmt(item.points)})" if item.points else ""
+    own = f'<div class="muted">{esc(OWN_TEXT)}: <code>{esc(item.own_text)}</code></div>' if item.own_text else ""
+    return (f'<div class="fix"><div class="check">{esc(item.title)}{esc(points)}</div>'
+            f"<div>{esc(item.message)}</div>{own}</div>")
 
 
 def _what_to_fix(results):
+    """What to fix by reports.common's rule; after each part's items, the pictures of that part."""
+    items = what_to_fix(checks_of(results), parts_of(results))
+    figures = figures_by_part(results)
     blocks = []
-    for part, (visible, hidden) in _failed(results).items():
-        blocks.append(f"<h3>{esc(part)}</h3>")
-        for test in visible:
-            figure = figure_of(test)
-            blocks.append(f'<div class="fix"><div class="check">{esc(test.get("name", ""))}</div>'
-                          f'<div>{esc(test.get("output", ""))}</div>'
-                          + (figure_html(figure, str(test.get("output", ""))) if figure else "") + "</div>")
-        if hidden:
-            blocks.append(f'<p class="muted">{len(hidden)} hidden check(s) of {esc(part)} also failed '
-                          f'({fmt(sum(t.get("max_score", 0) for t in hidden))} points).</p>')
-            for figure in filter(None, map(figure_of, hidden)):
-                blocks.append(f'<div class="fix">{figure_html(figure)}</div>')
+    for i, item in enumerate(items):
+        blocks.append(_item_html(item))
+        last_of_part = i + 1 == len(items) or items[i + 1].part != item.part
+        if last_of_part and figures.get(item.part):
+            said = " ".join(other.message for other in items if other.part == item.part)
+            blocks += [f'<div class="fix">{figure_html(figure, said)}</div>' for figure in figures.pop(item.part)]
     return "\n".join(blocks)
 
 
 def feedback_html(student, results, problem=""):
     """The page for one student (student: the name batch gives the submission, escaped here)."""
-    body = [f"<h1>Chapter 3 feedback for {esc(student)}</h1>",
+    body = [f"<h1>Chapter 3 feedback for {esc(printable(student, 200))}</h1>",
             f'<p>Score: <strong>{fmt(results.get("score", 0))} / {fmt(results.get("max_score", 0))}</strong></p>']
     if problem:  # every check failed for this one reason: said once
-        body.append(f'<div class="fix"><strong>Your submission could not be graded:</strong> {esc(problem)}</div>')
-    body += ["<h2>Parts</h2>", _parts_table(results)]
+        body.append(f'<div class="fix"><strong>Your submission could not be graded:</strong> '
+                    f'{esc(printable(problem))}</div>')
+    body += ["<h2>Parts</h2>", _parts_table(parts_of(results))]
     if not problem:
         body += ["<h2>What to fix</h2>", _what_to_fix(results) or '<p class="ok">Every check passed.</p>']
     notes = (results.get("extra_data") or {}).get("notes") or []
     if notes:
-        body += ["<h2>Notes</h2>", "<ul>" + "".join(f"<li>{esc(note)}</li>" for note in notes) + "</ul>"]
-    return page(f"Chapter 3 feedback: {student}", "\n".join(body))
+        body += ["<h2>Notes</h2>", "<ul>" + "".join(f"<li>{esc(printable(note))}</li>" for note in notes) + "</ul>"]
+    return page(f"Chapter 3 feedback: {printable(student, 200)}", "\n".join(body))
 
 
-def gradescope_test(test):
-    """A results.json test for Gradescope: one that carries a figure gets its output as HTML (the
-    message escaped, then the pictures; output_format "html") and loses the figure's numbers."""
-    figure = figure_of(test) if available() else None
-    extra = {k: v for k, v in (test.get("extra_data") or {}).items() if k != "figure"}
-    test = {k: v for k, v in test.items() if k != "extra_data"}
-    if extra:
-        test["extra_data"] = extra
-    if figure is None:
+def gradescope_test(test, figure):
+    """A Gradescope results.json test: where `figure` (the check's, or None) is valid and pictures can be
+    drawn, its output becomes HTML (the text escaped, line by line, then the pictures) and its
+    output_format "html"; otherwise the test is returned as it is."""
+    if figure is None or not available():
+        return test
+    try:
+        figure = validate(figure)
+    except FigureError:
         return test
     message = str(test.get("output", ""))
     pictures = []
@@ -104,6 +112,6 @@ def gradescope_test(test):
                         f"left: your code{esc(label)}; right: expected</p>")
     said = "" if not figure["diagnosis"] or figure["diagnosis"] in message else \
         f"<p>What the picture shows: {esc(figure['diagnosis'])}</p>"
-    test["output"] = (f"<p>{esc(message)}</p><p>{esc(figure['title'])}</p>{said}" + "".join(pictures))
-    test["output_format"] = "html"
-    return test
+    lines = "<br>".join(esc(line) for line in message.split("\n"))
+    return {**test, "output": f"<p>{lines}</p><p>{esc(figure['title'])}</p>{said}" + "".join(pictures),
+            "output_format": "html"}

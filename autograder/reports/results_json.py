@@ -1,33 +1,164 @@
-"""Gradescope's results.json schema (plus `parts` and `extra_data`): the record every other channel reads."""
+"""Results in Gradescope's results.json schema (plus `parts`), for each of their readers.
+
+    results_json(grade)        the instructor's record (`grade --json`, what `batch` stores): each
+                               test's output says everything (diagnosis, the student's own text,
+                               detail), its extra_data keeps them apart for the student's feedback;
+                               extra_data: protections, notes, part problems and the run's secret
+    student_results(grade)     `ci --json` (CI artifacts are readable by the student): hidden checks
+                               renamed "part: hidden check k", their diagnosis only; no detail, no secret
+    gradescope_results(grade)  Gradescope's results.json: the top-level output is the score and what
+                               to fix; tests keep their names (Gradescope shows each by its
+                               visibility) and say what a student may see; the sandbox's protections
+                               and the parts go to extra_data; no secret
+    broken_results(rubric, problem)  a submission that could not be staged: every check failed with
+                               the problem, with the same keys as any other record (broken_grade:
+                               the same as a Grade, for the other channels)
+    dumps(results)             the JSON text: every string valid UTF-8, whatever it held
+
+Every student-facing text follows reports.common's rule.
+"""
+import json
+
+from autograder import text
+from autograder.reports.common import (OWN_TEXT, anonymous_names, fmt, instructor_lines, printable,
+                                       student_output, what_to_fix)
+
+OUTPUT = 60_000  # the most the top-level output holds
 
 
 def results_json(grade):
-    """Gradescope's results.json schema, plus parts: {part: {score, max_score}}."""
-    tests = [{
-        "name": f"{c.part}: {c.name}",
-        "score": c.score,
-        "max_score": c.max_score,
-        "status": "passed" if c.passed else "failed",
-        "output": c.message,
-        "visibility": c.visibility,
-        # the student's and the expected weights on the book's example: numbers only (figure_data.py)
-        **({"extra_data": {"figure": c.figure}} if getattr(c, "figure", None) else {}),
-    } for c in grade.checks]
-    return {
-        "score": grade.score,
-        "max_score": grade.max_score,
-        "output": _summary_output(grade),
-        "visibility": "visible",
-        "stdout_visibility": "hidden",
-        "tests": tests,
-        "parts": {part: {"score": p["score"], "max_score": p["max_score"]} for part, p in grade.parts.items()},
-        "extra_data": {"protections": grade.protections, "notes": grade.notes,
-                       "problems": {part: p["problem"] for part, p in grade.parts.items() if p.get("problem")},
-                       "seconds": {part: p.get("seconds", 0.0) for part, p in grade.parts.items()}},
-    }
+    """The instructor's record: Gradescope's schema, plus parts: {part: {score, max_score}}."""
+    tests = []
+    for c in grade.checks:
+        test = _test(c, f"{c.part}: {c.name}")
+        test["output"] = printable(c.message) if c.passed else "\n".join(instructor_lines(c))
+        test["extra_data"] = {key: value for key, value in (
+            ("part", c.part), ("check", c.name), ("message", printable(c.message)),
+            ("student_text", printable(c.student_text)), ("detail", printable(c.detail)),
+            ("diagnosis", getattr(c, "diagnosis", "shown")),
+            ("figure", getattr(c, "figure", None))) if value}  # figure: numbers on public inputs (figure_data.py)
+        tests.append(test)
+    results = _top(grade, tests)
+    results["extra_data"] = {"protections": [printable(p, 200) for p in grade.protections],
+                             "notes": [printable(n) for n in grade.notes],
+                             "problems": {part: printable(p["problem"]) for part, p in grade.parts.items()
+                                          if p.get("problem")},
+                             "seconds": {part: p.get("seconds", 0.0) for part, p in grade.parts.items()},
+                             "seed": grade.seed}
+    return results
 
 
-def _summary_output(grade):
-    lines = [f"Sandbox: {', '.join(grade.protections) or 'none reported'}"]
-    lines += [f"{part}: {p['problem']}" for part, p in grade.parts.items() if p["problem"]]
-    return "\n".join(lines + grade.notes)
+def student_results(grade):
+    """What `ci` writes to results.json: no hidden check named, no student text of a hidden check."""
+    names = anonymous_names(grade.checks)
+    tests = [{**_test(c, names.get(id(c), f"{c.part}: {c.name}")), "output": student_output(c)}
+             for c in grade.checks]
+    results = _top(grade, tests)
+    results["extra_data"] = {"protections": [printable(p, 200) for p in grade.protections],
+                             "notes": [printable(n) for n in grade.notes]}
+    return results
+
+
+def gradescope_results(grade):
+    """Gradescope's results.json (see the module's docstring)."""
+    from autograder.reports.html_feedback import gradescope_test
+
+    # a check with a figure: its output in HTML, with the student's and the expected weights drawn
+    tests = [gradescope_test({**_test(c, f"{c.part}: {c.name}"), "output": student_output(c)}, getattr(c, "figure", None))
+             for c in grade.checks]
+    results = _top(grade, tests)
+    results["output_format"] = results["test_output_format"] = "text"
+    results["extra_data"] = {"parts": results.pop("parts"),
+                             "protections": [printable(p, 200) for p in grade.protections]}
+    return results
+
+
+def broken_results(rubric, problem):
+    """The record of a submission that could not be staged at all: every check failed with the
+    reason, with the same keys as any other record (the batch stores it and writes feedback from it)."""
+    return results_json(broken_grade(rubric, problem))
+
+
+def broken_grade(rubric, problem):
+    """A Grade in which every check of the rubric failed with `problem` (said once per channel)."""
+    from autograder.grading import Grade, score_part
+    from autograder.runner import CheckResult, PartRun
+
+    problem = text.clean(problem)
+    grade = Grade("")
+    for part in rubric.parts.values():
+        run = PartRun(part.name, [CheckResult(part.name, name, False, problem) for name in part.checks],
+                      problem=problem)
+        score_part(grade, part, run)
+    return grade
+
+
+def dumps(results):
+    """results as JSON text that any reader takes: a lone surrogate left in a string becomes '?'."""
+    return json.dumps(_valid(results), indent=1)
+
+
+def summary(grade):
+    """The top-level output: the score, then what to fix as a student may see it, then the notes."""
+    lines = [f"Score: {fmt(grade.score)} / {fmt(grade.max_score)}"]
+    items = what_to_fix(grade.checks, grade.parts)
+    if items:
+        lines += ["", "What to fix:"]
+        for item in items:
+            lines.append(f"- {item.title} (-{fmt(item.points)}): {item.message}")
+            if item.own_text:
+                lines.append(f"  {OWN_TEXT}: {item.own_text}")
+    if grade.notes:
+        lines += ["", "Notes:"] + [f"- {printable(note)}" for note in grade.notes]
+    said = "\n".join(lines)
+    return said if len(said) <= OUTPUT else said[:OUTPUT] + "\n...[cut short]"
+
+
+def _test(check, name):
+    return {"name": name, "score": check.score, "max_score": check.max_score,
+            "status": "passed" if check.passed else "failed", "visibility": check.visibility}
+
+
+def _top(grade, tests):
+    return {"score": grade.score, "max_score": grade.max_score, "output": summary(grade), "visibility": "visible",
+            "stdout_visibility": "hidden", "tests": tests,
+            "parts": {part: {"score": p["score"], "max_score": p["max_score"]} for part, p in grade.parts.items()}}
+
+
+def _valid(value):
+    """value with every string encodable as UTF-8 (json.dumps would write a lone surrogate as an
+    escape that strict readers refuse)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_valid(k): _valid(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_valid(v) for v in value]
+    return value
+
+
+def checks_of(results):
+    """The checks of a record written by results_json, as objects common.what_to_fix reads
+    (part, name, passed, score, max_score, visibility, message, student_text, detail, diagnosis)."""
+    from types import SimpleNamespace
+
+    checks = []
+    for test in results.get("tests", []):
+        extra = test.get("extra_data") or {}
+        part, _, name = str(test.get("name", "")).partition(": ")
+        # a record without extra_data (an older one): the output's first line is the diagnosis
+        message = extra.get("message", "") if extra else str(test.get("output", "")).split("\n", 1)[0]
+        checks.append(SimpleNamespace(
+            part=extra.get("part", part), name=extra.get("check", name), passed=test.get("status") == "passed",
+            score=test.get("score", 0), max_score=test.get("max_score", 0),
+            visibility=test.get("visibility", "visible"),
+            message=message,
+            student_text=extra.get("student_text", ""), detail=extra.get("detail", ""),
+            diagnosis=extra.get("diagnosis", "shown")))
+    return checks
+
+
+def parts_of(results):
+    """{part: {"score", "max_score", "problem"}} of a record written by results_json."""
+    problems = (results.get("extra_data") or {}).get("problems") or {}
+    return {part: {**p, "problem": problems.get(part, "")} for part, p in (results.get("parts") or {}).items()}

@@ -1,22 +1,53 @@
-"""The terminal score table printed by `grade`, `ci` and Gradescope's instructor log."""
-from autograder.reports.common import fmt
+"""The terminal score table: the instructor's (`grade`, Gradescope's hidden log) or a student's (`ci`).
+
+Every field goes through common.printable at print time: one line, no control characters or
+escape sequences, capped, so that no text a submission produced can redraw the terminal.
+"""
+from autograder.reports.common import OWN_TEXT, fmt, instructor_lines, printable, what_to_fix
 
 
-def table(grade, show_hidden=True):
-    """The score table printed by `grade`: one line per part, then what failed and why."""
-    lines = [f"Submission: {grade.submission}", "", f"{'part':<20}{'score':>12}", "-" * 32]
+def table(grade, show_hidden=True, seed=True):
+    """show_hidden=True: for the instructor: every failed check by name with the student's own text,
+    the instructor detail, part problems and (seed=True) the run's secret, to regrade with --seed.
+    show_hidden=False: what a student may see (common.what_to_fix), never the secret."""
+    lines = [f"Submission: {printable(grade.submission, 300)}", "", f"{'part':<20}{'score':>12}", "-" * 32]
     for part, p in grade.parts.items():
-        lines.append(f"{part:<20}{fmt(p['score']) + ' / ' + fmt(p['max_score']):>12}")
+        lines.append(f"{printable(part, 60):<20}{fmt(p['score']) + ' / ' + fmt(p['max_score']):>12}")
     lines += ["-" * 32, f"{'total':<20}{fmt(grade.score) + ' / ' + fmt(grade.max_score):>12}"]
-    failed = [c for c in grade.checks if not c.passed and (show_hidden or c.visibility == "visible")]
-    if failed:
-        lines += ["", "What went wrong:"]
-        current = None
-        for c in failed:
-            if c.part != current:
-                current = c.part
-                lines.append(f"  {c.part}:")
-            lines.append(f"    - {c.name} (0 / {fmt(c.max_score)}): {c.message}")
-    for note in grade.notes:
-        lines.append(f"note: {note}")
+    lines += _instructor_failures(grade) if show_hidden else _student_failures(grade)
+    lines += [f"note: {printable(note)}" for note in grade.notes]
+    if show_hidden and seed and grade.seed is not None:
+        lines.append(f"unseen inputs: regrade with --seed {grade.seed} (instructors only)")
     return "\n".join(lines)
+
+
+def _instructor_failures(grade):
+    failed = [c for c in grade.checks if not c.passed]
+    problems = {part: p["problem"] for part, p in grade.parts.items() if p.get("problem")}
+    if not failed and not problems:
+        return []
+    lines = ["", "What went wrong:"]
+    for part in grade.parts:
+        if part not in problems and not any(c.part == part for c in failed):
+            continue
+        lines.append(f"  {part}:")
+        if part in problems:
+            lines.append(f"    problem: {printable(problems[part])}")
+        for c in (c for c in failed if c.part == part):
+            hidden = "" if c.visibility == "visible" else f" [{c.visibility}]"
+            first, *more = instructor_lines(c)
+            lines.append(f"    - {c.name}{hidden} (0 / {fmt(c.max_score)}): {first}")
+            lines += [f"        {line}" for line in more]
+    return lines
+
+
+def _student_failures(grade):
+    items = what_to_fix(grade.checks, grade.parts)
+    if not items:
+        return []
+    lines = ["", "What to fix:"]
+    for item in items:
+        lines.append(f"  - {item.title} (-{fmt(item.points)}): {item.message}")
+        if item.own_text:
+            lines.append(f"      {OWN_TEXT}: {item.own_text}")
+    return lines

@@ -146,7 +146,8 @@ def judge_wrapper_seeded(student, rng, build, x, want, what, seed, d_in, d_out, 
                          case=""):
     """Right output; or the wrapper's own fault (output is not its heads' concatenation, heads not
     made in turn after the seed); a difference that comes from CausalAttention is not charged here,
-    nor a CausalAttention that raises: then the wrapper is judged through stand-in heads."""
+    nor a CausalAttention that raises or whose output is degenerate (all zero, NaN, Inf): then the
+    wrapper is judged through stand-in heads."""
     try:
         wrapper = build()
         got = expect.as_tensor(wrapper(x), what)
@@ -162,6 +163,8 @@ def judge_wrapper_seeded(student, rng, build, x, want, what, seed, d_in, d_out, 
     except StudentError as e:
         if not dependency_failed(e):
             raise
+        return judge_concatenation(student, rng, d_in, d_out, ctx, num_heads, 2, ctx, what, case)
+    if any(helpers.degenerate(out) for out in outs):  # all-zero heads say nothing of the wrapper: stand-ins do
         return judge_concatenation(student, rng, d_in, d_out, ctx, num_heads, 2, ctx, what, case)
     judge(got, torch.cat(outs, dim=-1), f"{what}, compared with the concatenation of its own heads' outputs",
           concat_mistakes(outs), reveal=reveal, case=case)

@@ -148,7 +148,7 @@ def test_transfer_on_unseen_sizes(student, rng):
 def test_transfer_returns_v1_and_keeps_v2(student, rng):
     d_in, d_out = 3, 4
     v1, v2 = make_pair(student, d_in, d_out, helpers.draw_seed(rng), helpers.draw_seed(rng))
-    v2_before = v2_weights(v2)
+    v2_before, v1_before = v2_weights(v2), v1_matrices(v1)
     x = torch.rand(5, d_in, generator=rng)
     v2_output_before = outputs(v2, x)
     out = transfer(student, v2, v1, "transfer_v2_to_v1(sa_v2, sa_v1)")
@@ -163,6 +163,10 @@ def test_transfer_returns_v1_and_keeps_v2(student, rng):
     if changed or (v2_output_before is not None and (v2_output_after is None or
                                                       not matches(v2_output_after, v2_output_before, 1e-6))):
         expect.fail("transfer_v2_to_v1 changed sa_v2: it should only read sa_v2's weights")
+    # what it returns and keeps earns nothing unless the transfer itself is right on these modules
+    # (sa_v2 without three weights is graded in self_attention_v2)
+    if all(f"{name}.weight" in v2_before for name in QKV):
+        judge_transfer(student, v1, v1_before, v2_before, x, "transfer_v2_to_v1(sa_v2, sa_v1)")
     shapes = sorted(shape for _, shape in helpers.parameter_order(v1))
     if shapes != [(d_in, d_out)] * 3:
         expect.fail("after the transfer sa_v1's matrices must stay three nn.Parameters of shape (d_in, d_out)",

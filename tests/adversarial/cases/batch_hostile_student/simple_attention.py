@@ -31,7 +31,9 @@ try:
     planted.append("gradebook.db")
 except sqlite3.Error:
     pass
-for pid in [-1, 0] + [int(p) for p in os.listdir("/proc") if p.isdigit()]:
+# every process it may see, but not its own process group (kill(0) would end this process before it
+# reports; the signal_grader case covers that one)
+for pid in [-1] + [int(p) for p in os.listdir("/proc") if p.isdigit()]:
     try:
         os.kill(pid, signal.SIGKILL) if pid != os.getpid() else None
     except OSError:

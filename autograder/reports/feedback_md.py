@@ -1,0 +1,18 @@
+"""The batch's feedback file for one student (OUT/feedback/<student>.md), written from the record
+`batch` stores (reports.results_json): the score, each part, what to fix as a student may see it
+(reports.common's rule, written with reports.markdown's escapes) and the notes."""
+from autograder.reports.common import fmt, printable, what_to_fix
+from autograder.reports.markdown import fix_section, md_text
+from autograder.reports.results_json import checks_of, parts_of
+
+
+def feedback(student, results):
+    parts = parts_of(results)
+    lines = [f"# Chapter 3 feedback for {md_text(student, 200)}", "",
+             f"Score: {fmt(results['score'])} / {fmt(results['max_score'])}", ""]
+    lines += [f"- {md_text(name, 100)}: {fmt(p['score'])} / {fmt(p['max_score'])}" for name, p in parts.items()]
+    lines += fix_section(what_to_fix(checks_of(results), parts), "##")
+    notes = (results.get("extra_data") or {}).get("notes") or []
+    if notes:
+        lines += ["", "## Notes", ""] + [f"- {md_text(printable(note))}" for note in notes]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,124 @@
+"""Issue 11 item 5: outputs that are all zeros earn nothing but the checks of construction.
+
+A degenerate submission is a copy of the solutions in which a module's functions and forward
+methods return zeros of their real output's shape and dtype (numbers become 0, a transfer writes
+zeros into sa_v1). Graded through the real engine, each part so made passes only the checks that
+judge how modules are built (their parameters, buffers and constructor arguments), never a check of
+a property (future tokens never matter, inputs unchanged, the NumPy causal head, the wrapper
+against its own heads, what the transfer returns and keeps): a property earns its points only
+when the part's output is right on the same inputs.
+"""
+import shutil
+
+import pytest
+
+from autograder import PARTS, PROJECT_ROOT, grading
+from autograder.rubric import Rubric
+from autograder.sandbox.client import Sandbox
+from autograder.suites.helpers import degenerate
+
+SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
+
+ZEROED = '''
+
+def _zeros(out):
+    import numpy as _np, torch as _torch
+    if isinstance(out, _torch.Tensor):
+        return _torch.zeros_like(out)
+    if isinstance(out, _np.ndarray):
+        return _np.zeros_like(out)
+    if isinstance(out, (int, float)) and not isinstance(out, bool):
+        return type(out)(0)
+    if isinstance(out, (tuple, list)):
+        return type(out)(_zeros(o) for o in out)
+    if isinstance(out, _torch.nn.Module) and __name__ == "weight_transfer":
+        with _torch.no_grad():
+            for p in out.parameters():
+                p.zero_()
+    return out
+
+
+def _zeroed(fn):
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        return _zeros(fn(*args, **kwargs))
+    return wrapper
+
+
+for _name, _value in list(globals().items()):
+    if getattr(_value, "__module__", None) != __name__ or _name.startswith("_"):
+        continue
+    if isinstance(_value, type) and "forward" in vars(_value):
+        _value.forward = _zeroed(_value.forward)
+    elif callable(_value) and not isinstance(_value, type):
+        globals()[_name] = _zeroed(_value)
+'''
+# the checks that judge construction only: they may pass whatever forward returns
+CONSTRUCTION = {
+    "self_attention_v1": {"v1_weight_matrices"},
+    "self_attention_v2": {"v2_linear_layers"},
+    "causal": {"causal_mask_is_a_registered_buffer"},
+    "mha": {"wrapper_builds_its_heads", "mha_rejects_indivisible_d_out", "mha_structure"},
+    # the exercises are judged by the arguments they give the chapter's classes (whose output is graded in mha)
+    "exercises": {"ex32_book_example", "ex32_two_heads_of_width_one", "ex33_parameter_count", "ex33_heads_and_context"},
+}
+PROPERTIES = {  # the property checks named by the issue, and the others that compare a submission with itself
+    "causal": ("causal_future_tokens_never_matter", "causal_inputs_left_unchanged", "causal_dropout_in_training_mode",
+               "causal_runs_on_the_inputs_device"),
+    "numpy_attention": ("numpy_causal_head_ignores_the_future", "numpy_softmax_stable_and_untouched"),
+    "mha": ("wrapper_book_example", "wrapper_unseen_seed", "mha_matches_stacked_single_heads", "mha_batches_the_heads",
+            "mha_causal_and_dropout"),
+    "weight_transfer": ("transfer_returns_v1_and_keeps_v2",),
+}
+
+
+@pytest.fixture(scope="module")
+def engine():
+    rubric, suites = grading.load_rubric()
+    with Sandbox() as sandbox:
+        sandbox.ready()
+        yield rubric, suites, sandbox
+
+
+def zeroed(folder, modules):
+    shutil.copytree(SOLUTIONS, folder)
+    for module in modules:
+        path = folder / f"{module}.py"
+        path.write_text(path.read_text() + ZEROED)
+    return folder
+
+
+def passed(grade):
+    return {c.name for c in grade.checks if c.passed}
+
+
+def test_the_degenerate_helper():
+    import torch
+
+    assert degenerate(torch.zeros(2, 3)) and degenerate(torch.tensor([1.0, float("nan")])) and degenerate(None)
+    assert not degenerate(torch.tensor([0.0, 1e-3]))
+
+
+@pytest.mark.parametrize("part", [p for p in PARTS if p != "exercises"])
+def test_a_zeroed_module_earns_only_construction_checks(engine, tmp_path, part):
+    rubric, suites, sandbox = engine
+    grade = grading.grade_submission(zeroed(tmp_path / "zeros", [part]), Rubric(rubric.path, {part: rubric.parts[part]}),
+                                     suites, sandbox)
+    allowed = CONSTRUCTION.get(part, set())
+    assert passed(grade) == allowed, part
+    assert grade.parts[part]["score"] == sum(rubric.parts[part].checks[name].points for name in allowed)
+    for name in PROPERTIES.get(part, ()):
+        assert name not in passed(grade), name
+
+
+def test_a_submission_of_zeros_earns_only_construction_checks(engine, tmp_path):
+    """Every module zeroed: the wrapper's heads are zero too, so it is judged through stand-in heads
+    (and fails), not against its own heads' zeros."""
+    rubric, suites, sandbox = engine
+    grade = grading.grade_submission(zeroed(tmp_path / "zeros", PARTS), rubric, suites, sandbox)
+    assert {(c.part, c.name) for c in grade.checks if c.passed} == {
+        (part, name) for part, names in CONSTRUCTION.items() for name in names}
+    assert grade.score == sum(rubric.parts[part].checks[name].points for part, names in CONSTRUCTION.items()
+                              for name in names) == 14
