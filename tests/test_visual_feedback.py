@@ -195,6 +195,24 @@ def test_probes_run_in_a_fresh_session_after_the_checks_and_picture_the_visible_
     assert runs["mha"].results[0].figure is None         # a part that crashed or timed out: no probe
 
 
+def test_a_check_whose_diagnosis_is_withheld_gets_no_picture(monkeypatch):
+    """grading.yml's `diagnosis: withheld` keeps a hidden check's diagnosis from students: a picture
+    of the mistake would say it, so the probe goes to another failed check of the part, or nowhere."""
+    rubric, _ = grading.load_rubric()
+    checks = rubric.parts["causal"].checks
+    rubric.parts["causal"].checks = {**checks, "causal_attention_unseen_seeds": dataclasses.replace(
+        checks["causal_attention_unseen_seeds"], diagnosis="withheld")}
+    monkeypatch.setattr(figures, "take", lambda probe, student, book: {"probe": probe.__name__})
+    withheld = CheckResult("causal", "causal_attention_unseen_seeds", False, "wrong")
+    shown = CheckResult("causal", "causal_qkv_bias", False, "wrong")
+    sandbox = FakeSandbox()
+    runner.draw_figures(sandbox, "f", "k", {"causal": PartRun("causal", [withheld])}, rubric, runner.default_fixtures(1))
+    assert sandbox.sessions == [] and withheld.figure is None
+    runner.draw_figures(sandbox, "f", "k", {"causal": PartRun("causal", [withheld, shown])}, rubric,
+                        runner.default_fixtures(1))
+    assert withheld.figure is None and shown.figure == {"probe": "probe_causal"}
+
+
 def test_no_failed_weight_check_opens_no_session():
     rubric, _ = grading.load_rubric()
     sandbox = FakeSandbox()

@@ -46,14 +46,13 @@ def _parts_table(parts):
 
 
 def figures_by_part(results):
-    """{part: [figure]}: the validated figures a record's tests carry, in order, once each."""
+    """{part: [(check name, figure)]}: the validated figures a record's tests carry, in order, once each,
+    with the check that carries each."""
     found = {}
-    for test in results.get("tests", []):
+    for check, test in zip(checks_of(results), results.get("tests", [])):
         figure = figure_of(test)
-        if figure is not None:
-            part = str(test.get("name", "")).split(": ", 1)[0]
-            if figure not in found.setdefault(part, []):
-                found[part].append(figure)
+        if figure is not None and figure not in [f for _, f in found.get(check.part, [])]:
+            found.setdefault(check.part, []).append((check.name, figure))
     return found
 
 
@@ -65,16 +64,19 @@ def _item_html(item):
 
 
 def _what_to_fix(results):
-    """What to fix by reports.common's rule; after each part's items, the pictures of that part."""
+    """What to fix by reports.common's rule; each part's pictures right after the visible check that
+    carries them, or after the part's first item when that check is hidden (and not named)."""
     items = what_to_fix(checks_of(results), parts_of(results))
     figures = figures_by_part(results)
+    named = {(item.part, item.check) for item in items if item.check}
     blocks = []
-    for i, item in enumerate(items):
+    for item in items:
         blocks.append(_item_html(item))
-        last_of_part = i + 1 == len(items) or items[i + 1].part != item.part
-        if last_of_part and figures.get(item.part):
+        due = [(name, f) for name, f in figures.get(item.part, []) if name == item.check or (item.part, name) not in named]
+        if due:
             said = " ".join(other.message for other in items if other.part == item.part)
-            blocks += [f'<div class="fix">{figure_html(figure, said)}</div>' for figure in figures.pop(item.part)]
+            blocks += [f'<div class="picture">{figure_html(figure, said)}</div>' for _, figure in due]
+            figures[item.part] = [entry for entry in figures[item.part] if entry not in due]
     return "\n".join(blocks)
 
 

@@ -20,6 +20,7 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .bar span { background: #3b75af; height: 100%; display: block; }
 .fix { margin: 0.8em 0; padding: 0.6em 0.9em; border-left: 4px solid #cf222e; background: #fff8f8; }
 .fix .check { font-family: ui-monospace, monospace; font-size: 0.9em; }
+.picture { margin: 0.8em 0; padding: 0.6em 0.9em; border-left: 4px solid #3b75af; background: #f6f8fa; }
 .pictures { display: flex; flex-wrap: wrap; gap: 1em; margin: 0.5em 0; }
 figure { margin: 0; } figcaption { font-size: 0.85em; color: #57606a; text-align: center; }
 .diagnosis { font-weight: 600; } .muted { color: #57606a; font-size: 0.9em; }
