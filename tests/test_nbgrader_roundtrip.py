@@ -455,6 +455,11 @@ def test_feedback_for_every_notebook_of_every_student(course):
     first = page_text(course, "alice", NOTEBOOKS[0])
     total = sum(nbgrader_meta(cell).get("points", 0) for cell in cells_of(SOURCE / NOTEBOOKS[0]))
     assert f"Score: {float(total)} / {float(total)}" in first
+    # carol's causal cell shows her masked weights next to the expected ones; alice's shows no picture
+    raw = (course.root / "feedback" / "carol" / "ch03" / NOTEBOOKS[1].replace(".ipynb", ".html")).read_text()
+    assert len(re.findall(r'<img[^>]* src="data:image/png;base64,', raw)) == 2
+    raw = (course.root / "feedback" / "alice" / "ch03" / NOTEBOOKS[1].replace(".ipynb", ".html")).read_text()
+    assert "data:image/png;base64," not in raw
 
 
 def test_feedback_holds_no_hidden_test(course, module_form):
