@@ -119,7 +119,10 @@ def draw_figures(sandbox, folder, key, runs, rubric, fixtures):
     if not todo:
         return
     deadline = time.monotonic() + FIGURE_SECONDS
-    session = sandbox.session(folder, key)
+    try:
+        session = sandbox.session(folder, key)
+    except Exception:  # noqa: BLE001  (the checks are graded: a sandbox that fails now costs the pictures only)
+        return
     try:
         for name, result in todo.items():
             left = min(deadline - time.monotonic(), rubric.parts[name].timeout)

@@ -64,8 +64,8 @@ def gradescope_results(grade):
     from autograder.reports.html_feedback import gradescope_test
 
     # a check with a figure: its output in HTML, with the student's and the expected weights drawn
-    tests = [gradescope_test({**_test(c, f"{c.part}: {c.name}"), "output": student_output(c)}, getattr(c, "figure", None))
-             for c in grade.checks]
+    tests = [gradescope_test({**_test(c, f"{c.part}: {c.name}"), "output": student_output(c)},
+                             getattr(c, "figure", None)) for c in grade.checks]
     results = _top(grade, tests)
     results["output_format"] = results["test_output_format"] = "text"
     results["extra_data"] = {"parts": results.pop("parts"),
