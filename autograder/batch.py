@@ -30,6 +30,7 @@ from pathlib import Path
 
 from autograder import PARTS, reports, submission, text
 from autograder.gradebook import Gradebook
+from autograder.reports import class_report, html_feedback
 
 _worker = {}
 INTERNAL = ("The autograder could not grade this submission because of an internal error; your instructor "
@@ -148,6 +149,7 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
         graded = _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress)
     finally:
         write_csv(book, out / "grades.csv", None if found is None else [student for student, _ in found])
+    class_report.write_class_report(out, book.records())  # report.html, misconceptions.csv
     count = book.count()
     if summary:
         summary.write(summary_text(book, folder, out, [student for student, _ in found], graded, known))
@@ -212,6 +214,7 @@ def _pool(jobs, folder, out, rubric_path):
 def _store(book, out, student, fingerprint, results, problem):
     _atomic_write(out / "results" / f"{student}.json", json.dumps(results, indent=1))
     _atomic_write(out / "feedback" / f"{student}.md", reports.feedback(student, results))
+    _atomic_write(out / "feedback" / f"{student}.html", html_feedback.feedback_html(student, results, problem))
     book.record(student, fingerprint, results, problem)
 
 

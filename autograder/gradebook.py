@@ -84,6 +84,11 @@ class Gradebook:
         """{student: why the submission could not be graded} for those that have a problem."""
         return dict(self.db.execute("SELECT student, problem FROM submissions WHERE problem != ''"))
 
+    def records(self):
+        """[(student, results dict, problem)] of every graded submission, sorted by student."""
+        return [(s, json.loads(results), problem) for s, results, problem in
+                self.db.execute("SELECT student, results, problem FROM submissions ORDER BY student")]
+
     def count(self):
         return self.db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
 

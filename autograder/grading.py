@@ -27,6 +27,7 @@ class ScoredCheck:
     detail: str = ""       # instructor only
     student_text: str = ""  # what the student's code raised, cleaned; never shown for hidden checks
     diagnosis: str = "shown"  # grading.yml's `diagnosis`: "withheld" keeps a hidden check's message from students
+    figure: dict = None     # the student's and the expected weights on the book's example (suites/figures.py)
 
 
 @dataclass
@@ -53,10 +54,11 @@ def load_rubric(path=RUBRIC_PATH):
     return rubric_mod.load(path, {part: [name for name, _ in checks] for part, checks in suites.items()}), suites
 
 
-def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, seed=None):
+def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, seed=None, figures=True):
     """Grade the submission at path; parts (names) limits grading to those parts of the rubric.
 
     seed: the run's secret (runner.draw_secret() when None); kept in grade.seed, for instructors only.
+    figures: draw the pictures of failed weight checks (runner.draw_figures); False where nobody sees them.
     """
     key = os.path.basename(os.path.normpath(str(path)))
     fixtures = fixtures or runner.default_fixtures(seed, key)
@@ -64,7 +66,7 @@ def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, s
         staged = stage(path, tmp)
         # the submission by its name: reports never show the grader's own paths
         grade = Grade(staged.source, notes=list(staged.notes), seed=fixtures.get("secret"))
-        runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path))
+        runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path), figures=figures)
         for part_name, run in runs.items():
             grade.protections = grade.protections or run.protections
             if run.output:
@@ -87,6 +89,6 @@ def score_part(grade, part, run):
         total += earned
         grade.checks.append(ScoredCheck(part.name, check.name, result.passed, round(earned, 4),
                                         round(worth, 4), check.visibility, result.message,
-                                        result.detail, result.student_text, check.diagnosis))
+                                        result.detail, result.student_text, check.diagnosis, figure=result.figure))
     grade.parts[part.name] = {"score": round(total, 4), "max_score": round(part.max_score, 4),
                               "problem": run.problem, "seconds": round(run.seconds, 3)}

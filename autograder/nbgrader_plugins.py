@@ -211,7 +211,7 @@ class GradeInSandbox(NbGraderPreprocessor):
             part = grade_id[len(SCORE_PREFIX):]
             if grade_id.startswith(SCORE_PREFIX) and part in grade.parts:
                 missing = part not in modules
-                cell.outputs = self._outputs(cell, part, grade, missing, problem)
+                cell.outputs = with_figures(self._outputs(cell, part, grade, missing, problem), grade, part)
             else:
                 self.log.warning("%s: graded cell %s is not a part of the rubric: scored 0, grade it by hand",
                                  self.where, grade_id)
@@ -312,6 +312,31 @@ class GradeInSandbox(NbGraderPreprocessor):
         return [new_output("display_data", data={"text/plain": "\n".join(lines)}, metadata=mark),
                 new_output("execute_result", data={"text/plain": repr(float(value))}, metadata=mark,
                            execution_count=None)]
+
+
+def with_figures(outputs, grade, part):
+    """outputs with, before the score's execute_result, one image output per heatmap of the part's figures
+    (the student's attention weights and the expected ones on the book's example, drawn here by the
+    grader; reports/plots.py). The score stays the first execute_result; nbgrader's feedback HTML shows
+    the images. Nothing is added where matplotlib is missing."""
+    import base64
+
+    from autograder.figure_data import FigureError, validate
+    from autograder.reports.plots import available, figure_pictures
+
+    pictures = []
+    for check in (c for c in grade.checks if c.part == part and c.figure is not None and available()):
+        try:
+            figure = validate(check.figure)
+        except FigureError:
+            continue
+        for name, got, want in figure_pictures(figure):
+            for png, whose in ((got, "your code"), (want, "expected")):
+                label = f"{whose}{f' ({name})' if name else ''}: {figure['title']}"
+                pictures.append(new_output("display_data", metadata={ENGINE_MARK: {"part": part}}, data={
+                    "image/png": base64.b64encode(png).decode("ascii"), "text/plain": label}))
+    at = next((i for i, out in enumerate(outputs) if out.get("output_type") == "execute_result"), len(outputs))
+    return outputs[:at] + pictures + outputs[at:]
 
 
 # --- generate_feedback ------------------------------------------------------------------------------

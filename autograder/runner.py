@@ -35,6 +35,7 @@ class CheckResult:
     message: str = ""
     detail: str = ""
     student_text: str = ""
+    figure: dict = None  # the student's and the expected weights on public inputs (suites/figures.py)
 
 
 @dataclass
@@ -62,7 +63,7 @@ def discover(parts=PARTS):
 VISIBILITY_ORDER = ("visible", "after_due_date", "hidden")
 
 
-def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=None):
+def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=None, figures=True):
     """Every check of a staged submission -> {part: PartRun}.
 
     The checks run in one sandboxed session per visibility (visible, after_due_date, hidden), so
@@ -91,7 +92,48 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
             run.seconds += time.monotonic() - clock
         if session is not None:
             session.close()
+    if figures:
+        draw_figures(sandbox, staged.folder, key, runs, rubric, fixtures)
     return runs
+
+
+FIGURE_SECONDS = 10  # at most, for all of a submission's pictures: a picture never costs a part its time or points
+
+
+def draw_figures(sandbox, folder, key, runs, rubric, fixtures):
+    """After every check: for each part where a check about attention weights failed, the part's probe
+    (suites/figures.py) runs in a fresh session that has seen no hidden input, on the book's example
+    only; its figure goes to the first such failed check (a visible one first; never one whose
+    diagnosis grading.yml withholds). The probes' time,
+    output and any crash count for nothing; together they get FIGURE_SECONDS."""
+    from autograder.suites import figures
+
+    todo = {}
+    for name, run in runs.items():
+        checks = rubric.parts[name].checks
+        # a check whose diagnosis grading.yml withholds gets no picture: the picture would say it
+        failed = [r for r in run.results if not r.passed and r.name in figures.FIGURE_CHECKS.get(name, ())
+                  and getattr(checks[r.name], "diagnosis", "shown") != "withheld"]
+        if failed and name in figures.PROBES and not run.problem:
+            todo[name] = min(failed, key=lambda r: checks[r.name].visibility != "visible")
+    if not todo:
+        return
+    deadline = time.monotonic() + FIGURE_SECONDS
+    try:
+        session = sandbox.session(folder, key)
+    except Exception:  # noqa: BLE001  (the checks are graded: a sandbox that fails now costs the pictures only)
+        return
+    try:
+        for name, result in todo.items():
+            left = min(deadline - time.monotonic(), rubric.parts[name].timeout)
+            if session.died or left < 1:
+                break
+            child = session.part(left, rubric.parts[name].memory_mb)
+            if not child.died:
+                result.figure = figures.take(figures.PROBES[name], Student(child), fixtures["book"]())
+            child.close()
+    finally:
+        session.close()
 
 
 def run_checks(sandbox, session, folder, key, run, checks, limits, fixtures):

@@ -401,9 +401,11 @@ def report(cell):
 def test_each_graded_cell_holds_the_report_and_the_score(course, module_form):
     cell = score_cell(course, "carol", NOTEBOOKS[1], "causal")
     kinds = [out["output_type"] for out in cell["outputs"]]
-    assert kinds == ["display_data", "execute_result"]
+    # the report, the pictures of carol's masked weights next to the expected ones, the score
+    assert kinds == ["display_data"] * 3 + ["execute_result"]
+    assert all(out["data"]["image/png"] for out in cell["outputs"][1:3])
     recorded = course.scores["carol"]["causal"][0]
-    assert float(plain(cell["outputs"][1])) == recorded
+    assert float(plain(cell["outputs"][-1])) == recorded
     visible = [c for c in module_form["carol"].checks if c.part == "causal" and not c.passed and c.visibility == "visible"]
     hidden = [c for c in module_form["carol"].checks if c.part == "causal" and not c.passed and c.visibility != "visible"]
     assert visible and hidden
@@ -453,6 +455,11 @@ def test_feedback_for_every_notebook_of_every_student(course):
     first = page_text(course, "alice", NOTEBOOKS[0])
     total = sum(nbgrader_meta(cell).get("points", 0) for cell in cells_of(SOURCE / NOTEBOOKS[0]))
     assert f"Score: {float(total)} / {float(total)}" in first
+    # carol's causal cell shows her masked weights next to the expected ones; alice's shows no picture
+    raw = (course.root / "feedback" / "carol" / "ch03" / NOTEBOOKS[1].replace(".ipynb", ".html")).read_text()
+    assert len(re.findall(r'<img[^>]* src="data:image/png;base64,', raw)) == 2
+    raw = (course.root / "feedback" / "alice" / "ch03" / NOTEBOOKS[1].replace(".ipynb", ".html")).read_text()
+    assert "data:image/png;base64," not in raw
 
 
 def test_feedback_holds_no_hidden_test(course, module_form):

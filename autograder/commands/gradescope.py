@@ -33,7 +33,7 @@ HELP = "build the Gradescope autograder bundle (--out autograder.zip) or grade i
 TEMPLATES = PACKAGE_DIR / "templates" / "gradescope"
 EXECUTABLE = ("setup.sh", "run_autograder")
 # what the grader needs at grading time; the Python version of torch is installed by setup.sh
-REQUIREMENTS = ["torch>=2.2,<3", "numpy>=1.24", "pyyaml>=6", "pytest>=8"]
+REQUIREMENTS = ["torch>=2.2,<3", "numpy>=1.24", "pyyaml>=6", "pytest>=8", "matplotlib>=3.5"]
 # parts of the package that grading never uses: caches, the suites' mutant corpus and its command
 EXCLUDE_DIRS = {"__pycache__", "selftest"}
 EXCLUDE_FILES = {"commands/selftest.py"}

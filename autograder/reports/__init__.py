@@ -30,7 +30,9 @@ def write(grade, json_path=None, junit_path=None, markdown_path=None):
     if junit_path:
         write_text(junit_path, junit_xml(grade))
     if markdown_path:
-        write_text(markdown_path, markdown(grade))
+        from autograder.reports.markdown_pictures import markdown_pictures
+
+        write_text(markdown_path, markdown(grade) + markdown_pictures(grade, markdown_path))  # PNGs beside it
 
 
 def write_text(path, report):

@@ -35,13 +35,15 @@ def results_json(grade):
         test["extra_data"] = {key: value for key, value in (
             ("part", c.part), ("check", c.name), ("message", printable(c.message)),
             ("student_text", printable(c.student_text)), ("detail", printable(c.detail)),
-            ("diagnosis", getattr(c, "diagnosis", "shown"))) if value}
+            ("diagnosis", getattr(c, "diagnosis", "shown")),
+            ("figure", getattr(c, "figure", None))) if value}  # figure: numbers on public inputs (figure_data.py)
         tests.append(test)
     results = _top(grade, tests)
     results["extra_data"] = {"protections": [printable(p, 200) for p in grade.protections],
                              "notes": [printable(n) for n in grade.notes],
                              "problems": {part: printable(p["problem"]) for part, p in grade.parts.items()
                                           if p.get("problem")},
+                             "seconds": {part: p.get("seconds", 0.0) for part, p in grade.parts.items()},
                              "seed": grade.seed}
     return results
 
@@ -59,7 +61,11 @@ def student_results(grade):
 
 def gradescope_results(grade):
     """Gradescope's results.json (see the module's docstring)."""
-    tests = [{**_test(c, f"{c.part}: {c.name}"), "output": student_output(c)} for c in grade.checks]
+    from autograder.reports.html_feedback import gradescope_test
+
+    # a check with a figure: its output in HTML, with the student's and the expected weights drawn
+    tests = [gradescope_test({**_test(c, f"{c.part}: {c.name}"), "output": student_output(c)},
+                             getattr(c, "figure", None)) for c in grade.checks]
     results = _top(grade, tests)
     results["output_format"] = results["test_output_format"] = "text"
     results["extra_data"] = {"parts": results.pop("parts"),

@@ -234,7 +234,7 @@ def run_entry(entry, rubric, suites, sandbox, all_parts=False):
         folder = apply(entry, Path(tmp) / "submission")
         parts = list(rubric.parts) if all_parts else [p for p in rubric.parts if p in affected_parts(entry, folder)]
         grade = grading.grade_submission(folder, Rubric(rubric.path, {p: rubric.parts[p] for p in parts}),
-                                         suites, sandbox)
+                                         suites, sandbox, figures=False)  # nobody sees a picture here
     outcome = judge(entry, grade)
     outcome.graded = parts
     outcome.seconds = time.monotonic() - started

@@ -1,0 +1,208 @@
+"""The instructor's view of a class: OUT/report.html and OUT/misconceptions.csv, written by `batch`.
+
+report.html (self-contained: the histogram is a data: image, no script, no request to anywhere):
+the score distribution, per-part means, the most frequent misconceptions with the students who
+had them, the submissions that could not be read or whose parts crashed or timed out, the
+slowest parts, and every student's scores with a link to their feedback page. Every text is
+escaped (names, messages, problems). misconceptions.csv has one row per misconception.
+
+    records: [(student, results, problem)]: a results_json record per student, and the problem
+             that kept the submission from being graded ('' when none), as the gradebook holds them
+"""
+import csv
+import io
+import re
+import statistics
+from collections import Counter
+from pathlib import Path
+from urllib.parse import quote
+
+from autograder.reports.common import fmt, printable
+from autograder.reports.html_page import bar, esc, img, page
+from autograder.reports.plots import available, histogram_png
+from autograder.reports.results_json import checks_of
+
+TOP_MISCONCEPTIONS = 25
+TOP_SLOW = 10
+CSV_COLUMNS = ["part", "misconception", "students", "checks", "who"]
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+# what the suites write before the misconception itself ("<what> is wrong: <why>")
+_LEADS = (" is wrong: ", " differs from the expected output: ")
+
+
+def diagnosis(message):
+    """The misconception a check's message names, without the call it was seen in: one mistake seen by
+    several checks ("CausalAttention with known weights is wrong: the softmax runs ...") is one."""
+    for lead in _LEADS:
+        if lead in message:
+            return message.split(lead, 1)[1]
+    return message
+
+
+def misconceptions(records):
+    """[{part, message, checks, students}] of every failed check, grouped by part and diagnosis
+    (numbers aside), the most frequent first; staging failures are not misconceptions."""
+    groups = {}
+    for student, results, problem in records:
+        if problem:
+            continue
+        for c in checks_of(results):
+            if c.passed:
+                continue
+            part, check, message = c.part, c.name, diagnosis(printable(c.message or "check failed"))
+            group = groups.setdefault((part, _NUMBER.sub("#", message)),
+                                      {"messages": Counter(), "checks": set(), "students": set()})
+            group["messages"][message] += 1
+            group["checks"].add(check)
+            group["students"].add(student)
+    rows = [{"part": part, "message": g["messages"].most_common(1)[0][0], "checks": sorted(g["checks"]),
+             "students": sorted(g["students"])} for (part, _), g in groups.items()]
+    return sorted(rows, key=lambda r: (-len(r["students"]), -len(r["checks"]), r["part"], r["message"]))
+
+
+def _csv_cell(value):
+    """A cell a spreadsheet will not read as a formula."""
+    value = str(value)
+    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
+def misconceptions_csv(records):
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for row in misconceptions(records):
+        writer.writerow([_csv_cell(v) for v in (row["part"], row["message"], len(row["students"]),
+                                                ";".join(row["checks"]), ";".join(row["students"]))])
+    return out.getvalue()
+
+
+def problems(records):
+    """[(student, where, problem)]: submissions that could not be read, and parts that crashed or timed out."""
+    found = []
+    for student, results, problem in records:
+        if problem:
+            found.append((student, "submission", problem))
+            continue
+        for part, text in ((results.get("extra_data") or {}).get("problems") or {}).items():
+            found.append((student, part, text))
+    return found
+
+
+def seconds_of(results):
+    """{part: seconds} the grading of each part took (results_json's extra_data.seconds)."""
+    seconds = (results.get("extra_data") or {}).get("seconds") or {}
+    return {part: float(s) for part, s in seconds.items() if isinstance(s, (int, float))}
+
+
+def part_stats(records):
+    """{part: {"max_score", "scores": [...], "seconds": [...]}} over the class (times: graded submissions)."""
+    stats = {}
+    for _, results, problem in records:
+        seconds = {} if problem else seconds_of(results)
+        for part, p in (results.get("parts") or {}).items():
+            entry = stats.setdefault(part, {"max_score": p.get("max_score", 0), "scores": [], "seconds": []})
+            entry["scores"].append(float(p.get("score", 0)))
+            if part in seconds:
+                entry["seconds"].append(seconds[part])
+    return stats
+
+
+def _summary(records):
+    scores = [float(r.get("score", 0)) for _, r, _ in records]
+    top = max((float(r.get("max_score", 0)) for _, r, _ in records), default=0.0)
+    if not scores:
+        return "<p>No submissions were graded.</p>", top
+    line = (f"<p>{len(scores)} submission(s); mean {statistics.mean(scores):.1f}, median "
+            f"{statistics.median(scores):g}, lowest {min(scores):g}, highest {max(scores):g} (out of {fmt(top)}).</p>")
+    if not available():
+        return line + '<p class="muted">(no histogram: matplotlib is not installed)</p>', top
+    return line + img(histogram_png(scores, top), "histogram of the class's scores"), top
+
+
+def _parts_section(stats):
+    rows = []
+    for part, s in stats.items():
+        mean = statistics.mean(s["scores"]) if s["scores"] else 0.0
+        full = sum(1 for x in s["scores"] if x >= s["max_score"])
+        rows.append(f'<tr><td>{esc(part)}</td><td class="num">{mean:.2f} / {fmt(s["max_score"])}</td>'
+                    f'<td>{bar(mean, s["max_score"])}</td><td class="num">{full} of {len(s["scores"])}</td></tr>')
+    return ('<table><tr><th>part</th><th class="num">mean score</th><th></th><th class="num">full marks</th></tr>\n'
+            + "\n".join(rows) + "</table>")
+
+
+def _misconceptions_section(rows):
+    if not rows:
+        return '<p class="ok">No check failed.</p>'
+    lines = ['<table><tr><th class="num">students</th><th>part</th><th>misconception</th><th>who</th></tr>']
+    for row in rows[:TOP_MISCONCEPTIONS]:
+        lines.append(f'<tr><td class="num">{len(row["students"])}</td><td>{esc(row["part"])}</td>'
+                     f'<td>{esc(row["message"])}<br><span class="muted">seen by {len(row["checks"])} check(s): '
+                     f'{esc(", ".join(row["checks"]))}</span></td><td>{esc(", ".join(row["students"]))}</td></tr>')
+    more = len(rows) - TOP_MISCONCEPTIONS
+    return "\n".join(lines) + "</table>" + (f'<p class="muted">{more} more in misconceptions.csv.</p>' if more > 0 else "")
+
+
+def _problems_section(found):
+    if not found:
+        return '<p class="ok">Every submission could be read, and no part crashed or timed out.</p>'
+    rows = "".join(f"<tr><td>{esc(s)}</td><td>{esc(w)}</td><td>{esc(p)}</td></tr>" for s, w, p in found)
+    return f"<table><tr><th>student</th><th>where</th><th>problem</th></tr>{rows}</table>"
+
+
+def _slow_section(stats, records):
+    timed = {part: s["seconds"] for part, s in stats.items() if s["seconds"]}
+    if not timed:
+        return '<p class="muted">No part times were recorded.</p>'
+    order = sorted(timed, key=lambda part: -statistics.mean(timed[part]))
+    lines = ['<table><tr><th>part</th><th class="num">mean seconds</th><th class="num">slowest</th></tr>']
+    lines += [f'<tr><td>{esc(p)}</td><td class="num">{statistics.mean(timed[p]):.2f}</td>'
+              f'<td class="num">{max(timed[p]):.2f}</td></tr>' for p in order]
+    runs = sorted(((seconds, student, part) for student, r, problem in records if not problem
+                   for part, seconds in seconds_of(r).items()), key=lambda run: (-run[0], run[1:]))[:TOP_SLOW]
+    lines.append('</table><p class="muted">Slowest runs: '
+                 + ", ".join(f"{esc(student)} / {esc(part)} {seconds:.2f} s" for seconds, student, part in runs) + "</p>")
+    return "\n".join(lines)
+
+
+def _class_table(records, stats):
+    parts = list(stats)
+    head = "".join(f'<th class="num">{esc(p)}</th>' for p in parts)
+    rows = []
+    for student, results, problem in records:
+        cells = "".join(f'<td class="num">{fmt((results.get("parts") or {}).get(p, {}).get("score", 0))}</td>'
+                        for p in parts)
+        link = f'<a href="feedback/{esc(quote(student))}.html">{esc(student)}</a>'
+        rows.append(f'<tr><td>{link}</td><td class="num">{fmt(results.get("score", 0))}</td>{cells}'
+                    f'<td>{"could not be read" if problem else ""}</td></tr>')
+    return (f'<table><tr><th>student</th><th class="num">score</th>{head}<th></th></tr>\n'
+            + "\n".join(rows) + "</table>")
+
+
+def class_report(records):
+    """report.html's text for records [(student, results, problem)] (every student of the gradebook)."""
+    records = sorted(records, key=lambda r: r[0])
+    stats = part_stats(records)
+    summary, _ = _summary(records)
+    body = ["<h1>Chapter 3: class report</h1>",
+            "<h2>Score distribution</h2>", summary,
+            "<h2>Per-part means</h2>", _parts_section(stats),
+            "<h2>Most frequent misconceptions</h2>", _misconceptions_section(misconceptions(records)),
+            "<h2>Unreadable submissions and parts that crashed</h2>", _problems_section(problems(records)),
+            "<h2>Slowest parts</h2>", _slow_section(stats, records),
+            "<h2>Every student</h2>", _class_table(records, stats)]
+    return page("Chapter 3: class report", "\n".join(body))
+
+
+def write_class_report(out, records):
+    """OUT/report.html and OUT/misconceptions.csv, each replaced whole (never half written) -> their paths."""
+    import os
+    import tempfile
+
+    paths = []
+    for name, text in (("report.html", class_report(records)), ("misconceptions.csv", misconceptions_csv(records))):
+        path = Path(out) / name
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, encoding="utf-8", newline="") as tmp:
+            tmp.write(text)
+        os.replace(tmp.name, path)
+        paths.append(path)
+    return paths
