@@ -268,7 +268,7 @@ def summary_text(book, folder, out, students, graded, known):
 
 
 def _atomic_write(path, text):
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False) as tmp:
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False) as tmp:
         tmp.write(text)
     os.replace(tmp.name, path)
 

@@ -8,18 +8,30 @@
 Nothing here imports or runs student code. Results are plain tensors, arrays and numbers;
 objects that are not data (modules) stay in the child and come back as RemoteObject handles.
 """
+import builtins
 import re
 
 from autograder import protocol, text
+from autograder.stubs import HINTS, MODULES
 from autograder.sandbox.client import SessionDied  # noqa: F401  (re-exported for the suites)
+
+
+# The only exception names and places a diagnosis quotes: a check that has run on hidden inputs
+# must not carry text the student's code chose (a class named after an answer, a file name or a
+# line number picked with compile()) into a message the student sees.
+BUILTIN_ERRORS = frozenset(name for name, value in vars(builtins).items()
+                           if isinstance(value, type) and issubclass(value, BaseException))
+CHAPTER_FILES = frozenset(f"{module}.py" for module in MODULES)
 
 
 class StudentError(Exception):
     """The student's code raised (or is not implemented yet).
 
     Every field is student-controlled and cleaned here, where it enters the grader. explain() is
-    safe in any message (the exception's type and the place, short); the exception's own message
-    is student_text(), which reaches a student only for checks whose inputs were visible ones.
+    safe in any message, hidden checks' included: a builtin exception's name (another class is
+    "an exception of its own class") and the chapter file it came from, never a line, a function
+    name or the exception's text. student_text() (type, message and the full place, short) reaches
+    a student only for checks whose inputs were visible ones.
     """
 
     def __init__(self, kind, message, where="", not_implemented=False):
@@ -30,15 +42,18 @@ class StudentError(Exception):
         super().__init__(self.explain())
 
     def explain(self):
-        place = f" ({self.where})" if self.where else ""
-        if self.not_implemented:  # the stubs say "<module>.<qualname>: <hint>": the name alone is safe
-            name = re.match(r"[\w.]{1,80}", self.message)
-            return f"not implemented yet{': ' + name.group() if name else ''}{place}"
-        return f"your code raised {self.kind}{place}"
+        file = self.where.split(",", 1)[0]
+        place = f" (in {file})" if file in CHAPTER_FILES else ""
+        if self.not_implemented:  # the stubs say "<module>.<qualname>: <hint>"; only a stub's name is quoted
+            name = self.message.split(":", 1)[0]
+            return f"not implemented yet{': ' + name if name in HINTS else ''}{place}"
+        kind = self.kind if self.kind in BUILTIN_ERRORS else "an exception of its own class"
+        return f"your code raised {kind}{place}"
 
     def student_text(self):
-        """What the exception said, as a short one-line excerpt."""
-        return text.excerpt(f"{self.kind}: {self.message}" if self.message else self.kind)
+        """What the exception said and where, as a short one-line excerpt."""
+        said = f"{self.kind}: {self.message}" if self.message else self.kind
+        return text.excerpt(f"{said} ({self.where})" if self.where else said)
 
 
 class Student:

@@ -249,7 +249,7 @@ def messages(grade, part):
 
 def everything(grade):
     """All a grade says, in every form it is written out."""
-    return "\n".join([json.dumps(reports.results_json(grade)), reports.table(grade), reports.markdown(grade, True),
+    return "\n".join([json.dumps(reports.results_json(grade)), reports.table(grade), reports.markdown(grade),
                       reports.junit_xml(grade), json.dumps(grade.output), json.dumps(grade.parts)])
 
 
@@ -935,6 +935,26 @@ def test_visible_messages_carry_no_hidden_input(engine, tmp_path):
     hidden_seen = {fp for c in full.checks if c.visibility != "visible" for fp in c.student_text.split()[2:]}
     visible_seen = {fp for text in shown.values() for fp in text.split()[2:]}
     assert hidden_seen - visible_seen, "the hidden checks saw no input of their own: the test proves nothing"
+
+
+def test_hidden_diagnoses_quote_no_name_the_code_chose(engine, tmp_path):
+    """Class 4, the names around an error: every call raises with a fingerprint of its inputs in
+    the exception's class name, the file name and line (compile()), the function's name, a
+    NotImplementedError's "<module>.<name>" or a missing attribute's name. Each check scores 0; what
+    a student sees of a hidden check (its diagnosis, in every channel's words) holds no fingerprint
+    and names the builtin exception or "an exception of its own class"; the instructor's text has
+    the fingerprints (the attack ran)."""
+    grade = grade_case(engine, tmp_path, "hidden_inputs_in_error_names", "simple_attention")
+    assert grade.parts["simple_attention"]["score"] == 0
+    hidden = [c for c in part_checks(grade, "simple_attention") if c.visibility != "visible"]
+    assert hidden and not any(c.passed for c in hidden)
+    shown = [reports.common.student_output(c) for c in hidden]
+    shown += [item.message for item in reports.common.what_to_fix(grade.checks, grade.parts)]
+    for said in shown:
+        assert not re.search(r"leak\d|\d{5}|line \d", said, re.IGNORECASE), said
+    assert any("an exception of its own class" in said for said in shown), shown
+    assert any(re.search(r"leak\d{5}", c.student_text, re.IGNORECASE) for c in hidden), "the attack never ran"
+    assert_others_keep_full_marks(grade, "simple_attention")
 
 
 def test_answers_recorded_in_one_run_are_worthless_in_the_next(engine, tmp_path):

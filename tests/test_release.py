@@ -56,6 +56,8 @@ PUBLIC_LINES = [
     (re.compile(r"^sys\.path\.insert\(0, str\(folder\)\)$"), "an import path set up for a folder"),
     # named in the Exercise 3.1 text of notebook 01 ("without recording the copy in autograd")
     (re.compile(r"^with torch\.no_grad\(\):$"), "told to students in Exercise 3.1, used by bench_mha.py"),
+    # the book's example sentence as tokens (figures label their heatmaps with it, as the notebooks do)
+    (re.compile(r'^TOKENS = \("Your", "journey", "starts", "with", "one", "step"\)$'), "the book's own sentence"),
 ]
 BEGIN, END = "### BEGIN SOLUTION", "### END SOLUTION"
 HIDDEN_BEGIN, HIDDEN_END = "### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS"

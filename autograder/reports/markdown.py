@@ -39,9 +39,9 @@ def md_code(value, limit=FIELD):
     return f"{fence}{pad}{text}{pad}{fence}"
 
 
-def markdown(grade, show_hidden=False):
-    """A score table per part, then what to fix as a student may see it, then the notes.
-    show_hidden is accepted for older callers and changes nothing: hidden checks are never named."""
+def markdown(grade):
+    """A score table per part, then what to fix as a student may see it (hidden checks are never
+    named), then the notes."""
     lines = [f"## Chapter 3 score: {fmt(grade.score)} / {fmt(grade.max_score)}", "",
              "| part | score |", "| --- | ---: |"]
     lines += [f"| {_title(part)} | {fmt(p['score'])} / {fmt(p['max_score'])} |" for part, p in grade.parts.items()]

@@ -34,23 +34,28 @@ def values():
     return book
 
 
+def _forget(modules):
+    import sys
+
+    for module in modules:
+        sys.modules.pop(module, None)
+
+
 def compute_from_solutions(folder):
     """Recompute every snapshot value by running the reference modules in `folder` (trusted code,
     imported afresh: nothing is kept from another folder)."""
     import importlib
     import sys
 
-    names = ("simple_attention", "self_attention_v1", "self_attention_v2", "weight_transfer", "causal", "mha",
-             "exercises", "numpy_attention")
-    for name in names:
-        sys.modules.pop(name, None)
+    modules = ("simple_attention", "self_attention_v1", "self_attention_v2", "weight_transfer", "causal", "mha",
+               "exercises", "numpy_attention")
+    _forget(modules)
     sys.path.insert(0, str(folder))
     try:
-        sa, v1, v2, wt, causal, mha, ex, npa = (importlib.import_module(m) for m in names)
+        sa, v1, v2, wt, causal, mha, ex, npa = (importlib.import_module(m) for m in modules)
     finally:
         sys.path.remove(str(folder))
-        for name in names:
-            sys.modules.pop(name, None)
+        _forget(modules)
     inputs = torch.tensor([[0.43, 0.15, 0.89], [0.55, 0.87, 0.66], [0.57, 0.85, 0.64],
                            [0.22, 0.58, 0.33], [0.77, 0.25, 0.10], [0.05, 0.80, 0.55]])
     batch = torch.stack((inputs, inputs))

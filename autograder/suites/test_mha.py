@@ -352,7 +352,7 @@ def test_mha_rejects_indivisible_d_out(student):
                 if why:
                     raise expect.Mismatch(f"MultiHeadAttention({d_in}, {d_out}, 6, 0.0, num_heads={h}): {e.explain()}: "
                                           f"{why}", student_text=e.student_text()) from None
-                raise expect.Mismatch(f"MultiHeadAttention({d_in}, {d_out}, 6, 0.0, num_heads={h}) raised {e.kind}; "
+                raise expect.Mismatch(f"MultiHeadAttention({d_in}, {d_out}, 6, 0.0, num_heads={h}): {e.explain()}; "
                                       f"when num_heads does not divide d_out raise a ValueError (or assert) with a clear "
                                       f"message, before creating any layer", student_text=e.student_text()) from None
             continue

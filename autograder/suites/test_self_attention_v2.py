@@ -45,7 +45,7 @@ def parameter_problem(sa, d_in, d_out, bias):
     table = [(name, tuple(shape)) for name, shape, _ in info["parameters"]]
     if sorted(table) == sorted(expected_parameters(d_in, d_out, bias)):  # the order: seeded checks
         return None
-    with_bias = sorted({name.split(".")[0] for name, _ in table if name.endswith(".bias")})
+    with_bias = sorted({name.split(".")[0] for name, _ in table if name.endswith(".bias")} & set(QKV))
     if with_bias != (list(QKV) if bias else []):
         return (f"with qkv_bias={bias} the layers with a bias are {', '.join(with_bias) or 'none'}: pass "
                 f"bias=qkv_bias to each nn.Linear", f"parameters: {table}")
