@@ -19,7 +19,7 @@ import torch
 
 from autograder import PARTS
 from autograder.sandbox.client import SessionDied
-from autograder.student import Student, StudentError
+from autograder.student import Student, StudentError, source_attributes
 from autograder.suites import expect
 
 
@@ -149,7 +149,7 @@ def run_checks(sandbox, session, folder, key, run, checks, limits, fixtures):
         if not (child.died and session.died) or attempt == 2:
             break
     run.protections = run.protections or child.protections
-    student = Student(child)
+    student = Student(child, source_attributes(folder))
     for name, fn in checks:
         if child.died:
             run.results.append(CheckResult(run.part, name, False, f"not run: the {run.part} process {child.died}"))

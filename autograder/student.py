@@ -10,6 +10,7 @@ objects that are not data (modules) stay in the child and come back as RemoteObj
 """
 import builtins
 import re
+from pathlib import Path
 
 from autograder import protocol, text
 from autograder.stubs import HINTS, MODULES
@@ -34,8 +35,9 @@ class StudentError(Exception):
     a student only for checks whose inputs were visible ones.
     """
 
-    def __init__(self, kind, message, where="", not_implemented=False):
+    def __init__(self, kind, message, where="", not_implemented=False, attributes=frozenset()):
         self.kind = text.identifier(kind)
+        self.attributes = attributes  # the `self.<name>` names of the student's source (see Student)
         self.message = text.clean(message, text.MESSAGE)
         self.where = text.excerpt(where, 200)
         self.not_implemented = not_implemented
@@ -56,11 +58,32 @@ class StudentError(Exception):
         return text.excerpt(f"{said} ({self.where})" if self.where else said)
 
 
+SELF_ATTRIBUTE = re.compile(r"\bself\.([A-Za-z_]\w{0,39})\b")
+
+
+def source_attributes(folder, limit=200):
+    """The first `limit` distinct names written as `self.<name>` in the staged modules of folder."""
+    names = set()
+    for path in sorted(Path(folder).glob("*.py")):
+        try:
+            source = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        for found in SELF_ATTRIBUTE.finditer(source):
+            names.add(found.group(1))
+            if len(names) >= limit:
+                return frozenset(names)
+    return frozenset(names)
+
+
 class Student:
     """One part's session on one submission."""
 
-    def __init__(self, session):
+    def __init__(self, session, attributes=frozenset()):
+        """attributes: the names the submission's source writes as `self.<name>` (source_attributes):
+        a diagnosis may repeat one of them, chosen before any input was seen."""
         self.session = session
+        self.attributes = attributes
         self.last_arguments = []
 
     def module(self, name):
@@ -73,7 +96,7 @@ class Student:
         if "error" in header:
             e = header["error"]
             raise StudentError(str(e.get("type")), str(e.get("message", "")), str(e.get("where", "")),
-                               bool(e.get("not_implemented")))
+                               bool(e.get("not_implemented")), self.attributes)
         try:
             answer = protocol.decode(header["result"], payload, lambda ref: RemoteObject(self, ref))
         except (KeyError, protocol.ProtocolError) as exc:

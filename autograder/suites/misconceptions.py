@@ -190,8 +190,8 @@ def judge(got, want, what, mistakes=(), hint="", atol=1e-4, reveal=False, case="
 
 # ---------------------------------------------------------------- what the student's code raised
 
-# The attributes the chapter's classes set in __init__: the only names a diagnosis repeats from an
-# AttributeError (the code that raised may have seen hidden inputs and named the attribute after them).
+# The attributes the chapter's classes set in __init__, which a diagnosis may repeat from an
+# AttributeError (with the submission's own `self.<name>` names: StudentError.attributes).
 CONTRACT_ATTRIBUTES = frozenset({
     "W_query", "W_key", "W_value", "dropout", "mask", "out_proj", "heads", "d_in", "d_out",
     "num_heads", "head_dim", "context_length", "qkv_bias"})
@@ -217,7 +217,9 @@ def error_diagnosis(error, signature=""):
                     f"one missing): keep the signature{spec or ' the specification gives'}")
     if error.kind == "AttributeError":
         found = re.search(r"object has no attribute '(\w{1,40})'", text)
-        if found and found.group(1) in CONTRACT_ATTRIBUTES:  # a name the student's code chose is never quoted
+        # a name is repeated only when the specification or the student's source has it as self.<name>;
+        # one the code made up while it ran (it may have seen hidden inputs) is never quoted
+        if found and (found.group(1) in CONTRACT_ATTRIBUTES or found.group(1) in error.attributes):
             name = found.group(1)
             return (f"self.{name} is used but was never set: assign it in __init__ as self.{name} = ... (a local "
                     f"variable such as self_{name} or {name} is lost when __init__ returns)")
