@@ -130,7 +130,7 @@ class Sandbox:
     def _start(self):
         ours, theirs = protocol.control_pair()
         self.control = ours
-        folders = room.import_paths()
+        folders = room.import_paths(in_room=not self.unsafe)
         if self.unsafe:
             paths, parent = [str(PACKAGE_DIR.parent)] + folders, os.getpid()
         else:

@@ -26,6 +26,7 @@ import sysconfig
 from autograder import PACKAGE_DIR
 
 INSIDE = "/run/ch03"  # where the runtime files appear in the room
+HOST_TMP = "/run/ch03-host"  # parts of the Python installation that live under the host's /tmp
 RUNTIME = ("__init__.py", "protocol.py", "sandbox/__init__.py", "sandbox/child.py",
            "sandbox/zygote.py", "sandbox/isolation.py", "sandbox/syscalls.py")
 SYSTEM_LIBS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/libx32")
@@ -76,13 +77,21 @@ def python_folders():
     return sorted(f for f in kept if not any(o != f and _under(f, o) for o in kept))
 
 
-def import_paths():
+def import_paths(in_room=True):
     """The grader's sys.path folders of installed packages that the room shows (the fork server's
-    sys.path after the standard library)."""
+    sys.path after the standard library), as the room shows them (in_room) or as the host does."""
     bound = python_folders()
-    return [os.path.realpath(e) for e in sys.path
+    where = inside if in_room else (lambda path: path)
+    return [where(os.path.realpath(e)) for e in sys.path
             if e and ("site-packages" in e or "dist-packages" in e) and os.path.isdir(e)
             and any(_under(os.path.realpath(e), f) for f in bound)]
+
+
+def inside(path):
+    """Where a host path of the Python installation appears in the room: the same path, except
+    under /tmp (a checkout or virtual environment in the host's /tmp), which every layer covers
+    with an empty tmpfs: such paths move to HOST_TMP + path, keeping their layout."""
+    return HOST_TMP + path if _under(path, "/tmp") else path
 
 
 def _under(path, folder):
@@ -118,9 +127,9 @@ def command(python_argv, user_namespace, device="cpu"):
         if os.path.isfile(path):
             args += ["--ro-bind", path, path]
     interpreter = os.path.realpath(sys.executable)
-    args += ["--ro-bind", interpreter, interpreter]
+    args += ["--ro-bind", interpreter, inside(interpreter)]
     for folder in python_folders():
-        args += ["--ro-bind", folder, folder]
+        args += ["--ro-bind", folder, inside(folder)]
     args += _cover_grader(python_folders())
     if os.path.isdir(CPU_INFO):
         args += ["--ro-bind", CPU_INFO, CPU_INFO]
@@ -130,7 +139,7 @@ def command(python_argv, user_namespace, device="cpu"):
             args += ["--dev-bind", node, node]
     for rel in RUNTIME:
         args += ["--ro-bind", str(PACKAGE_DIR / rel), f"{INSIDE}/autograder/{rel}"]
-    args += ["--remount-ro", "/", "--chdir", "/", "--", interpreter] + python_argv
+    args += ["--remount-ro", "/", "--chdir", "/", "--", inside(interpreter)] + python_argv
     return _with_open_parents(args)
 
 
@@ -159,5 +168,5 @@ def _cover_grader(folders):
     """An empty tmpfs over the grading package wherever an allowed folder holds it (installed
     into site-packages, as on a grading server), so its suites are never in the room."""
     package = os.path.realpath(PACKAGE_DIR)
-    return ["--tmpfs", package] if any(_under(package, f) for f in folders) else []
+    return ["--tmpfs", inside(package)] if any(_under(package, f) for f in folders) else []
 
