@@ -8,20 +8,11 @@ import pytest
 
 from autograder import grading, reports, runner, selftest
 from autograder.runner import CheckResult
-from autograder.sandbox.client import Sandbox
 from autograder.suites import expect
 
 ENTRIES = {e.id: e for e in selftest.corpus()}
 # transfer_returns_v1_and_keeps_v2 is a hidden check: its note names the part only
 NOTE_START = "weight_transfer: Note (no points taken): after the transfer"
-
-
-@pytest.fixture(scope="module")
-def engine():
-    rubric, suites = grading.load_rubric()
-    with Sandbox() as sandbox:
-        sandbox.ready()
-        yield rubric, suites, sandbox
 
 
 def grade(engine, folder):

@@ -14,7 +14,6 @@ import pytest
 
 from autograder import PARTS, PROJECT_ROOT, grading
 from autograder.rubric import Rubric
-from autograder.sandbox.client import Sandbox
 from autograder.suites.helpers import degenerate
 
 SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
@@ -72,14 +71,6 @@ PROPERTIES = {  # the property checks named by the issue, and the others that co
             "mha_causal_and_dropout"),
     "weight_transfer": ("transfer_returns_v1_and_keeps_v2",),
 }
-
-
-@pytest.fixture(scope="module")
-def engine():
-    rubric, suites = grading.load_rubric()
-    with Sandbox() as sandbox:
-        sandbox.ready()
-        yield rubric, suites, sandbox
 
 
 def zeroed(folder, modules):

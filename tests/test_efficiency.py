@@ -12,19 +12,10 @@ import torch
 
 from autograder import grading, runner, selftest
 from autograder.sandbox import child
-from autograder.sandbox.client import Sandbox
 from autograder.suites import efficiency
 
 ENTRIES = {e.id: e for e in selftest.corpus()}
 PARTS = ["causal", "mha"]
-
-
-@pytest.fixture(scope="module")
-def engine():
-    rubric, suites = grading.load_rubric()
-    with Sandbox() as sandbox:
-        sandbox.ready()
-        yield rubric, suites, sandbox
 
 
 def grade(engine, entry, tmp_path):

@@ -11,17 +11,8 @@ import pytest
 import torch
 
 from autograder import grading, runner, selftest
-from autograder.sandbox.client import Sandbox
 
 ENTRIES = {e.id: e for e in selftest.corpus()}
-
-
-@pytest.fixture(scope="module")
-def engine():
-    rubric, suites = grading.load_rubric()
-    with Sandbox() as sandbox:
-        sandbox.ready()
-        yield rubric, suites, sandbox
 
 
 def grade(engine, folder, seed=None):

@@ -22,7 +22,6 @@ import pytest
 
 from autograder import PARTS, grading, selftest
 from autograder.rubric import Rubric
-from autograder.sandbox.client import Sandbox
 from autograder.suites import book as book_module
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,14 +31,6 @@ BOOK_VALUES = Path(__file__).parents[1] / ".." / "shared" / "ch03-book-values.js
 CORPUS = selftest.corpus()
 MUTANTS = [e for e in CORPUS if e.kind == "mutant"]
 VARIANTS = [e for e in CORPUS if e.kind == "variant"]
-
-
-@pytest.fixture(scope="module")
-def engine():
-    rubric, suites = grading.load_rubric()
-    with Sandbox() as sandbox:
-        sandbox.ready()
-        yield rubric, suites, sandbox
 
 
 @pytest.fixture(scope="module")

@@ -24,7 +24,6 @@ from autograder import grading, reports, runner, selftest
 from autograder.figure_data import FigureError, figure_of, validate
 from autograder.reports import class_report, html_feedback, markdown_pictures, plots
 from autograder.runner import CheckResult, PartRun
-from autograder.sandbox.client import Sandbox
 from autograder.suites import book as book_module
 from autograder.suites import figures
 
@@ -32,14 +31,6 @@ ENTRIES = {e.id: e for e in selftest.corpus()}
 BOOK = book_module.values()
 IMG = re.compile(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"')
 HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
-
-
-@pytest.fixture(scope="module")
-def engine():
-    rubric, suites = grading.load_rubric()
-    with Sandbox() as sandbox:
-        sandbox.ready()
-        yield rubric, suites, sandbox
 
 
 @pytest.fixture(scope="module")
