@@ -1,4 +1,4 @@
-"""Run the hidden suites on one staged submission, part by part, each part in its own child.
+"""Run the hidden suites on one staged submission, part by part, in one child per visibility group.
 
 A check is a function `test_<name>(student, ...)` in autograder/suites/test_<part>.py. It reaches
 the student's code only through `student` (student.py: remote calls into the sandboxed child)
@@ -67,29 +67,35 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
     """Every check of a staged submission -> {part: PartRun}.
 
     The checks run in one sandboxed session per visibility (visible, after_due_date, hidden), so
-    no text a student may see was produced by code that had seen a hidden input; inside a
-    session each part gets a fresh child (a crash, hang or memory blow-up costs that part only),
-    and a session that dies is replaced for the parts after it. A part's time limit is shared by
-    its children: once a part has timed out, its later checks are not run.
+    no text a student may see was produced by code that had seen a hidden input. Inside a session
+    the parts take turns in one child: after each part the child forgets it (sandbox/part_reset.py)
+    and is replaced by a fresh one when anything of the part is left over, when the part crashed,
+    hung or ran out of memory (costing that part only), or when the session died. A part's time
+    limit is shared by its visibilities: once a part has timed out, its later checks are not run.
     """
     runs = {name: PartRun(name) for name in rubric.parts if parts is None or name in parts}
+    attributes = source_attributes(staged.folder)
     for visibility in VISIBILITY_ORDER:
-        session = None
+        group = []
         for name, run in runs.items():
             part = rubric.parts[name]
             checks = [(n, fn) for n, fn in suites[name] if n in part.checks and part.checks[n].visibility == visibility]
-            if not checks:
-                continue
-            missing = staged.missing(name)
-            left = part.timeout - run.seconds
+            if checks:
+                group.append((run, part, checks))
+        session = child = None
+        for at, (run, part, checks) in enumerate(group):
+            missing = staged.missing(run.part)
             if missing or run.timed_out:
                 reason = missing or f"not run: {run.problem}"
                 run.problem = run.problem or missing
-                run.results += [CheckResult(name, n, False, reason) for n, _ in checks]
+                run.results += [CheckResult(run.part, n, False, reason) for n, _ in checks]
                 continue
-            clock = time.monotonic()
-            session = run_checks(sandbox, session, staged.folder, key, run, checks, (left, part.memory_mb), fixtures)
-            run.seconds += time.monotonic() - clock
+            budget = sum(p.timeout - r.seconds for r, p, _ in group[at:] if not r.timed_out)
+            limits = (part.timeout - run.seconds, part.memory_mb, budget)
+            session, child = run_checks(sandbox, session, child, (staged.folder, key, attributes), run, checks,
+                                        limits, fixtures)
+        if child is not None:
+            child.close()
         if session is not None:
             session.close()
     if figures:
@@ -136,45 +142,52 @@ def draw_figures(sandbox, folder, key, runs, rubric, fixtures):
         session.close()
 
 
-def run_checks(sandbox, session, folder, key, run, checks, limits, fixtures):
-    """Some checks of one part in one fresh child of the session (a new session when it has
-    died); a crash fails the rest of these checks. -> the session, for the next part."""
-    timeout, memory_mb = limits
-    for attempt in (1, 2):
-        if session is None or session.died:
-            if session is not None:
-                session.close()
-            session = sandbox.session(folder, key)
-        child = session.part(timeout, memory_mb)
-        if not (child.died and session.died) or attempt == 2:
-            break
+def run_checks(sandbox, session, child, submission, run, checks, limits, fixtures):
+    """Some checks of one part, in `child` (reset after the part before) or a fresh child of the
+    session (a new session when it has died); a crash fails the rest of these checks.
+    submission: (staged folder, key, attributes). -> (session, the child when it can take the next part)."""
+    folder, key, attributes = submission
+    timeout, memory_mb, budget = limits
+    clock = time.monotonic()
+    if child is not None:
+        child.next_part(timeout, memory_mb)
+    else:
+        for attempt in (1, 2):
+            if session is None or session.died:
+                if session is not None:
+                    session.close()
+                session = sandbox.session(folder, key)
+            child = session.part(timeout, memory_mb, budget)
+            if not (child.died and session.died) or attempt == 2:
+                break
     run.protections = run.protections or child.protections
-    student = Student(child, source_attributes(folder))
+    student = Student(child, attributes)
     for name, fn in checks:
         if child.died:
             run.results.append(CheckResult(run.part, name, False, f"not run: the {run.part} process {child.died}"))
             continue
         run.results.append(run_check(run.part, name, fn, student, fixtures))
-    end = child.close()
-    if end.get("output"):
-        run.output += end["output"]
-    if child.died and not run.problem:
+    run.seconds += time.monotonic() - clock
+    end = child.finish()
+    run.output += end["output"]
+    if child.died and child.died != "closed" and not run.problem:
         run.problem = f"the {run.part} process {child.died}"
         run.timed_out = "timed out" in child.died
-    return session
+    return session, child if end["reusable"] else None
 
 
 def run_part(sandbox, submission, part, checks, limits, fixtures, missing=""):
     """All given checks of one part in one fresh session (tests and tools that need no rubric)."""
     run = PartRun(part)
-    started = time.monotonic()
     if missing:
         run.problem = missing
         run.results = [CheckResult(part, name, False, missing) for name, _ in checks]
         return run
-    session = run_checks(sandbox, None, submission, None, run, checks, (limits.timeout, limits.memory_mb), fixtures)
+    session, child = run_checks(sandbox, None, None, (submission, None, source_attributes(submission)), run, checks,
+                                (limits.timeout, limits.memory_mb, limits.timeout), fixtures)
+    if child is not None:
+        child.close()
     session.close()
-    run.seconds = time.monotonic() - started
     return run
 
 

@@ -7,4 +7,5 @@ cgroup.py    a control group per fork server: memory and processes of a whole pr
 zygote.py    inside the room: the fork server, the session leaders and the part children they fork
 isolation.py inside the room: the walls a leader and a part child build before student code runs
 child.py     inside the room: the request loop, the only code that touches student modules
+part_reset.py inside the room: a child forgets one part and says whether it can take the next
 """

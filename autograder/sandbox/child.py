@@ -16,6 +16,7 @@ import numpy as np
 import torch
 
 from autograder import protocol
+from autograder.sandbox import part_reset
 
 WORKSPACE = None  # the folder holding the student's modules, set by serve()
 DEVICE = "cpu"    # where the student's modules and the inputs given to them live (`grade --device`)
@@ -250,11 +251,13 @@ def raised_by_student(tb):
 
 def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu"):
     """Say which walls stand (before any student code runs), then answer requests until the
-    grader closes the channel. device: where the student's modules run ("cpu" or "cuda")."""
+    grader closes the channel; between two parts, reset (part_reset.py) when the grader asks.
+    device: where the student's modules run ("cpu" or "cuda")."""
     global WORKSPACE, DEVICE
     DEVICE = device
     WORKSPACE = os.path.realpath(workspace) + os.sep
     sys.path.insert(0, WORKSPACE.rstrip(os.sep))
+    as_new = part_reset.snapshot()  # before any student code: what a reset child must look like
     protocol.send(replies_fd, {"ready": True, "protections": list(protections)})
     handles = Handles()
     while True:
@@ -262,6 +265,12 @@ def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu"):
             header, payload = protocol.receive(requests_fd)
         except protocol.ProtocolError:
             return
+        if header.get("op") == "end_part":  # the grader's next part may run here if nothing is left over
+            handles = Handles()
+            why = part_reset.reset(as_new, WORKSPACE, header.get("memory_mb", 512))
+            flush_output()
+            protocol.send(replies_fd, {"clean": not why, "why": why})
+            continue
         try:
             result = run(handles, header, payload)
             structure, buffers = protocol.encode(result, fallback=handles.store)

@@ -2,8 +2,10 @@
 
     sandbox = Sandbox()                       # one fork server (torch imported once), in the room
     session = sandbox.session(folder, key)    # one leader: one submission, one visibility group
-    part = session.part(timeout, memory_mb)   # one child for one part's checks
+    part = session.part(timeout, memory_mb)   # one child, begun on one part's checks
     reply, payload = part.call(header, buffers)
+    end = part.finish()                       # {'output', 'output_bytes', 'reusable'}
+    part.next_part(timeout, memory_mb)        # when reusable: the same child, reset, on the next part
     end = part.close()                        # {'exitcode', 'output', 'output_bytes'}
     session.close()
 
@@ -239,15 +241,16 @@ class Session:
         except (protocol.Deadline, protocol.ProtocolError, OSError) as e:
             self.died = f"could not start the sandbox ({e})"
 
-    def part(self, timeout, memory_mb):
-        """A fresh child for one part's checks, with that part's time and memory."""
+    def part(self, timeout, memory_mb, budget=None):
+        """A fresh child, begun on one part's checks with that part's time and memory. It may take
+        more parts of the same visibility group (Part.next_part); budget: the seconds all of them
+        may take together (the child's CPU-time limit), default the first part's."""
         if self.died:
             return Part(self, None, timeout, self.died)
-        group = self.sandbox.group
-        caps = group.set_memory(self.sandbox.baseline + (int(memory_mb) << 20)) if group else ""
         output = os.memfd_create("student-output")
+        limit = max(timeout, budget or 0)
         try:
-            protocol.send_message(self.sock, {"op": "part", "timeout": timeout, "memory_mb": memory_mb}, [output])
+            protocol.send_message(self.sock, {"op": "part", "timeout": limit, "memory_mb": memory_mb}, [output])
             message, fds = protocol.receive_message(self.sock, time.monotonic() + 30, max_fds=3)
             if not message.get("part") or len(fds) != 3:
                 for fd in fds:
@@ -258,9 +261,7 @@ class Session:
             self.kill()
             self.died = f"the sandbox lost its session ({e})"
             return Part(self, None, timeout, self.died)
-        part = Part(self, fds + [output], timeout)
-        part.protections += [caps] if caps else []
-        return part
+        return Part(self, fds + [output], timeout, memory_mb=memory_mb)
 
     def ended(self, deadline):
         """The leader's word that the part's child and all it started are gone -> exit code or None."""
@@ -290,19 +291,33 @@ class Session:
 
 
 class Part:
-    """One child for one part: call() until close(); each call counts against the part's time."""
+    """One child: call() until close(); each call counts against the current part's time. After a
+    part, next_part() resets the child for the next part of its visibility group (part_reset.py)
+    or says it cannot be reused."""
 
-    def __init__(self, session, fds, timeout, died=""):
-        self.session, self.timeout = session, timeout
-        self.started = time.monotonic()
-        self.deadline = self.started + timeout
+    RESET_SECONDS = 5  # for the child to forget a part: not the part's time (its checks are done)
+
+    def __init__(self, session, fds, timeout, died="", memory_mb=512):
+        self.session = session
         self.protections = list(session.protections)
         self.own_session = None
         self.died = died
         self.end = None if fds else {"output": "", "output_bytes": 0}
         self.requests_w, self.replies_r, self.pidfd, self.output_fd = fds or (None, None, None, None)
+        self.output_from = 0
+        self._limits(timeout, memory_mb)
         if fds:
             self._hello()
+
+    def _limits(self, timeout, memory_mb):
+        """The part's clock starts now; its memory cap is the server's own memory plus memory_mb."""
+        self.timeout, self.memory_mb = timeout, memory_mb
+        self.started = time.monotonic()
+        self.deadline = self.started + timeout
+        group, sandbox = self.session.sandbox.group, self.session.sandbox
+        caps = group.set_memory(sandbox.baseline + (int(memory_mb) << 20)) if group and not self.died else ""
+        if caps and caps not in self.protections:
+            self.protections.append(caps)
 
     def _hello(self):
         """The child's first frame, written before any student code ran: the walls that stand."""
@@ -326,6 +341,33 @@ class Part:
         if "error" in reply:  # student code can write its own frames: never trust their sizes or types
             reply = {"error": _plain_error(reply["error"])}
         return reply, payload
+
+    def finish(self):
+        """End the current part -> {'output', 'output_bytes', 'reusable'}: what the part printed, and
+        whether the child forgot it cleanly and may take the next part (else it is ended now)."""
+        reusable = False
+        if not self.died:
+            try:
+                deadline = time.monotonic() + self.RESET_SECONDS
+                protocol.send(self.requests_w, {"op": "end_part", "memory_mb": self.memory_mb}, (), deadline)
+                reply, _ = protocol.receive(self.replies_r, deadline, max_payload=0)
+                reusable = reply.get("clean") is True  # the child's word: it decides only about its own reuse
+            except (protocol.Deadline, protocol.ProtocolError, RecursionError):
+                reusable = False
+        if not reusable:
+            end = self.close()
+            return {"output": end["output"], "output_bytes": end["output_bytes"], "reusable": False}
+        output, size = _read_output(self.output_fd, self.output_from)
+        self.output_from += size
+        if size > OUTPUT_CAP:  # the output file's size limit is the child's, not the part's: start afresh
+            self.close()
+            reusable = False
+        return {"output": output, "output_bytes": size, "reusable": reusable}
+
+    def next_part(self, timeout, memory_mb):
+        """Begin the next part in this child (after finish() said it is reusable)."""
+        self._limits(timeout, memory_mb)
+        return self
 
     def _fail(self, error):
         self.kill()
@@ -354,7 +396,7 @@ class Part:
     def _collect_end(self):
         if self.end is None:
             code = self.session.ended(time.monotonic() + 30)
-            output, size = _read_output(self.output_fd)
+            output, size = _read_output(self.output_fd, self.output_from)
             self.end = {"exitcode": code, "output": output, "output_bytes": size}
             for fd in (self.requests_w, self.replies_r, self.pidfd, self.output_fd):
                 os.close(fd)
@@ -362,7 +404,8 @@ class Part:
         return self.end
 
     def close(self):
-        """End the child (whatever it is doing) -> {'exitcode', 'output', 'output_bytes'}."""
+        """End the child (whatever it is doing) -> {'exitcode', 'output', 'output_bytes'}: the output
+        of its current part."""
         self.kill()
         end = self._collect_end()
         self.elapsed = time.monotonic() - self.started
@@ -371,10 +414,10 @@ class Part:
         return end
 
 
-def _read_output(fd):
-    """What the part's code printed: the first OUTPUT_CAP bytes, cleaned, and the full size."""
-    size = os.fstat(fd).st_size
-    data = os.pread(fd, OUTPUT_CAP, 0) if size else b""
+def _read_output(fd, start=0):
+    """What the part's code printed since `start`: the first OUTPUT_CAP bytes, cleaned, and the full size."""
+    size = max(0, os.fstat(fd).st_size - start)
+    data = os.pread(fd, OUTPUT_CAP, start) if size else b""
     return text.clean(data.decode("utf-8", "replace"), text.OUTPUT, newlines=True), size
 
 

@@ -9,9 +9,11 @@ control socket and a memfd holding the staged submission, and forks:
 
 The fork server never reads a submission, an output or a reply: it only hands descriptors on,
 so nothing of one student is in the memory that the next student's processes are forked from.
-A leader never runs student code itself; each part child does, and when it ends the leader
-kills whatever it left behind before it answers.
+A leader never runs student code itself; its part child does (one child takes the parts of its
+visibility group in turn, sandbox/part_reset.py), and when it ends the leader kills whatever it
+left behind before it answers.
 """
+import gc
 import os
 import signal
 import sys
@@ -33,6 +35,7 @@ def main(control_fd, grader_pid):
         isolation.die_with_parent(grader_pid)
     torch.set_num_threads(1)
     warm_up()
+    gc.freeze()  # what is here now is never collected by a child: a collection there copies no page of it
     config, _ = protocol.receive_message(control)
     CONFIG.update(config)
     protocol.send_message(control, {"ready": True, "torch": torch.__version__, "python": sys.version.split()[0]})

@@ -1,0 +1,155 @@
+"""Between two parts in one child: forget the first part, and say whether the child is still as new.
+
+A visibility group's parts share one child (runner.run_submission). After each part the grader
+asks the child to reset: the student's modules leave sys.modules, the grader's handles are
+dropped, cyclic garbage is collected. Then the child compares itself with the snapshot taken
+before any student code ran (`snapshot()`): the functions of torch, NumPy and the standard
+library, the interpreter's and torch's global switches, the environment, the threads, the open
+files, the processes in the namespace, /tmp and /dev/shm. Any difference and the child is
+retired: the next part gets a fresh one, as if each part had its own.
+
+This protects honest code from its own side effects (a learner's `torch.set_default_dtype` at
+import, a patched function, a left-over thread); it is not a wall. A hostile submission can
+hide a change from this check, but only to its own later parts of the same visibility group,
+which run its own code anyway; visible and hidden checks never share a child, and the leader
+still kills everything a child leaves behind when it ends.
+"""
+import builtins
+import functools
+import gc
+import importlib
+import inspect
+import itertools
+import json
+import math
+import operator
+import os
+import random
+import signal
+import struct
+import sys
+import threading
+import traceback
+import types
+import warnings
+
+import numpy as np
+import torch
+
+GROWTH_LIMIT = 1 / 4  # of the part's memory: a child holding more than this after a reset is retired
+
+
+def _watched():
+    """Namespaces whose contents student code could replace, and the checks would then use."""
+    from autograder import protocol
+    from autograder.sandbox import child
+
+    nn = torch.nn
+    spaces = [builtins, torch, nn, nn.functional, nn.init, torch.linalg, torch.autograd, torch.Tensor,
+              nn.Module, nn.Linear, nn.Dropout, nn.Parameter, nn.ModuleList, nn.Sequential, nn.Embedding,
+              np, np.linalg, np.random, np.testing, math, random, os, sys, gc, inspect, importlib, traceback,
+              json, struct, itertools, functools, operator, types, warnings, threading, protocol, child]
+    return [s for s in spaces if hasattr(s, "__dict__")]
+
+
+def _namespaces():
+    return tuple((getattr(space, "__name__", "?"), tuple((k, id(v)) for k, v in list(vars(space).items())))
+                 for space in _watched())
+
+
+def _switches():
+    """The interpreter's, torch's and NumPy's global settings a check's numbers could depend on."""
+    def optional(name, *args):
+        fn = getattr(torch._C, name, None) or getattr(torch, name, None)
+        try:
+            return fn(*args) if fn else None
+        except Exception:  # noqa: BLE001  (a build without it)
+            return None
+
+    opts = torch._tensor_str.PRINT_OPTS
+    module_hooks = torch.nn.modules.module
+    hooks = [len(getattr(module_hooks, name)) for name in dir(module_hooks)
+             if name.startswith("_global_") and isinstance(getattr(module_hooks, name), dict)]
+    return (
+        torch.get_default_dtype(), torch.is_grad_enabled(), torch.get_num_threads(), torch.is_anomaly_enabled(),
+        torch.are_deterministic_algorithms_enabled(), torch.is_inference_mode_enabled(),
+        optional("get_default_device"), optional("_len_torch_function_stack"),
+        optional("_len_torch_dispatch_stack"), tuple(hooks), torch.backends.mkldnn.enabled,
+        (opts.precision, opts.threshold, opts.edgeitems, opts.linewidth, opts.sci_mode),
+        tuple(sorted(np.geterr().items())), repr(sorted(np.get_printoptions().items())),
+        sys.getrecursionlimit(), sys.getswitchinterval(), sys.gettrace(), sys.getprofile(),
+        tuple(sys.path), tuple(map(id, sys.meta_path)), tuple(map(id, sys.path_hooks)),
+        id(sys.stdin), id(sys.stdout), id(sys.stderr), id(sys.displayhook), id(sys.excepthook),
+        gc.isenabled(), gc.get_threshold(), len(gc.callbacks), len(warnings.filters),
+        tuple(signal.getsignal(s) for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)),
+        os.getcwd(), tuple(sorted(os.environ.items())), _umask(),
+    )
+
+
+def _umask():
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _processes_and_files():
+    """What the child has beyond its own thread: threads, files, other processes, /tmp, IPC."""
+    def listing(path):
+        try:
+            return sorted(os.listdir(path))
+        except OSError:
+            return None
+
+    others = [p for p in listing("/proc") or () if p.isdigit() and int(p) not in (1, os.getpid())]
+    ipc = []
+    for kind in ("shm", "msg", "sem"):
+        try:
+            with open(f"/proc/sysvipc/{kind}") as f:
+                ipc.append(len(f.read().splitlines()))
+        except OSError:
+            ipc.append(None)
+    return (threading.active_count(), len(listing("/proc/self/task") or ()), listing("/proc/self/fd"),
+            others, listing("/tmp"), listing("/dev/shm"), tuple(ipc))
+
+
+def snapshot():
+    """The child as it is before any student code: taken once, when it starts."""
+    return {"modules": {name: id(module) for name, module in list(sys.modules.items())},
+            "namespaces": _namespaces(), "switches": _switches(), "around": _processes_and_files(),
+            "rss": _resident()}
+
+
+def forget_student_modules(before, workspace):
+    """Remove from sys.modules every entry added since the snapshot that is not a library module
+    read from a file: the submission's modules, and anything made at run time. (An entry of the
+    snapshot that was replaced stays: the check below retires the child.)"""
+    for name, module in list(sys.modules.items()):
+        if name in before:
+            continue
+        origin = getattr(module, "__file__", None) if isinstance(module, types.ModuleType) else None
+        if not isinstance(origin, str) or origin.startswith(workspace):
+            sys.modules.pop(name, None)
+
+
+def reset(before, workspace, memory_mb):
+    """Forget the part just run -> the reasons the child is no longer as new ([] when it is)."""
+    modules = before["modules"]
+    forget_student_modules(modules, workspace)
+    gc.collect()
+    why = []
+    if any(id(sys.modules.get(name)) != ident for name, ident in modules.items()):
+        why.append("a module of the interpreter was replaced")
+    if _namespaces() != before["namespaces"]:
+        why.append("a function or class of torch, NumPy or the standard library was replaced")
+    if _switches() != before["switches"]:
+        why.append("a global setting changed")
+    if _processes_and_files() != before["around"]:
+        why.append("threads, processes, open files or temporary files were left behind")
+    if _resident() - before["rss"] > GROWTH_LIMIT * (int(memory_mb) << 20):
+        why.append("memory still held")
+    return why
+
+
+def _resident():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
