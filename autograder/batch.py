@@ -28,7 +28,7 @@ from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
-from autograder import PARTS, reports, submission, text
+from autograder import PARTS, PROJECT_ROOT, reports, submission, text
 from autograder.gradebook import Gradebook
 from autograder.reports import class_report, html_feedback
 
@@ -88,6 +88,26 @@ def _file_hash(path):
     return h.digest()
 
 
+_servers = {}  # slot -> a Sandbox the batch started before it imported torch, for the first workers
+
+
+def _start_fork_servers(count):
+    """Start the workers' fork servers now, from the batch process: they import torch in their rooms
+    while this process imports it too. Where one cannot start, its worker starts (and reports) its own."""
+    from autograder.sandbox.client import Sandbox
+
+    for slot in range(count):
+        try:
+            _servers[slot] = Sandbox(slot=slot)
+        except Exception:  # noqa: BLE001  (the worker will try again and say why)
+            break
+
+
+def _stop_fork_servers():
+    while _servers:
+        _servers.popitem()[1].close()
+
+
 def _init_worker(slot_queue, hide, rubric_path, batch_pid):
     import torch
 
@@ -98,7 +118,7 @@ def _init_worker(slot_queue, hide, rubric_path, batch_pid):
     isolation.die_with_parent(batch_pid)  # and its fork server with it, and that one's children
     torch.set_num_threads(1)  # a forked copy of a parent's thread pool can deadlock; one per core anyway
     slot = slot_queue.get()
-    _worker["sandbox"] = Sandbox(hide=hide, slot=slot)
+    _worker["sandbox"] = _servers.get(slot) or Sandbox(hide=hide, slot=slot)
     multiprocessing.util.Finalize(None, _worker["sandbox"].close, exitpriority=10)  # run as the worker exits
     _worker["rubric"], _worker["suites"] = grading.load_rubric(rubric_path)
 
@@ -129,13 +149,10 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
 
     progress: a stream for the progress bar (drawn only on a terminal); summary: a stream for the
     end-of-batch summary (after grades.csv is written)."""
-    from autograder import grading
-
     out = Path(out)
     for sub in ("results", "feedback"):
         (out / sub).mkdir(parents=True, exist_ok=True)
-    rubric_path = rubric_path or grading.RUBRIC_PATH
-    rubric, _ = grading.load_rubric(rubric_path)
+    rubric_path = rubric_path or PROJECT_ROOT / "grading.yml"  # grading.RUBRIC_PATH (grading imports torch)
     progress = progress if progress is not None and progress.isatty() else None
     book = Gradebook(out / "gradebook.db")
     found, todo = None, []
@@ -146,8 +163,13 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
             if force or book.graded_digest(student) != fingerprint:
                 todo.append((student, path, fingerprint))
         known = book.students()
+        _start_fork_servers(min(jobs, len(todo)))  # before torch is imported here: both start-ups overlap
+        from autograder import grading
+
+        rubric, _ = grading.load_rubric(rubric_path)
         graded = _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress)
     finally:
+        _stop_fork_servers()
         write_csv(book, out / "grades.csv", None if found is None else [student for student, _ in found])
     class_report.write_class_report(out, book.records())  # report.html, misconceptions.csv
     count = book.count()
@@ -191,6 +213,7 @@ def _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress):
                     for future in as_completed(futures):
                         finish(*future.result())
         except BrokenProcessPool as e:
+            _stop_fork_servers()  # a worker died: the next workers start fork servers of their own
             if one_at_a_time and current is None:
                 raise RuntimeError(f"the grading workers cannot start ({e})") from None
             if current is not None:  # the worker died on this submission alone: recorded, the batch goes on

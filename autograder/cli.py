@@ -7,7 +7,7 @@ import importlib
 import os
 import sys
 
-from autograder.runner import draw_secret
+from autograder.secret import draw_secret
 from autograder.sandbox.client import DEVICE_ENV, UNSAFE_ENV, SandboxUnavailable, check_device
 
 COMMANDS = ["grade", "batch", "selftest", "stubs", "release", "ci", "gradescope", "notebooks", "book-check"]

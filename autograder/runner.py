@@ -6,11 +6,9 @@ and judges the plain data that comes back here, raising AssertionError with a me
 for the student. Fixtures a check can ask for by parameter name: `student`, `book` (the book's
 printed values), `rng` (a seeded torch.Generator for fresh inputs).
 """
-import hashlib
 import importlib
 import inspect
 import os
-import secrets
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -19,6 +17,7 @@ import torch
 
 from autograder import PARTS
 from autograder.sandbox.client import SessionDied
+from autograder.secret import check_seed, draw_secret
 from autograder.student import Student, StudentError, source_attributes
 from autograder.suites import expect
 
@@ -66,15 +65,19 @@ VISIBILITY_ORDER = ("visible", "after_due_date", "hidden")
 def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=None, figures=True):
     """Every check of a staged submission -> {part: PartRun}.
 
-    The checks run in one sandboxed session per visibility (visible, after_due_date, hidden), so
-    no text a student may see was produced by code that had seen a hidden input. Inside a session
-    the parts take turns in one child: after each part the child forgets it (sandbox/part_reset.py)
-    and is replaced by a fresh one when anything of the part is left over, when the part crashed,
-    hung or ran out of memory (costing that part only), or when the session died. A part's time
-    limit is shared by its visibilities: once a part has timed out, its later checks are not run.
+    The checks run in one sandboxed session, one visibility after the other (visible,
+    after_due_date, hidden), each in children of its own: a child never runs a check of another
+    visibility, and the session's leader kills whatever a child left before the next one starts,
+    so no text a student may see was produced by code that had seen a hidden input. The parts of
+    a visibility take turns in one child: after each part the child forgets it
+    (sandbox/part_reset.py) and is replaced by a fresh one when anything of the part is left
+    over, when the part crashed, hung or ran out of memory (costing that part only), or when the
+    session died. A part's time limit is shared by its visibilities: once a part has timed out,
+    its later checks are not run.
     """
     runs = {name: PartRun(name) for name in rubric.parts if parts is None or name in parts}
     attributes = source_attributes(staged.folder)
+    session = None
     for visibility in VISIBILITY_ORDER:
         group = []
         for name, run in runs.items():
@@ -82,7 +85,7 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
             checks = [(n, fn) for n, fn in suites[name] if n in part.checks and part.checks[n].visibility == visibility]
             if checks:
                 group.append((run, part, checks))
-        session = child = None
+        child = None
         for at, (run, part, checks) in enumerate(group):
             missing = staged.missing(run.part)
             if missing or run.timed_out:
@@ -95,9 +98,9 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
             session, child = run_checks(sandbox, session, child, (staged.folder, key, attributes), run, checks,
                                         limits, fixtures)
         if child is not None:
-            child.close()
-        if session is not None:
-            session.close()
+            child.close()  # the leader has killed all it left before it starts the next visibility's child
+    if session is not None:
+        session.close()
     if figures:
         draw_figures(sandbox, staged.folder, key, runs, rubric, fixtures)
     return runs
@@ -211,17 +214,6 @@ def run_check(part, name, fn, student, fixtures):
         return CheckResult(part, name, False,
                            f"grader error in check {name} ({type(e).__name__}: {e}; "
                            f"{os.path.basename(where.filename)}:{where.lineno})")  # no grader paths in messages
-
-
-def draw_secret():
-    """A fresh secret for one grading run (instructors may pass it back with --seed to regrade)."""
-    return secrets.randbits(63)
-
-
-def check_seed(secret, key, part, name):
-    """The seed of one check's unseen inputs: from the run's secret, the submission and the check."""
-    digest = hashlib.sha256(f"{secret}|{key}|{part}|{name}".encode()).digest()
-    return int.from_bytes(digest[:8], "big") >> 1
 
 
 def _fixture(fixtures, parameter, part, name):

@@ -15,6 +15,7 @@ words. Where the room cannot be built the Sandbox refuses to start (SandboxUnava
 why and what to do), unless the grader was asked to run without one (--unsafe-no-sandbox).
 """
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -153,6 +154,7 @@ class Sandbox:
             stdout=None if debug else subprocess.DEVNULL, stderr=None if debug else subprocess.DEVNULL,
             start_new_session=True)
         theirs.close()
+        self.pidfd = os.pidfd_open(self.process.pid)  # its liveness, from any process that inherits this object
         self.info = None
 
     def ready(self, timeout=120):
@@ -179,7 +181,7 @@ class Sandbox:
 
     def session(self, submission, key=None):
         """A leader for one submission (a staged folder) and one visibility group."""
-        if self.process.poll() is not None:  # the fork server died (the OOM killer?): start another
+        if not self.alive():  # the fork server died (the OOM killer?): start another
             self.close()
             self._start()
         self.ready()
@@ -201,13 +203,21 @@ class Sandbox:
         part.own_session = session
         return part
 
+    def alive(self):
+        """The fork server runs (asked through its pidfd: a batch worker that inherited this object
+        from the batch, which started the server, cannot wait for it)."""
+        return self.pidfd is not None and not select.select([self.pidfd], [], [], 0)[0]
+
     def close(self):
         try:
             os.killpg(self.process.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        self.process.wait()
+        self.process.wait()  # in a process that did not start it: returns at once (the starter reaps it)
         self.control.close()
+        if self.pidfd is not None:
+            os.close(self.pidfd)
+            self.pidfd = None
         if self.group:
             cgroup.remove(self.group.folders)
 

@@ -114,18 +114,18 @@ def _processes_and_files():
 
 def snapshot():
     """The child as it is before any student code: taken once, when it starts."""
-    return {"modules": {name: id(module) for name, module in list(sys.modules.items())},
+    watched = {getattr(space, "__name__", "") for space in _watched()}
+    return {"modules": set(sys.modules), "watched": {name: id(sys.modules.get(name)) for name in watched},
             "namespaces": _namespaces(), "switches": _switches(), "around": _processes_and_files(),
             "rss": _resident()}
 
 
 def forget_student_modules(before, workspace):
-    """Remove from sys.modules every entry added since the snapshot that is not a library module
-    read from a file: the submission's modules, and anything made at run time. (An entry of the
-    snapshot that was replaced stays: the check below retires the child.)"""
-    for name, module in list(sys.modules.items()):
-        if name in before:
-            continue
+    """Remove from sys.modules every entry added since the snapshot (`before`: the names then) that
+    is not a library module read from a file: the submission's modules, and anything made at run
+    time. (A watched module replaced under its own name stays: reset() retires the child.)"""
+    for name in [name for name in sys.modules if name not in before]:  # keys only: no module touched
+        module = sys.modules.get(name)
         origin = getattr(module, "__file__", None) if isinstance(module, types.ModuleType) else None
         if not isinstance(origin, str) or origin.startswith(workspace):
             sys.modules.pop(name, None)
@@ -133,12 +133,11 @@ def forget_student_modules(before, workspace):
 
 def reset(before, workspace, memory_mb):
     """Forget the part just run -> the reasons the child is no longer as new ([] when it is)."""
-    modules = before["modules"]
-    forget_student_modules(modules, workspace)
+    forget_student_modules(before["modules"], workspace)
     gc.collect()
     why = []
-    if any(id(sys.modules.get(name)) != ident for name, ident in modules.items()):
-        why.append("a module of the interpreter was replaced")
+    if any(id(sys.modules.get(name)) != ident for name, ident in before["watched"].items()):
+        why.append("a module of torch, NumPy or the standard library was replaced in sys.modules")
     if _namespaces() != before["namespaces"]:
         why.append("a function or class of torch, NumPy or the standard library was replaced")
     if _switches() != before["switches"]:
