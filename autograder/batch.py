@@ -2,7 +2,8 @@
 
     python -m autograder batch DIR --out OUT [--jobs N] [--force]
 
-Workers are processes with one fork server each (torch imported once per worker); the parent
+Workers are processes forked from the batch (torch imported once, here) that share one fork
+server in the sandbox's room (torch imported once there), each through a door of its own; the parent
 alone writes the gradebook (OUT/gradebook.db), the per-student files and OUT/grades.csv.
 
 Nothing a student hands in stops the batch: a submission that cannot be staged is recorded with
@@ -88,23 +89,27 @@ def _file_hash(path):
     return h.digest()
 
 
-_servers = {}  # slot -> a Sandbox the batch started before it imported torch, for the first workers
+_servers = {}  # slot -> that worker's door to the batch's one fork server, started before torch is imported here
 
 
 def _start_fork_servers(count):
-    """Start the workers' fork servers now, from the batch process: they import torch in their rooms
-    while this process imports it too. Where one cannot start, its worker starts (and reports) its own."""
+    """Start the batch's fork server now, before this process imports torch (both start-ups
+    overlap), with a door of its own for each of count workers: torch is imported once in the
+    room for the whole batch. Where it cannot start, each worker starts (and reports) its own."""
     from autograder.sandbox.client import Sandbox
 
-    for slot in range(count):
-        try:
-            _servers[slot] = Sandbox(slot=slot)
-        except Exception:  # noqa: BLE001  (the worker will try again and say why)
-            break
+    if count < 1:
+        return
+    try:
+        _servers[0] = Sandbox(slot=0)
+        for slot in range(1, count):
+            _servers[slot] = _servers[0].attach(slot)
+    except Exception:  # noqa: BLE001  (the workers will try again and say why)
+        _stop_fork_servers()
 
 
 def _stop_fork_servers():
-    while _servers:
+    while _servers:  # the attached doors first, the server's owner (slot 0) last
         _servers.popitem()[1].close()
 
 

@@ -1,12 +1,17 @@
 """Batch throughput of the project's grader vs `nbgrader autograde`, measured in one run.
 
-    .venv/bin/python benchmarks/bench_batch.py [--students N] [--jobs 2] [--repeats 3]
+    .venv/bin/python benchmarks/bench_batch.py [--students 20] [--small 5] [--jobs 2] [--repeats 3]
 
-Builds N submissions (copies of the reference solutions), then, alternating A B A B:
+Builds a class of N submissions (copies of the reference solutions) and a class of `--small` of
+them, then, alternating A B A B:
   A: python -m autograder batch CLASS --out OUT --jobs J --force      (modules, sandboxed)
-  B: nbgrader autograde ch03 on the notebook versions of the same N submissions
-and prints seconds per submission (median over repeats) for both, the ratio B/A, and the
-peak memory of A (sum of the resident memory of its whole process tree, sampled).
+  B: nbgrader autograde ch03 on the notebook versions of the same submissions
+For each tool it prints (medians over repeats):
+  - whole batch: seconds per submission for the class of N, start-up included;
+  - steady state: the cost of one more submission, (time for N - time for small) / (N - small),
+    i.e. throughput once the tool has started (start-up is paid once per run, not per student);
+the ratios B/A of both, and the peak memory of A (the resident memory of its whole process tree,
+summed, sampled every 50 ms). Both tools grade the same number of students.
 Needs nbgrader (pip install -e '.[notebooks]'); with --skip-nbgrader only A runs.
 """
 import argparse
@@ -94,38 +99,56 @@ def nbgrader_course(folder, n):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--students", type=int, default=20)
+    parser.add_argument("--small", type=int, default=5, help="the smaller class, for the steady-state cost")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--nbgrader-students", type=int, default=4, help="nbgrader is slow: fewer students for B")
     parser.add_argument("--skip-nbgrader", action="store_true")
     args = parser.parse_args()
+    if not 0 < args.small < args.students:
+        parser.error("--small must be between 0 and --students")
+    sizes = (args.small, args.students)
 
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         tmp = Path(tmp)
-        make_class(tmp / "class", args.students)
-        course = env = None
-        if not args.skip_nbgrader:
-            course, env = nbgrader_course(tmp, args.nbgrader_students)
-        ours, theirs, peaks = [], [], []
+        classes = {n: tmp / f"class{n}" for n in sizes}
+        for n, folder in classes.items():
+            make_class(folder, n)
+        courses = {} if args.skip_nbgrader else {n: nbgrader_course(tmp / f"nb{n}", n) for n in sizes}
+        ours = {n: [] for n in sizes}
+        theirs = {n: [] for n in sizes}
+        peaks = []
         for _ in range(args.repeats):
-            seconds, peak = timed([PY, "-m", "autograder", "batch", str(tmp / "class"), "--out", str(tmp / "out"),
-                                   "--jobs", str(args.jobs), "--force"], cwd=ROOT)
-            ours.append(seconds / args.students)
-            peaks.append(peak)
-            if course:
-                seconds, _ = timed([PY, "-m", "nbgrader", "autograde", "ch03", "--force",
-                                    f"--CourseDirectory.root={course}"], cwd=course, env=env)
-                theirs.append(seconds / args.nbgrader_students)
-        result = {
-            "students": args.students, "jobs": args.jobs, "repeats": args.repeats,
-            "autograder_batch_s_per_submission": round(statistics.median(ours), 3),
-            "autograder_batch_peak_rss_mib": round(max(peaks) / 2**20),
-        }
-        if theirs:
-            result["nbgrader_autograde_s_per_submission"] = round(statistics.median(theirs), 3)
-            result["ratio_nbgrader_over_autograder"] = round(statistics.median(
-                t / o for t, o in zip(theirs, ours)), 1)
+            for n in sizes:
+                seconds, peak = timed([PY, "-m", "autograder", "batch", str(classes[n]), "--out", str(tmp / f"out{n}"),
+                                       "--jobs", str(args.jobs), "--force"], cwd=ROOT)
+                ours[n].append(seconds)
+                peaks.append(peak)
+                if n in courses:
+                    course, env = courses[n]
+                    seconds, _ = timed([PY, "-m", "nbgrader", "autograde", "ch03", "--force",
+                                        f"--CourseDirectory.root={course}"], cwd=course, env=env)
+                    theirs[n].append(seconds)
+        result = {"students": args.students, "small": args.small, "jobs": args.jobs, "repeats": args.repeats,
+                  **summary("autograder_batch", ours, sizes),
+                  "autograder_batch_peak_rss_mib": round(max(peaks) / 2**20)}
+        if courses:
+            result.update(summary("nbgrader_autograde", theirs, sizes))
+            for what in ("whole_batch", "steady_state"):
+                result[f"ratio_nbgrader_over_autograder_{what}"] = round(
+                    result[f"nbgrader_autograde_{what}_s_per_submission"] /
+                    result[f"autograder_batch_{what}_s_per_submission"], 1)
         print(json.dumps(result, indent=1))
+
+
+def summary(name, times, sizes):
+    """{name_whole_batch_s_per_submission, name_steady_state_s_per_submission, name_seconds} from
+    {class size: [seconds per repeat]}: medians over the repeats."""
+    small, large = sizes
+    whole = statistics.median(t / large for t in times[large])
+    steady = statistics.median((b - a) / (large - small) for a, b in zip(times[small], times[large]))
+    return {f"{name}_whole_batch_s_per_submission": round(whole, 3),
+            f"{name}_steady_state_s_per_submission": round(steady, 3),
+            f"{name}_seconds": {str(n): [round(t, 2) for t in times[n]] for n in sizes}}
 
 
 if __name__ == "__main__":

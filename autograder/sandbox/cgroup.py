@@ -1,12 +1,16 @@
-"""A control group per fork server: a cap on the memory and processes of the child's whole tree.
+"""A control group per fork server, or per worker when workers share one: a cap on the memory and
+processes of a part's whole tree.
 
 The rlimits in isolation.py bound each process, and student code may start up to 64 of them; a
 control group bounds their sum, and the kernel's OOM killer acts inside the group once it holds
-more than the part's memory (set before each part: the server runs one child at a time, and its
-own memory was charged before it joined). The group is made under the grader's own, with cgroup
-v1's memory and pids hierarchies, or with cgroup v2 where the grader's group hands those
-controllers down. Where neither can be written (no root, a read-only /sys/fs/cgroup, a v2 group
-that hands nothing down), there is no group, and the protections in the report do not list one.
+more than the part's memory (set before each part: each group runs one child at a time). A fork
+server of its own joins its group as it starts, and a part's cap is the server's own memory (charged
+before) plus the part's; where a batch's workers share one server, each worker has a group of its
+own that its session leaders join before their first part, and a part's cap is the part's memory.
+Groups are made under the grader's own, with cgroup v1's memory and pids hierarchies, or with
+cgroup v2 where the grader's group hands those controllers down. Where neither can be written (no
+root, a read-only /sys/fs/cgroup, a v2 group that hands nothing down), there is no group, and the
+protections in the report do not list one.
 """
 import errno
 import os
@@ -55,7 +59,9 @@ def _plan(memory_bytes, processes):
 
 
 class Group:
-    """The fork server's folder in each hierarchy: join() once, set_memory() before each part."""
+    """A folder in each hierarchy: the fork server's (joined as it starts), or, when several
+    workers share one server, each worker's own, which its session leaders join (join()) before
+    their first part; set_memory() before each part."""
 
     def __init__(self, folders, processes):
         self.folders, self.processes = folders, processes
@@ -63,6 +69,19 @@ class Group:
     def procs_files(self):
         """The files a process writes its pid into to join (the fork server's start-up shim)."""
         return [os.path.join(folder, "cgroup.procs") for folder in self.folders]
+
+    def join(self, pid):
+        """Move process pid (and what it starts from now on) into this group -> True when every
+        hierarchy took it."""
+        if pid <= 0:
+            return False
+        try:
+            for path in self.procs_files():
+                with open(path, "w") as f:
+                    f.write(str(pid))
+        except OSError:
+            return False
+        return True
 
     def usage(self):
         """Bytes of anonymous memory the group holds now (0 where it cannot be read): the part of

@@ -106,9 +106,10 @@ def _first_uid():
 
 
 class Sandbox:
-    """One fork server in its room; sessions are opened on it one at a time."""
+    """One fork server in its room; sessions are opened on it one at a time. attach(slot) gives
+    another worker its own door to the same server (one torch import in the room for a batch)."""
 
-    def __init__(self, hide=(), slot=0, device=None):
+    def __init__(self, hide=(), slot=0, device=None, server=None):
         # `hide` is accepted for callers written for the old deny-list: nothing of the host is in
         # the room, whatever it is. device: where the student's modules run, "cpu" or "cuda"
         # (default: $CH03_DEVICE, set by --device, else "cpu")
@@ -126,13 +127,17 @@ class Sandbox:
                   file=sys.stderr)
         self._uid_key, self._uid_next = None, _first_uid() + self.slot * UIDS_PER_SLOT
         self.uid = self._uid_next
-        self._start()
+        self.session_group = None  # set when the server is shared: this door's sessions are capped there
+        if server is None:
+            self._start()
+        else:
+            self._attach(server)
 
     # ------------------------------------------------------------ the fork server
 
     def _start(self):
         ours, theirs = protocol.control_pair()
-        self.control = ours
+        self.control, self.owner = ours, True
         folders = room.import_paths(in_room=not self.unsafe)
         if self.unsafe:
             paths, parent = [str(PACKAGE_DIR.parent)] + folders, os.getpid()
@@ -141,8 +146,7 @@ class Sandbox:
         argv = ["-I", "-S", "-c", BOOT.format(paths=paths, fd=theirs.fileno(), parent=parent)]
         command = [sys.executable] + argv if self.unsafe else room.command(argv, self.plan["user_namespace"],
                                                                            self.device)
-        self.group = cgroup.make(f"{cgroup.PREFIX}{os.getpid()}-{id(self) % 10**6}-{time.monotonic_ns() % 10**6}",
-                                 1 << 30, isolation.PROCESSES + 16)
+        self.group = self._new_group()
         env = scrubbed_environment()
         if self.group:
             env["CH03_CGROUP_PROCS"] = " ".join(self.group.procs_files())
@@ -156,13 +160,35 @@ class Sandbox:
         theirs.close()
         self.pidfd = os.pidfd_open(self.process.pid)  # its liveness, from any process that inherits this object
         self.info = None
+        # its configuration now (read once it has warmed up): other doors may be attached behind it
+        protocol.send_message(self.control, {"seccomp": self.plan["seccomp"], "namespaces": not self.unsafe,
+                                             "user_namespace": self.plan["user_namespace"], "device": self.device})
+
+    def attach(self, slot):
+        """Another door to this fork server, for the worker of that slot: its own control socket,
+        uid block and control group for its sessions. Made before the workers fork."""
+        if self.group and self.session_group is None:  # from now on this door's sessions leave the server's group
+            self.session_group = self._new_group()
+        return Sandbox(slot=slot, device=self.device, server=self)
+
+    def _attach(self, server):
+        ours, theirs = protocol.control_pair()
+        try:
+            protocol.send_message(server.control, {"op": "attach"}, [theirs.fileno()])
+        finally:
+            theirs.close()
+        self.control, self.owner, self.process, self.info = ours, False, server.process, None
+        self.pidfd = os.dup(server.pidfd)
+        self.group, self.baseline = None, 0
+        self.session_group = self._new_group() if server.group else None
+
+    def _new_group(self):
+        return cgroup.make(f"{cgroup.PREFIX}{os.getpid()}-{id(self) % 10**6}-{time.monotonic_ns() % 10**6}",
+                           1 << 30, isolation.PROCESSES + 16)
 
     def ready(self, timeout=120):
         if self.info is None:
             try:
-                protocol.send_message(self.control, {"seccomp": self.plan["seccomp"], "namespaces": not self.unsafe,
-                                                     "user_namespace": self.plan["user_namespace"],
-                                                     "device": self.device})
                 self.info, _ = protocol.receive_message(self.control, time.monotonic() + timeout, max_fds=0)
             except (protocol.Deadline, protocol.ProtocolError, OSError) as e:
                 self.close()
@@ -181,7 +207,7 @@ class Sandbox:
 
     def session(self, submission, key=None):
         """A leader for one submission (a staged folder) and one visibility group."""
-        if not self.alive():  # the fork server died (the OOM killer?): start another
+        if not self.alive():  # the fork server died (the OOM killer?): this door starts one of its own
             self.close()
             self._start()
         self.ready()
@@ -209,17 +235,21 @@ class Sandbox:
         return self.pidfd is not None and not select.select([self.pidfd], [], [], 0)[0]
 
     def close(self):
-        try:
-            os.killpg(self.process.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        self.process.wait()  # in a process that did not start it: returns at once (the starter reaps it)
+        """End the fork server (an attached door only closes itself: the server is its owner's)."""
+        if self.owner:
+            try:
+                os.killpg(self.process.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+            self.process.wait()  # in a process that did not start it: returns at once (the starter reaps it)
         self.control.close()
         if self.pidfd is not None:
             os.close(self.pidfd)
             self.pidfd = None
-        if self.group:
-            cgroup.remove(self.group.folders)
+        for group in (self.group if self.owner else None, self.session_group):
+            if group:
+                cgroup.remove(group.folders)
+        self.session_group = None
 
     def __enter__(self):
         return self
@@ -242,6 +272,8 @@ class Session:
             self.leader_pidfd = fds[0]
             if not sandbox.unsafe and not message.get("namespaces"):
                 raise SandboxUnavailable("the sandbox could not give the child namespaces of its own")
+            if sandbox.session_group and not sandbox.session_group.join(_host_pid(self.leader_pidfd)):
+                raise protocol.ProtocolError("the session could not join its control group")
             message, _ = protocol.receive_message(sock, deadline, max_fds=0)
             if "error" in message:
                 raise protocol.ProtocolError(text.excerpt(message["error"], 500))
@@ -324,8 +356,10 @@ class Part:
         self.timeout, self.memory_mb = timeout, memory_mb
         self.started = time.monotonic()
         self.deadline = self.started + timeout
-        group, sandbox = self.session.sandbox.group, self.session.sandbox
-        caps = group.set_memory(sandbox.baseline + (int(memory_mb) << 20)) if group and not self.died else ""
+        sandbox = self.session.sandbox
+        # a shared server's sessions have a group of their own, holding nothing of the server's
+        group, baseline = (sandbox.session_group, 0) if sandbox.session_group else (sandbox.group, sandbox.baseline)
+        caps = group.set_memory(baseline + (int(memory_mb) << 20)) if group and not self.died else ""
         if caps and caps not in self.protections:
             self.protections.append(caps)
 
@@ -422,6 +456,18 @@ class Part:
         if self.own_session is not None:
             self.own_session.close()
         return end
+
+
+def _host_pid(pidfd):
+    """The pid (in the grader's PID namespace) of the process a pidfd refers to, or 0."""
+    try:
+        with open(f"/proc/self/fdinfo/{pidfd}") as f:
+            for line in f:
+                if line.startswith("Pid:"):
+                    return max(0, int(line.split()[1]))
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 def _read_output(fd, start=0):

@@ -1,8 +1,9 @@
 """The fork server and the session leaders it forks: torch imported once, inside the room.
 
-Started by client.Sandbox in the room (room.py) with one end of a control socket. Per "open"
-request (one submission, one visibility group) it receives two descriptors, the leader's own
-control socket and a memfd holding the staged submission, and forks:
+Started by client.Sandbox in the room (room.py) with one end of a control socket; a batch attaches
+one more control socket per worker through it ("attach"), so all workers share this one server.
+Per "open" request (one submission) it receives two descriptors, the leader's own control socket
+and a memfd holding the staged submission, and forks:
 
     fork server --fork--> intermediate (new PID namespace) --fork--> leader (PID 1 there)
     leader: builds its walls (isolation.enter), then per "part" request --fork--> part child
@@ -15,7 +16,9 @@ left behind before it answers.
 """
 import gc
 import os
+import select
 import signal
+import socket
 import sys
 import tempfile
 import time
@@ -30,7 +33,7 @@ CONFIG = {}  # from the grader's first message: seccomp program, namespaces or n
 
 
 def main(control_fd, grader_pid):
-    control = __import__("socket").socket(fileno=control_fd)
+    control = socket.socket(fileno=control_fd)
     if grader_pid:  # outside the room (unsafe mode) nothing else ties this server to the grader
         isolation.die_with_parent(grader_pid)
     torch.set_num_threads(1)
@@ -38,20 +41,36 @@ def main(control_fd, grader_pid):
     gc.freeze()  # what is here now is never collected by a child: a collection there copies no page of it
     config, _ = protocol.receive_message(control)
     CONFIG.update(config)
-    protocol.send_message(control, {"ready": True, "torch": torch.__version__, "python": sys.version.split()[0]})
+    ready = {"ready": True, "torch": torch.__version__, "python": sys.version.split()[0]}
+    protocol.send_message(control, ready)
+    doors = [control]  # the grader's, then one per batch worker attached through it
     while True:
-        try:
-            request, fds = protocol.receive_message(control)
-        except protocol.ProtocolError:
-            return
-        _reap()
-        if request.get("op") == "open" and len(fds) == 2:
-            _open(request, *fds)
-        else:
-            for fd in fds:
-                os.close(fd)
-            if request.get("op") == "quit":
-                return
+        for door in select.select(doors, [], [])[0]:
+            if not serve(door, door is control, doors, ready):
+                if door is control:
+                    return
+                doors.remove(door)
+                door.close()
+
+
+def serve(door, first, doors, ready):
+    """One request from a door -> False when that door is closed (or asked to quit)."""
+    try:
+        request, fds = protocol.receive_message(door, max_fds=2)
+    except protocol.ProtocolError:
+        return False
+    _reap()
+    op = request.get("op")
+    if op == "open" and len(fds) == 2:
+        _open(request, *fds)
+    elif op == "attach" and first and len(fds) == 1:  # another worker's door: only the grader's own adds one
+        doors.append(socket.socket(fileno=fds[0]))
+        protocol.send_message(doors[-1], ready)
+    else:
+        for fd in fds:
+            os.close(fd)
+        return op != "quit"
+    return True
 
 
 def _reap():
@@ -89,7 +108,7 @@ def intermediate(request, leader_fd, submission_fd, zygote_pid):
         lead(request, leader_fd, submission_fd, in_namespaces)
         os._exit(0)
     os.close(gate_r)
-    sock = __import__("socket").socket(fileno=leader_fd)
+    sock = socket.socket(fileno=leader_fd)
     pidfd = os.pidfd_open(pid)
     protocol.send_message(sock, {"leader": True, "namespaces": bool(in_namespaces)}, [pidfd])
     os.close(pidfd)
@@ -102,7 +121,7 @@ def intermediate(request, leader_fd, submission_fd, zygote_pid):
 
 def lead(request, leader_fd, submission_fd, in_namespaces):
     """The session leader: build the walls, then one child per part until the grader closes."""
-    sock = __import__("socket").socket(fileno=leader_fd)
+    sock = socket.socket(fileno=leader_fd)
     try:
         request = {**request, "parent": os.getppid(), "seccomp": CONFIG.get("seccomp"),
                    "device": CONFIG.get("device", "cpu"),
