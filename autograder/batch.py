@@ -31,7 +31,7 @@ from pathlib import Path
 
 from autograder import PARTS, PROJECT_ROOT, reports, submission, text
 from autograder.gradebook import Gradebook
-from autograder.reports import class_report, html_feedback
+from autograder.reports import class_report, html_feedback, plots
 
 _worker = {}
 INTERNAL = ("The autograder could not grade this submission because of an internal error; your instructor "
@@ -172,6 +172,8 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
         from autograder import grading
 
         rubric, _ = grading.load_rubric(rubric_path)
+        if todo:
+            plots.warm_up()  # for the class report, while the sandbox's fork server is still starting
         graded = _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress)
     finally:
         _stop_fork_servers()

@@ -1,6 +1,6 @@
 """CPU per submission: the sandboxed batch against the in-process floor, measured in one run.
 
-    .venv/bin/python benchmarks/bench_cpu.py [--students 20] [--jobs 2] [--repeats 3]
+    .venv/bin/python benchmarks/bench_cpu.py [--students 20] [--small 5] [--jobs 2] [--repeats 3]
 
 floor: the hidden checks' own work, one process, no sandbox: the solutions' modules imported
        once into this process and every request answered by the child's own code (child.run),
@@ -11,7 +11,9 @@ batch: `python -m autograder batch` over N copies of the solutions in a subproce
        per submission. Run it on an otherwise idle machine. (The kernel's accounting of
        waited-for children misses the sandboxed processes: a session's leader is ended with
        SIGKILL, and what its children used is never added to anything the batch waits for.)
-Alternating floor and batch, it prints the medians and the ratio batch / floor.
+Alternating floor and batch, it prints the medians and the ratios batch / floor, for the whole
+batch of N (start-up included: torch imported by the batch and in the sandbox, warmed up once) and
+for the steady state: (CPU for N - CPU for `--small`) / (N - small), the cost of one more submission.
 """
 import argparse
 import json
@@ -50,6 +52,12 @@ class InProcessPart:
         except Exception as exc:
             return self.child.error_reply(exc), b""
 
+    def finish(self):
+        return {"output": "", "output_bytes": 0, "reusable": True}
+
+    def next_part(self, timeout, memory_mb):
+        return self
+
     def close(self):
         return {"output": "", "output_bytes": 0}
 
@@ -59,7 +67,7 @@ class InProcessSession:
     uid = 0
     protections = []
 
-    def part(self, timeout, memory_mb):
+    def part(self, timeout, memory_mb, budget=None):
         return InProcessPart()
 
     def close(self):
@@ -102,7 +110,7 @@ def busy_seconds():
 
 
 def batch_cpu(students, jobs, python):
-    """CPU seconds per submission of a whole `batch` run over `students` copies of the solutions."""
+    """CPU seconds of a whole `batch` run over `students` copies of the solutions."""
     work = Path(tempfile.mkdtemp(prefix="bench-cpu-"))
     try:
         for i in range(students):
@@ -113,7 +121,7 @@ def batch_cpu(students, jobs, python):
         cpu = busy_seconds() - before
         if run.returncode != 0:
             raise SystemExit(f"batch failed: {run.stderr[-2000:]}")
-        return cpu / students
+        return cpu
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -121,17 +129,25 @@ def batch_cpu(students, jobs, python):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--students", type=int, default=20)
+    parser.add_argument("--small", type=int, default=5, help="the smaller class, for the steady-state cost")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    floors, batches = [], []
+    if not 0 < args.small < args.students:
+        parser.error("--small must be between 0 and --students")
+    floors, whole, steady = [], [], []
     for _ in range(args.repeats):
         floors.append(floor())
-        batches.append(batch_cpu(args.students, args.jobs, sys.executable))
-    result = {"students": args.students, "jobs": args.jobs, "repeats": args.repeats,
+        small = batch_cpu(args.small, args.jobs, sys.executable)
+        large = batch_cpu(args.students, args.jobs, sys.executable)
+        whole.append(large / args.students)
+        steady.append((large - small) / (args.students - args.small))
+    result = {"students": args.students, "small": args.small, "jobs": args.jobs, "repeats": args.repeats,
               "floor_cpu_s_per_submission": round(statistics.median(floors), 3),
-              "batch_cpu_s_per_submission": round(statistics.median(batches), 3),
-              "ratio": round(statistics.median(b / f for b, f in zip(batches, floors)), 2)}
+              "batch_cpu_s_per_submission_whole_batch": round(statistics.median(whole), 3),
+              "batch_cpu_s_per_submission_steady_state": round(statistics.median(steady), 3),
+              "ratio_whole_batch": round(statistics.median(b / f for b, f in zip(whole, floors)), 2),
+              "ratio_steady_state": round(statistics.median(b / f for b, f in zip(steady, floors)), 2)}
     print(json.dumps(result, indent=1))
 
 

@@ -10,6 +10,8 @@ picture. Each function returns PNG bytes; data_uri() makes them embeddable in a 
     histogram_png(scores, max_score)            the class's score distribution
     available()                                 False where matplotlib is missing: the reports say so
                                                 in words instead of failing
+    warm_up()                                   import what drawing needs now (about 0.3 s), e.g.
+                                                while a batch waits for its sandbox to start
 """
 import base64
 import io
@@ -28,6 +30,15 @@ def _canvas(width, height):
     figure = Figure(figsize=(width, height), dpi=DPI)
     FigureCanvasAgg(figure)
     return figure
+
+
+def warm_up():
+    """Import matplotlib's figure and Agg canvas now (nothing where it is missing)."""
+    try:
+        from matplotlib.backends import backend_agg  # noqa: F401
+        from matplotlib import figure  # noqa: F401
+    except ImportError:
+        pass
 
 
 def _png(figure):

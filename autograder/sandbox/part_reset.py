@@ -53,8 +53,13 @@ def _watched():
 
 
 def _namespaces():
-    return tuple((getattr(space, "__name__", "?"), tuple((k, id(v)) for k, v in list(vars(space).items())))
-                 for space in _watched())
+    """Per watched namespace: its name, its names and the identity of what each one holds (copied
+    and read at C speed: about 4,500 entries, twice per part)."""
+    found = []
+    for space in _watched():
+        entries = dict(vars(space))
+        found.append((getattr(space, "__name__", "?"), tuple(entries), tuple(map(id, entries.values()))))
+    return tuple(found)
 
 
 def _switches():
