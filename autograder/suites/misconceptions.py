@@ -2,16 +2,47 @@
 
 Every `*_mistakes` helper returns a list of (tensor, explanation): what a typical wrong version of
 the computation gives on the same inputs, and a sentence saying what that version did wrong and how
-to fix it. `judge` compares a student's output with the right answer and, when they differ, with
+to fix it. The helpers are @deferred: the list is computed when first read, so a right answer never
+pays for the wrong ones. `judge` compares a student's output with the right answer and, when they differ, with
 each wrong answer in turn; the first one that matches names the mistake. The explanations describe
 the mistake only: they never print the hidden inputs or the values the grader expected.
 """
+import functools
 import math
 import re
 
 import torch
 
 from autograder.suites import expect
+
+
+class Deferred:
+    """A list of (wrong answer, explanation), computed on first use (iteration, len, indexing)."""
+
+    def __init__(self, make):
+        self._make, self._items = make, None
+
+    def _list(self):
+        if self._items is None:
+            self._items = list(self._make())
+        return self._items
+
+    def __iter__(self):
+        return iter(self._list())
+
+    def __len__(self):
+        return len(self._list())
+
+    def __getitem__(self, index):
+        return self._list()[index]
+
+
+def deferred(helper):
+    """Make a *_mistakes helper return a Deferred: the same list, computed only when judge needs it."""
+    @functools.wraps(helper)
+    def wrapper(*args, **kwargs):
+        return Deferred(lambda: helper(*args, **kwargs))
+    return wrapper
 
 
 def future(num_tokens, diagonal=1):
@@ -42,6 +73,7 @@ def weights(scores, d_k, causal, *, divide_by=None, dim=-1, mask="-inf", diagona
     return w
 
 
+@deferred
 def weight_mistakes(scores, d_k, causal, d_in=None):
     """The usual ways to get from scores to weights wrong, as (weights, explanation)."""
     out = [
@@ -81,6 +113,7 @@ def weight_mistakes(scores, d_k, causal, d_in=None):
     return out
 
 
+@deferred
 def attention_mistakes(q, k, v, causal, d_in=None):
     """weight_mistakes carried through to the context vectors (weights @ values)."""
     scores = q @ k.transpose(-2, -1)
@@ -117,6 +150,7 @@ def project_out(context, state):
     return context @ state["out_proj.weight"].T + state["out_proj.bias"]
 
 
+@deferred
 def multi_head_mistakes(x, state, num_heads):
     """The usual ways to get the efficient multi-head attention wrong, as (output, explanation)."""
     d_out = state["W_query.weight"].shape[0]

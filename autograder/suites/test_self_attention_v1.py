@@ -9,7 +9,7 @@ import torch
 
 from autograder.suites import expect, helpers, reference
 from autograder.suites.helpers import QKV
-from autograder.suites.misconceptions import attention_mistakes, judge
+from autograder.suites.misconceptions import attention_mistakes, deferred, judge
 
 pytestmark = pytest.mark.self_attention_v1
 PART = "self_attention_v1"
@@ -23,6 +23,7 @@ def v1_output(x, state):
     return reference.attention(*projections(x, state), causal=False)
 
 
+@deferred
 def v1_mistakes(x, state):
     return attention_mistakes(*projections(x, state), causal=False, d_in=x.shape[-1])
 
@@ -100,6 +101,7 @@ def spread_and_peak(queries, keys, scaled, *, divisor=None, dim=-1, population=F
     return torch.stack((raw.std(correction=0 if population else 1), peaks.mean()))
 
 
+@deferred
 def spread_and_peak_mistakes(queries, keys, scaled):
     width = keys.shape[-1]
     wrong = [(spread_and_peak(queries, keys, False),

@@ -7,12 +7,13 @@ import pytest
 import torch
 
 from autograder.suites import helpers
-from autograder.suites.misconceptions import judge
+from autograder.suites.misconceptions import deferred, judge
 
 pytestmark = pytest.mark.simple_attention
 PART = "simple_attention"
 
 
+@deferred
 def naive_softmax_mistakes(x):
     return [
         (x / x.sum(dim=0), "it divides the scores by their sum without exp (the 'attn_weights_2_tmp' "
@@ -22,6 +23,7 @@ def naive_softmax_mistakes(x):
     ]
 
 
+@deferred
 def context_mistakes(inputs, query_index):
     scores = inputs @ inputs[query_index]
     out = [((scores / scores.sum()) @ inputs,
@@ -34,6 +36,7 @@ def context_mistakes(inputs, query_index):
     return out
 
 
+@deferred
 def weights_mistakes(scores):
     return [
         (torch.softmax(scores, dim=0), "the softmax runs over dim 0 (down the columns): use dim=-1 so that "
@@ -44,6 +47,7 @@ def weights_mistakes(scores):
     ]
 
 
+@deferred
 def vectors_mistakes(inputs):
     scores = inputs @ inputs.T
     return [
