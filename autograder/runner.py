@@ -1,4 +1,4 @@
-"""Run the hidden suites on one staged submission, part by part, in one child per visibility group.
+"""Run the hidden suites on one staged submission, part by part, in one sandboxed child (visible checks first).
 
 A check is a function `test_<name>(student, ...)` in autograder/suites/test_<part>.py. It reaches
 the student's code only through `student` (student.py: remote calls into the sandboxed child)
@@ -65,11 +65,10 @@ VISIBILITY_ORDER = ("visible", "after_due_date", "hidden")
 def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=None, figures=True):
     """Every check of a staged submission -> {part: PartRun}.
 
-    The checks run in one sandboxed session, one visibility after the other (visible,
-    after_due_date, hidden), each in children of its own: a child never runs a check of another
-    visibility, and the session's leader kills whatever a child left before the next one starts,
-    so no text a student may see was produced by code that had seen a hidden input. The parts of
-    a visibility take turns in one child: after each part the child forgets it
+    The checks run in one sandboxed session, one visibility after the other (visible, then
+    after_due_date, then hidden), part by part, taking turns in one child: a child sees a hidden
+    input only after every check a student may see has run, so no text a student may see was
+    produced by code that had seen a hidden input. After each part the child forgets it
     (sandbox/part_reset.py) and is replaced by a fresh one when anything of the part is left
     over, when the part crashed, hung or ran out of memory (costing that part only), or when the
     session died. A part's time limit is shared by its visibilities: once a part has timed out,
@@ -77,28 +76,27 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
     """
     runs = {name: PartRun(name) for name in rubric.parts if parts is None or name in parts}
     attributes = source_attributes(staged.folder)
-    session = None
+    turns = []  # (run, part, its checks of one visibility), in the order they run
     for visibility in VISIBILITY_ORDER:
-        group = []
         for name, run in runs.items():
             part = rubric.parts[name]
             checks = [(n, fn) for n, fn in suites[name] if n in part.checks and part.checks[n].visibility == visibility]
             if checks:
-                group.append((run, part, checks))
-        child = None
-        for at, (run, part, checks) in enumerate(group):
-            missing = staged.missing(run.part)
-            if missing or run.timed_out:
-                reason = missing or f"not run: {run.problem}"
-                run.problem = run.problem or missing
-                run.results += [CheckResult(run.part, n, False, reason) for n, _ in checks]
-                continue
-            budget = sum(p.timeout - r.seconds for r, p, _ in group[at:] if not r.timed_out)
-            limits = (part.timeout - run.seconds, part.memory_mb, budget)
-            session, child = run_checks(sandbox, session, child, (staged.folder, key, attributes), run, checks,
-                                        limits, fixtures)
-        if child is not None:
-            child.close()  # the leader has killed all it left before it starts the next visibility's child
+                turns.append((run, part, checks))
+    session = child = None
+    for at, (run, part, checks) in enumerate(turns):
+        missing = staged.missing(run.part)
+        if missing or run.timed_out:
+            reason = missing or f"not run: {run.problem}"
+            run.problem = run.problem or missing
+            run.results += [CheckResult(run.part, n, False, reason) for n, _ in checks]
+            continue
+        ahead = {r.part: p.timeout - r.seconds for r, p, _ in turns[at:] if not r.timed_out}
+        limits = (part.timeout - run.seconds, part.memory_mb, sum(ahead.values()))
+        session, child = run_checks(sandbox, session, child, (staged.folder, key, attributes), run, checks,
+                                    limits, fixtures, last=at == len(turns) - 1)
+    if child is not None:
+        child.close()
     if session is not None:
         session.close()
     if figures:
@@ -145,10 +143,11 @@ def draw_figures(sandbox, folder, key, runs, rubric, fixtures):
         session.close()
 
 
-def run_checks(sandbox, session, child, submission, run, checks, limits, fixtures):
+def run_checks(sandbox, session, child, submission, run, checks, limits, fixtures, last=False):
     """Some checks of one part, in `child` (reset after the part before) or a fresh child of the
     session (a new session when it has died); a crash fails the rest of these checks.
-    submission: (staged folder, key, attributes). -> (session, the child when it can take the next part)."""
+    submission: (staged folder, key, attributes); last: no part follows in this child (it is ended,
+    not reset). -> (session, the child when it can take the next part)."""
     folder, key, attributes = submission
     timeout, memory_mb, budget = limits
     clock = time.monotonic()
@@ -171,7 +170,7 @@ def run_checks(sandbox, session, child, submission, run, checks, limits, fixture
             continue
         run.results.append(run_check(run.part, name, fn, student, fixtures))
     run.seconds += time.monotonic() - clock
-    end = child.finish()
+    end = {**child.close(), "reusable": False} if last else child.finish()
     run.output += end["output"]
     if child.died and child.died != "closed" and not run.problem:
         run.problem = f"the {run.part} process {child.died}"

@@ -1,16 +1,16 @@
-"""The parts of one visibility group take turns in one child (runner.run_submission), and a child
+"""The parts of a submission take turns in one child (runner.run_submission), and a child
 that keeps anything of a part is replaced before the next (sandbox/part_reset.py).
 
 Each leftover below would break every later part of its group if the child were reused as it is:
 the test proves the child is replaced (more children than groups) and that every other part keeps
-full marks. Without leftovers a submission costs one child per visibility group.
+full marks. Without leftovers a submission costs one child.
 """
 import shutil
 from pathlib import Path
 
 import pytest
 
-from autograder import grading
+from autograder import grading, runner
 from autograder.sandbox import client
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -58,10 +58,6 @@ def children(monkeypatch):
     return opened
 
 
-def groups(rubric):
-    return {check.visibility for part in rubric.parts.values() for check in part.checks.values()}
-
-
 def submission(tmp_path, leftover=""):
     folder = tmp_path / "student"
     shutil.copytree(ROOT / "solutions" / "ch03", folder, ignore=shutil.ignore_patterns("__pycache__"))
@@ -71,11 +67,11 @@ def submission(tmp_path, leftover=""):
     return folder
 
 
-def test_one_child_per_visibility_group(engine, tmp_path, children):
+def test_one_child_per_submission(engine, tmp_path, children):
     rubric, suites, sandbox = engine
     grade = grading.grade_submission(submission(tmp_path), rubric, suites, sandbox, seed=1)
     assert grade.score == grade.max_score, [(c.part, c.name, c.message) for c in grade.checks if not c.passed]
-    assert len(children) == len(groups(rubric)), children
+    assert len(children) == 1, children
 
 
 @pytest.mark.parametrize("leftover", sorted(LEFTOVERS))
@@ -84,7 +80,7 @@ def test_a_child_that_keeps_a_part_is_replaced(engine, tmp_path, children, lefto
     grade = grading.grade_submission(submission(tmp_path, LEFTOVERS[leftover]), rubric, suites, sandbox, seed=1)
     lost = [(c.part, c.name, c.message) for c in grade.checks if not c.passed and c.part != "simple_attention"]
     assert lost == [], f"{leftover}: a later part lost points to simple_attention.py's leftover"
-    assert len(children) > len(groups(rubric)), f"{leftover}: the child was reused after simple_attention"
+    assert len(children) > 1, f"{leftover}: the child was reused after simple_attention"
 
 
 @pytest.mark.parametrize("leftover", sorted(FORGOTTEN))
@@ -93,4 +89,27 @@ def test_a_reset_child_forgets_the_submission_modules(engine, tmp_path, children
     grade = grading.grade_submission(submission(tmp_path, FORGOTTEN[leftover]), rubric, suites, sandbox, seed=1)
     lost = [(c.part, c.name, c.message) for c in grade.checks if not c.passed and c.part != "simple_attention"]
     assert lost == [], f"{leftover}: a later part lost points to simple_attention.py's leftover"
-    assert len(children) == len(groups(rubric)), f"{leftover}: the reset should have been enough"
+    assert len(children) == 1, f"{leftover}: the reset should have been enough"
+
+
+def test_no_check_a_student_sees_runs_after_a_hidden_input(engine, tmp_path, monkeypatch):
+    """Class 4 of issue 10 with one child per submission: the turns a child takes are ordered
+    visible, after_due_date, hidden across all parts, so no check a student may see runs in a
+    child that has been given a hidden check's input."""
+    rubric, suites, sandbox = engine
+    served, run_checks = [], runner.run_checks
+
+    def recording(sandbox, session, child, submission, run, checks, limits, fixtures, **kwargs):
+        visibility = {rubric.parts[run.part].checks[name].visibility for name, _ in checks}
+        assert len(visibility) == 1, (run.part, visibility)
+        session, kept = run_checks(sandbox, session, child, submission, run, checks, limits, fixtures, **kwargs)
+        served.append((child, visibility.pop(), run.part))  # child: the one it ran in when reused, None when new
+        return session, kept
+
+    monkeypatch.setattr(runner, "run_checks", recording)
+    grade = grading.grade_submission(submission(tmp_path), rubric, suites, sandbox, seed=1)
+    assert grade.score == grade.max_score
+    order = [runner.VISIBILITY_ORDER.index(visibility) for _, visibility, _ in served]
+    assert order == sorted(order), served
+    assert {visibility for _, visibility, _ in served} >= {"visible", "hidden"}
+    assert sum(child is None for child, _, _ in served) == 1, "the solutions should need one child"

@@ -1,7 +1,7 @@
 """The grader's end: start the fork server in its room, open sessions, run parts, talk to them.
 
     sandbox = Sandbox()                       # one fork server (torch imported once), in the room
-    session = sandbox.session(folder, key)    # one leader: one submission, one visibility group
+    session = sandbox.session(folder, key)    # one leader: one submission
     part = session.part(timeout, memory_mb)   # one child, begun on one part's checks
     reply, payload = part.call(header, buffers)
     end = part.finish()                       # {'output', 'output_bytes', 'reusable'}
@@ -206,7 +206,7 @@ class Sandbox:
     # ------------------------------------------------------------ sessions
 
     def session(self, submission, key=None):
-        """A leader for one submission (a staged folder) and one visibility group."""
+        """A leader for one submission (a staged folder)."""
         if not self.alive():  # the fork server died (the OOM killer?): this door starts one of its own
             self.close()
             self._start()
@@ -259,7 +259,7 @@ class Sandbox:
 
 
 class Session:
-    """One leader (one submission, one visibility group): part() until close()."""
+    """One leader (one submission): part() until close()."""
 
     def __init__(self, sandbox, sock, uid):
         self.sandbox, self.sock, self.uid = sandbox, sock, uid
@@ -285,7 +285,7 @@ class Session:
 
     def part(self, timeout, memory_mb, budget=None):
         """A fresh child, begun on one part's checks with that part's time and memory. It may take
-        more parts of the same visibility group (Part.next_part); budget: the seconds all of them
+        more parts of the same submission (Part.next_part); budget: the seconds all of them
         may take together (the child's CPU-time limit), default the first part's."""
         if self.died:
             return Part(self, None, timeout, self.died)
@@ -334,7 +334,7 @@ class Session:
 
 class Part:
     """One child: call() until close(); each call counts against the current part's time. After a
-    part, next_part() resets the child for the next part of its visibility group (part_reset.py)
+    part, next_part() resets the child for the submission's next part (part_reset.py)
     or says it cannot be reused."""
 
     RESET_SECONDS = 5  # for the child to forget a part: not the part's time (its checks are done)

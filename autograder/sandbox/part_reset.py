@@ -1,6 +1,6 @@
 """Between two parts in one child: forget the first part, and say whether the child is still as new.
 
-A visibility group's parts share one child (runner.run_submission). After each part the grader
+A submission's parts share one child (runner.run_submission: visible checks first, hidden last). After each part the grader
 asks the child to reset: the student's modules leave sys.modules, the grader's handles are
 dropped, cyclic garbage is collected. Then the child compares itself with the snapshot taken
 before any student code ran (`snapshot()`): the functions of torch, NumPy and the standard
@@ -10,9 +10,9 @@ retired: the next part gets a fresh one, as if each part had its own.
 
 This protects honest code from its own side effects (a learner's `torch.set_default_dtype` at
 import, a patched function, a left-over thread); it is not a wall. A hostile submission can
-hide a change from this check, but only to its own later parts of the same visibility group,
-which run its own code anyway; visible and hidden checks never share a child, and the leader
-still kills everything a child leaves behind when it ends.
+hide a change from this check, but only from its own later parts, which run its own code
+anyway; a hidden input reaches the child only after every check a student may see has run, and
+the leader still kills everything a child leaves behind when it ends.
 """
 import builtins
 import functools

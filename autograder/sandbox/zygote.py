@@ -10,9 +10,9 @@ and a memfd holding the staged submission, and forks:
 
 The fork server never reads a submission, an output or a reply: it only hands descriptors on,
 so nothing of one student is in the memory that the next student's processes are forked from.
-A leader never runs student code itself; its part child does (one child takes the parts of its
-visibility group in turn, sandbox/part_reset.py), and when it ends the leader kills whatever it
-left behind before it answers.
+A leader never runs student code itself; its part child does (one child takes the submission's
+parts in turn, visible checks first, sandbox/part_reset.py), and when it ends the leader kills
+whatever it left behind before it answers.
 """
 import gc
 import os
@@ -39,6 +39,7 @@ def main(control_fd, grader_pid):
     torch.set_num_threads(1)
     warm_up()
     gc.freeze()  # what is here now is never collected by a child: a collection there copies no page of it
+    _give_back_free_memory()
     config, _ = protocol.receive_message(control)
     CONFIG.update(config)
     ready = {"ready": True, "torch": torch.__version__, "python": sys.version.split()[0]}
@@ -71,6 +72,17 @@ def serve(door, first, doors, ready):
             os.close(fd)
         return op != "quit"
     return True
+
+
+def _give_back_free_memory():
+    """Return the allocator's free pages to the system (glibc's malloc_trim): every fork copies the
+    page tables of what this process maps, so the less it holds, the cheaper each child."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
 
 
 def _reap():
