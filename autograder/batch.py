@@ -14,6 +14,7 @@ student found in DIR, with a `problem` column) is written whatever happens; then
 A rerun grades only what changed (the fingerprint: `digest`).
 """
 import csv
+import gc
 import hashlib
 import json
 import multiprocessing
@@ -174,6 +175,9 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
         rubric, _ = grading.load_rubric(rubric_path)
         if todo:
             plots.warm_up()  # for the class report, while the sandbox's fork server is still starting
+        # the workers are forked from here: a garbage collection there would walk (and so copy) every
+        # object this process holds, torch's included, unless they are set apart first
+        gc.freeze()
         graded = _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress)
     finally:
         _stop_fork_servers()
