@@ -178,7 +178,10 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
         # the workers are forked from here: a garbage collection there would walk (and so copy) every
         # object this process holds, torch's included, unless they are set apart first
         gc.freeze()
-        graded = _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress)
+        try:
+            graded = _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress)
+        finally:
+            gc.unfreeze()  # a caller that goes on (the ci command, tests) collects as before
     finally:
         _stop_fork_servers()
         write_csv(book, out / "grades.csv", None if found is None else [student for student, _ in found])

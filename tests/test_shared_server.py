@@ -67,7 +67,8 @@ def test_a_batch_starts_one_fork_server_for_all_its_workers(tmp_path, monkeypatc
     assert started.read_text().split() == [str(os.getpid())], "a worker started a fork server of its own"
     with open(out / "grades.csv", newline="") as f:
         rows = list(csv.DictReader(f))
-    assert [(r["student"], r["score"], r["max_score"]) for r in rows] == [(n, "100", "100") for n in ("ann", "ben", "cat")]
+    students = ("ann", "ben", "cat")
+    assert [(r["student"], r["score"], r["max_score"]) for r in rows] == [(n, "100", "100") for n in students]
     uids = set()
     for name in ("ann", "ben", "cat"):
         protections = json.loads((out / "results" / f"{name}.json").read_text())["extra_data"]["protections"]
@@ -91,7 +92,8 @@ def test_doors_share_the_server_not_uids_or_groups(tmp_path):
                 pytest.skip("no control groups here (not root, or none handed down): uids checked only")
             assert os.path.basename(owner.session_group.folders[0]) in mine_groups
             assert os.path.basename(door.session_group.folders[0]) in their_groups
-            caps = [Path(f, name) for f in door.session_group.folders for name in ("memory.max", "memory.limit_in_bytes")]
+            caps = [Path(f, name) for f in door.session_group.folders
+                    for name in ("memory.max", "memory.limit_in_bytes")]
             assert [int(p.read_text()) for p in caps if p.exists()] == [300 << 20]
         finally:
             door.close()

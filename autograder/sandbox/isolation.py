@@ -1,5 +1,6 @@
 """The walls each session leader builds around itself inside the room (room.py), before any
-student code runs. One leader per submission; it forks the child its parts take turns in (a fresh one when needed).
+student code runs. One leader per submission; it forks the child its parts take turns in (a
+fresh one when needed).
 
     intermediate: unshare(PID [+ USER when the grader is not root]) -> fork -> leader (PID 1)
     leader:       new mount and UTS namespaces and its own /proc; the submission written to

@@ -1,11 +1,11 @@
 """Between two parts in one child: forget the first part, and say whether the child is still as new.
 
-A submission's parts share one child (runner.run_submission: visible checks first, hidden last). After each part the grader
-asks the child to reset: the student's modules leave sys.modules, the grader's handles are
-dropped, cyclic garbage is collected. Then the child compares itself with the snapshot taken
-before any student code ran (`snapshot()`): the functions of torch, NumPy and the standard
-library, the interpreter's and torch's global switches, the environment, the threads, the open
-files, the processes in the namespace, /tmp and /dev/shm. Any difference and the child is
+A submission's parts share one child (runner.run_submission: visible checks first, hidden last).
+After each part the grader asks the child to reset: the student's modules leave sys.modules, the
+grader's handles are dropped, cyclic garbage is collected. Then the child compares itself with the
+snapshot taken before any student code ran (`snapshot()`): the functions of torch, NumPy and the
+standard library, the interpreter's and torch's global switches, the environment, the threads, the
+open files, the processes in the namespace, /tmp and /dev/shm. Any difference and the child is
 retired: the next part gets a fresh one, as if each part had its own.
 
 This protects honest code from its own side effects (a learner's `torch.set_default_dtype` at

@@ -322,8 +322,8 @@ def judge_seeded(got, want, what, module, drawn, seed, mistakes, book=False, rev
                  order_hint="W_query, W_key, W_value", case=""):
     """A seeded output: right, or wrong because of the draws (order, initialization), or of the math.
 
-    mistakes(state) -> the misconceptions computed with the module's own weights (called only when
-    the weights are the drawn ones but the output is still wrong).
+    mistakes: the misconceptions on the drawn weights (a @deferred *_mistakes list: computed only
+    when the weights are the drawn ones but the output is still wrong).
     """
     from autograder.suites.misconceptions import judge, matches
     from autograder.suites import expect
@@ -339,4 +339,4 @@ def judge_seeded(got, want, what, module, drawn, seed, mistakes, book=False, rev
     problem = seeding_problem(own, drawn, seed, book, order_hint)
     if problem:
         fail(f"{what} differs from the expected output: {problem}", case)
-    return judge(got, want, what, mistakes(), reveal=reveal, case=case)
+    return judge(got, want, what, mistakes, reveal=reveal, case=case)

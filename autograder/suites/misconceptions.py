@@ -2,9 +2,9 @@
 
 Every `*_mistakes` helper returns a list of (tensor, explanation): what a typical wrong version of
 the computation gives on the same inputs, and a sentence saying what that version did wrong and how
-to fix it. The helpers are @deferred: the list is computed when first read, so a right answer never
-pays for the wrong ones. `judge` compares a student's output with the right answer and, when they differ, with
-each wrong answer in turn; the first one that matches names the mistake. The explanations describe
+to fix it. The helpers are @deferred: the list is computed when first read, so a right answer
+never pays for the wrong ones. `judge` compares a student's output with the right answer and, when
+they differ, with each wrong answer in turn; the first one that matches names the mistake. The explanations describe
 the mistake only: they never print the hidden inputs or the values the grader expected.
 """
 import functools

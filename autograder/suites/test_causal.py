@@ -130,7 +130,7 @@ def test_causal_attention_book_example(student, book):
     drawn = helpers.drawn_linears(123, helpers.qkv_layers(3, 2, False))
     helpers.judge_seeded(attn(book.batch), book["causal_attention_seed123"],
                          "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch)", attn, drawn, 123,
-                         lambda: causal_mistakes(book.batch, drawn), book=True, reveal=True)
+                         causal_mistakes(book.batch, drawn), book=True, reveal=True)
 
 
 def judge_seeded_causal(student, rng, d_in, d_out, ctx, T, b, bias):
@@ -141,7 +141,7 @@ def judge_seeded_causal(student, rng, d_in, d_out, ctx, T, b, bias):
     attn = make(student, d_in, d_out, ctx, 0.0, bias, _seed=seed)
     drawn = helpers.drawn_linears(seed, helpers.qkv_layers(d_in, d_out, bias))
     helpers.judge_seeded(run(attn, x, what), causal_output(x, drawn), what, attn, drawn, seed,
-                         lambda: causal_mistakes(x, drawn), case=case)
+                         causal_mistakes(x, drawn), case=case)
 
 
 def judge_known_causal(student, rng, d_in, d_out, T, ctx, bias, b):

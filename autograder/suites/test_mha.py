@@ -11,7 +11,8 @@ import torch
 
 from autograder.suites import efficiency, expect, helpers, reference
 from autograder.suites.helpers import QKV
-from autograder.suites.misconceptions import deferred, error_diagnosis, judge, matches, multi_head_mistakes, raised_in, weights
+from autograder.suites.misconceptions import (deferred, error_diagnosis, judge, matches, multi_head_mistakes,
+                                              raised_in, weights)
 from autograder.student import RemoteObject, StudentError
 
 pytestmark = pytest.mark.mha
@@ -280,7 +281,7 @@ def test_mha_book_example(student, book):
     drawn = helpers.drawn_linears(123, mha_layers(3, 2, False))
     helpers.judge_seeded(mha(book.batch), book["mha_seed123"],
                          "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)", mha, drawn, 123,
-                         lambda: multi_head_mistakes(book.batch, drawn, 2), book=True, reveal=True, order_hint=MHA_ORDER)
+                         multi_head_mistakes(book.batch, drawn, 2), book=True, reveal=True, order_hint=MHA_ORDER)
 
 
 def judge_seeded_mha(student, rng, d_in, d_out, ctx, h, T, b, bias):
@@ -291,7 +292,7 @@ def judge_seeded_mha(student, rng, d_in, d_out, ctx, h, T, b, bias):
     mha = make(student, d_in, d_out, ctx, 0.0, h, bias, _seed=seed)
     drawn = helpers.drawn_linears(seed, mha_layers(d_in, d_out, bias))
     helpers.judge_seeded(run(mha, x, what), reference.multi_head(x, drawn, h), what, mha, drawn, seed,
-                         lambda: multi_head_mistakes(x, drawn, h), order_hint=MHA_ORDER, case=case)
+                         multi_head_mistakes(x, drawn, h), order_hint=MHA_ORDER, case=case)
 
 
 def judge_known_mha(student, rng, d_in, d_out, ctx, h, T, b, bias, what="MultiHeadAttention with known weights",

@@ -49,7 +49,7 @@ def test_v1_book_example(student, book):
     sa = student.module(PART).SelfAttention_v1(3, 2, _seed=123)
     drawn = {name: book[f"{name}_seed123"] for name in QKV}
     helpers.judge_seeded(sa(book.inputs), book["sa_v1_seed123"], "torch.manual_seed(123); SelfAttention_v1(3, 2)(inputs)",
-                         sa, drawn, 123, lambda: v1_mistakes(book.inputs, drawn), book=True, reveal=True)
+                         sa, drawn, 123, v1_mistakes(book.inputs, drawn), book=True, reveal=True)
 
 
 def test_v1_unseen_seeds_and_sizes(student, rng):
@@ -59,7 +59,7 @@ def test_v1_unseen_seeds_and_sizes(student, rng):
         sa = student.module(PART).SelfAttention_v1(d_in, d_out, _seed=seed)
         drawn = helpers.drawn_matrices(seed, d_in, d_out)
         helpers.judge_seeded(sa(x), v1_output(x, drawn), "SelfAttention_v1 made after another seed, with other sizes",
-                             sa, drawn, seed, lambda: v1_mistakes(x, drawn),
+                             sa, drawn, seed, v1_mistakes(x, drawn),
                              case=f"seed {seed}, SelfAttention_v1({d_in}, {d_out}) on {T} tokens")
 
 
