@@ -887,7 +887,8 @@ def test_walking_the_host_finds_no_working_copy(engine, tmp_path):
             shutil.copytree(SOLUTIONS, clone / "source" / "solutions")
             planted.append(clone)
     try:
-        grade = grade_case(engine, tmp_path, "walk_host_for_solutions", "simple_attention")
+        # the walk must finish to show it finds nothing: a slow disk can take more than 3 s
+        grade = grade_case(engine, tmp_path, "walk_host_for_solutions", "simple_attention", limits={"timeout": 60})
     finally:
         for clone in planted:
             shutil.rmtree(clone, ignore_errors=True)

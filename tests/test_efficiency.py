@@ -5,6 +5,7 @@ edit, in the parts causal and mha only, and state the score, the failed checks a
 they expect. The judgments of autograder/suites/efficiency.py are also tested on counts taken in
 this process with the child's own counting function.
 """
+import subprocess
 import sys
 
 import pytest
@@ -162,6 +163,44 @@ def test_mixed_devices_are_recorded_on_meta(solutions):
     cpu_mask = torch.ones(6, 6, dtype=torch.bool).triu(1)
     answer = child.count_ops(lambda t: t.masked_fill_(cpu_mask, 0.0), [torch.rand(6, 6)], {}, "meta")
     assert answer["mixed_devices"] == ["masked_fill_"] and answer["device"] == "meta" and answer["output"] is None
+
+
+STAND_IN_CASES = {
+    # forward on meta inputs -> (mixed devices, output device): each as a GPU would see it
+    "a mask made with device=x.device": (lambda t: t.masked_fill(torch.ones(6, 6, device=t.device).triu(1).bool(), 0),
+                                         [], "meta"),
+    "an additive mask made on the CPU": (lambda t: t + torch.full((6, 6), -1.0).triu(1), ["add"], "meta"),
+    "views and in-place ops": (lambda t: t.view(3, 12).transpose(0, 1).mul_(2).unsqueeze(0), [], "meta"),
+    "moved to the CPU in forward": (lambda t: t.softmax(-1).cpu(), [], "cpu"),
+    "a value read in forward": (lambda t: t * 2 if t.sum().item() == 0 else t, [], "meta"),
+    "an expanded view computed on": (lambda t: t[:1].expand(4, 6, 6).exp(), [], "meta"),
+    "a CPU tensor filled in place": (lambda t: torch.zeros(6, 6).add_(t), ["add_"], "cpu"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STAND_IN_CASES))
+def test_the_meta_stand_in_sees_what_a_gpu_would(case):
+    function, mixed, device = STAND_IN_CASES[case]
+    answer = child.count_ops(function, [torch.rand(6, 6)], {}, "meta")
+    assert (answer["mixed_devices"], answer["device"]) == (mixed, device)
+
+
+def test_the_meta_stand_in_runs_no_python_meta_kernel(tmp_path):
+    # torch's Python meta kernels import torch._dynamo and sympy (over a second, once per process)
+    script = tmp_path / "probe.py"
+    script.write_text(
+        "import sys, torch\n"
+        "from autograder.sandbox import counting, zygote\n"
+        f"sys.path.insert(0, {str(selftest.SOLUTIONS)!r})\n"
+        "import mha\n"
+        "zygote.warm_up()\n"
+        "module = mha.MultiHeadAttention(4, 6, 8, 0.0, 2).to('meta')\n"
+        "answer = counting.count_ops(module, [torch.rand(2, 5, 4)], {}, 'meta')\n"
+        "print(answer['shape'], answer['device'], answer['mixed_devices'], "
+        "[m for m in ('torch._dynamo', 'sympy') if m in sys.modules])\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True,
+                         cwd=str(selftest.PROJECT_ROOT)).stdout
+    assert out.split("\n")[0] == "[2, 5, 6] meta [] []"
 
 
 @pytest.mark.parametrize("bad", [None, {"counts": [1, 2]}, {"counts": {"mm": -1}}, {"counts": {"mm": "3"}},

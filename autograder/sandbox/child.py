@@ -17,6 +17,7 @@ import torch
 
 from autograder import protocol
 from autograder.sandbox import part_reset
+from autograder.sandbox.counting import count_ops
 
 WORKSPACE = None  # the folder holding the student's modules, set by serve()
 DEVICE = "cpu"    # where the student's modules and the inputs given to them live (`grade --device`)
@@ -173,40 +174,6 @@ def assign(handles, target, value):
     else:
         setattr(owner, last, value)
     return None
-
-
-def count_ops(module, args, kwargs, device=None):
-    """module(*args, **kwargs) under a dispatch mode that counts each tensor operation it issues ->
-    {"counts": {aten op name: calls}, "mixed_devices": [ops given non-scalar tensors on several
-    devices], "output": the output (None on the meta device: no data to send), "device", "dtype",
-    "shape": the output tensor's}. device: move the tensor arguments there first (e.g. "meta")."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
-
-    counts, mixed = {}, set()
-    moves = {"_to_copy", "copy_", "index", "index_put", "index_put_", "_index_put_impl_"}  # allowed across devices
-
-    class Counter(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            name = func.overloadpacket.__name__
-            counts[name] = counts.get(name, 0) + 1
-            if device and name not in moves:
-                tensors = [t for t in tree_flatten((args, kwargs))[0] if isinstance(t, torch.Tensor) and t.dim()]
-                if len({t.device.type for t in tensors}) > 1:
-                    mixed.add(name)
-            return func(*args, **(kwargs or {}))
-
-    if device:
-        args = [a.to(device) if isinstance(a, torch.Tensor) else a for a in args]
-    with Counter():
-        output = module(*args, **kwargs)
-    answer = {"counts": dict(counts), "mixed_devices": sorted(mixed), "output": output}
-    if isinstance(output, torch.Tensor):
-        answer.update(device=output.device.type, dtype=str(output.dtype).replace("torch.", ""),
-                      shape=list(output.shape))
-        if output.device.type == "meta":  # no data to send (a GPU's output is sent, copied to the CPU)
-            answer["output"] = None
-    return answer
 
 
 def describe(module):

@@ -27,7 +27,7 @@ import numpy as np  # noqa: F401  (imported once here, inherited by every child)
 import torch
 
 from autograder import protocol
-from autograder.sandbox import child, isolation
+from autograder.sandbox import child, counting, isolation
 
 CONFIG = {}  # from the grader's first message: seccomp program, namespaces or not
 
@@ -234,15 +234,7 @@ def warm_up():
 
 
 def _warm_up_counting(layer, x):
-    """The first forward under a TorchDispatchMode (child.count_ops) costs ~1 s of lazy imports and
-    set-up inside torch; paid here once, not by every part's child. The meta device too."""
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Passthrough(TorchDispatchMode):
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            return func(*args, **(kwargs or {}))
-
-    with Passthrough():
-        torch.softmax(layer(x) @ x.transpose(1, 2), dim=-1).sum()
-    copy = torch.nn.Linear(4, 4).to("meta")
-    copy(x.to("meta"))
+    """The first forward under a dispatch mode (counting.count_ops) pays for lazy set-up inside
+    torch: paid here once, not by every child. On the CPU and on the meta stand-in."""
+    counting.count_ops(layer, [x], {})
+    counting.count_ops(torch.nn.Linear(4, 4).to("meta"), [x], {}, device="meta")

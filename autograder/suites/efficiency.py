@@ -11,9 +11,10 @@ the grader's own:
   spelling keeps full marks.
 - devices: the module is moved to the `meta` device (shapes and dtypes, no data) and run on meta
   inputs. A tensor made in forward on the default device (torch.ones(T, T) without device=), or a
-  mask kept as a plain attribute (it does not follow .to()), meets a meta tensor and fails, as it
-  would on a GPU. Errors that have nothing to do with devices (reading values with .item() or
-  .tolist(), which a meta tensor cannot do but a GPU can) are not charged.
+  mask kept as a plain attribute (it does not follow .to()), meets a meta tensor: the dispatch mode
+  notes an operation given tensors on two devices, which a GPU would refuse. The child computes
+  each meta operation on zero-filled CPU tensors (sandbox/counting.py), so reading a value with
+  .item() reads a zero; errors that have nothing to do with devices are not charged.
 
 The counts and the meta run come from the student's own process, which could report anything:
 every check that uses them first requires the right output from the same module on the same
