@@ -173,8 +173,6 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
         from autograder import grading
 
         rubric, _ = grading.load_rubric(rubric_path)
-        if todo:
-            plots.warm_up()  # for the class report, while the sandbox's fork server is still starting
         # the workers are forked from here: a garbage collection there would walk (and so copy) every
         # object this process holds, torch's included, unless they are set apart first
         gc.freeze()
@@ -224,6 +222,8 @@ def _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress):
                         finish(*pool.submit(_grade_one, student, str(path)).result())
                 else:
                     futures = [pool.submit(_grade_one, s, str(p)) for s, (p, _) in pending.items()]
+                    plots.warm_up()  # the workers are forked: matplotlib loads here while they grade
+                    plots.warm_up()  # the workers are forked: matplotlib loads here while they grade
                     for future in as_completed(futures):
                         finish(*future.result())
         except BrokenProcessPool as e:
