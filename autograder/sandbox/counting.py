@@ -50,7 +50,9 @@ class Counter(TorchDispatchMode):
 
     @classmethod
     def _should_skip_dynamo(cls):
-        return False  # nothing here is compiled: no torch._dynamo import to wrap this mode (torch >= 2.5)
+        # recent torch wraps a mode's __torch_dispatch__ in torch._dynamo.disable (importing
+        # torch._dynamo, about a second) unless this says False; nothing here is ever compiled
+        return False
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
