@@ -223,7 +223,6 @@ def _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress):
                 else:
                     futures = [pool.submit(_grade_one, s, str(p)) for s, (p, _) in pending.items()]
                     plots.warm_up()  # the workers are forked: matplotlib loads here while they grade
-                    plots.warm_up()  # the workers are forked: matplotlib loads here while they grade
                     for future in as_completed(futures):
                         finish(*future.result())
         except BrokenProcessPool as e:
