@@ -10,12 +10,15 @@ import math
 import os
 import select
 import struct
+import sys
 import time
 
 import numpy as np
 
 HEAD = struct.Struct(">IQ")
 DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
+DTYPE_NAMES = {np.dtype(name): name for name in DTYPES}  # a dtype's .name is slow to compute
+NUMPY_DTYPES = {name: np.dtype(name) for name in DTYPES}
 MAX_HEADER = 4 << 20
 MAX_PAYLOAD = 256 << 20
 MAX_STRING = 4000
@@ -29,17 +32,6 @@ class Deadline(Exception):
     """The peer did not answer in time."""
 
 
-def _is_torch_tensor(value):
-    torch = _torch()
-    return torch is not None and isinstance(value, torch.Tensor)
-
-
-def _torch():
-    import sys
-
-    return sys.modules.get("torch")
-
-
 def encode(obj, fallback=None):
     """obj -> (json-able structure, list of byte buffers).
 
@@ -47,102 +39,104 @@ def encode(obj, fallback=None):
     handles); without a fallback they raise TypeError.
     """
     buffers = []
+    torch = sys.modules.get("torch")  # never imported for this: a process without torch sends none
+    tensor = torch.Tensor if torch is not None else ()
 
     def walk(value, depth=0):
         if depth > 20:
             raise TypeError("structure nested too deeply")
-        if value is None or isinstance(value, (bool, str)):
-            return value[:MAX_STRING] if isinstance(value, str) else value
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if isinstance(value, float) and not math.isfinite(value):
-                return {"__float__": repr(value)}
+        kind = type(value)  # the exact built-in types first: most of what travels
+        if kind is str:
+            return value[:MAX_STRING]
+        if value is None or kind is bool or kind is int:
             return value
-        if isinstance(value, (np.integer, np.floating, np.bool_)):
-            return walk(value.item(), depth)
-        if _is_torch_tensor(value):
-            torch = _torch()
-            with torch._C.DisableTorchFunctionSubclass():
-                t = value.detach().cpu().contiguous()
-            if t.dtype == torch.bfloat16:
-                t = t.float()
-            array = t.numpy() if t.dim() else t.reshape(1).numpy().reshape(())
-            kind = "torch"
+        if kind is float:
+            return value if math.isfinite(value) else {"__float__": repr(value)}
+        if kind is list or kind is tuple:
+            return {"__seq__": kind.__name__, "items": [walk(v, depth + 1) for v in value]}
+        if kind is dict:
+            return {"__map__": [[walk(k, depth + 1), walk(v, depth + 1)] for k, v in value.items()]}
+        if isinstance(value, tensor):
+            array, kind = _tensor_array(torch, value), "torch"
         elif isinstance(value, np.ndarray):
             array, kind = np.ascontiguousarray(value), "numpy"
-        elif isinstance(value, (list, tuple)):
-            return {"__seq__": type(value).__name__, "items": [walk(v, depth + 1) for v in value]}
-        elif isinstance(value, dict):
-            return {"__map__": [[walk(k, depth + 1), walk(v, depth + 1)] for k, v in value.items()]}
-        elif fallback is not None:
-            return fallback(value)
+            if array.dtype not in DTYPE_NAMES and array.dtype.byteorder == ">":  # sent in this machine's order
+                array = array.astype(array.dtype.newbyteorder("="))
         else:
-            raise TypeError(f"cannot send a {type(value).__name__}")
-        if array.dtype.name not in DTYPES:
+            return _other(value, depth, walk, fallback)
+        dtype = DTYPE_NAMES.get(array.dtype)
+        if dtype is None:
             raise TypeError(f"arrays of dtype {array.dtype} are not accepted")
         buffers.append(array.tobytes())
-        return {"__array__": len(buffers) - 1, "kind": kind, "dtype": array.dtype.name, "shape": list(array.shape)}
+        return {"__array__": len(buffers) - 1, "kind": kind, "dtype": dtype, "shape": list(array.shape)}
 
     return walk(obj), buffers
 
 
+def _tensor_array(torch, value):
+    """A tensor (of any subclass, on any device) as a NumPy array of its values."""
+    with torch._C.DisableTorchFunctionSubclass():
+        t = value.detach().cpu().contiguous()
+    if t.dtype == torch.bfloat16:
+        t = t.float()
+    return t.numpy() if t.dim() else t.reshape(1).numpy().reshape(())
+
+
+def _other(value, depth, walk, fallback):
+    """What is not an exact built-in type, an array or a tensor: subclasses of the built-in types
+    (sent as those types), NumPy scalars, and objects that are not data (fallback, else TypeError)."""
+    if isinstance(value, (bool, str)):
+        return bool(value) if isinstance(value, bool) else str.__str__(value)[:MAX_STRING]
+    if isinstance(value, (int, float)):
+        return walk(float.__float__(value) if isinstance(value, float) else int.__int__(value), depth)
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return walk(value.item(), depth)
+    if isinstance(value, (list, tuple)):
+        return {"__seq__": type(value).__name__, "items": [walk(v, depth + 1) for v in value]}
+    if isinstance(value, dict):
+        return {"__map__": [[walk(k, depth + 1), walk(v, depth + 1)] for k, v in value.items()]}
+    if fallback is not None:
+        return fallback(value)
+    raise TypeError(f"cannot send a {type(value).__name__}")
+
+
+ARRAY_KEYS = frozenset({"__array__", "kind", "dtype", "shape"})
+
+
 def decode(structure, payload, handle_factory=None):
     """Inverse of encode, validating every array against its declared dtype and shape."""
-    offsets = []
-
-    def array(spec):
-        if set(spec) != {"__array__", "kind", "dtype", "shape"} or spec["dtype"] not in DTYPES:
-            raise ProtocolError(f"bad array entry {str(spec)[:200]}")
-        shape = spec["shape"]
-        if not isinstance(shape, list) or not all(isinstance(d, int) and 0 <= d < 2**31 for d in shape):
-            raise ProtocolError("bad array shape")
-        offsets.append(spec)
-        return spec
+    specs = []
 
     def walk(value):
-        if isinstance(value, dict):
+        if type(value) is dict:
             if "__array__" in value:
-                return ("array", array(value))
+                if value.keys() != ARRAY_KEYS or value["dtype"] not in DTYPES:
+                    raise ProtocolError(f"bad array entry {str(value)[:200]}")
+                shape = value["shape"]
+                if type(shape) is not list or not all(type(d) is int and 0 <= d < 2**31 for d in shape):
+                    raise ProtocolError("bad array shape")
+                specs.append(value)
+                return ("array", value)
             if "__float__" in value:
-                text = value["__float__"]
-                if text not in ("nan", "inf", "-inf"):
+                if value["__float__"] not in ("nan", "inf", "-inf"):
                     raise ProtocolError("bad float")
-                return float(text)
+                return float(value["__float__"])
             if "__seq__" in value:
-                items = [walk(v) for v in value["items"]]
-                return ("seq", value["__seq__"], items)
+                return ("seq", value["__seq__"], [walk(v) for v in value["items"]])
             if "__map__" in value:
                 return ("map", [(walk(k), walk(v)) for k, v in value["__map__"]])
             if "__handle__" in value and handle_factory is not None:
                 return ("handle", value)
             raise ProtocolError(f"unexpected object {str(value)[:200]}")
-        if isinstance(value, list):
+        if type(value) is list:
             raise ProtocolError("bare lists are not part of the protocol")
         return value
 
     tree = walk(structure)
-    # arrays are laid out in index order; rebuild them from the payload
-    by_index = sorted(offsets, key=lambda s: s["__array__"])
-    if [s["__array__"] for s in by_index] != list(range(len(by_index))):
-        raise ProtocolError("array indices are not 0..n-1")
-    built, position = {}, 0
-    for spec in by_index:
-        dtype = np.dtype(spec["dtype"])
-        count = int(np.prod(spec["shape"], dtype=np.int64)) if spec["shape"] else 1
-        nbytes = count * dtype.itemsize
-        if position + nbytes > len(payload):
-            raise ProtocolError("payload shorter than the arrays it declares")
-        data = np.frombuffer(payload, dtype=dtype, count=count, offset=position).reshape(spec["shape"]).copy()
-        position += nbytes
-        if spec["kind"] == "torch":
-            import torch
-
-            data = torch.from_numpy(data)
-        built[spec["__array__"]] = data
-    if position != len(payload):
-        raise ProtocolError("payload longer than the arrays it declares")
+    built = _arrays(specs, payload)
 
     def build(node):
-        if isinstance(node, tuple):
+        if type(node) is tuple:
             tag = node[0]
             if tag == "array":
                 return built[node[1]["__array__"]]
@@ -156,6 +150,30 @@ def decode(structure, payload, handle_factory=None):
         return node
 
     return build(tree)
+
+
+def _arrays(specs, payload):
+    """{index: array} rebuilt from the payload, laid out in index order (0..n-1, each once)."""
+    by_index = sorted(specs, key=lambda s: s["__array__"] if type(s["__array__"]) is int else -1)
+    if [s["__array__"] for s in by_index] != list(range(len(by_index))):
+        raise ProtocolError("array indices are not 0..n-1")
+    torch = None
+    built, position = {}, 0
+    for spec in by_index:
+        dtype = NUMPY_DTYPES[spec["dtype"]]
+        count = math.prod(spec["shape"])
+        nbytes = count * dtype.itemsize
+        if position + nbytes > len(payload):
+            raise ProtocolError("payload shorter than the arrays it declares")
+        data = np.frombuffer(payload, dtype=dtype, count=count, offset=position).reshape(spec["shape"]).copy()
+        position += nbytes
+        if spec["kind"] == "torch":
+            torch = torch or __import__("torch")
+            data = torch.from_numpy(data)
+        built[spec["__array__"]] = data
+    if position != len(payload):
+        raise ProtocolError("payload longer than the arrays it declares")
+    return built
 
 
 def _hashable(key):
@@ -189,13 +207,14 @@ def receive(fd, deadline=None, max_payload=MAX_PAYLOAD):
     head_len, payload_len = HEAD.unpack(_read_exact(fd, HEAD.size, deadline))
     if head_len > MAX_HEADER or payload_len > max_payload:
         raise ProtocolError(f"frame too large ({head_len} + {payload_len} bytes)")
+    body = memoryview(_read_exact(fd, head_len + payload_len, deadline))  # header and payload: one read
     try:
-        header = json.loads(_read_exact(fd, head_len, deadline))
+        header = json.loads(body[:head_len].tobytes())
     except (UnicodeDecodeError, json.JSONDecodeError) as e:
         raise ProtocolError(f"header is not JSON: {e}") from None
     if not isinstance(header, dict):
         raise ProtocolError("header is not a JSON object")
-    return header, _read_exact(fd, payload_len, deadline)
+    return header, body[head_len:].tobytes()
 
 
 def _read_exact(fd, n, deadline):

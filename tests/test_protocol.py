@@ -1,6 +1,8 @@
 """The wire format: what comes back from a child is rebuilt as plain data or refused."""
 import json
 import os
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -64,6 +66,56 @@ def test_frames_over_a_pipe_and_the_deadline():
         os.write(w, protocol.HEAD.pack(protocol.MAX_HEADER + 1, 0))
         with pytest.raises(protocol.ProtocolError, match="too large"):
             protocol.receive(r)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_subclasses_of_plain_types_travel_as_the_plain_types():
+    """A student's str/int/float subclass cannot bring its own methods into the grader."""
+    class Sly(str):
+        def __getitem__(self, item):
+            return "forged"
+
+        def __str__(self):
+            return "forged"
+
+    class Big(int):
+        def __repr__(self):
+            return "forged"
+
+    class Wide(float):
+        pass
+
+    structure, _ = protocol.encode({"s": Sly("plain"), "i": Big(7), "f": Wide(0.5), "n": np.float64(2.5)})
+    back = protocol.decode(json.loads(json.dumps(structure)), b"")
+    assert back == {"s": "plain", "i": 7, "f": 0.5, "n": 2.5}
+    assert [type(back[k]) for k in "sifn"] == [str, int, float, float]
+
+
+def test_arrays_in_the_other_byte_order_arrive_with_their_values():
+    back = roundtrip(np.arange(4, dtype=">f4"))
+    assert back.dtype == np.float32 and back.tolist() == [0.0, 1.0, 2.0, 3.0]
+    with pytest.raises(TypeError, match="complex64"):
+        protocol.encode(np.zeros(2, dtype=np.complex64))
+
+
+@pytest.mark.parametrize("spec, message", [
+    ({"__array__": "0", "kind": "torch", "dtype": "float32", "shape": [1]}, "indices"),
+    ({"__array__": 0, "kind": "torch", "dtype": "float32", "shape": [True]}, "bad array shape"),
+])
+def test_array_entries_of_the_wrong_types_are_refused(spec, message):
+    with pytest.raises(protocol.ProtocolError, match=message):
+        protocol.decode(spec, b"\0" * 4)
+
+
+def test_header_and_payload_of_one_frame_come_back_apart():
+    r, w = os.pipe()
+    writer = threading.Thread(target=protocol.send, args=(w, {"n": 1}, [b"\x00" * 200_000, b"tail"]))
+    try:
+        writer.start()  # more than a pipe holds at once: read while it is written
+        assert protocol.receive(r, deadline=time.monotonic() + 30) == ({"n": 1}, b"\x00" * 200_000 + b"tail")
+        writer.join()
     finally:
         os.close(r)
         os.close(w)

@@ -262,3 +262,21 @@ def test_one_submission_grades_in_seconds(engine):
     assert result.score == 100
     # generous: about 1.5 s on an idle 2-core machine; a shared, loaded one can be several times slower
     assert sum(p["seconds"] for p in result.parts.values()) < 30
+
+
+@pytest.mark.parametrize("got, want, expected", [
+    ([1.0, 2.0], [1.0, 2.00001], True),
+    ([1.0, 2.0], [1.0, 2.1], False),
+    ([1.0, float("nan")], [1.0, float("nan")], True),    # NaN where the answer has NaN
+    ([1.0, float("nan")], [1.0, 2.0], False),
+    ([float("inf"), 1.0], [float("inf"), 1.0], True),
+    ([float("inf"), 1.0], [float("-inf"), 1.0], False),  # an infinity of the other sign
+    ([float("inf")], [float("nan")], False),
+    ([1.0, 2.0, 3.0], [1.0, 2.0], False),                 # another shape
+])
+def test_matches_compares_within_atol_with_nan_and_inf_in_place(got, want, expected):
+    import torch
+
+    from autograder.suites.misconceptions import matches
+
+    assert matches(torch.tensor(got), torch.tensor(want), 1e-4) is expected
