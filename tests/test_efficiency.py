@@ -208,3 +208,15 @@ def test_the_meta_stand_in_runs_no_python_meta_kernel(tmp_path):
 def test_counts_from_the_child_are_checked(bad):
     with pytest.raises(AssertionError, match="could not be counted"):
         efficiency.read_counts(bad, "MultiHeadAttention")
+
+
+def test_the_grader_loads_its_suites_without_pytest_and_they_keep_their_markers_under_it():
+    """Start-up: the batch imports the hidden suites before it forks its workers; pytest (about
+    0.25 s to import) is not needed there. Under pytest each suite still carries its part's marker."""
+    probe = ("import sys; from autograder import grading; grading.load_rubric(); "
+             "print('pytest' in sys.modules)")
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=str(selftest.PROJECT_ROOT), timeout=120)
+    assert run.returncode == 0 and run.stdout.strip() == "False", run.stderr[-2000:]
+    from autograder.suites import test_causal, test_mha
+
+    assert [m.name for m in [test_causal.pytestmark, test_mha.pytestmark]] == ["causal", "mha"]

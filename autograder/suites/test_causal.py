@@ -6,15 +6,15 @@ d_in = d_out = num_tokens, x = identity rows and W_value = I, the output IS the 
 dropout judged by its statistics (never by a particular mask), the mask buffer, float64 and
 gradients, and inputs left unchanged.
 """
-import pytest
 import torch
 
 from autograder.suites import efficiency, expect, helpers, reference
+from autograder.suites import part_marker
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import attention_mistakes, deferred, judge, matches, weight_mistakes, weights
 from autograder.student import StudentError
 
-pytestmark = pytest.mark.causal
+pytestmark = part_marker("causal")
 PART = "causal"
 SLICE_HINT = ("the mask is (context_length, context_length): use its first num_tokens rows and columns, "
               "self.mask[:num_tokens, :num_tokens], for inputs shorter than the context")

@@ -10,14 +10,14 @@ once per part and shared by the checks.
 """
 import math
 
-import pytest
 import torch
 
 from autograder.suites import expect, helpers, reference
+from autograder.suites import part_marker
 from autograder.suites.misconceptions import matches
 from autograder.student import StudentError
 
-pytestmark = pytest.mark.exercises
+pytestmark = part_marker("exercises")
 PART = "exercises"
 GPT2_PARAMETERS = ("W_query.weight", "W_key.weight", "W_value.weight", "out_proj.weight", "out_proj.bias")
 GPT2_CALL = "MultiHeadAttention(768, 768, context_length=1024, dropout=0.0, num_heads=12)"

@@ -6,16 +6,16 @@ CausalAttention gives when made one after the other. A bug inside CausalAttentio
 in causal only. The efficient MultiHeadAttention is judged against the grader's math (reference.py)
 with seeded and with known weights, against stacked single heads, and for causality and dropout.
 """
-import pytest
 import torch
 
 from autograder.suites import efficiency, expect, helpers, reference
+from autograder.suites import part_marker
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import (deferred, error_diagnosis, judge, matches, multi_head_mistakes,
                                               raised_in, weights)
 from autograder.student import RemoteObject, StudentError
 
-pytestmark = pytest.mark.mha
+pytestmark = part_marker("mha")
 PART = "mha"
 MHA_ORDER = "W_query, W_key, W_value, out_proj"
 MHA_SIGNATURE = "MultiHeadAttention(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)"

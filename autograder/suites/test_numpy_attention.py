@@ -5,13 +5,13 @@ never show: a stable softmax along any axis, causal and non-causal heads, severa
 without the output projection, and parameter counts for several model sizes.
 """
 import numpy as np
-import pytest
 import torch
 
 from autograder.suites import expect, helpers, reference
+from autograder.suites import part_marker
 from autograder.suites.misconceptions import attention_mistakes, deferred, judge
 
-pytestmark = pytest.mark.numpy_attention
+pytestmark = part_marker("numpy_attention")
 PART = "numpy_attention"
 
 

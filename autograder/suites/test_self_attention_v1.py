@@ -4,14 +4,14 @@ Seeded outputs (the book's seed 123, and seeds and sizes the book never prints, 
 the specification says) are judged apart from the math (known weights loaded into the module):
 parameters made in another order or drawn differently lose only the seeded points.
 """
-import pytest
 import torch
 
 from autograder.suites import expect, helpers, reference
+from autograder.suites import part_marker
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import attention_mistakes, deferred, judge
 
-pytestmark = pytest.mark.self_attention_v1
+pytestmark = part_marker("self_attention_v1")
 PART = "self_attention_v1"
 
 

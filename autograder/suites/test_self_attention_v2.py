@@ -3,14 +3,14 @@
 As for v1: the book's seed 789, other seeds and sizes drawn here with nn.Linear in the specified
 order, and the math with known weights loaded, each judged on its own.
 """
-import pytest
 import torch
 
 from autograder.suites import expect, helpers, reference
+from autograder.suites import part_marker
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import attention_mistakes, deferred, judge
 
-pytestmark = pytest.mark.self_attention_v2
+pytestmark = part_marker("self_attention_v2")
 PART = "self_attention_v2"
 
 

@@ -3,13 +3,13 @@
 The book's journey example first (visible), then the same functions on inputs the book never
 prints: other token counts, other embedding sizes, float64, non-symmetric scores.
 """
-import pytest
 import torch
 
 from autograder.suites import helpers
+from autograder.suites import part_marker
 from autograder.suites.misconceptions import deferred, judge
 
-pytestmark = pytest.mark.simple_attention
+pytestmark = part_marker("simple_attention")
 PART = "simple_attention"
 
 

@@ -6,15 +6,15 @@ through the weights the transfer wrote. sa_v2 must stay untouched and sa_v1 be r
 trainable. Layers named otherwise than the book's (W_q for W_query) are matched by registration
 order: the names cost points in v1 and v2 only.
 """
-import pytest
 import torch
 
 from autograder.suites import expect, helpers, reference
+from autograder.suites import part_marker
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import matches, raised_in
 from autograder.student import RemoteObject, StudentError
 
-pytestmark = pytest.mark.weight_transfer
+pytestmark = part_marker("weight_transfer")
 PART = "weight_transfer"
 TRANSPOSE_HINT = ("nn.Linear stores its weight as (d_out, d_in) and computes x @ weight.T, while SelfAttention_v1 "
                   "computes x @ W with W of shape (d_in, d_out): copy weight.T")
