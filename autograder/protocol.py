@@ -52,9 +52,9 @@ def encode(obj, fallback=None):
             return value
         if kind is float:
             return value if math.isfinite(value) else {"__float__": repr(value)}
-        if kind is list or kind is tuple:
+        if isinstance(value, (list, tuple)):  # a subclass keeps its name (torch.Size), decoded as a list
             return {"__seq__": kind.__name__, "items": [walk(v, depth + 1) for v in value]}
-        if kind is dict:
+        if isinstance(value, dict):
             return {"__map__": [[walk(k, depth + 1), walk(v, depth + 1)] for k, v in value.items()]}
         if isinstance(value, tensor):
             array, kind = _tensor_array(torch, value), "torch"
@@ -83,18 +83,14 @@ def _tensor_array(torch, value):
 
 
 def _other(value, depth, walk, fallback):
-    """What is not an exact built-in type, an array or a tensor: subclasses of the built-in types
-    (sent as those types), NumPy scalars, and objects that are not data (fallback, else TypeError)."""
-    if isinstance(value, (bool, str)):
-        return bool(value) if isinstance(value, bool) else str.__str__(value)[:MAX_STRING]
+    """What is not a built-in type, an array or a tensor: subclasses of str, int and float (sent as
+    those types), NumPy scalars, and objects that are not data (fallback, else TypeError)."""
+    if isinstance(value, str):
+        return str.__str__(value)[:MAX_STRING]
     if isinstance(value, (int, float)):
         return walk(float.__float__(value) if isinstance(value, float) else int.__int__(value), depth)
     if isinstance(value, (np.integer, np.floating, np.bool_)):
         return walk(value.item(), depth)
-    if isinstance(value, (list, tuple)):
-        return {"__seq__": type(value).__name__, "items": [walk(v, depth + 1) for v in value]}
-    if isinstance(value, dict):
-        return {"__map__": [[walk(k, depth + 1), walk(v, depth + 1)] for k, v in value.items()]}
     if fallback is not None:
         return fallback(value)
     raise TypeError(f"cannot send a {type(value).__name__}")
@@ -157,7 +153,6 @@ def _arrays(specs, payload):
     by_index = sorted(specs, key=lambda s: s["__array__"] if type(s["__array__"]) is int else -1)
     if [s["__array__"] for s in by_index] != list(range(len(by_index))):
         raise ProtocolError("array indices are not 0..n-1")
-    torch = None
     built, position = {}, 0
     for spec in by_index:
         dtype = NUMPY_DTYPES[spec["dtype"]]
@@ -168,7 +163,8 @@ def _arrays(specs, payload):
         data = np.frombuffer(payload, dtype=dtype, count=count, offset=position).reshape(spec["shape"]).copy()
         position += nbytes
         if spec["kind"] == "torch":
-            torch = torch or __import__("torch")
+            import torch
+
             data = torch.from_numpy(data)
         built[spec["__array__"]] = data
     if position != len(payload):

@@ -39,7 +39,8 @@ def clean(value, limit=MESSAGE, newlines=False):
         except Exception:  # a __str__ that raises: nothing to show
             value = "<unprintable>"
     value = value[: limit * 2 + 16]  # bound the work before anything else
-    if type(value) is str and value.isascii() and value.isprintable():  # most text: nothing to replace, only the limit to keep
+    # most text is printable ASCII: nothing to replace, only the limit to keep
+    if type(value) is str and value.isascii() and value.isprintable():
         return value if len(value) <= limit else value[: max(0, limit - len(CUT))].rstrip() + CUT
     # lone surrogates (and anything else that is not encodable) become U+FFFD
     value = value.encode("utf-8", "replace").decode("utf-8", "replace")

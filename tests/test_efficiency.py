@@ -215,7 +215,8 @@ def test_the_grader_loads_its_suites_without_pytest_and_they_keep_their_markers_
     0.25 s to import) is not needed there. Under pytest each suite still carries its part's marker."""
     probe = ("import sys; from autograder import grading; grading.load_rubric(); "
              "print('pytest' in sys.modules)")
-    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=str(selftest.PROJECT_ROOT), timeout=120)
+    run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         cwd=str(selftest.PROJECT_ROOT), timeout=120)
     assert run.returncode == 0 and run.stdout.strip() == "False", run.stderr[-2000:]
     from autograder.suites import test_causal, test_mha
 

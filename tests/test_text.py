@@ -28,6 +28,9 @@ def test_clean_keeps_the_limit_and_says_it_cut(value):
 
 def test_a_string_subclass_is_cleaned_as_its_characters():
     class Shouty(str):
+        def __getitem__(self, item):  # keeps its class through the length cut
+            return Shouty(str.__getitem__(self, item))
+
         def isprintable(self):
             return True
 

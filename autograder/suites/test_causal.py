@@ -8,8 +8,7 @@ gradients, and inputs left unchanged.
 """
 import torch
 
-from autograder.suites import efficiency, expect, helpers, reference
-from autograder.suites import part_marker
+from autograder.suites import efficiency, expect, helpers, part_marker, reference
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import attention_mistakes, deferred, judge, matches, weight_mistakes, weights
 from autograder.student import StudentError

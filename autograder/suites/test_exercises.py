@@ -12,8 +12,7 @@ import math
 
 import torch
 
-from autograder.suites import expect, helpers, reference
-from autograder.suites import part_marker
+from autograder.suites import expect, helpers, part_marker, reference
 from autograder.suites.misconceptions import matches
 from autograder.student import StudentError
 

@@ -8,8 +8,7 @@ with seeded and with known weights, against stacked single heads, and for causal
 """
 import torch
 
-from autograder.suites import efficiency, expect, helpers, reference
-from autograder.suites import part_marker
+from autograder.suites import efficiency, expect, helpers, part_marker, reference
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import (deferred, error_diagnosis, judge, matches, multi_head_mistakes,
                                               raised_in, weights)

@@ -7,8 +7,7 @@ without the output projection, and parameter counts for several model sizes.
 import numpy as np
 import torch
 
-from autograder.suites import expect, helpers, reference
-from autograder.suites import part_marker
+from autograder.suites import expect, helpers, part_marker, reference
 from autograder.suites.misconceptions import attention_mistakes, deferred, judge
 
 pytestmark = part_marker("numpy_attention")

@@ -6,8 +6,7 @@ parameters made in another order or drawn differently lose only the seeded point
 """
 import torch
 
-from autograder.suites import expect, helpers, reference
-from autograder.suites import part_marker
+from autograder.suites import expect, helpers, part_marker, reference
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import attention_mistakes, deferred, judge
 

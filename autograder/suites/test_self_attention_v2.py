@@ -5,8 +5,7 @@ order, and the math with known weights loaded, each judged on its own.
 """
 import torch
 
-from autograder.suites import expect, helpers, reference
-from autograder.suites import part_marker
+from autograder.suites import expect, helpers, part_marker, reference
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import attention_mistakes, deferred, judge
 

@@ -5,8 +5,7 @@ prints: other token counts, other embedding sizes, float64, non-symmetric scores
 """
 import torch
 
-from autograder.suites import helpers
-from autograder.suites import part_marker
+from autograder.suites import helpers, part_marker
 from autograder.suites.misconceptions import deferred, judge
 
 pytestmark = part_marker("simple_attention")

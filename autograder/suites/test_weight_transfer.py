@@ -8,8 +8,7 @@ order: the names cost points in v1 and v2 only.
 """
 import torch
 
-from autograder.suites import expect, helpers, reference
-from autograder.suites import part_marker
+from autograder.suites import expect, helpers, part_marker, reference
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import matches, raised_in
 from autograder.student import RemoteObject, StudentError
