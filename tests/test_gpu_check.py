@@ -1,0 +1,98 @@
+"""Issue 24 item 5: scripts/gpu-check.sh, tested where no GPU is: it says that nothing was checked
+(exit 2), reads the grader's real output correctly, and its one summary line holds only when
+every check does. The checks themselves need a GPU (see the script)."""
+import subprocess
+import sys
+
+import pytest
+
+from autograder import PROJECT_ROOT
+
+sys.path.insert(0, str(PROJECT_ROOT / "scripts"))
+import gpu_check  # noqa: E402
+
+SCRIPT = PROJECT_ROOT / "scripts" / "gpu-check.sh"
+
+
+def _all_hold():
+    verdicts = {"m1": "killed", "mha-mask-plain-attribute": "killed", "v1": "full"}
+    return {"reference": (100.0, 100.0), "nonroot": (100.0, 100.0), "stubs": (0.0, 100.0),
+            "selftest_cuda": {"verdicts": dict(verdicts), "killed": 2, "mutants": 2, "full": 1, "variants": 1},
+            "selftest_cpu": {"verdicts": dict(verdicts), "killed": 2, "mutants": 2, "full": 1, "variants": 1},
+            "device_mutants": ["mha-mask-plain-attribute"], "fork": True, "memory_bound": True, "no_leak": True,
+            "cuda_cost": (0.41, 520), "efficient_ratio": 1.76, "seconds": 140.0}
+
+
+def test_the_summary_line_when_everything_holds():
+    line, ok = gpu_check.summary(_all_hold())
+    assert ok
+    assert line == ("gpu: reference 100/100 sandboxed, 100/100 non-root; stubs 0/100; selftest 2/2 mutants, "
+                    "1/1 variants (CPU 2/2, 1/1); CPU/GPU parity ok; device bugs 1/1 caught on the GPU; "
+                    "no CUDA before the fork ok; GPU memory bound ok; no GPU memory leak ok; "
+                    "CUDA per submission +0.41 s, 520 MiB; efficient MHA 1.76x SDPA; 140 s")
+
+
+@pytest.mark.parametrize("change, words", [
+    ({"reference": (19.0, 100.0)}, "reference 19/100 sandboxed"),
+    ({"reference": None}, "reference not run sandboxed"),
+    ({"stubs": (5.0, 100.0)}, "stubs 5/100"),
+    ({"nonroot": (90.0, 100.0)}, "90/100 non-root"),
+    ({"no_leak": False}, "no GPU memory leak FAILED"),
+    ({"fork": None}, "no CUDA before the fork not run"),
+    ({"efficient_ratio": None}, "speed lab not run"),
+    ({"seconds": 301.0}, "301 s"),
+])
+def test_one_check_that_does_not_hold_fails_the_line(change, words):
+    line, ok = gpu_check.summary({**_all_hold(), **change})
+    assert not ok and words in line and line.endswith("-- NOT ALL HOLD")
+
+
+def test_a_verdict_that_differs_between_the_devices_is_named():
+    results = _all_hold()
+    results["selftest_cuda"]["verdicts"]["mha-mask-plain-attribute"] = "SURVIVED"
+    results["selftest_cuda"]["killed"] = 1
+    line, ok = gpu_check.summary(results)
+    assert not ok and "CPU/GPU parity FAILED (mha-mask-plain-attribute)" in line
+    assert "device bugs 0/1 caught on the GPU" in line
+
+
+def test_non_root_that_cannot_run_here_is_said_and_not_failed():
+    results = {**_all_hold(), "nonroot": None, "nonroot_skipped": "non-root not run (no setpriv)"}
+    line, ok = gpu_check.summary(results)
+    assert ok and "reference 100/100 sandboxed, non-root not run (no setpriv);" in line
+
+
+def _selftest_output(capsys):
+    """What `selftest` prints, written by its own printing code."""
+    from types import SimpleNamespace
+
+    from autograder.commands import selftest
+
+    capsys.readouterr()
+    selftest._print(SimpleNamespace(kind="mutant", ok=True, id="mha-mask-plain-attribute", seconds=1.0, detail="x"))
+    selftest._print(SimpleNamespace(kind="variant", ok=False, id="v-one", seconds=1.0, detail="lost 2 points"))
+    return capsys.readouterr().out + "\nkill rate: 1/1 mutants caught (100%)\nvariants: 0/1 kept full marks\n"
+
+
+def test_the_grader_s_real_output_is_read(capsys):
+    grade = gpu_check.run(gpu_check.grader("grade", "solutions/ch03", "--seed", "24"), 300)
+    assert grade[0] == 0 and gpu_check.grade_total(grade[1]) == (100.0, 100.0)
+    listing = gpu_check.run(gpu_check.grader("selftest", "--list"), 120)[1]
+    device = gpu_check.device_mutants(listing)
+    assert "mha-mask-plain-attribute" in device and "causal-mask-made-in-forward-on-cpu" in device
+    assert not any(m.startswith("simple-") for m in device)
+    assert gpu_check.selftest_result(_selftest_output(capsys)) == {
+        "verdicts": {"mha-mask-plain-attribute": "killed", "v-one": "LOST"},
+        "killed": 1, "mutants": 1, "full": 0, "variants": 1}
+    table = "implementation  forward ms  x sdpa\nefficient             2.50   1.76x        6.35   1.63x\n"
+    assert gpu_check.bench_ratio(table) == 1.76 and gpu_check.bench_ratio("") is None
+
+
+def test_without_a_gpu_the_script_checks_nothing_and_says_why():
+    done = subprocess.run(["bash", str(SCRIPT), "--python", sys.executable], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 2
+    assert done.stdout.strip().splitlines()[-1].startswith("gpu: nothing checked (torch ")
+    done = subprocess.run(["bash", str(SCRIPT), "--python", "/nonexistent/python3"], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "cannot import torch" in done.stdout
