@@ -24,6 +24,7 @@ def _layout(tmp_path):
         os.symlink(f"{stem}.{V}", driver / f"{stem}.1")
     os.symlink(driver / "libcuda.so.1", system / "libcuda.so.1")  # /lib/libcuda.so.1 -> /usr/local/nvidia/lib64
     (system / "libz.so.1").write_text("")
+    (driver / f"libnvidia-gpucomp.so.{V}").write_text("")  # in no cache: loaded by libcuda from beside it
     (extra / f"libnvidia-nvvm.so.{V}").write_text("")
     os.symlink(f"libnvidia-nvvm.so.{V}", extra / "libnvidia-nvvm.so.4")
     (extra / "libfoo.so.1").write_text("")
@@ -35,7 +36,8 @@ def _layout(tmp_path):
         f"\tlibnvidia-ml.so.1 (libc6,x86-64) => {driver}/libnvidia-ml.so.1",
         f"\tlibnvidia-ptxjitcompiler.so.1 (libc6,x86-64) => {driver}/libnvidia-ptxjitcompiler.so.1",
         f"\tlibnvidia-eglcore.so.1 (libc6,x86-64) => {driver}/libnvidia-eglcore.so.1"])
-    library_path = f"{tmp_path}/missing::{extra}:{system}"
+    os.symlink(extra, tmp_path / "ldlink")  # LD_LIBRARY_PATH names it through a linked folder
+    library_path = f"{tmp_path}/missing::{tmp_path}/ldlink:{system}"
     return dev, system, driver, extra, cache, library_path
 
 
@@ -57,11 +59,12 @@ def test_the_driver_libraries_are_found_as_the_loader_finds_them_links_and_all(t
         ("--ro-bind", f"{driver}/libnvidia-ml.so.{V}", f"{driver}/libnvidia-ml.so.{V}"),
         ("--symlink", f"libnvidia-ptxjitcompiler.so.{V}", f"{driver}/libnvidia-ptxjitcompiler.so.1"),
         ("--ro-bind", f"{driver}/libnvidia-ptxjitcompiler.so.{V}", f"{driver}/libnvidia-ptxjitcompiler.so.{V}"),
-        ("--symlink", f"libnvidia-nvvm.so.{V}", f"{extra}/libnvidia-nvvm.so.4"),
-        ("--ro-bind", f"{extra}/libnvidia-nvvm.so.{V}", f"{extra}/libnvidia-nvvm.so.{V}")]
+        ("--symlink", f"libnvidia-nvvm.so.{V}", f"{tmp_path}/ldlink/libnvidia-nvvm.so.4"),
+        ("--ro-bind", f"{extra}/libnvidia-nvvm.so.{V}", f"{tmp_path}/ldlink/libnvidia-nvvm.so.{V}"),
+        ("--ro-bind", f"{driver}/libnvidia-gpucomp.so.{V}", f"{driver}/libnvidia-gpucomp.so.{V}")]
     # the link in the shown system folder is there already; the room's LD_LIBRARY_PATH keeps the
     # grader's folders that hold a driver library, in its order (not the missing or empty ones)
-    assert room_path == f"{extra}:{system}"
+    assert room_path == f"{tmp_path}/ldlink:{system}"
     assert nvidia.library_args([str(system)], "", "") == ([], None)
 
 
@@ -82,7 +85,7 @@ def test_the_room_adds_exactly_the_driver_only_for_cuda(tmp_path, monkeypatch):
     nodes = {("--dev-bind", n, n) for n in nvidia.device_nodes(str(dev))}
     libraries, _ = nvidia.library_args([str(system)], cache, library_path)
     assert added == nodes | {tuple(libraries[i:i + 3]) for i in range(0, len(libraries), 3)} | {
-        ("--setenv", "LD_LIBRARY_PATH", f"{extra}:{system}")}
+        ("--setenv", "LD_LIBRARY_PATH", f"{tmp_path}/ldlink:{system}")}
     assert not any("nvidia" in " ".join(m) or "libcuda" in " ".join(m) for m in mounts(on_cpu))
 
 
@@ -90,3 +93,28 @@ def test_the_syscall_allow_list_keeps_what_the_cuda_driver_calls():
     """The driver talks to its device files by ioctl and maps their memory: the allow-list keeps
     each call it needs (another branch restricts the list; this says which ones must stay)."""
     assert set(syscalls.CUDA_DRIVER) <= set(syscalls.ALLOWED)
+
+
+def test_bubblewrap_builds_the_room_with_a_fake_driver_and_the_loader_path(tmp_path, monkeypatch):
+    """The arguments are ones bubblewrap takes: in the room the driver's link, its file and the
+    loader path are there as on the host (a fake driver: bwrap itself, no GPU needed)."""
+    import subprocess
+
+    import pytest
+
+    from autograder.sandbox import client
+
+    if not client.plan()["room"]:
+        pytest.skip(f"no room on this machine: {client.plan()['why']}")
+    driver = tmp_path / "nvidia" / "lib64"
+    driver.mkdir(parents=True)
+    (driver / f"libcuda.so.{V}").write_text("driver")
+    os.symlink(f"libcuda.so.{V}", driver / "libcuda.so.1")
+    monkeypatch.setattr(nvidia, "loader_cache", lambda: "")
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(driver))
+    look = (f"import os; print(os.environ['LD_LIBRARY_PATH'], os.readlink('{driver}/libcuda.so.1'), "
+            f"open('{driver}/libcuda.so.1').read(), sorted(os.listdir('{driver}')))")
+    argv = room.command(["-I", "-S", "-c", look], user_namespace=os.geteuid() != 0, device="cuda")
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == [str(driver), f"libcuda.so.{V}", "driver", f"['libcuda.so.1',", f"'libcuda.so.{V}']"]

@@ -45,34 +45,42 @@ def loader_cache():
 
 def driver_libraries(cache_text, library_path):
     """The driver libraries the loader would find -> (paths, folders of LD_LIBRARY_PATH that hold
-    one). cache_text: `ldconfig -p`'s output; library_path: LD_LIBRARY_PATH's value."""
+    one). cache_text: `ldconfig -p`'s output; library_path: LD_LIBRARY_PATH's value. The other
+    driver libraries beside each one found are taken too (libcuda loads its helpers by name)."""
     found, folders = [], []
     for line in cache_text.splitlines():
         name, arrow, path = line.strip().partition(" => ")
         if arrow and LIBRARY.fullmatch(name.split()[0]) and os.path.exists(path):
             found.append(path)
     for folder in filter(None, (library_path or "").split(":")):
-        try:
-            names = sorted(os.listdir(folder))
-        except OSError:
-            continue
-        hits = [os.path.join(folder, n) for n in names if LIBRARY.fullmatch(n)]
+        hits = _driver_files(folder)
         found += hits
         if hits and folder not in folders:
             folders.append(folder)
+    reached = {os.path.realpath(p) for p in found}
+    for folder in dict.fromkeys(os.path.dirname(os.path.realpath(p)) for p in list(found)):
+        found += [p for p in _driver_files(folder) if os.path.realpath(p) not in reached]
     return list(dict.fromkeys(found)), folders
+
+
+def _driver_files(folder):
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return []
+    return [os.path.join(folder, n) for n in names if LIBRARY.fullmatch(n)]
 
 
 def chain(path):
     """Every path a library's symbolic links pass through -> [(path, link target or None)]; the
-    last entry is the file itself."""
+    last entry is where the file is reached (its folders may be links: the file is shown there)."""
     steps, seen = [], set()
     while os.path.islink(path) and path not in seen:
         seen.add(path)
         target = os.readlink(path)
         steps.append((path, target))
         path = os.path.normpath(os.path.join(os.path.dirname(path), target))
-    return steps + [(os.path.realpath(path), None)]
+    return steps + [(path, None)]
 
 
 def bind_args(paths, shown):
@@ -86,7 +94,7 @@ def bind_args(paths, shown):
             if where in done or any(os.path.commonpath([folder, s]) == s for s in shown):
                 continue
             done.add(where)
-            args += ["--symlink", target, where] if target is not None else ["--ro-bind", where, where]
+            args += ["--symlink", target, where] if target is not None else ["--ro-bind", os.path.realpath(where), where]
     return args
 
 
