@@ -118,3 +118,39 @@ def test_bubblewrap_builds_the_room_with_a_fake_driver_and_the_loader_path(tmp_p
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == [str(driver), f"libcuda.so.{V}", "driver", f"['libcuda.so.1',", f"'libcuda.so.{V}']"]
+
+
+def test_a_non_root_room_opens_the_bound_device_nodes(monkeypatch):
+    """Without root the nodes are bound, not made, so the uid opens them wherever their permissions
+    allow. A character device made here (as root: /dev/null's numbers) stands in for /dev/nvidia0;
+    bubblewrap runs as uid 65534 in a user namespace with the room's GPU arguments."""
+    import shutil
+    import stat
+    import subprocess
+
+    import pytest
+
+    binary, setpriv = room.bwrap_binary(), shutil.which("setpriv")
+    if os.geteuid() != 0 or not binary or not setpriv:
+        pytest.skip("needs root (to make a device node), bubblewrap and setpriv")
+    import tempfile
+    from pathlib import Path
+
+    folder = tempfile.TemporaryDirectory(prefix="fake-gpu-")  # pytest's own folder is closed to other uids
+    dev = Path(folder.name) / "dev"
+    dev.mkdir()
+    os.chmod(folder.name, 0o755)
+    os.mknod(dev / "nvidia0", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    os.chmod(dev / "nvidia0", 0o666)
+    monkeypatch.setattr(room, "gpu_nodes", lambda: nvidia.device_nodes(str(dev)))
+    monkeypatch.setattr(nvidia, "loader_cache", lambda: "")
+    monkeypatch.setenv("LD_LIBRARY_PATH", "")
+    gpu = room.gpu_args()
+    assert gpu == ["--dev-bind", str(dev / "nvidia0"), str(dev / "nvidia0")]
+    argv = [setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", binary, "--unshare-user", "--unshare-pid",
+            "--ro-bind", "/usr", "/usr", "--symlink", "usr/bin", "/bin", "--symlink", "usr/lib", "/lib",
+            "--symlink", "usr/lib64", "/lib64", "--proc", "/proc", "--dev", "/dev", *gpu,
+            "--", "/bin/sh", "-c", f"echo data > {dev}/nvidia0 && echo opened"]
+    with folder:
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and done.stdout.strip() == "opened", done.stderr
