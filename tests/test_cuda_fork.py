@@ -71,3 +71,21 @@ def test_a_machine_where_nvml_and_torch_see_no_gpu_refuses_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "_device_count_nvml", lambda: 0)
     with pytest.raises(ValueError, match="torch sees no CUDA device here"):
         client.check_device("cuda")
+
+
+def test_a_child_that_cannot_start_cuda_refuses_the_grading_instead_of_charging_the_student(monkeypatch, tmp_path):
+    """On this CPU-only build torch cannot start CUDA in the child: the sandboxed child says so
+    before any student code runs, and the grader refuses (SandboxUnavailable, as for a missing
+    sandbox), naming the cause, rather than failing the student's part."""
+    import pytest
+
+    from autograder.sandbox import client
+
+    monkeypatch.setattr(client, "_CUDA", {"count": 1})  # the grader's check passes: a GPU as far as NVML says
+    (tmp_path / "probe.py").write_text("VALUE = 3\n")
+    with client.Sandbox(device="cuda") as box:
+        if box.unsafe:
+            pytest.skip("no sandbox on this machine")
+        with pytest.raises(client.SandboxUnavailable, match=r"--device cuda: the GPU cannot be used inside the "
+                                                            r"sandbox \(AssertionError: Torch not compiled with CUDA"):
+            box.open(str(tmp_path), timeout=60, memory_mb=512)

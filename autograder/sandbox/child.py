@@ -224,7 +224,11 @@ def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memo
     global WORKSPACE, DEVICE
     DEVICE = device
     if device == "cuda":
-        protections = list(protections) + [gpu.claim(memory_mb)]
+        try:
+            protections = list(protections) + [gpu.claim(memory_mb)]
+        except Exception as exc:  # the grader's GPU, not the student's code: no student code has run yet
+            protocol.send(replies_fd, {"ready": False, "gpu_error": f"{type(exc).__name__}: {exc}"[:500]})
+            return
     WORKSPACE = os.path.realpath(workspace) + os.sep
     sys.path.insert(0, WORKSPACE.rstrip(os.sep))
     as_new = part_reset.snapshot()  # before any student code: what a reset child must look like

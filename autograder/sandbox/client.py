@@ -390,6 +390,10 @@ class Part:
         """The child's first frame, written before any student code ran: the walls that stand."""
         try:
             hello, _ = protocol.receive(self.replies_r, self.deadline, max_payload=0)
+            if isinstance(hello, dict) and hello.get("gpu_error"):  # written before any student code ran
+                self.close()
+                raise SandboxUnavailable(f"--device cuda: the GPU cannot be used inside the sandbox "
+                                         f"({text.excerpt(hello['gpu_error'], 300)}); nothing was graded")
             walls = hello.get("protections") if isinstance(hello, dict) else None
             self.protections += [text.excerpt(p, 200) for p in walls or []][:20]
         except (protocol.Deadline, protocol.ProtocolError) as e:
