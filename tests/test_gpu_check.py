@@ -96,3 +96,35 @@ def test_without_a_gpu_the_script_checks_nothing_and_says_why():
     done = subprocess.run(["bash", str(SCRIPT), "--python", "/nonexistent/python3"], capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 2 and "cannot import torch" in done.stdout
+
+
+FAKE_PYTHON = r"""#!/bin/sh
+# stands in for the GPU machine's python3: torch imports, pyyaml is missing until pip installs it
+case "$*" in
+  "-c import torch") exit 0 ;;
+  "scripts/gpu_check.py --missing") [ -f "$LOG.installed" ] || echo pyyaml; exit 0 ;;
+  "scripts/gpu_check.py --missing --optional") [ -f "$LOG.installed" ] || echo pyyaml matplotlib; exit 0 ;;
+  "-m pip install"*) echo "pip $*" >> "$LOG"; touch "$LOG.installed"; exit 0 ;;
+  *) echo "gpu: checks ran with PYTHONPATH=$PYTHONPATH"; exit 0 ;;
+esac
+"""
+
+
+def test_what_is_missing_is_installed_offline_from_the_wheels_into_a_folder_of_its_own(tmp_path):
+    fake = tmp_path / "python3"
+    fake.write_text(FAKE_PYTHON)
+    fake.chmod(0o755)
+    wheels, site, log = tmp_path / "wheels", tmp_path / "site", tmp_path / "pip.log"
+    wheels.mkdir()
+    (wheels / "matplotlib-3.11.2-cp311-cp311-manylinux2014_x86_64.whl").write_text("")
+    env = {"PATH": "/usr/bin:/bin", "LOG": str(log)}
+    missing = subprocess.run(["bash", str(SCRIPT), "--python", str(fake), "--site", str(site)], capture_output=True,
+                             text=True, timeout=60, env=env)
+    assert missing.returncode == 2 and "missing pyyaml: give --wheels DIR" in missing.stdout and not log.exists()
+    done = subprocess.run(["bash", str(SCRIPT), "--python", str(fake), "--site", str(site), "--wheels", str(wheels)],
+                          capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert log.read_text().split() == ["pip", "-m", "pip", "install", "--disable-pip-version-check", "--quiet",
+                                       "--no-index", "--find-links", str(wheels), "--target", str(site),
+                                       "pyyaml", "matplotlib"]
+    assert done.stdout.strip() == f"gpu: checks ran with PYTHONPATH={site}"
