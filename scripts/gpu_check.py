@@ -90,6 +90,17 @@ def device_mutants(listing):
     return found
 
 
+def tripwire_ok(output):
+    """tests/cuda_tripwire.py's output (its JSON line among warnings) -> whether its check held."""
+    for line in reversed(output.splitlines()):
+        if line.startswith("{"):
+            try:
+                return json.loads(line).get("ok") is True
+            except (ValueError, AttributeError):
+                return False
+    return False
+
+
 def bench_ratio(output, name="efficient"):
     """bench_mha.py's table -> name's forward time as a multiple of SDPA's, or None."""
     found = re.search(rf"^{name}\s+[\d.]+\s+([\d.]+)x", output, re.M)
@@ -207,10 +218,7 @@ def check_selftest(r, seed, jobs):
 def check_fork(r):
     code, out = run([sys.executable, os.path.join(ROOT, "tests", "cuda_tripwire.py")], 120)
     r["log"]["fork"] = (code, out[-3000:])
-    try:
-        r["fork"] = code == 0 and json.loads(out.strip().splitlines()[-1])["ok"] is True
-    except (ValueError, KeyError, IndexError):
-        r["fork"] = False
+    r["fork"] = code == 0 and tripwire_ok(out)
 
 
 def check_speed(r):
@@ -243,10 +251,15 @@ def main(argv=None):
 
     started, r = time.monotonic(), {"log": {}}
     print(f"gpu-check: {count} x {name}, torch {__import__('torch').__version__}", flush=True)
-    for step in (lambda: check_grades(r, args.seed), lambda: check_selftest(r, args.seed, args.jobs),
-                 lambda: check_fork(r), lambda: check_memory(r), lambda: check_speed(r)):
-        step()
-        print(f"  ... {time.monotonic() - started:.0f} s", flush=True)
+    steps = {"grades": lambda: check_grades(r, args.seed), "selftest": lambda: check_selftest(r, args.seed, args.jobs),
+             "fork": lambda: check_fork(r), "memory": lambda: check_memory(r), "speed": lambda: check_speed(r)}
+    for name, step in steps.items():
+        try:
+            step()
+        except Exception as e:  # noqa: BLE001  (its results stay unset: the summary says "not run")
+            r["log"][f"{name} error"] = f"{type(e).__name__}: {e}"
+            print(f"  {name}: {type(e).__name__}: {e}", flush=True)
+        print(f"  {name} done at {time.monotonic() - started:.0f} s", flush=True)
     r["seconds"] = time.monotonic() - started
     if args.log:
         with open(args.log, "w") as f:

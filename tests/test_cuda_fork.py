@@ -31,6 +31,10 @@ def test_the_batch_start_and_the_fork_server_leave_cuda_to_the_part_child():
     # the child initialised CUDA and capped its memory before it answered the first request
     assert {"torch.cuda.init", "torch.cuda.set_per_process_memory_fraction"} <= set(result["child"])
     assert result["reply"] == {"result": 3} and result["ok"] and done.returncode == 0
+    sys.path.insert(0, str(PROJECT_ROOT / "scripts"))
+    import gpu_check
+
+    assert gpu_check.tripwire_ok(done.stdout + done.stderr)  # as scripts/gpu-check.sh reads it
 
 
 def test_the_tripwire_sees_a_backward_pass_in_the_warm_up(tmp_path):

@@ -84,6 +84,9 @@ def test_the_grader_s_real_output_is_read(capsys):
     assert gpu_check.selftest_result(_selftest_output(capsys)) == {
         "verdicts": {"mha-mask-plain-attribute": "killed", "v-one": "LOST"},
         "killed": 1, "mutants": 1, "full": 0, "variants": 1}
+    wire = '{"grader": [], "fork_server": [], "child": ["torch.cuda.init"], "ok": true}\nWARNING: --unsafe-no-sandbox\n'
+    assert gpu_check.tripwire_ok(wire)  # its JSON line, among the warnings (the real one: tests/test_cuda_fork.py)
+    assert not gpu_check.tripwire_ok(wire.replace('"ok": true', '"ok": false')) and not gpu_check.tripwire_ok("")
     table = "implementation  forward ms  x sdpa\nefficient             2.50   1.76x        6.35   1.63x\n"
     assert gpu_check.bench_ratio(table) == 1.76 and gpu_check.bench_ratio("") is None
 
