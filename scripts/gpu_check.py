@@ -146,7 +146,8 @@ def summary(r):
         checks_ok = checks_ok and verdict is True
         parts.append(f"{words} {'ok' if verdict is True else 'FAILED' if verdict is False else 'not run'}")
     if r.get("cuda_cost"):
-        parts.append(f"CUDA per submission +{r['cuda_cost'][0]:.2f} s, {r['cuda_cost'][1]} MiB")
+        seconds, held = r["cuda_cost"]
+        parts.append(f"CUDA per submission +{seconds:.2f} s, " + (f"{held} MiB" if held is not None else "MiB unknown"))
     ratio = r.get("efficient_ratio")
     parts.append(f"efficient MHA {ratio:.2f}x SDPA" if ratio else "speed lab not run")
     seconds = r.get("seconds")

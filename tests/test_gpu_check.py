@@ -41,6 +41,8 @@ def test_the_summary_line_when_everything_holds():
     ({"fork": None}, "no CUDA before the fork not run"),
     ({"efficient_ratio": None}, "speed lab not run"),
     ({"seconds": 301.0}, "301 s"),
+    ({"memory_bound": False, "cuda_cost": (0.5, None)}, "GPU memory bound FAILED; no GPU memory leak ok; "
+                                                         "CUDA per submission +0.50 s, MiB unknown"),
 ])
 def test_one_check_that_does_not_hold_fails_the_line(change, words):
     line, ok = gpu_check.summary({**_all_hold(), **change})
