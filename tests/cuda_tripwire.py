@@ -81,6 +81,7 @@ def check(log):
     os.environ["CH03_DEVICE"], os.environ["CH03_UNSAFE_NO_SANDBOX"] = "cuda", "1"
     sys.path.insert(0, ROOT)
     from autograder import batch, grading
+    from autograder.reports import plots
     from autograder.sandbox import client
 
     client._PLAN.update(room=False, user_namespace=False, seccomp=None, why="tripwire check: no room")
@@ -90,6 +91,7 @@ def check(log):
     batch._start_fork_servers(2)
     try:
         grading.load_rubric(os.path.join(ROOT, "grading.yml"))
+        plots.warm_up()  # the batch loads matplotlib while its workers grade
         server = batch._servers[0].process.pid
         with tempfile.TemporaryDirectory() as folder:
             with open(os.path.join(folder, "probe.py"), "w") as f:
