@@ -93,7 +93,8 @@ def check_device(device):
     if device != "cuda":
         raise ValueError(f"--device {device}: the student's modules run on 'cpu' or 'cuda'")
     if cuda_devices() < 1:
-        raise ValueError("--device cuda: torch sees no CUDA device here (torch.cuda.is_available() is False)")
+        raise ValueError("--device cuda: torch sees no CUDA device here "
+                         "(neither NVML nor torch.cuda.device_count() finds one)")
     return device
 
 
