@@ -69,7 +69,8 @@ def selftest_result(output):
     verdicts = {}
     for line in output.splitlines():
         fields = line.split()
-        if len(fields) >= 3 and fields[0] in ("killed", "SURVIVED", "full", "LOST") and fields[1] in ("mutant", "variant"):
+        if len(fields) >= 3 and fields[0] in ("killed", "SURVIVED", "full", "LOST") and \
+                fields[1] in ("mutant", "variant"):
             verdicts[fields[2]] = fields[0]
     kills = re.search(r"^kill rate: (\d+)/(\d+) ", output, re.M)
     variants = re.search(r"^variants: (\d+)/(\d+) kept full marks", output, re.M)
@@ -134,7 +135,8 @@ def summary(r):
     differ = sorted(k for k in set(gpu.get("verdicts", {})) | set(cpu.get("verdicts", {}))
                     if gpu.get("verdicts", {}).get(k) != cpu.get("verdicts", {}).get(k))
     parity_ok = bool(gpu.get("verdicts")) and not differ
-    parts.append("CPU/GPU parity ok" if parity_ok else f"CPU/GPU parity FAILED ({', '.join(differ[:4]) or 'no verdicts'})")
+    parts.append("CPU/GPU parity ok" if parity_ok
+                 else f"CPU/GPU parity FAILED ({', '.join(differ[:4]) or 'no verdicts'})")
     device = r.get("device_mutants") or []
     device_killed = [m for m in device if gpu.get("verdicts", {}).get(m) == "killed"]
     device_ok = bool(device) and len(device_killed) == len(device)

@@ -94,7 +94,10 @@ def bind_args(paths, shown):
             if where in done or any(os.path.commonpath([folder, s]) == s for s in shown):
                 continue
             done.add(where)
-            args += ["--symlink", target, where] if target is not None else ["--ro-bind", os.path.realpath(where), where]
+            if target is not None:
+                args += ["--symlink", target, where]
+            else:
+                args += ["--ro-bind", os.path.realpath(where), where]
     return args
 
 

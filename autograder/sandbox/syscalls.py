@@ -46,7 +46,8 @@ utime utimensat utimes vfork vmsplice wait4 waitid write writev
 
 # what the CUDA driver (libcuda, in a part's child with --device cuda) calls: device files opened
 # and driven by ioctl (any request number), their memory mapped and pinned, NUMA policy, its
-# helper threads (clone, allowed below without namespace flags) and their wake-ups; none may be dropped from ALLOWED, nor ioctl narrowed for them
+# helper threads (clone, allowed below without namespace flags) and their wake-ups; none may be
+# dropped from ALLOWED, nor ioctl narrowed for them
 CUDA_DRIVER = """
 openat ioctl mmap munmap mremap mprotect madvise mlock munlock get_mempolicy set_mempolicy mbind
 sched_getaffinity futex eventfd2 poll ppoll pipe2 readlink fstat newfstatat getpid gettid
