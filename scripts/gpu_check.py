@@ -14,6 +14,7 @@ branch. The last line printed is the summary, e.g.
 without a GPU) checks nothing and says so: exit 2.
 """
 import argparse
+import csv
 import json
 import os
 import re
@@ -127,6 +128,9 @@ def summary(r):
     stubs = r.get("stubs")
     stubs_ok = stubs is not None and stubs[0] == 0
     parts.append(f"stubs {score('stubs')}")
+    batch = r.get("batch")
+    batch_ok = batch is not None and batch[0] == batch[1]
+    parts.append(f"batch {batch[0]}/{batch[1]} reference copies at full marks" if batch else "batch not run")
     gpu, cpu = r.get("selftest_cuda") or {}, r.get("selftest_cpu") or {}
     selftest_ok = bool(gpu) and gpu.get("mutants") is not None and gpu["killed"] == gpu["mutants"] and \
         gpu.get("full") == gpu.get("variants")
@@ -155,7 +159,7 @@ def summary(r):
     seconds = r.get("seconds")
     in_time = seconds is not None and seconds < BUDGET
     parts.append(f"{seconds:.0f} s" if seconds is not None else "time unknown")
-    ok = all([reference_ok, nonroot_ok, stubs_ok, selftest_ok, parity_ok, device_ok, checks_ok, ratio is not None,
+    ok = all([reference_ok, nonroot_ok, stubs_ok, batch_ok, selftest_ok, parity_ok, device_ok, checks_ok, ratio is not None,
               in_time])
     return "gpu: " + "; ".join(parts) + ("" if ok else " -- NOT ALL HOLD"), ok
 
@@ -210,6 +214,28 @@ def check_grades(r, seed):
         r["nonroot"] = grade_total(out)
 
 
+def batch_scores(grades_csv):
+    """grades.csv -> [(score, max_score)] per student (a problem counts as no score)."""
+    with open(grades_csv, newline="") as f:
+        return [(float(row["score"]), float(row["max_score"])) if not row["problem"] else (0.0, 0.0)
+                for row in csv.DictReader(f)]
+
+
+def check_batch(r, seed, jobs, copies=8):
+    """A class of copies of the reference, graded by `batch` on the GPU: its workers are forked
+    from the batch and share one fork server; each must give 100/100."""
+    with tempfile.TemporaryDirectory() as folder:
+        for i in range(copies):
+            shutil.copytree(os.path.join(ROOT, "solutions", "ch03"), os.path.join(folder, "class", f"student{i:02d}"))
+        out = os.path.join(folder, "out")
+        code, log = run(grader("batch", os.path.join(folder, "class"), "--out", out, "--jobs", str(min(jobs, copies)),
+                               "--device", "cuda", "--seed", seed), 150)
+        r["log"]["batch"] = (code, log[-3000:])
+        grades = os.path.join(out, "grades.csv")
+        scores = batch_scores(grades) if os.path.exists(grades) else []
+    r["batch"] = (sum(1 for got, of in scores if of and got == of), copies)
+
+
 def check_selftest(r, seed, jobs):
     r["device_mutants"] = device_mutants(run(grader("selftest", "--list"), 60)[1])
     for device in ("cpu", "cuda"):
@@ -246,7 +272,7 @@ def main(argv=None):
     if args.dry_run or not count:
         why = "--dry-run" if args.dry_run else name
         print(f"gpu: nothing checked ({why}); would run: reference and stubs with --device cuda (root and "
-              f"non-root), selftest on cpu and cuda with --jobs {args.jobs}, the CUDA tripwires, the GPU "
+              f"non-root), a batch of reference copies, selftest on cpu and cuda with --jobs {args.jobs}, the CUDA tripwires, the GPU "
               f"memory cases, bench_mha.py --device cuda")
         return 2
     sys.path.insert(0, ROOT)
@@ -254,7 +280,8 @@ def main(argv=None):
 
     started, r = time.monotonic(), {"log": {}}
     print(f"gpu-check: {count} x {name}, torch {__import__('torch').__version__}", flush=True)
-    steps = {"grades": lambda: check_grades(r, args.seed), "selftest": lambda: check_selftest(r, args.seed, args.jobs),
+    steps = {"grades": lambda: check_grades(r, args.seed), "batch": lambda: check_batch(r, args.seed, args.jobs),
+             "selftest": lambda: check_selftest(r, args.seed, args.jobs),
              "fork": lambda: check_fork(r), "memory": lambda: check_memory(r), "speed": lambda: check_speed(r)}
     for name, step in steps.items():
         try:

@@ -16,7 +16,7 @@ SCRIPT = PROJECT_ROOT / "scripts" / "gpu-check.sh"
 
 def _all_hold():
     verdicts = {"m1": "killed", "mha-mask-plain-attribute": "killed", "v1": "full"}
-    return {"reference": (100.0, 100.0), "nonroot": (100.0, 100.0), "stubs": (0.0, 100.0),
+    return {"reference": (100.0, 100.0), "nonroot": (100.0, 100.0), "stubs": (0.0, 100.0), "batch": (8, 8),
             "selftest_cuda": {"verdicts": dict(verdicts), "killed": 2, "mutants": 2, "full": 1, "variants": 1},
             "selftest_cpu": {"verdicts": dict(verdicts), "killed": 2, "mutants": 2, "full": 1, "variants": 1},
             "device_mutants": ["mha-mask-plain-attribute"], "fork": True, "memory_bound": True, "no_leak": True,
@@ -26,7 +26,8 @@ def _all_hold():
 def test_the_summary_line_when_everything_holds():
     line, ok = gpu_check.summary(_all_hold())
     assert ok
-    assert line == ("gpu: reference 100/100 sandboxed, 100/100 non-root; stubs 0/100; selftest 2/2 mutants, "
+    assert line == ("gpu: reference 100/100 sandboxed, 100/100 non-root; stubs 0/100; "
+                    "batch 8/8 reference copies at full marks; selftest 2/2 mutants, "
                     "1/1 variants (CPU 2/2, 1/1); CPU/GPU parity ok; device bugs 1/1 caught on the GPU; "
                     "no CUDA before the fork ok; GPU memory bound ok; no GPU memory leak ok; "
                     "CUDA per submission +0.41 s, 520 MiB; efficient MHA 1.76x SDPA; 140 s")
@@ -36,6 +37,8 @@ def test_the_summary_line_when_everything_holds():
     ({"reference": (19.0, 100.0)}, "reference 19/100 sandboxed"),
     ({"reference": None}, "reference not run sandboxed"),
     ({"stubs": (5.0, 100.0)}, "stubs 5/100"),
+    ({"batch": (7, 8)}, "batch 7/8 reference copies at full marks"),
+    ({"batch": None}, "batch not run"),
     ({"nonroot": (90.0, 100.0)}, "90/100 non-root"),
     ({"no_leak": False}, "no GPU memory leak FAILED"),
     ({"fork": None}, "no CUDA before the fork not run"),
@@ -76,7 +79,7 @@ def _selftest_output(capsys):
     return capsys.readouterr().out + "\nkill rate: 1/1 mutants caught (100%)\nvariants: 0/1 kept full marks\n"
 
 
-def test_the_grader_s_real_output_is_read(capsys):
+def test_the_grader_s_real_output_is_read(capsys, tmp_path):
     grade = gpu_check.run(gpu_check.grader("grade", "solutions/ch03", "--seed", "24"), 300)
     assert grade[0] == 0 and gpu_check.grade_total(grade[1]) == (100.0, 100.0)
     listing = gpu_check.run(gpu_check.grader("selftest", "--list"), 120)[1]
@@ -89,6 +92,9 @@ def test_the_grader_s_real_output_is_read(capsys):
     wire = '{"grader": [], "fork_server": [], "child": ["torch.cuda.init"], "ok": true}\nWARNING: --unsafe-no-sandbox\n'
     assert gpu_check.tripwire_ok(wire)  # its JSON line, among the warnings (the real one: tests/test_cuda_fork.py)
     assert not gpu_check.tripwire_ok(wire.replace('"ok": true', '"ok": false')) and not gpu_check.tripwire_ok("")
+    batch_csv = tmp_path / "grades.csv"
+    batch_csv.write_text("student,score,max_score,causal,problem\na,100,100,10,\nb,0,0,0,could not be graded\n")
+    assert gpu_check.batch_scores(batch_csv) == [(100.0, 100.0), (0.0, 0.0)]
     table = "implementation  forward ms  x sdpa\nefficient             2.50   1.76x        6.35   1.63x\n"
     assert gpu_check.bench_ratio(table) == 1.76 and gpu_check.bench_ratio("") is None
 
