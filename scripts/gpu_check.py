@@ -159,8 +159,8 @@ def summary(r):
     seconds = r.get("seconds")
     in_time = seconds is not None and seconds < BUDGET
     parts.append(f"{seconds:.0f} s" if seconds is not None else "time unknown")
-    ok = all([reference_ok, nonroot_ok, stubs_ok, batch_ok, selftest_ok, parity_ok, device_ok, checks_ok, ratio is not None,
-              in_time])
+    ok = all([reference_ok, nonroot_ok, stubs_ok, batch_ok, selftest_ok, parity_ok, device_ok, checks_ok,
+              ratio is not None, in_time])
     return "gpu: " + "; ".join(parts) + ("" if ok else " -- NOT ALL HOLD"), ok
 
 
@@ -272,8 +272,8 @@ def main(argv=None):
     if args.dry_run or not count:
         why = "--dry-run" if args.dry_run else name
         print(f"gpu: nothing checked ({why}); would run: reference and stubs with --device cuda (root and "
-              f"non-root), a batch of reference copies, selftest on cpu and cuda with --jobs {args.jobs}, the CUDA tripwires, the GPU "
-              f"memory cases, bench_mha.py --device cuda")
+              f"non-root), a batch of reference copies, selftest on cpu and cuda with --jobs {args.jobs}, the CUDA "
+              f"tripwires, the GPU memory cases, bench_mha.py --device cuda")
         return 2
     sys.path.insert(0, ROOT)
     from gpu_probes import check_memory  # beside this file
