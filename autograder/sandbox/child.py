@@ -16,7 +16,7 @@ import numpy as np
 import torch
 
 from autograder import protocol
-from autograder.sandbox import part_reset
+from autograder.sandbox import gpu, part_reset
 from autograder.sandbox.counting import count_ops
 
 WORKSPACE = None  # the folder holding the student's modules, set by serve()
@@ -216,12 +216,19 @@ def raised_by_student(tb):
     return bool(frames) and bool(WORKSPACE) and frames[-1].filename.startswith(WORKSPACE)
 
 
-def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu"):
+def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memory_mb=512):
     """Say which walls stand (before any student code runs), then answer requests until the
     grader closes the channel; between two parts, reset (part_reset.py) when the grader asks.
-    device: where the student's modules run ("cpu" or "cuda")."""
+    device: where the student's modules run ("cpu" or "cuda"; on "cuda" this child initialises
+    CUDA itself and caps its GPU memory at memory_mb, gpu.py)."""
     global WORKSPACE, DEVICE
     DEVICE = device
+    if device == "cuda":
+        try:
+            protections = list(protections) + [gpu.claim(memory_mb)]
+        except Exception as exc:  # the grader's GPU, not the student's code: no student code has run yet
+            protocol.send(replies_fd, {"ready": False, "gpu_error": f"{type(exc).__name__}: {exc}"[:500]})
+            return
     WORKSPACE = os.path.realpath(workspace) + os.sep
     sys.path.insert(0, WORKSPACE.rstrip(os.sep))
     as_new = part_reset.snapshot()  # before any student code: what a reset child must look like

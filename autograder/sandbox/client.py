@@ -22,7 +22,7 @@ import sys
 import time
 
 from autograder import PACKAGE_DIR, protocol, text
-from autograder.sandbox import cgroup, isolation, room, syscalls
+from autograder.sandbox import cgroup, gpu_watch, isolation, room, syscalls
 
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 OUTPUT_CAP = 64 << 10
@@ -86,16 +86,37 @@ def plan():
 
 
 def check_device(device):
-    """"cpu" or "cuda" (where CUDA works in this process) -> the device; anything else: ValueError."""
+    """"cpu" or "cuda" (where torch sees a CUDA device) -> the device; anything else: ValueError.
+    Never initialises CUDA in this process (see cuda_devices)."""
     if device == "cpu":
         return device
     if device != "cuda":
         raise ValueError(f"--device {device}: the student's modules run on 'cpu' or 'cuda'")
-    import torch
-
-    if not torch.cuda.is_available():
-        raise ValueError("--device cuda: torch sees no CUDA device here (torch.cuda.is_available() is False)")
+    if cuda_devices() < 1:
+        raise ValueError("--device cuda: torch sees no CUDA device here "
+                         "(neither NVML nor torch.cuda.device_count() finds one)")
     return device
+
+
+_CUDA = {}
+
+
+def cuda_devices():
+    """How many CUDA devices torch sees, asked without initialising CUDA here (the batch's workers
+    are forked from this process): NVML's count where NVML answers, else torch.cuda.device_count()
+    in a throwaway process. Once per process."""
+    if "count" not in _CUDA:
+        import torch
+
+        count = 0
+        if torch.backends.cuda.is_built():
+            count = torch.cuda._device_count_nvml()  # NVML, honouring CUDA_VISIBLE_DEVICES
+            if count < 0:  # NVML absent or failing: ask the runtime, elsewhere
+                probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.device_count())"],
+                                       capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+                count = int(probe.stdout.strip() or 0) if probe.returncode == 0 else 0
+        _CUDA["count"] = count
+    return _CUDA["count"]
 
 
 def _first_uid():
@@ -346,7 +367,7 @@ class Part:
         self.died = died
         self.end = None if fds else {"output": "", "output_bytes": 0}
         self.requests_w, self.replies_r, self.pidfd, self.output_fd = fds or (None, None, None, None)
-        self.output_from = 0
+        self.output_from, self.host_pid, self.gpu_killed = 0, 0, None
         self._limits(timeout, memory_mb)
         if fds:
             self._hello()
@@ -362,11 +383,18 @@ class Part:
         caps = group.set_memory(baseline + (int(memory_mb) << 20)) if group and not self.died else ""
         if caps and caps not in self.protections:
             self.protections.append(caps)
+        if sandbox.device == "cuda" and self.pidfd is not None:  # GPU memory: watched from here
+            self.host_pid = self.host_pid or _host_pid(self.pidfd)
+            gpu_watch.WATCH.add(self.host_pid, self.pidfd, memory_mb)
 
     def _hello(self):
         """The child's first frame, written before any student code ran: the walls that stand."""
         try:
             hello, _ = protocol.receive(self.replies_r, self.deadline, max_payload=0)
+            if isinstance(hello, dict) and hello.get("gpu_error"):  # written before any student code ran
+                self.close()
+                raise SandboxUnavailable(f"--device cuda: the GPU cannot be used inside the sandbox "
+                                         f"({text.excerpt(hello['gpu_error'], 300)}); nothing was graded")
             walls = hello.get("protections") if isinstance(hello, dict) else None
             self.protections += [text.excerpt(p, 200) for p in walls or []][:20]
         except (protocol.Deadline, protocol.ProtocolError) as e:
@@ -423,6 +451,8 @@ class Part:
             self.died = "the sandbox lost the child"
         elif isinstance(error, RecursionError) or isinstance(error, protocol.ProtocolError) and "closed" not in str(error):
             self.died = f"sent back something that is not an answer ({text.excerpt(error, 200)})"
+        elif code == -signal.SIGKILL and self.gpu_killed:
+            self.died = f"was killed (SIGKILL): it {self.gpu_killed}"
         elif code == -signal.SIGKILL:
             self.died = "was killed (SIGKILL): most likely it used more memory than the part's limit"
         elif code < 0:
@@ -440,6 +470,8 @@ class Part:
     def _collect_end(self):
         if self.end is None:
             code = self.session.ended(time.monotonic() + 30)
+            if self.host_pid:
+                self.gpu_killed = gpu_watch.WATCH.remove(self.host_pid)
             output, size = _read_output(self.output_fd, self.output_from)
             self.end = {"exitcode": code, "output": output, "output_bytes": size}
             for fd in (self.requests_w, self.replies_r, self.pidfd, self.output_fd):

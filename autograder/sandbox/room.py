@@ -9,7 +9,7 @@ bubblewrap command line. An allow-list: a fresh root holding only
     folder is covered with an empty tmpfs wherever an allowed folder would show it);
   - the CPU description torch reads (/sys/devices/system/cpu), read-only;
   - a new /proc, a minimal /dev (null, zero, full, random, urandom, tty) and an empty /tmp;
-    with `grade --device cuda`, the NVIDIA device nodes as well.
+    with `grade --device cuda`, the NVIDIA device nodes and driver libraries as well (nvidia.py).
 
 Nothing else of the host exists there: no /home, /root, /srv, /opt, /work, host /tmp, checkout,
 bundle or other student. bubblewrap also gives the room new PID, network, IPC and UTS
@@ -17,18 +17,19 @@ namespaces (a user namespace too when the grader is not root), a session of its 
 environment, and kills it when the grader dies. Each child then builds its own smaller walls
 inside (isolation.py).
 """
-import glob
 import os
 import shutil
 import sys
 import sysconfig
 
 from autograder import PACKAGE_DIR
+from autograder.sandbox import nvidia
 
 INSIDE = "/run/ch03"  # where the runtime files appear in the room
 HOST_TMP = "/run/ch03-host"  # parts of the Python installation that live under the host's /tmp
 RUNTIME = ("__init__.py", "protocol.py", "sandbox/__init__.py", "sandbox/child.py", "sandbox/counting.py",
-           "sandbox/zygote.py", "sandbox/isolation.py", "sandbox/syscalls.py", "sandbox/part_reset.py")
+           "sandbox/zygote.py", "sandbox/isolation.py", "sandbox/syscalls.py", "sandbox/part_reset.py",
+           "sandbox/gpu.py")
 SYSTEM_LIBS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/libx32")
 TOP_LEVEL_LINKS = ("/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin")
 FILES = ("/etc/ld.so.cache",)
@@ -100,7 +101,20 @@ def _under(path, folder):
 
 def gpu_nodes():
     """The NVIDIA device nodes CUDA opens (/dev/nvidiactl, /dev/nvidia0, /dev/nvidia-uvm, ...)."""
-    return sorted(glob.glob("/dev/nvidia*"))
+    return nvidia.device_nodes()
+
+
+def gpu_args():
+    """With --device cuda: the device nodes, the driver's libraries where the loader finds them
+    (nvidia.py), and the room's LD_LIBRARY_PATH when some were found through the grader's."""
+    args = []
+    for node in gpu_nodes():
+        args += ["--dev-bind", node, node]
+    shown = [f for f in SYSTEM_LIBS if os.path.isdir(f) and not os.path.islink(f)] + python_folders()
+    libraries, library_path = nvidia.library_args(shown)
+    if library_path:
+        args += ["--setenv", "LD_LIBRARY_PATH", library_path]
+    return args + libraries
 
 
 def command(python_argv, user_namespace, device="cpu"):
@@ -135,8 +149,7 @@ def command(python_argv, user_namespace, device="cpu"):
         args += ["--ro-bind", CPU_INFO, CPU_INFO]
     args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/run/submission"]
     if device == "cuda":
-        for node in gpu_nodes():
-            args += ["--dev-bind", node, node]
+        args += gpu_args()
     for rel in RUNTIME:
         args += ["--ro-bind", str(PACKAGE_DIR / rel), f"{INSIDE}/autograder/{rel}"]
     args += ["--remount-ro", "/", "--chdir", "/", "--", inside(interpreter)] + python_argv

@@ -44,6 +44,15 @@ timerfd_create timerfd_gettime timerfd_settime times tkill truncate umask uname 
 utime utimensat utimes vfork vmsplice wait4 waitid write writev
 """.split()
 
+# what the CUDA driver (libcuda, in a part's child with --device cuda) calls: device files opened
+# and driven by ioctl (any request number), their memory mapped and pinned, NUMA policy, its
+# helper threads (clone, allowed below without namespace flags) and their wake-ups; none may be
+# dropped from ALLOWED, nor ioctl narrowed for them
+CUDA_DRIVER = """
+openat ioctl mmap munmap mremap mprotect madvise mlock munlock get_mempolicy set_mempolicy mbind
+sched_getaffinity futex eventfd2 poll ppoll pipe2 readlink fstat newfstatat getpid gettid
+""".split()
+
 # clone's first argument (x86_64, arm64 and most others) carries these flags: any of them is refused
 CLONE_NEW = {"CLONE_NEWTIME": 0x80, "CLONE_NEWNS": 0x20000, "CLONE_NEWCGROUP": 0x2000000,
              "CLONE_NEWUTS": 0x4000000, "CLONE_NEWIPC": 0x8000000, "CLONE_NEWUSER": 0x10000000,

@@ -37,11 +37,11 @@ def main(control_fd, grader_pid):
     if grader_pid:  # outside the room (unsafe mode) nothing else ties this server to the grader
         isolation.die_with_parent(grader_pid)
     torch.set_num_threads(1)
-    warm_up()
+    config, _ = protocol.receive_message(control)  # sent at once by the grader: read before the warm-up
+    CONFIG.update(config)
+    warm_up(autograd=not cuda_reachable(config))
     gc.freeze()  # what is here now is never collected by a child: a collection there copies no page of it
     _give_back_free_memory()
-    config, _ = protocol.receive_message(control)
-    CONFIG.update(config)
     ready = {"ready": True, "torch": torch.__version__, "python": sys.version.split()[0]}
     protocol.send_message(control, ready)
     doors = [control]  # the grader's, then one per batch worker attached through it
@@ -173,7 +173,7 @@ def fork_part(sock, output_fd, request, workspace, in_namespaces):
                 os.setpgid(0, 0)
             protections = isolation.enter_part(request, in_namespaces)
             os.chdir(workspace)
-            child.serve(requests_r, replies_w, workspace, protections, request["device"])
+            child.serve(requests_r, replies_w, workspace, protections, request["device"], request["memory_mb"])
         finally:
             os._exit(0)
     os.close(output_fd)
@@ -209,10 +209,22 @@ def _clear_up(pid, in_namespaces, patience=5.0):
             return
 
 
-def warm_up():
+def cuda_reachable(config):
+    """Whether this server could reach a CUDA driver: a CUDA build of torch (a build flag, no call
+    into the driver) with the NVIDIA devices at hand (--device cuda, or no room to hide them)."""
+    return torch.backends.cuda.is_built() and (config.get("device") == "cuda" or not config.get("namespaces"))
+
+
+def warm_up(autograd=True):
     """Run once here what every child's first calls would otherwise pay for again: the lazy
     imports and first-use set-up inside torch and NumPy (modules, dropout, autograd, state
-    dicts, einsum). Forked children inherit the result. Touches nothing of the project."""
+    dicts, einsum). Forked children inherit the result. Touches nothing of the project.
+
+    Nothing here may initialise CUDA: a process forked after that cannot use the GPU ("CUDA
+    error: initialization error"). No call here goes to torch.cuda; and with autograd=False (where
+    a CUDA driver is reachable) no backward pass either: the autograd engine's first run counts
+    every device type's devices (for CUDA, cudaGetDeviceCount, which initialises the driver) and
+    from then on refuses to run in a forked child. Each part's child initialises CUDA itself."""
     nn = torch.nn
     layer = nn.Sequential(nn.Linear(4, 4, bias=False), nn.Dropout(0.5), nn.Linear(4, 4))
     layer.register_buffer("mask", torch.triu(torch.ones(3, 3), diagonal=1))
@@ -221,7 +233,8 @@ def warm_up():
     weights = torch.softmax(scores / 2**0.5, dim=-1)
     out = layer(weights @ x).view(2, 3, 2, 2).transpose(1, 2).contiguous().reshape(2, 3, 4)
     out = out + torch.einsum("btd,bsd->bts", x, x).sum() + nn.functional.scaled_dot_product_attention(x, x, x)
-    out.sum().backward()
+    if autograd:
+        out.sum().backward()
     layer.load_state_dict(layer.state_dict())
     layer.eval()
     with torch.no_grad():
@@ -230,7 +243,7 @@ def warm_up():
     array = np.random.rand(3, 4)
     np.einsum("ij,kj->ik", array, array).max(axis=-1, keepdims=True)
     np.testing.assert_allclose(array, array)
-    torch.manual_seed(0)
+    torch.default_generator.manual_seed(0)  # the CPU's alone: torch.manual_seed queues CUDA's too
 
 
 def _warm_up_counting(layer, x):

@@ -1,0 +1,95 @@
+"""Issue 24 item 1: nothing before the fork initialises CUDA; each part's child does it itself.
+
+Proved on a CPU-only machine with tripwires on torch's CUDA entry points (tests/cuda_tripwire.py):
+torch is made to look like a CUDA build, the batch's start and one part run, and the log says who
+called what. scripts/gpu-check.sh runs the same check against a real CUDA build on a GPU.
+"""
+import json
+import os
+import subprocess
+import sys
+
+from autograder import PROJECT_ROOT
+
+TRIPWIRE = PROJECT_ROOT / "tests" / "cuda_tripwire.py"
+
+
+def _python(code, tmp_path, name="tripwire.log"):
+    log = tmp_path / name
+    script = f"import sys; sys.path[:0] = [{str(TRIPWIRE.parent)!r}, {str(PROJECT_ROOT)!r}]\n" \
+             f"import cuda_tripwire; cuda_tripwire.install({str(log)!r})\n" + code
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    return log.read_text().split("\n")[:-1] if log.exists() else []
+
+
+def test_the_batch_start_and_the_fork_server_leave_cuda_to_the_part_child():
+    done = subprocess.run([sys.executable, str(TRIPWIRE)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "CH03_SANDBOX_DEBUG": "0"})
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["grader"] == [] and result["fork_server"] == []
+    # the child initialised CUDA and capped its memory before it answered the first request
+    assert {"torch.cuda.init", "torch.cuda.set_per_process_memory_fraction"} <= set(result["child"])
+    assert result["reply"] == {"result": 3} and result["ok"] and done.returncode == 0
+    sys.path.insert(0, str(PROJECT_ROOT / "scripts"))
+    import gpu_check
+
+    assert gpu_check.tripwire_ok(done.stdout + done.stderr)  # as scripts/gpu-check.sh reads it
+
+
+def test_the_tripwire_sees_a_backward_pass_in_the_warm_up(tmp_path):
+    """The warm-up's backward pass is what initialised CUDA in the fork server on the H200: the
+    check would see it, and the warm-up leaves it out wherever a driver is reachable."""
+    calls = _python("from autograder.sandbox import zygote; zygote.warm_up(autograd=True)", tmp_path)
+    assert [c.split(" ", 1)[1] for c in calls] == ["autograd engine"]
+    assert _python("from autograder.sandbox import zygote; zygote.warm_up(autograd=False)", tmp_path, "b.log") == []
+
+
+def test_the_fork_server_runs_no_backward_where_a_cuda_driver_is_reachable(monkeypatch):
+    import torch
+
+    from autograder.sandbox import zygote
+
+    monkeypatch.setattr(torch.backends.cuda, "is_built", lambda: True)
+    assert zygote.cuda_reachable({"device": "cuda", "namespaces": True})
+    assert zygote.cuda_reachable({"device": "cpu", "namespaces": False})  # no room hides the devices
+    assert not zygote.cuda_reachable({"device": "cpu", "namespaces": True})  # the room holds no NVIDIA node
+    monkeypatch.setattr(torch.backends.cuda, "is_built", lambda: False)
+    assert not zygote.cuda_reachable({"device": "cuda", "namespaces": False})
+
+
+def test_checking_the_device_asks_nvml_and_never_initialises_cuda(tmp_path):
+    calls = _python("from autograder.sandbox import client\n"
+                    "assert client.check_device('cuda') == 'cuda' and client.cuda_devices() == 1", tmp_path)
+    assert calls == []
+
+
+def test_a_machine_where_nvml_and_torch_see_no_gpu_refuses_cuda(monkeypatch):
+    import pytest
+    import torch
+
+    from autograder.sandbox import client
+
+    monkeypatch.setattr(client, "_CUDA", {})
+    monkeypatch.setattr(torch.backends.cuda, "is_built", lambda: True)
+    monkeypatch.setattr(torch.cuda, "_device_count_nvml", lambda: 0)
+    with pytest.raises(ValueError, match="torch sees no CUDA device here"):
+        client.check_device("cuda")
+
+
+def test_a_child_that_cannot_start_cuda_refuses_the_grading_instead_of_charging_the_student(monkeypatch, tmp_path):
+    """On this CPU-only build torch cannot start CUDA in the child: the sandboxed child says so
+    before any student code runs, and the grader refuses (SandboxUnavailable, as for a missing
+    sandbox), naming the cause, rather than failing the student's part."""
+    import pytest
+
+    from autograder.sandbox import client
+
+    monkeypatch.setattr(client, "_CUDA", {"count": 1})  # the grader's check passes: a GPU as far as NVML says
+    (tmp_path / "probe.py").write_text("VALUE = 3\n")
+    with client.Sandbox(device="cuda") as box:
+        if box.unsafe:
+            pytest.skip("no sandbox on this machine")
+        with pytest.raises(client.SandboxUnavailable, match=r"--device cuda: the GPU cannot be used inside the "
+                                                            r"sandbox \(AssertionError: Torch not compiled with CUDA"):
+            box.open(str(tmp_path), timeout=60, memory_mb=512)
