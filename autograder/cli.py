@@ -7,6 +7,7 @@ import importlib
 import os
 import sys
 
+from autograder.envcheck import EnvironmentFailed
 from autograder.secret import draw_secret
 from autograder.sandbox.client import DEVICE_ENV, UNSAFE_ENV, SandboxUnavailable, check_device
 
@@ -46,6 +47,9 @@ def main(argv=None):
     except SandboxUnavailable as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except EnvironmentFailed as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 3
 
 
 def _add_sandbox_arguments(parser):

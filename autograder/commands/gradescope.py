@@ -2,8 +2,9 @@
 
 --out FILE.zip  builds the bundle Gradescope asks for: setup.sh and run_autograder at the root of
                 the zip (executable), the grading package with its hidden suites, grading.yml,
-                requirements.txt and a README. Nothing else of this repository goes in (no
-                solutions, no mutant corpora).
+                requirements.txt, the reference solutions (solutions/ch03: the environment
+                check grades them first, envcheck.py) and a README. Nothing else of this
+                repository goes in (no mutant corpora, no notebooks).
 --out DIR       writes the same files into a new folder (e.g. to push as the private autograder
                 repository that the students' GitHub workflow fetches).
 --run           what run_autograder calls inside Gradescope's container: grade ROOT/submission,
@@ -77,6 +78,9 @@ def bundle_files(rubric):
     files.append(("README.md", (TEMPLATES / "README.md").read_bytes(), False))
     files.append(("requirements.txt", ("\n".join(REQUIREMENTS) + "\n").encode(), False))
     files.append(("grading.yml", rubric.read_bytes(), False))
+    # the reference solutions: the environment check grades them before the first student (envcheck.py)
+    for path in sorted((PROJECT_ROOT / "solutions" / "ch03").glob("*.py")):
+        files.append((f"solutions/ch03/{path.name}", path.read_bytes(), False))
     for path in sorted(PACKAGE_DIR.rglob("*")):
         rel = path.relative_to(PACKAGE_DIR)
         if any(part in EXCLUDE_DIRS for part in rel.parts) or path.is_dir() or path.is_symlink():
@@ -137,7 +141,7 @@ def grade_in_gradescope(root):
 
 def _grade(root):
     """-> (results.json's content, the instructor's table for stdout)."""
-    from autograder import grading, reports
+    from autograder import envcheck, grading, reports
     from autograder.sandbox.client import Sandbox
     from autograder.submission import SubmissionError
 
@@ -148,6 +152,10 @@ def _grade(root):
     sandbox = Sandbox(hide=[str(root)])
     try:
         rubric, suites = grading.load_rubric(PROJECT_ROOT / "grading.yml")
+        try:
+            envcheck.ensure(sandbox, rubric, suites, PROJECT_ROOT / "grading.yml")
+        except envcheck.EnvironmentFailed as e:  # nobody is charged for the grader's environment
+            return reports.not_graded_results(envcheck.STUDENT_MESSAGE, e.record), f"error: {e}"
         try:
             grade = grading.grade_submission(submission, rubric, suites, sandbox)
         except SubmissionError as e:

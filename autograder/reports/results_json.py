@@ -93,6 +93,13 @@ def broken_grade(rubric, problem):
     return grade
 
 
+def not_graded_results(message, record):
+    """The results.json of a run that graded nobody: its environment failed its own check (envcheck).
+    No score at all (not even 0): the submission is to be graded again once the grader is fixed."""
+    return {"output": message, "visibility": "visible", "stdout_visibility": "hidden", "tests": [],
+            "extra_data": {}, "environment_check": environment_check(record)}
+
+
 def dumps(results):
     """results as JSON text that any reader takes: a lone surrogate left in a string becomes '?'."""
     return json.dumps(_valid(results), indent=1)
@@ -122,7 +129,19 @@ def _test(check, name):
 def _top(grade, tests):
     return {"score": grade.score, "max_score": grade.max_score, "output": summary(grade), "visibility": "visible",
             "stdout_visibility": "hidden", "tests": tests,
-            "parts": {part: {"score": p["score"], "max_score": p["max_score"]} for part, p in grade.parts.items()}}
+            "parts": {part: {"score": p["score"], "max_score": p["max_score"]} for part, p in grade.parts.items()},
+            "environment_check": environment_check(getattr(grade, "environment_check", None))}
+
+
+def environment_check(record):
+    """results.json's `environment_check`: the reference's score here, the device, the walls that
+    stood, torch's version (None: this run did not check its environment)."""
+    if not record:
+        return None
+    return {"passed": record.get("passed") is True, "reference_score": record.get("score"),
+            "max_score": record.get("max_score"), "device": record.get("device"),
+            "walls": [printable(w, 200) for w in record.get("walls", [])], "torch": record.get("torch"),
+            "cached": record.get("cached", False)}
 
 
 def _valid(value):
