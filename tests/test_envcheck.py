@@ -67,7 +67,7 @@ def test_gradescope_says_not_graded_when_the_environment_fails(broken_grader, tm
     results = json.loads((root / "results" / "results.json").read_text())
     assert "score" not in results and results["tests"] == []  # no score at all, not even 0
     assert results["output"] == envcheck.STUDENT_MESSAGE and BROKEN_CHECK not in results["output"]
-    check = results["environment_check"]
+    check = results["extra_data"]["environment_check"]
     assert check["passed"] is False and check["reference_score"] < check["max_score"] and check["device"] == "cpu"
     assert BROKEN_CHECK in done.stdout  # the instructor's log (hidden from students) names it
 

@@ -112,7 +112,7 @@ def test_solutions_get_full_marks(bundle, tmp_path):
     assert results["output"] == "Score: 100 / 100" and "seed" not in results["extra_data"]
     assert results["extra_data"]["protections"] and "--seed" not in json.dumps(results) + done.stdout
     # the grader graded its reference solutions here first (or found that verdict cached)
-    check = results["environment_check"]
+    check = results["extra_data"]["environment_check"]  # Gradescope's schema has no such top-level key
     assert check["passed"] and check["reference_score"] == check["max_score"] == results["max_score"]
     assert check["device"] == "cpu" and check["torch"] and "seccomp system-call allow-list" in check["walls"]
     # readable by root only: the hidden files and the results

@@ -155,7 +155,7 @@ def _grade(root):
         try:
             envcheck.ensure(sandbox, rubric, suites, PROJECT_ROOT / "grading.yml")
         except envcheck.EnvironmentFailed as e:  # nobody is charged for the grader's environment
-            return reports.not_graded_results(envcheck.STUDENT_MESSAGE, e.record), f"error: {e}"
+            return reports.not_graded_results(envcheck.STUDENT_MESSAGE, e.record, gradescope=True), f"error: {e}"
         try:
             grade = grading.grade_submission(submission, rubric, suites, sandbox)
         except SubmissionError as e:

@@ -1,4 +1,4 @@
-"""Results in Gradescope's results.json schema (plus `parts`), for each of their readers.
+"""Results in Gradescope's results.json schema (plus `parts` and `environment_check`), for each of their readers.
 
     results_json(grade)        the instructor's record (`grade --json`, what `batch` stores): each
                                test's output says everything (diagnosis, the student's own text,
@@ -8,8 +8,8 @@
                                renamed "part: hidden check k", their diagnosis only; no detail, no secret
     gradescope_results(grade)  Gradescope's results.json: the top-level output is the score and what
                                to fix; tests keep their names (Gradescope shows each by its
-                               visibility) and say what a student may see; the sandbox's protections
-                               and the parts go to extra_data; no secret
+                               visibility) and say what a student may see; the sandbox's protections,
+                               the parts and the environment check go to extra_data; no secret
     broken_results(rubric, problem)  a submission that could not be staged: every check failed with
                                the problem, with the same keys as any other record (broken_grade:
                                the same as a Grade, for the other channels)
@@ -68,7 +68,7 @@ def gradescope_results(grade):
                              getattr(c, "figure", None)) for c in grade.checks]
     results = _top(grade, tests)
     results["output_format"] = results["test_output_format"] = "text"
-    results["extra_data"] = {"parts": results.pop("parts"),
+    results["extra_data"] = {"parts": results.pop("parts"), "environment_check": results.pop("environment_check"),
                              "protections": [printable(p, 200) for p in grade.protections]}
     return results
 
@@ -93,11 +93,14 @@ def broken_grade(rubric, problem):
     return grade
 
 
-def not_graded_results(message, record):
+def not_graded_results(message, record, gradescope=False):
     """The results.json of a run that graded nobody: its environment failed its own check (envcheck).
-    No score at all (not even 0): the submission is to be graded again once the grader is fixed."""
-    return {"output": message, "visibility": "visible", "stdout_visibility": "hidden", "tests": [],
-            "extra_data": {}, "environment_check": environment_check(record)}
+    No score at all (not even 0): the submission is to be graded again once the grader is fixed.
+    Gradescope's keeps environment_check in extra_data (its schema has no such key)."""
+    check = environment_check(record)
+    results = {"output": message, "visibility": "visible", "stdout_visibility": "hidden", "tests": [],
+               "extra_data": {"environment_check": check} if gradescope else {}}
+    return results if gradescope else {**results, "environment_check": check}
 
 
 def dumps(results):
