@@ -129,9 +129,9 @@ def cache_key(sandbox, rubric_path, reference):
         facts["gpu"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
     h.update(json.dumps(facts, sort_keys=True).encode())
     h.update(Path(rubric_path).read_bytes())
-    for folder, pattern in ((PACKAGE_DIR, "**/*.py"), (reference, "*.py")):
+    for folder, pattern in ((PACKAGE_DIR, "**/*"), (reference, "*.py")):  # the suites' snapshots too
         for path in sorted(Path(folder).glob(pattern)):
-            if "__pycache__" not in path.parts:
+            if "__pycache__" not in path.parts and path.is_file():
                 h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
