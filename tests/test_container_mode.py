@@ -157,9 +157,9 @@ def test_with_the_flag_but_an_open_grader_folder_it_refuses():
         folder = base / "grader"
         subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--out", str(folder)],
                        cwd=ROOT, check=True, capture_output=True, timeout=120)
-        done = subprocess.run(DOCKER_LIKE + [sys.executable, "-m", "autograder", "grade", str(SOLUTIONS), "--container"],
-                              cwd=folder, env={**os.environ, "PYTHONPATH": str(folder)}, capture_output=True,
-                              text=True, timeout=300)
+        command = [sys.executable, "-m", "autograder", "grade", str(SOLUTIONS), "--container"]
+        done = subprocess.run(DOCKER_LIKE + command, cwd=folder, env={**os.environ, "PYTHONPATH": str(folder)},
+                              capture_output=True, text=True, timeout=300)
     finally:
         shutil.rmtree(base)
     assert done.returncode == 2 and f"chmod 700 {folder}" in done.stderr, done.stderr[-2000:]

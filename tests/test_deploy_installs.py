@@ -146,6 +146,7 @@ def test_the_released_workflow_installs_and_grades_as_deployed(fresh_venv, tmp_p
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads((runner_temp / "results.json").read_text())
     assert results["score"] == results["max_score"] == 100
-    assert results["environment_check"]["passed"] and "seccomp system-call allow-list" in results["extra_data"]["protections"]
+    assert results["environment_check"]["passed"]
+    assert "seccomp system-call allow-list" in results["extra_data"]["protections"]
     assert "score=100" in outputs.read_text().splitlines()
     assert (runner_temp / "comment.md").read_text().startswith("<!-- ch03-autograder:grade-comment -->")
