@@ -2,7 +2,7 @@
 nothing else, then graded as deployed:
 
 - the Gradescope bundle: its setup.sh (run whole, with AUTOGRADER_PYTHON pointing at the fresh
-  environment), then run_autograder on the reference (full marks) and on the stubs (0, with the
+  environment; it ends with the environment check, whose verdict each submission then finds), then run_autograder on the reference (full marks) and on the stubs (0, with the
   teaching messages);
 - the released workflow: the install step and the grading step of the generated grade.yml,
   read from the file and run with bash as the runner would (`sudo` is the identity here: the
@@ -91,24 +91,28 @@ def _run_autograder(root, python, submission, cache):
 def test_the_gradescope_bundle_installs_and_grades_as_deployed(fresh_venv, tmp_path):
     root = _unpacked_bundle(tmp_path)
     python = str(fresh_venv / "bin" / "python")
+    cache = tmp_path / "envcheck-cache"  # as the image's /var/cache: setup.sh's check really runs here
     setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], capture_output=True, text=True, timeout=1200,
-                           env=_clean_env(AUTOGRADER_PYTHON=python, TORCH_SPEC=TORCH, TORCH_INDEX=""))
+                           env=_clean_env(AUTOGRADER_PYTHON=python, TORCH_SPEC=TORCH, TORCH_INDEX="",
+                                          CH03_ENVCHECK_CACHE=str(cache)))
     assert setup.returncode == 0, setup.stdout[-3000:] + setup.stderr[-3000:]
     assert "cannot be reached" in setup.stdout and "4 GB more" in setup.stdout  # the fallback, and its cost
     assert "setup: installed torch 2.13.0+cpu (CPU build)" in setup.stdout
-    cache = tmp_path / "envcheck-cache"  # the environment check really runs in this environment
+    assert "environment check: the reference scored 100 / 100 (device cpu, torch 2.13.0+cpu)\n" in setup.stdout
 
     done, results = _run_autograder(root, python, SOLUTIONS, cache)
     assert results.get("score") == results.get("max_score") == 100, done.stdout[-3000:] + done.stderr[-3000:]
     check = results["extra_data"]["environment_check"]
-    assert check["passed"] and check["reference_score"] == 100 and not check["cached"]
+    assert check["passed"] and check["reference_score"] == 100 and check["cached"]  # the verdict of the image build
     assert "seccomp system-call allow-list" in results["extra_data"]["protections"]
 
     done, results = _run_autograder(root, python, STUBS, cache)
     assert results["score"] == 0 and results["max_score"] == 100, done.stderr[-3000:]
-    assert results["extra_data"]["environment_check"]["cached"]  # the verdict kept from the first run
-    assert "write this part" in results["output"] or "NotImplementedError" in results["output"]
+    assert results["extra_data"]["environment_check"]["cached"]
+    # the teaching messages: what is not written yet, with the stub's own hint
     assert "What to fix:" in results["output"]
+    assert "not implemented yet: simple_attention.softmax_naive (in simple_attention.py)" in results["output"]
+    assert "return exp(x) divided by the sum of exp(x)" in results["output"]
 
 
 def _steps(workflow):

@@ -7,6 +7,8 @@
                 repository goes in (no mutant corpora, no notebooks).
 --out DIR       writes the same files into a new folder (e.g. to push as the private autograder
                 repository that the students' GitHub workflow fetches).
+--check         what setup.sh runs at image build: the environment check (envcheck.py) on the
+                reference solutions, its verdict kept in the image for every submission.
 --run           what run_autograder calls inside Gradescope's container: grade ROOT/submission,
                 write ROOT/results/results.json. ROOT is --root, else $AUTOGRADER_ROOT, else
                 /autograder. A results.json is written whatever happens, so the student always
@@ -51,6 +53,9 @@ def add_arguments(parser):
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--out", metavar="FILE.zip|DIR", help="write the bundle to a .zip, or to a new folder")
     what.add_argument("--run", action="store_true", help="grade ROOT/submission into ROOT/results/results.json")
+    what.add_argument("--check", action="store_true",
+                      help="check this environment on the reference solutions and keep the verdict (setup.sh "
+                           "runs it at image build, so each submission finds it cached); exit 3 when it fails")
     parser.add_argument("--root", metavar="DIR", default=None,
                         help="with --run: the Gradescope folder (default: $AUTOGRADER_ROOT or /autograder)")
     parser.add_argument("--rubric", metavar="FILE", default=str(PROJECT_ROOT / "grading.yml"),
@@ -61,6 +66,8 @@ def run(args):
     if args.run:
         root = Path(args.root or os.environ.get("AUTOGRADER_ROOT") or "/autograder")
         return grade_in_gradescope(root)
+    if args.check:
+        return check_environment()
     files = bundle_files(Path(args.rubric))
     out = Path(args.out)
     if out.suffix == ".zip":
@@ -169,6 +176,22 @@ def _grade(root):
         sandbox.close()
     # Gradescope's results.json is shown to the student: no secret there, nor in the log beside it
     return reports.gradescope_results(grade), reports.table(grade, seed=False)
+
+
+def check_environment():
+    """The environment check alone (EnvironmentFailed reaches the command line: exit 3)."""
+    from autograder import envcheck, grading
+    from autograder.sandbox.client import Sandbox
+
+    sandbox = Sandbox()
+    try:
+        rubric, suites = grading.load_rubric(PROJECT_ROOT / "grading.yml")
+        record = envcheck.ensure(sandbox, rubric, suites, PROJECT_ROOT / "grading.yml")
+    finally:
+        sandbox.close()
+    print(f"environment check: the reference scored {record['score']:g} / {record['max_score']:g} "
+          f"(device {record['device']}, torch {record['torch']}){', cached' if record['cached'] else ''}")
+    return 0
 
 
 def failure_results(message):

