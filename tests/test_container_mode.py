@@ -2,8 +2,8 @@
 here (tests/docker_like.py): root without CAP_SYS_ADMIN and Docker's other dropped capabilities,
 and a seccomp filter refusing unshare, setns, mount, pivot_root and clone/clone3 with namespace
 flags. The Gradescope bundle runs there as Gradescope runs it (run_autograder, which passes
---container): the reference gets full marks, results.json lists the walls that stood and says the
-container is relied on for the rest, and a submission that reaches for the hidden suites, the
+--container): the reference gets full marks (graded first, by the environment check, in the same
+container mode), results.json lists the walls that stood and says the container is relied on for the rest, and a submission that reaches for the hidden suites, the
 rubric, the reference solutions, results.json or the grader's memory reaches nothing. Without
 --container the grader refuses there as before, naming what the kernel refuses."""
 import json
@@ -114,25 +114,21 @@ def test_the_restriction_is_real():
     assert not effective & (1 << 21)  # CAP_SYS_ADMIN
 
 
-def test_the_reference_gets_full_marks_in_container_mode(source, tmp_path):
-    files = {p.name: p.read_text() for p in SOLUTIONS.glob("*.py")}
-    done, _, results = run_restricted(source, tmp_path, files)
-    assert results.get("score") == results["max_score"] == 100, done.stdout[-3000:] + done.stderr[-3000:]
-    walls = results["extra_data"]["protections"]
-    assert walls[0] == container.PROTECTION
-    for wall in ("no capabilities", "no new privileges", "seccomp system-call allow-list"):
-        assert wall in walls
-    assert any(w.endswith("(this submission's own)") for w in walls)
-    assert not any("namespaces" in w and "refused" not in w for w in walls)  # no wall claimed that did not stand
-    check = results["extra_data"]["environment_check"]
-    assert check["passed"] and not check["cached"] and check["walls"][0] == container.PROTECTION
-
-
-def test_a_submission_reaches_nothing_of_the_grader(source, tmp_path):
+def test_the_reference_passes_and_a_submission_reaches_nothing_of_the_grader(source, tmp_path):
     root = tmp_path / "autograder"
     files = {p.name: p.read_text() for p in SOLUTIONS.glob("*.py")}
     files["simple_attention.py"] = ATTACK.format(root=str(root))
     done, root, results = run_restricted(source, tmp_path, files)
+    # the reference, graded first in the same container mode (the environment check), got full marks
+    check = results["extra_data"]["environment_check"]
+    assert check["passed"] and check["reference_score"] == 100 and not check["cached"], done.stdout[-3000:]
+    walls = results["extra_data"]["protections"]
+    assert walls[0] == container.PROTECTION and check["walls"][0] == container.PROTECTION
+    for wall in ("no capabilities", "no new privileges", "seccomp system-call allow-list"):
+        assert wall in walls
+    assert any(w.endswith("(this submission's own)") for w in walls)
+    assert not any("namespaces" in w and "refused" not in w for w in walls)  # no wall claimed that did not stand
+    # and the attack reached nothing
     assert "OWNED" not in json.dumps(results) and results["score"] < 100
     assert results["extra_data"]["parts"]["causal"]["score"] == 22  # the other parts are graded as ever
     report = [t["output"] for t in results["tests"] if "ATTACK-REPORT" in t["output"]]
