@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import stat
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -126,7 +127,7 @@ def cache_key(sandbox, rubric_path, reference):
              "walls": {k: plan.get(k) for k in sorted(plan) if k != "why"}, "root": os.geteuid() == 0,
              "machine": platform.machine()}
     if facts["device"] == "cuda":
-        facts["gpu"] = [torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+        facts["gpu"] = _gpus()
     h.update(json.dumps(facts, sort_keys=True).encode())
     h.update(Path(rubric_path).read_bytes())
     for folder, pattern in ((PACKAGE_DIR, "**/*"), (reference, "*.py")):  # the suites' snapshots too
@@ -134,6 +135,20 @@ def cache_key(sandbox, rubric_path, reference):
             if "__pycache__" not in path.parts and path.is_file():
                 h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
+
+
+def _gpus():
+    """The cards and their driver, asked without initialising CUDA here (the batch's workers are
+    forked from this process: client.cuda_devices)."""
+    from autograder.sandbox.client import cuda_devices
+
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        named = done.stdout.strip() if done.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        named = ""
+    return {"count": cuda_devices(), "cards": named}
 
 
 def cache_folder():
