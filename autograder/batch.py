@@ -114,6 +114,20 @@ def _stop_fork_servers():
         _servers.popitem()[1].close()
 
 
+def _check_environment(rubric, suites, rubric_path):
+    """envcheck.ensure on the batch's fork server (or, where it could not start, on one of its
+    own); the workers forked after it copy the record into every results.json."""
+    from autograder import envcheck
+    from autograder.sandbox.client import Sandbox
+
+    sandbox = _servers.get(0) or Sandbox(slot=0)
+    try:
+        _worker["environment_check"] = envcheck.ensure(sandbox, rubric, suites, rubric_path)
+    finally:
+        if sandbox is not _servers.get(0):
+            sandbox.close()
+
+
 def _init_worker(slot_queue, hide, rubric_path, batch_pid):
     import torch
 
@@ -125,6 +139,7 @@ def _init_worker(slot_queue, hide, rubric_path, batch_pid):
     torch.set_num_threads(1)  # a forked copy of a parent's thread pool can deadlock; one per core anyway
     slot = slot_queue.get()
     _worker["sandbox"] = _servers.get(slot) or Sandbox(hide=hide, slot=slot)
+    _worker["sandbox"].environment_check = _worker.get("environment_check")
     multiprocessing.util.Finalize(None, _worker["sandbox"].close, exitpriority=10)  # run as the worker exits
     _worker["rubric"], _worker["suites"] = grading.load_rubric(rubric_path)
 
@@ -172,7 +187,9 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
         _start_fork_servers(min(jobs, len(todo)))  # before torch is imported here: both start-ups overlap
         from autograder import grading
 
-        rubric, _ = grading.load_rubric(rubric_path)
+        rubric, suites = grading.load_rubric(rubric_path)
+        if todo:  # the reference first, once for the batch (EnvironmentFailed: nobody is graded)
+            _check_environment(rubric, suites, rubric_path)
         # the workers are forked from here: a garbage collection there would walk (and so copy) every
         # object this process holds, torch's included, unless they are set apart first
         gc.freeze()
@@ -204,6 +221,7 @@ def _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress):
         path, fingerprint = pending.pop(student)
         if results is None:
             results = reports.broken_results(rubric, problem)
+            results["environment_check"] = reports.environment_check(_worker.get("environment_check"))
         if internal:  # not the student's doing: kept for the instructor, graded again on the next run
             problem, fingerprint = f"{problem} ({internal})", RETRY + fingerprint
         _store(book, out, student, fingerprint, results, problem)

@@ -7,8 +7,10 @@ import importlib
 import os
 import sys
 
+from autograder.envcheck import EnvironmentFailed
 from autograder.secret import draw_secret
 from autograder.sandbox.client import DEVICE_ENV, UNSAFE_ENV, SandboxUnavailable, check_device
+from autograder.sandbox.container import ENV as CONTAINER_ENV
 
 COMMANDS = ["grade", "batch", "selftest", "stubs", "release", "ci", "gradescope", "notebooks", "book-check"]
 GRADING = ("grade", "batch", "selftest", "ci", "gradescope")  # the commands that run student code
@@ -46,12 +48,19 @@ def main(argv=None):
     except SandboxUnavailable as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    except EnvironmentFailed as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 3
 
 
 def _add_sandbox_arguments(parser):
     parser.add_argument("--unsafe-no-sandbox", action="store_true",
                         help="run student code even where it cannot be isolated (warned on every run and "
                              "recorded in every result); only for code you trust")
+    parser.add_argument("--container", action="store_true",
+                        help="each submission runs in a throw-away container of its own (Gradescope, a Docker "
+                             "runner): where the kernel refuses namespaces to root, grade in container mode "
+                             "(docs/sandbox.md) instead of refusing; elsewhere the full sandbox is used")
     parser.add_argument("--seed", type=int, default=None,
                         help="the secret behind the unseen inputs, as recorded by an earlier run (instructors "
                              "only): regrade with exactly the same inputs; default: a fresh secret per run")
@@ -64,6 +73,8 @@ def _apply_sandbox_arguments(args):
     """Both reach the workers (and only the grader: the sandbox's environment is scrubbed)."""
     if args.unsafe_no_sandbox:
         os.environ[UNSAFE_ENV] = "1"
+    if args.container:
+        os.environ[CONTAINER_ENV] = "1"
     if args.device:
         try:
             os.environ[DEVICE_ENV] = check_device(args.device)

@@ -72,17 +72,22 @@ def _sha(value):
     return value if isinstance(value, str) and SHA.fullmatch(value) else None
 
 
-def comment_body(grade_markdown, context, protections=()):
-    """The pull-request comment: marker, the student's Markdown report (reports.markdown), what was graded."""
+def comment_body(grade_markdown, context, protections=(), graded=True):
+    """The pull-request comment: marker, the student's Markdown report (reports.markdown), what was
+    graded (graded False: the run scored nobody, and the report says why)."""
     where = []
     if context.get("pr"):
         where.append(f"pull request #{context['pr']}")
     if context.get("sha"):
         where.append(f"commit {context['sha'][:12]}")
     lines = [COMMENT_MARKER, _quiet_mentions(grade_markdown).rstrip(), "", "---"]
-    lines.append("Graded " + (", ".join(where) if where else "this run") + " with the course autograder. "
-                 "The score counts every check, hidden ones included: of those, only what they found wrong "
-                 "is shown, never their inputs.")
+    if graded:
+        lines.append("Graded " + (", ".join(where) if where else "this run") + " with the course autograder. "
+                     "The score counts every check, hidden ones included: of those, only what they found wrong "
+                     "is shown, never their inputs.")
+    else:
+        lines.append("Not graded: " + (", ".join(where) if where else "this run") + ". Push again once your "
+                     "instructor has fixed the autograder, or ask them to run it again.")
     if protections and not fully_sandboxed(protections):
         lines.append("")
         lines.append("Note: the sandbox ran with reduced protections on this runner.")

@@ -39,6 +39,7 @@ class Grade:
     notes: list = field(default_factory=list)
     output: dict = field(default_factory=dict)    # part -> what the student's code printed
     seed: int = None                              # the run's secret behind the unseen inputs (instructors only)
+    environment_check: dict = None                # envcheck.ensure's record: the reference graded here first
 
     @property
     def score(self):
@@ -65,7 +66,8 @@ def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, s
     with tempfile.TemporaryDirectory(prefix="staged-") as tmp:
         staged = stage(path, tmp)
         # the submission by its name: reports never show the grader's own paths
-        grade = Grade(staged.source, notes=list(staged.notes), seed=fixtures.get("secret"))
+        grade = Grade(staged.source, notes=list(staged.notes), seed=fixtures.get("secret"),
+                      environment_check=getattr(sandbox, "environment_check", None))
         runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path), figures=figures)
         for part_name, run in runs.items():
             grade.protections = grade.protections or run.protections

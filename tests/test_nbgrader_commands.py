@@ -7,8 +7,9 @@ project, with the environment not activated (its bin folder not on PATH).
   `nbgrader release_assignment ch03`, and a student's `nbgrader list`, `nbgrader fetch_assignment ch03
   --course=ch03-attention` and `nbgrader submit ch03 --course=ch03-attention` work against it.
 
-The exchange here is a temporary folder given with --Exchange.root (the documented place,
-/srv/nbgrader/exchange, is the machine's own).
+The students' commands are read from docs/notebooks.md (and found again in the README); each
+names the exchange, since a student's nbgrader reads no course configuration. The exchange here
+is a temporary folder put in place of the documented one (/srv/nbgrader/exchange is the machine's own).
 """
 import os
 import shutil
@@ -81,10 +82,30 @@ def test_the_exchange_as_documented(clone):
         p.name for p in (root / "release" / "ch03").iterdir())
     student = base / "student"
     student.mkdir()
-    listed = nbgrader(env, student, "list", f"--course={COURSE_ID}", where)
+    # the students' commands exactly as docs/notebooks.md and the README give them, in a folder of
+    # their own with no nbgrader configuration; the one change: the machine's exchange is this test's
+    commands = student_commands()
+    assert [c.split()[1] for c in commands] == ["list", "fetch_assignment", "submit"]
+    readme = " ".join((PROJECT_ROOT / "README.md").read_text().split())
+    assert all(c in readme for c in commands[1:]), "the README's student commands are the docs' commands"
+    run = [c.replace(DOCUMENTED_EXCHANGE, str(exchange)).split()[1:] for c in commands]
+    listed = nbgrader(env, student, *run[0])
     assert f"{COURSE_ID} ch03" in listed.stdout + listed.stderr
-    nbgrader(env, student, "fetch_assignment", "ch03", f"--course={COURSE_ID}", where)
+    nbgrader(env, student, *run[1])
     fetched = sorted(p.name for p in (student / "ch03").iterdir())
     assert fetched == sorted(p.name for p in (root / "release" / "ch03").iterdir())
-    nbgrader(env, student, "submit", "ch03", f"--course={COURSE_ID}", where)
+    nbgrader(env, student, *run[2])
     assert len(list((exchange / COURSE_ID / "inbound").iterdir())) == 1
+
+
+DOCUMENTED_EXCHANGE = "/srv/nbgrader/exchange"
+
+
+def student_commands():
+    """The `nbgrader ...` lines of docs/notebooks.md's students' block, comments dropped. Each names
+    the exchange: a student's nbgrader never reads the course folder's nbgrader_config.py."""
+    text = (PROJECT_ROOT / "docs" / "notebooks.md").read_text()
+    block = text.split("from the\nfolder they want to work in:\n\n```bash\n", 1)[1].split("```", 1)[0]
+    commands = [" ".join(line.split("#")[0].split()) for line in block.splitlines() if line.startswith("nbgrader ")]
+    assert commands and all(f"--Exchange.root={DOCUMENTED_EXCHANGE}" in c for c in commands), commands
+    return commands

@@ -66,3 +66,21 @@ def test_the_default_is_pytorchs_cpu_index():
     chosen, said = choose(TORCH_INDEX_TIMEOUT="2")
     assert chosen in ("", "https://download.pytorch.org/whl/cpu")
     assert "PyTorch's CPU index (https://download.pytorch.org/whl/cpu)" in said
+
+
+def test_the_fallback_says_what_it_costs():
+    _, said = choose(TORCH_INDEX=f"http://127.0.0.1:{closed_port()}/whl/cpu", TORCH_INDEX_TIMEOUT="1")
+    assert "CUDA build" in said and "4.7 GB" in said
+
+
+def test_setup_reports_the_torch_build_it_installed():
+    """Printed after the install: the build this interpreter really has, not the one asked for."""
+    import torch
+
+    done = subprocess.run(["bash", "-c", f'source "{SCRIPT}"; report_torch "{sys.executable}"'],
+                          capture_output=True, text=True, timeout=120)
+    build = "CPU build" if torch.version.cuda is None else f"CUDA {torch.version.cuda} build"
+    assert done.stdout.strip() == f"setup: installed torch {torch.__version__} ({build})", done.stderr
+    script = SCRIPT.read_text()
+    torch_install = [line for line in script.splitlines() if "torch_pip=(" in line][0]
+    assert "--progress-bar on" in torch_install and "--quiet" not in torch_install  # pip's progress shows

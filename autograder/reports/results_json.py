@@ -1,4 +1,4 @@
-"""Results in Gradescope's results.json schema (plus `parts`), for each of their readers.
+"""Results in Gradescope's results.json schema (plus `parts` and `environment_check`), for each of their readers.
 
     results_json(grade)        the instructor's record (`grade --json`, what `batch` stores): each
                                test's output says everything (diagnosis, the student's own text,
@@ -8,8 +8,8 @@
                                renamed "part: hidden check k", their diagnosis only; no detail, no secret
     gradescope_results(grade)  Gradescope's results.json: the top-level output is the score and what
                                to fix; tests keep their names (Gradescope shows each by its
-                               visibility) and say what a student may see; the sandbox's protections
-                               and the parts go to extra_data; no secret
+                               visibility) and say what a student may see; the sandbox's protections,
+                               the parts and the environment check go to extra_data; no secret
     broken_results(rubric, problem)  a submission that could not be staged: every check failed with
                                the problem, with the same keys as any other record (broken_grade:
                                the same as a Grade, for the other channels)
@@ -68,7 +68,7 @@ def gradescope_results(grade):
                              getattr(c, "figure", None)) for c in grade.checks]
     results = _top(grade, tests)
     results["output_format"] = results["test_output_format"] = "text"
-    results["extra_data"] = {"parts": results.pop("parts"),
+    results["extra_data"] = {"parts": results.pop("parts"), "environment_check": results.pop("environment_check"),
                              "protections": [printable(p, 200) for p in grade.protections]}
     return results
 
@@ -91,6 +91,16 @@ def broken_grade(rubric, problem):
                       problem=problem)
         score_part(grade, part, run)
     return grade
+
+
+def not_graded_results(message, record, gradescope=False):
+    """The results.json of a run that graded nobody: its environment failed its own check (envcheck).
+    No score at all (not even 0): the submission is to be graded again once the grader is fixed.
+    Gradescope's keeps environment_check in extra_data (its schema has no such key)."""
+    check = environment_check(record)
+    results = {"output": message, "visibility": "visible", "stdout_visibility": "hidden", "tests": [],
+               "extra_data": {"environment_check": check} if gradescope else {}}
+    return results if gradescope else {**results, "environment_check": check}
 
 
 def dumps(results):
@@ -122,7 +132,19 @@ def _test(check, name):
 def _top(grade, tests):
     return {"score": grade.score, "max_score": grade.max_score, "output": summary(grade), "visibility": "visible",
             "stdout_visibility": "hidden", "tests": tests,
-            "parts": {part: {"score": p["score"], "max_score": p["max_score"]} for part, p in grade.parts.items()}}
+            "parts": {part: {"score": p["score"], "max_score": p["max_score"]} for part, p in grade.parts.items()},
+            "environment_check": environment_check(getattr(grade, "environment_check", None))}
+
+
+def environment_check(record):
+    """results.json's `environment_check`: the reference's score here, the device, the walls that
+    stood, torch's version (None: this run did not check its environment)."""
+    if not record:
+        return None
+    return {"passed": record.get("passed") is True, "reference_score": record.get("score"),
+            "max_score": record.get("max_score"), "device": record.get("device"),
+            "walls": [printable(w, 200) for w in record.get("walls", [])], "torch": record.get("torch"),
+            "cached": record.get("cached", False)}
 
 
 def _valid(value):

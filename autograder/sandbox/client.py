@@ -22,7 +22,7 @@ import sys
 import time
 
 from autograder import PACKAGE_DIR, protocol, text
-from autograder.sandbox import cgroup, gpu_watch, isolation, room, syscalls
+from autograder.sandbox import cgroup, container, gpu_watch, isolation, room, syscalls
 
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 OUTPUT_CAP = 64 << 10
@@ -75,13 +75,22 @@ def plan():
             probe = subprocess.run(room.command(["-I", "-S", "-c", "pass"], user_namespace=not root),
                                    capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
             if probe.returncode != 0:
-                why = (f"bubblewrap cannot build the sandbox here ({text.excerpt(probe.stderr.strip(), 200)}); "
-                       f"run as root, or allow unprivileged user namespaces "
-                       f"(sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu 24.04+ "
-                       f"kernel.apparmor_restrict_unprivileged_userns=0)")
+                why = f"bubblewrap cannot build the sandbox here ({text.excerpt(probe.stderr.strip(), 200)}); " + (
+                    "the kernel refuses new namespaces to root: a container without CAP_SYS_ADMIN or whose "
+                    "seccomp profile refuses unshare, mount and clone with namespace flags (give it those, or, "
+                    "where each submission has a throw-away container of its own, add --container: see "
+                    "docs/sandbox.md)" if root else
+                    "run as root, or allow unprivileged user namespaces "
+                    "(sysctl kernel.unprivileged_userns_clone=1, or on Ubuntu 24.04+ "
+                    "kernel.apparmor_restrict_unprivileged_userns=0)")
         except (OSError, subprocess.SubprocessError) as e:
             why = f"bubblewrap did not run ({type(e).__name__}: {e})"
-    _PLAN.update(room=not why, user_namespace=not root, seccomp=program.hex() if program else None, why=why)
+    in_container = False
+    if why and program and binary is not None:  # the room cannot be built: may a throw-away container stand in?
+        in_container, refusal = container.usable()
+        why = f"{why}; container mode instead ({refusal})" if in_container else why
+    _PLAN.update(room=not why, user_namespace=not root, seccomp=program.hex() if program else None, why=why,
+                 container=in_container)
     return _PLAN
 
 
@@ -137,7 +146,10 @@ class Sandbox:
         self.slot = int(slot)
         self.device = check_device(device or os.environ.get(DEVICE_ENV) or "cpu")
         self.plan = dict(plan())
-        self.unsafe = not self.plan["room"]
+        self.in_room, self.container = self.plan["room"], self.plan.get("container", False)
+        if self.container and container.check_grader_files():
+            raise SandboxUnavailable(f"refusing to run student code: {container.check_grader_files()}")
+        self.unsafe = not self.in_room and not self.container
         if self.unsafe and not unsafe_requested():
             raise SandboxUnavailable(
                 f"refusing to run student code without a sandbox: {self.plan['why']}. "
@@ -159,14 +171,14 @@ class Sandbox:
     def _start(self):
         ours, theirs = protocol.control_pair()
         self.control, self.owner = ours, True
-        folders = room.import_paths(in_room=not self.unsafe)
-        if self.unsafe:
-            paths, parent = [str(PACKAGE_DIR.parent)] + folders, os.getpid()
-        else:
+        folders = room.import_paths(in_room=self.in_room)
+        if self.in_room:
             paths, parent = [room.INSIDE] + folders, 0
+        else:  # container mode or --unsafe-no-sandbox: the fork server starts beside the grader
+            paths, parent = [str(PACKAGE_DIR.parent)] + folders, os.getpid()
         argv = ["-I", "-S", "-c", BOOT.format(paths=paths, fd=theirs.fileno(), parent=parent)]
-        command = [sys.executable] + argv if self.unsafe else room.command(argv, self.plan["user_namespace"],
-                                                                           self.device)
+        command = room.command(argv, self.plan["user_namespace"], self.device) if self.in_room \
+            else [sys.executable] + argv
         self.group = self._new_group()
         env = scrubbed_environment()
         if self.group:
@@ -182,7 +194,8 @@ class Sandbox:
         self.pidfd = os.pidfd_open(self.process.pid)  # its liveness, from any process that inherits this object
         self.info = None
         # its configuration now (read once it has warmed up): other doors may be attached behind it
-        protocol.send_message(self.control, {"seccomp": self.plan["seccomp"], "namespaces": not self.unsafe,
+        protocol.send_message(self.control, {"seccomp": self.plan["seccomp"], "namespaces": self.in_room,
+                                             "container": self.container,
                                              "user_namespace": self.plan["user_namespace"], "device": self.device})
 
     def attach(self, slot):
@@ -291,7 +304,7 @@ class Session:
             if not message.get("leader") or len(fds) != 1:
                 raise protocol.ProtocolError("no leader")
             self.leader_pidfd = fds[0]
-            if not sandbox.unsafe and not message.get("namespaces"):
+            if sandbox.in_room and not message.get("namespaces"):
                 raise SandboxUnavailable("the sandbox could not give the child namespaces of its own")
             if sandbox.session_group and not sandbox.session_group.join(_host_pid(self.leader_pidfd)):
                 raise protocol.ProtocolError("the session could not join its control group")
@@ -301,6 +314,8 @@ class Session:
             self.protections = [text.excerpt(p, 200) for p in message.get("protections", [])][:20]
             if sandbox.unsafe:
                 self.protections.insert(0, "NO SANDBOX (--unsafe-no-sandbox): student code ran with the grader's access")
+            elif sandbox.container:
+                self.protections.insert(0, container.PROTECTION)
         except (protocol.Deadline, protocol.ProtocolError, OSError) as e:
             self.died = f"could not start the sandbox ({e})"
 

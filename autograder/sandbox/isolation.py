@@ -12,7 +12,8 @@ fresh one when needed).
                   allow-list (syscalls.py). When it ends, the leader kills all it left behind.
 
 Where the grader could not build the room (only with --unsafe-no-sandbox), `enter` falls back
-to a process group, rlimits and a private folder, and `protections` says which walls stood.
+to a process group, rlimits and a private folder, and `protections` says which walls stood. In
+container mode (container.py) the same, plus the part child's own uid and no capabilities.
 """
 import ctypes
 import os
@@ -152,6 +153,7 @@ def enter_part(request, in_namespaces):
     own, its limits, the submission's uid, no capabilities, no new privileges, the syscall filter
     -> the protections that stood."""
     uid, root = int(request["uid"]), os.geteuid() == 0
+    own_uid = in_namespaces or root and request.get("container")  # container mode: a uid of its own, no room
     protections = []
     if in_namespaces:
         _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC), "unshare")
@@ -160,12 +162,12 @@ def enter_part(request, in_namespaces):
             _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=16m")
         protections.append("a fresh /tmp, /dev/shm, IPC and network for each part")
     on_gpu = request.get("device", "cpu") != "cpu"
-    if _limit_all(root and in_namespaces) and limit_part(request["memory_mb"], request["timeout"], on_gpu):
+    if _limit_all(root and own_uid) and limit_part(request["memory_mb"], request["timeout"], on_gpu):
         memory = "CPU memory by control group only" if on_gpu else f"memory {int(request['memory_mb'])} MiB"
         protections.append(f"rlimits ({memory}, CPU, file size, open files, processes)")
     if _oom_first():
         protections.append("first to go if the machine runs out of memory")
-    if in_namespaces:
+    if own_uid:
         _drop_to(uid, root)
         protections.append(f"uid {uid} (this submission's own)" + ("" if root else " in a user namespace"))
         protections.append("no capabilities")

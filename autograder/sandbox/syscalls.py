@@ -63,15 +63,23 @@ class Unavailable(Exception):
     """libseccomp cannot be loaded here; str() says what to install."""
 
 
+def missing_library(error):
+    return (f"the system library libseccomp (libseccomp.so.2) cannot be loaded ({type(error).__name__}: {error}): "
+            f"apt-get install libseccomp2 (Debian, Ubuntu) or dnf install libseccomp (Fedora)")
+
+
 def compile_filter():
     """The allow-list as a seccomp BPF program (bytes), ready for prctl(PR_SET_SECCOMP)."""
     try:
         import pyseccomp as seccomp
-
+    except ImportError as e:
+        raise Unavailable(f"libseccomp's Python binding is not installed ({e}): pip install pyseccomp") from None
+    except Exception as e:  # the binding loads libseccomp.so.2 as it is imported
+        raise Unavailable(missing_library(e)) from None
+    try:
         rules = seccomp.SyscallFilter(defaction=seccomp.ERRNO(errno.EPERM))
-    except Exception as e:  # no libseccomp.so.2: the library the binding loads
-        raise Unavailable(f"libseccomp cannot be loaded ({type(e).__name__}: {e}); install libseccomp2 "
-                          f"(Debian, Ubuntu) or libseccomp (Fedora)") from None
+    except Exception as e:
+        raise Unavailable(missing_library(e)) from None
     for name in ALLOWED:
         try:
             rules.add_rule(seccomp.ALLOW, name)

@@ -136,8 +136,10 @@ def lead(request, leader_fd, submission_fd, in_namespaces):
     sock = socket.socket(fileno=leader_fd)
     try:
         request = {**request, "parent": os.getppid(), "seccomp": CONFIG.get("seccomp"),
-                   "device": CONFIG.get("device", "cpu"),
+                   "device": CONFIG.get("device", "cpu"), "container": bool(CONFIG.get("container")),
                    "scratch": None if in_namespaces else tempfile.mkdtemp(prefix="ch03-session-")}
+        if request["container"]:  # the child's uid passes through to its (read-only) submission
+            os.chmod(request["scratch"], 0o711)
         isolation.close_all_but({leader_fd, submission_fd})
         workspace, protections = isolation.enter_session(request, submission_fd, in_namespaces)
     except BaseException as exc:  # report the set-up failure, in the grader's words
@@ -185,6 +187,10 @@ def fork_part(sock, output_fd, request, workspace, in_namespaces):
         os.close(fd)
     _, status = os.waitpid(pid, 0)
     _clear_up(pid, in_namespaces)
+    if request.get("container"):  # leftovers that left the process group: all of the submission's uid
+        from autograder.sandbox import container  # (never in the room: imported where it is used)
+
+        container.kill_uid(int(request["uid"]))
     return os.waitstatus_to_exitcode(status)
 
 

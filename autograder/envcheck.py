@@ -1,0 +1,196 @@
+"""The grader checks its own environment before it charges anyone.
+
+    record = envcheck.ensure(sandbox, rubric, suites, rubric_path)   # before the first student
+
+grades the reference solutions (solutions/ch03, shipped with every deployed copy of the grader)
+in the same sandbox, on the same device, with the same rubric and limits as the students. A
+full score is remembered per environment (the cache key: everything that could change the
+verdict), so a batch pays once and a repeated run only hashes; anything less raises
+EnvironmentFailed, naming the failing checks and the likely cause, and no student is graded.
+The record is kept on the sandbox (sandbox.environment_check) and goes into every results.json
+under `environment_check`.
+
+The cache is a folder only the grader's user can write (0700, owned by it; refused otherwise):
+$CH03_ENVCHECK_CACHE, else /var/cache/ch03-autograder as root, else ~/.cache/ch03-autograder.
+Student code never sees it (the room shows no /var/cache or home), and only full scores are kept.
+"""
+import hashlib
+import json
+import os
+import platform
+import stat
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from autograder import PACKAGE_DIR, PROJECT_ROOT
+
+CACHE_ENV = "CH03_ENVCHECK_CACHE"
+VERSION = 1
+STUDENT_MESSAGE = ("This submission was not graded: the autograder's environment failed its own check (it "
+                   "could not give the reference solutions full marks), so no score was recorded. This is not "
+                   "about your code; your instructor can see the details.")
+
+
+class EnvironmentFailed(RuntimeError):
+    """The reference solutions did not get full marks here; str() names the failing checks and the likely cause.
+    .record: the environment_check record (passed False)."""
+
+    def __init__(self, message, record):
+        super().__init__(message)
+        self.record = record
+
+
+def reference_folder():
+    """The reference solutions this copy of the grader ships with (the repository's, the bundle's)."""
+    return PROJECT_ROOT / "solutions" / "ch03"
+
+
+def ensure(sandbox, rubric, suites, rubric_path, reference=None):
+    """The environment_check record for this sandbox, from the cache or by grading the reference
+    now; EnvironmentFailed when the reference loses any point. Kept as sandbox.environment_check."""
+    reference = Path(reference or reference_folder())
+    if not reference.is_dir():
+        raise EnvironmentFailed(f"the environment check cannot run: the reference solutions are missing "
+                                f"({reference}); this copy of the grader is incomplete", _record(sandbox, None))
+    key = cache_key(sandbox, rubric_path, reference)
+    record = _cached(key)
+    if record is None:
+        record = _grade_reference(sandbox, rubric, suites, reference)
+        if record["passed"]:
+            _store(key, record)
+    record = {**record, "cached": record.get("cached", False)}
+    sandbox.environment_check = record
+    return record
+
+
+def _grade_reference(sandbox, rubric, suites, reference):
+    from autograder import grading
+
+    grade = grading.grade_submission(reference, rubric, suites, sandbox, figures=False)
+    record = _record(sandbox, grade)
+    if not record["passed"]:
+        raise EnvironmentFailed(failure_message(grade, sandbox.device), record)
+    return record
+
+
+def _record(sandbox, grade):
+    import torch
+
+    record = {"passed": False, "score": 0.0, "max_score": None, "device": getattr(sandbox, "device", "cpu"),
+              "walls": [], "torch": torch.__version__, "python": platform.python_version(), "failed": []}
+    if grade is not None:
+        failed = [f"{c.part}: {c.name}" for c in grade.checks if not c.passed]
+        record.update(passed=not failed and grade.score >= grade.max_score, score=grade.score,
+                      max_score=grade.max_score, walls=list(grade.protections), failed=failed)
+    return record
+
+
+def failure_message(grade, device):
+    failed = [c for c in grade.checks if not c.passed]
+    lines = [f"the grader's environment failed its own check: the reference solutions scored "
+             f"{grade.score:g} / {grade.max_score:g} here (device {device}), so no student is graded. Failing checks:"]
+    lines += [f"  {c.part}: {c.name}: {c.message}" for c in failed[:20]]
+    if len(failed) > 20:
+        lines.append(f"  ... and {len(failed) - 20} more")
+    lines.append(f"likely cause: {likely_cause(grade, device)}")
+    return "\n".join(lines)
+
+
+def likely_cause(grade, device):
+    problems = " ".join(p.get("problem") or "" for p in grade.parts.values())
+    if "could not start the sandbox" in problems or "lost" in problems:
+        return "the sandbox cannot run code here (its fork server or session did not start)"
+    if "timed out" in problems:
+        return "the rubric's time limits are too tight for this machine (grading.yml: timeout)"
+    if "SIGKILL" in problems or "memory" in problems:
+        return "the rubric's memory limits are too tight for this build of torch (grading.yml: memory_mb)"
+    if device != "cpu":
+        return f"the device ({device}): results there differ from the CPU's beyond the checks' tolerances, or it failed"
+    return ("the installed packages (torch, NumPy) differ from what the checks expect, or the rubric and "
+            "suites were changed without the reference solutions")
+
+
+# ---------------------------------------------------------------- the cache
+
+def cache_key(sandbox, rubric_path, reference):
+    """A hash of everything the verdict depends on."""
+    import numpy
+    import torch
+
+    h = hashlib.sha256()
+    plan = getattr(sandbox, "plan", {}) or {}
+    facts = {"version": VERSION, "torch": torch.__version__, "cuda": torch.version.cuda,
+             "numpy": numpy.__version__, "python": sys.version, "executable": os.path.realpath(sys.executable),
+             "device": getattr(sandbox, "device", "cpu"), "unsafe": bool(getattr(sandbox, "unsafe", False)),
+             "walls": {k: plan.get(k) for k in sorted(plan) if k != "why"}, "root": os.geteuid() == 0,
+             "machine": platform.machine()}
+    if facts["device"] == "cuda":
+        facts["gpu"] = _gpus()
+    h.update(json.dumps(facts, sort_keys=True).encode())
+    h.update(Path(rubric_path).read_bytes())
+    for folder, pattern in ((PACKAGE_DIR, "**/*"), (reference, "*.py")):  # the suites' snapshots too
+        for path in sorted(Path(folder).glob(pattern)):
+            if "__pycache__" not in path.parts and path.is_file():
+                h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _gpus():
+    """The cards and their driver, asked without initialising CUDA here (the batch's workers are
+    forked from this process: client.cuda_devices)."""
+    from autograder.sandbox.client import cuda_devices
+
+    try:
+        done = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+                              capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)
+        named = done.stdout.strip() if done.returncode == 0 else ""
+    except (OSError, subprocess.SubprocessError):
+        named = ""
+    return {"count": cuda_devices(), "cards": named}
+
+
+def cache_folder():
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    if os.geteuid() == 0:
+        return Path("/var/cache/ch03-autograder")
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "ch03-autograder"
+
+
+def _ours(path):
+    """path exists, is not a link, belongs to this user and only this user can write it."""
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return False
+    return info.st_uid == os.geteuid() and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH) \
+        and not stat.S_ISLNK(info.st_mode)
+
+
+def _cached(key):
+    path = cache_folder() / f"envcheck-{key}.json"
+    if not (_ours(cache_folder()) and _ours(path)):
+        return None
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return {**record, "cached": True} if isinstance(record, dict) and record.get("passed") is True else None
+
+
+def _store(key, record):
+    folder = cache_folder()
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if not _ours(folder):
+            print(f"warning: environment check not cached: {folder} is not this user's alone", file=sys.stderr)
+            return
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".envcheck-")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(record, f)
+        os.replace(tmp, folder / f"envcheck-{key}.json")
+    except OSError as e:  # a read-only home: the check is simply run again next time
+        print(f"warning: environment check not cached ({e})", file=sys.stderr)

@@ -1,0 +1,108 @@
+"""Container mode: for runners that put each submission in a throw-away container of its own
+(Gradescope, a Docker-based runner) where the kernel refuses what the room needs: the grader is
+root there but without CAP_SYS_ADMIN, and the container's seccomp profile refuses new namespaces
+and mounts, so bubblewrap cannot build the room.
+
+It is chosen by the deployment, never by a submission: `--container` on a grading command (the
+Gradescope bundle's run_autograder passes it) allows it, and it is then used only where the
+kernel refuses new namespaces to root (probed here). Everywhere else the full room stays
+required, as without the flag.
+
+What still stands in container mode (each child, isolation.enter_part): the submission's own
+unprivileged uid (one per submission, never shared), no capabilities, no_new_privs, the seccomp
+allow-list, rlimits (memory, CPU, file size, open files, processes of that uid), the OOM killer's
+first choice, not dumpable; every process of that uid is killed when a part ends. The grader's
+files are kept from that uid by ownership and mode: the grader's folder (package, hidden suites,
+rubric, reference solutions) must be closed to other users (root's, mode 0700 or inside such a
+folder), else the grader refuses. What the container is relied on for: the file system view,
+the network and the other processes of the machine (one submission per container).
+"""
+import ctypes
+import os
+import stat
+
+from autograder import PROJECT_ROOT
+
+ENV = "CH03_CONTAINER"  # set by --container
+NAMESPACES = 0x00020000 | 0x04000000 | 0x08000000 | 0x20000000 | 0x40000000  # mount, UTS, IPC, PID, network
+PROTECTION = ("container mode (the kernel refused namespaces): the throw-away container is relied on for the "
+              "file system, network and other processes; the grader's files root-only (0700)")
+
+
+def requested():
+    return os.environ.get(ENV) == "1"
+
+
+def kernel_refusal():
+    """Why this root process may not create namespaces ('' when it may): probed in a child."""
+    if os.geteuid() != 0:
+        return "not root"
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read)
+            libc = ctypes.CDLL(None, use_errno=True)
+            failed = libc.unshare(NAMESPACES) != 0
+            os.write(write, str(ctypes.get_errno() if failed else 0).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as f:
+        answer = f.read()
+    os.waitpid(pid, 0)
+    code = int(answer or 0)
+    return f"unshare of new namespaces refused ({os.strerror(code)})" if code else ""
+
+
+def usable():
+    """(True, why) where container mode may stand in for the room; (False, why not) elsewhere."""
+    if not requested():
+        return False, "--container not given"
+    if os.geteuid() != 0:
+        return False, "container mode needs root (to give student code a uid of its own)"
+    refusal = kernel_refusal()
+    if not refusal:
+        return False, "the kernel allows namespaces here: the full room is required"
+    return True, refusal
+
+
+def check_grader_files(paths=(PROJECT_ROOT,)):
+    """SandboxUnavailable-worthy text when a grader-only folder is reachable by other users, else ''."""
+    for path in paths:
+        if not _closed_to_others(os.path.realpath(path)):
+            return (f"container mode needs the grader's files closed to other users: {path} (or a folder "
+                    f"above it) must be owned by root with no access for others (chmod 700 {path})")
+    return ""
+
+
+def _closed_to_others(path):
+    """path, or a folder above it, is root's and gives others no way in (no o+x on a folder)."""
+    while True:
+        try:
+            info = os.stat(path)
+        except OSError:
+            return False
+        if info.st_uid == 0 and stat.S_ISDIR(info.st_mode) and not info.st_mode & (stat.S_IXOTH | stat.S_IXGRP):
+            return True
+        if path == os.path.dirname(path):
+            return False
+        path = os.path.dirname(path)
+
+
+def kill_uid(uid):
+    """Kill every process of uid (a part's leftovers, in whatever process group): a helper becomes
+    uid and signals all it may signal, i.e. that uid's processes (kill(-1) spares the sender)."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.setgroups([])
+            os.setresgid(uid, uid, uid)
+            os.setresuid(uid, uid, uid)
+            for _ in range(3):  # a fork racing the first kill is caught by the next
+                os.kill(-1, 9)
+        except OSError:
+            pass
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)

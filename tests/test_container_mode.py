@@ -1,0 +1,161 @@
+"""Container mode (autograder/sandbox/container.py), tested under a Docker-like restriction built
+here (tests/docker_like.py): root without CAP_SYS_ADMIN and Docker's other dropped capabilities,
+and a seccomp filter refusing unshare, setns, mount, pivot_root and clone/clone3 with namespace
+flags. The Gradescope bundle runs there as Gradescope runs it (run_autograder, which passes
+--container): the reference gets full marks (graded first, by the environment check, in the same
+container mode), results.json lists the walls that stood and says the container is relied on for the rest, and a submission that reaches for the hidden suites, the
+rubric, the reference solutions, results.json or the grader's memory reaches nothing. Without
+--container the grader refuses there as before, naming what the kernel refuses."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from autograder.sandbox import container
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions" / "ch03"
+DOCKER_LIKE = [sys.executable, str(Path(__file__).with_name("docker_like.py"))]
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the Docker-like restriction is built as root")
+
+ATTACK = '''
+import os
+
+ROOT = {root!r}
+report = ["uid=%d" % os.getuid()]
+
+
+def attempt(label, action):
+    try:
+        action()
+        report.append(label + "=DONE")
+    except Exception as e:
+        report.append(label + "=" + type(e).__name__)
+
+
+def overwrite(path):
+    with open(path, "w") as f:
+        f.write('{{"score": 1000, "output": "OWNED", "tests": []}}')
+
+
+attempt("read_suite", lambda: open(ROOT + "/source/autograder/suites/test_causal.py").read())
+attempt("read_rubric", lambda: open(ROOT + "/source/grading.yml").read())
+attempt("read_reference", lambda: open(ROOT + "/source/solutions/ch03/causal.py").read())
+attempt("write_results", lambda: overwrite(ROOT + "/results/results.json"))
+attempt("grader_memory", lambda: open("/proc/%d/mem" % os.getppid(), "rb").read(1))
+attempt("grader_environment", lambda: open("/proc/%d/environ" % os.getppid(), "rb").read())
+def unshare():
+    import ctypes
+
+    if ctypes.CDLL(None, use_errno=True).unshare(0x00020000) != 0:  # a new mount namespace
+        raise PermissionError(ctypes.get_errno(), "unshare")
+
+
+attempt("new_namespace", unshare)
+REPORT = " ".join(report)
+
+
+def __getattr__(name):
+    if name.startswith("__"):
+        raise AttributeError(name)
+
+    def anything(*args, **kwargs):
+        raise RuntimeError("ATTACK-REPORT " + REPORT)
+    return anything
+'''
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    """The bundle, unpacked as Gradescope does (its folder is made root-only by run_autograder)."""
+    where = tmp_path_factory.mktemp("container")
+    archive = where / "autograder.zip"
+    subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--out", str(archive)],
+                   cwd=ROOT, check=True, capture_output=True, timeout=120)
+    unpacked = where / "bundle"
+    with zipfile.ZipFile(archive) as z:
+        for info in z.infolist():
+            target = unpacked / info.filename
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(z.read(info))
+            target.chmod((info.external_attr >> 16) & 0o777)
+    return unpacked
+
+
+def run_restricted(source, tmp_path, files):
+    root = tmp_path / "autograder"
+    shutil.copytree(source, root / "source", symlinks=True)
+    (root / "submission").mkdir(parents=True)
+    for name, data in files.items():
+        (root / "submission" / name).write_text(data)
+    (root / "results").mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "AUTOGRADER_", "CH03_"))}
+    env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable,
+               CH03_ENVCHECK_CACHE=str(tmp_path / "envcheck-cache"))
+    done = subprocess.run(DOCKER_LIKE + [str(root / "source" / "run_autograder")], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=600)
+    results = root / "results" / "results.json"
+    assert results.is_file(), done.stdout[-3000:] + done.stderr[-3000:]
+    return done, root, json.loads(results.read_text())
+
+
+def test_the_restriction_is_real():
+    done = subprocess.run(DOCKER_LIKE + ["bash", "-c", "grep CapEff /proc/self/status; unshare -m true"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "Operation not permitted" in done.stderr
+    effective = int(done.stdout.split()[1], 16)
+    assert not effective & (1 << 21)  # CAP_SYS_ADMIN
+
+
+def test_the_reference_passes_and_a_submission_reaches_nothing_of_the_grader(source, tmp_path):
+    root = tmp_path / "autograder"
+    files = {p.name: p.read_text() for p in SOLUTIONS.glob("*.py")}
+    files["simple_attention.py"] = ATTACK.format(root=str(root))
+    done, root, results = run_restricted(source, tmp_path, files)
+    # the reference, graded first in the same container mode (the environment check), got full marks
+    check = results["extra_data"]["environment_check"]
+    assert check["passed"] and check["reference_score"] == 100 and not check["cached"], done.stdout[-3000:]
+    walls = results["extra_data"]["protections"]
+    assert walls[0] == container.PROTECTION and check["walls"][0] == container.PROTECTION
+    for wall in ("no capabilities", "no new privileges", "seccomp system-call allow-list"):
+        assert wall in walls
+    assert any(w.endswith("(this submission's own)") for w in walls)
+    assert not any("namespaces" in w and "refused" not in w for w in walls)  # no wall claimed that did not stand
+    # and the attack reached nothing
+    assert "OWNED" not in json.dumps(results) and results["score"] < 100
+    assert results["extra_data"]["parts"]["causal"]["score"] == 22  # the other parts are graded as ever
+    report = [t["output"] for t in results["tests"] if "ATTACK-REPORT" in t["output"]]
+    assert report, "the attacking module was never called: the test would prove nothing"
+    attempts = dict(item.split("=") for item in report[0].split("ATTACK-REPORT ")[1].split()[:8])
+    assert int(attempts.pop("uid")) > 0
+    assert all(outcome in ("PermissionError", "FileNotFoundError") for outcome in attempts.values()), report[0][-600:]
+    assert sorted(os.listdir(root / "results")) == ["results.json"]
+
+
+def test_without_the_flag_the_grader_refuses_and_names_the_refusal(tmp_path):
+    done = subprocess.run(DOCKER_LIKE + [sys.executable, "-m", "autograder", "grade", str(SOLUTIONS)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and "total" not in done.stdout
+    assert "the kernel refuses new namespaces to root" in done.stderr and "--container" in done.stderr
+
+
+def test_with_the_flag_but_an_open_grader_folder_it_refuses():
+    base = Path(tempfile.mkdtemp(prefix="ch03-open-grader-"))  # /tmp is open: a careless copy of the grader
+    try:
+        base.chmod(0o755)
+        folder = base / "grader"
+        subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--out", str(folder)],
+                       cwd=ROOT, check=True, capture_output=True, timeout=120)
+        command = [sys.executable, "-m", "autograder", "grade", str(SOLUTIONS), "--container"]
+        done = subprocess.run(DOCKER_LIKE + command, cwd=folder, env={**os.environ, "PYTHONPATH": str(folder)},
+                              capture_output=True, text=True, timeout=300)
+    finally:
+        shutil.rmtree(base)
+    assert done.returncode == 2 and f"chmod 700 {folder}" in done.stderr, done.stderr[-2000:]

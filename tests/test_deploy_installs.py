@@ -1,0 +1,156 @@
+"""Each deployment path, installed from what it ships into a fresh virtual environment that holds
+nothing else, then graded as deployed:
+
+- the Gradescope bundle: its setup.sh (run whole, with AUTOGRADER_PYTHON pointing at the fresh
+  environment; it ends with the environment check, whose verdict each submission then finds), then run_autograder on the reference (full marks) and on the stubs (0, with the
+  teaching messages);
+- the released workflow: the install step and the grading step of the generated grade.yml,
+  read from the file and run with bash as the runner would (`sudo` is the identity here: the
+  tests run as root).
+
+PyTorch's CPU index cannot be reached from these machines: both install the same torch version
+from the local wheels instead (TORCH_SPEC/TORCH_INDEX for setup.sh; the torch line of grade.yml
+has its index replaced), and nothing else changes. The two paths install the same requirement
+set, so they share one environment, kept between runs under the system's temporary folder and
+keyed by that set: the first run pays the installs (about a minute here), later ones only pip's
+"already satisfied". Marked `deploy`: part of the default full suite.
+"""
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import venv
+import zipfile
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autograder.commands import gradescope
+
+pytestmark = pytest.mark.deploy
+
+ROOT = Path(__file__).resolve().parents[1]
+SOLUTIONS = ROOT / "solutions" / "ch03"
+STUBS = ROOT / "assignments" / "ch03"
+TORCH = "torch==2.13.0"  # this machine's local CPU wheel (pip's configuration finds it)
+CPU_INDEX_TORCH = '"torch>=2.2,<3" --index-url https://download.pytorch.org/whl/cpu'
+
+
+def _requirement_set():
+    return "\n".join([TORCH, sys.version] + gradescope.REQUIREMENTS)
+
+
+@pytest.fixture(scope="session")
+def fresh_venv():
+    """An environment with nothing but pip: each test installs into it what its path installs."""
+    key = hashlib.sha256(_requirement_set().encode()).hexdigest()[:16]
+    folder = Path(tempfile.gettempdir()) / f"ch03-deploy-venv-{key}"
+    if not (folder / "bin" / "python").exists():
+        shutil.rmtree(folder, ignore_errors=True)
+        venv.EnvBuilder(with_pip=True, symlinks=True).create(folder)
+    return folder
+
+
+def _clean_env(**extra):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("VIRTUAL_ENV", "PYTHON", "AUTOGRADER_", "CH03_", "GITHUB_", "TORCH_"))}
+    env.update(extra)
+    return env
+
+
+def _unpacked_bundle(where):
+    archive = where / "autograder.zip"
+    subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--out", str(archive)],
+                   cwd=ROOT, check=True, capture_output=True, timeout=120)
+    source = where / "autograder" / "source"
+    with zipfile.ZipFile(archive) as z:
+        for info in z.infolist():
+            target = source / info.filename
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(z.read(info))
+            target.chmod((info.external_attr >> 16) & 0o777)
+    return source.parent
+
+
+def _run_autograder(root, python, submission, cache):
+    shutil.rmtree(root / "submission", ignore_errors=True)
+    shutil.rmtree(root / "results", ignore_errors=True)
+    shutil.copytree(submission, root / "submission", ignore=shutil.ignore_patterns("tests", "__pycache__", "*.md"))
+    (root / "results").mkdir()
+    done = subprocess.run([str(root / "source" / "run_autograder")], cwd=root, capture_output=True, text=True,
+                          timeout=600, env=_clean_env(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=python,
+                                                      CH03_ENVCHECK_CACHE=str(cache)))
+    assert (root / "results" / "results.json").is_file(), done.stdout[-3000:] + done.stderr[-3000:]
+    return done, json.loads((root / "results" / "results.json").read_text())
+
+
+def test_the_gradescope_bundle_installs_and_grades_as_deployed(fresh_venv, tmp_path):
+    root = _unpacked_bundle(tmp_path)
+    python = str(fresh_venv / "bin" / "python")
+    cache = tmp_path / "envcheck-cache"  # as the image's /var/cache: setup.sh's check really runs here
+    setup = subprocess.run(["bash", str(root / "source" / "setup.sh")], capture_output=True, text=True, timeout=1200,
+                           env=_clean_env(AUTOGRADER_PYTHON=python, TORCH_SPEC=TORCH, TORCH_INDEX="",
+                                          CH03_ENVCHECK_CACHE=str(cache)))
+    assert setup.returncode == 0, setup.stdout[-3000:] + setup.stderr[-3000:]
+    assert "cannot be reached" in setup.stdout and "4 GB more" in setup.stdout  # the fallback, and its cost
+    assert "setup: installed torch 2.13.0+cpu (CPU build)" in setup.stdout
+    assert "environment check: the reference scored 100 / 100 (device cpu, torch 2.13.0+cpu)\n" in setup.stdout
+
+    done, results = _run_autograder(root, python, SOLUTIONS, cache)
+    assert results.get("score") == results.get("max_score") == 100, done.stdout[-3000:] + done.stderr[-3000:]
+    check = results["extra_data"]["environment_check"]
+    assert check["passed"] and check["reference_score"] == 100 and check["cached"]  # the verdict of the image build
+    assert "seccomp system-call allow-list" in results["extra_data"]["protections"]
+
+    done, results = _run_autograder(root, python, STUBS, cache)
+    assert results["score"] == 0 and results["max_score"] == 100, done.stderr[-3000:]
+    assert results["extra_data"]["environment_check"]["cached"]
+    # the teaching messages: what is not written yet, with the stub's own hint
+    assert "What to fix:" in results["output"]
+    assert "not implemented yet: simple_attention.softmax_naive (in simple_attention.py)" in results["output"]
+    assert "return exp(x) divided by the sum of exp(x)" in results["output"]
+
+
+def _steps(workflow):
+    return {step.get("name"): step for step in workflow["jobs"]["grade"]["steps"]}
+
+
+def test_the_released_workflow_installs_and_grades_as_deployed(fresh_venv, tmp_path):
+    release, grader = tmp_path / "workspace" / "submission", tmp_path / "workspace" / "grader"
+    for command in (["release", "--out", str(release)], ["gradescope", "--out", str(grader)]):
+        subprocess.run([sys.executable, "-m", "autograder", *command], cwd=ROOT, check=True,
+                       capture_output=True, timeout=300)
+    for module in SOLUTIONS.glob("*.py"):  # a student who solved everything
+        shutil.copyfile(module, release / "assignments" / "ch03" / module.name)
+    workflow = yaml.safe_load((release / ".github" / "workflows" / "grade.yml").read_text())
+    steps = _steps(workflow)
+    install = steps["Install the CPU build of torch and the grader's requirements"]["run"]
+    assert CPU_INDEX_TORCH in install
+    install = install.replace(CPU_INDEX_TORCH, TORCH)  # the one change: PyTorch's index is out of reach here
+    grade = steps["Grade in the sandbox"]
+
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sudo").write_text('#!/bin/sh\nexec "$@"\n')  # already root: sudo changes nothing
+    (shim / "sudo").chmod(0o755)
+    runner_temp, outputs = tmp_path / "runner-temp", tmp_path / "github-output"
+    runner_temp.mkdir()
+    env = _clean_env(PATH=f"{fresh_venv / 'bin'}:{shim}:{os.environ['PATH']}", GITHUB_WORKSPACE=str(grader.parent),
+                     RUNNER_TEMP=str(runner_temp), GITHUB_ACTIONS="true", GITHUB_EVENT_NAME="push",
+                     GITHUB_OUTPUT=str(outputs), GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"), **workflow["env"])
+    done = subprocess.run(["bash", "-e", "-c", install], cwd=grader.parent, env=env, capture_output=True, text=True,
+                          timeout=1200)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    done = subprocess.run(["bash", "-e", "-c", grade["run"]], cwd=grader.parent / grade["working-directory"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads((runner_temp / "results.json").read_text())
+    assert results["score"] == results["max_score"] == 100
+    assert results["environment_check"]["passed"]
+    assert "seccomp system-call allow-list" in results["extra_data"]["protections"]
+    assert "score=100" in outputs.read_text().splitlines()
+    assert (runner_temp / "comment.md").read_text().startswith("<!-- ch03-autograder:grade-comment -->")
