@@ -175,12 +175,27 @@ class GradeInSandbox(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
         self.where = f"{info['notebook']}.ipynb of {info['student']}"
+        parts = self._parts_to_grade(nb, resources)
+        modules, problem = self._solution_modules(nb, resources, parts)
+        grade, graded = self._grade(modules, parts, resources)
+        self._write_graded_cells(nb, grade, modules, problem)
+        for part in graded:
+            p = grade.parts[part]
+            self.log.info("%s: %s %s / %s", self.where, part, _fmt(p["score"]), _fmt(p["max_score"]))
+        return nb, resources
+
+    def _parts_to_grade(self, nb, resources):
+        """The parts whose graded cells the gradebook knows for this notebook (cells put back first)."""
         known = _gradebook_notebook(resources)
         parts = [grade_id[len(SCORE_PREFIX):] for grade_id in known["grade"]
                  if grade_id.startswith(SCORE_PREFIX) and grade_id[len(SCORE_PREFIX):] in MODULES]
         if self.restore_deleted_cells:
             self._restore_graded_cells(nb, known, parts)
+        return parts
 
+    def _solution_modules(self, nb, resources, parts):
+        """({module: code} of this notebook's solution cells and of the modules it needs from the
+        student's other notebooks, the problem that stopped reading this one or '')."""
         from autograder import notebooks
 
         try:
@@ -190,7 +205,11 @@ class GradeInSandbox(NbGraderPreprocessor):
             modules, problem = {}, str(e)
         modules.update({m: code for m, code in self._modules_of_other_notebooks(resources).items()
                         if m not in modules and m not in parts})
+        return modules, problem
 
+    def _grade(self, modules, parts, resources):
+        """Grade the modules on the parts of the rubric in the sandbox -> (grade, the parts graded);
+        refuses where the sandbox could not isolate student code and isolation is required."""
         if not self.require_isolation:  # the sandbox may then run student code without isolation, warned
             from autograder.sandbox.client import UNSAFE_ENV
 
@@ -206,10 +225,14 @@ class GradeInSandbox(NbGraderPreprocessor):
         if self.require_isolation and grade.protections and self.NAMESPACES not in grade.protections:
             raise RuntimeError(f"GradeInSandbox: the sandbox could not isolate student code (it had: "
                                f"{', '.join(grade.protections)}); no score recorded for {self.where}")
+        return grade, graded
 
+    def _write_graded_cells(self, nb, grade, modules, problem):
+        """Each autograded cell's outputs: its part's report and score, or NotGraded for a cell that is
+        not a part of the rubric; markdown and code answers graded by hand keep nbgrader's treatment."""
         for cell in nb.cells:
             if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
-                continue  # markdown and code answers graded by hand keep nbgrader's treatment
+                continue
             grade_id = cell.metadata.nbgrader.get("grade_id", "")
             part = grade_id[len(SCORE_PREFIX):]
             if grade_id.startswith(SCORE_PREFIX) and part in grade.parts:
@@ -222,10 +245,6 @@ class GradeInSandbox(NbGraderPreprocessor):
                                            evalue="this cell is not a part of grading.yml and was not run: "
                                                   "grade it by hand")]
             cell.execution_count = None
-        for part in graded:
-            p = grade.parts[part]
-            self.log.info("%s: %s %s / %s", self.where, part, _fmt(p["score"]), _fmt(p["max_score"]))
-        return nb, resources
 
     def _restore_graded_cells(self, nb, known, parts):
         """Put back each part's graded cell that the submission lacks (deleted, or its nbgrader metadata
