@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"
 STUBS = ROOT / "assignments" / "ch03"
 PUBLIC_TESTS = STUBS / "tests"
+DIAGNOSE = PUBLIC_TESTS / "_diagnose.py"
 BOOK_CHECK = ROOT.parent / "shared" / "tools" / "book_check.py"
 
 
@@ -144,7 +145,32 @@ def _public_messages():
             elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                   and isinstance(node.func.value, ast.Name) and node.func.value.id == "check" and node.args):
                 found[ast.get_source_segment(source, node.args[-1])] = path.name
+            elif (isinstance(node, ast.Assign) and [getattr(n, "id", "") for n in node.targets] == ["what"]
+                  and isinstance(node.value, ast.Constant)):  # a description used by several checks
+                found[ast.get_source_segment(source, node.value)] = path.name
     return found
+
+
+def _diagnoses_used(sources):
+    """The names from _diagnose.py (diagnoses, hints) that the code of sources uses."""
+    names = {node.name for node in ast.parse(DIAGNOSE.read_text()).body if isinstance(node, ast.FunctionDef)}
+    names |= {target.id for node in ast.parse(DIAGNOSE.read_text()).body if isinstance(node, ast.Assign)
+              for target in node.targets if isinstance(target, ast.Name)}
+    used = set()
+    for source in sources:
+        used |= {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)} & names
+        used |= {node.attr for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Attribute)
+                 and node.attr == "shape_errors"}
+    return used
+
+
+def test_visible_test_cells_use_the_public_tests_diagnoses():
+    # the same diagnoses, from the one _diagnose.py (copied into ch03_tools.py); that a cell and its
+    # public test say the same words is shown case by case in tests/test_public_diagnoses.py
+    cells = [text(cell) for path in source_notebooks() for cell in cells_of(path) if cell["id"].startswith("test_")]
+    public = _diagnoses_used(path.read_text() for path in sorted(PUBLIC_TESTS.glob("test_*.py")))
+    assert {"softmax_dim_mistakes", "transfer_problem", "TRANSPOSE", "HEAD_DIM", "shape_errors"} <= public
+    assert sorted(public - _diagnoses_used(cells)) == []
 
 
 def test_visible_test_cells_use_the_public_tests_messages():
