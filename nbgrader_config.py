@@ -74,7 +74,8 @@ c.Autograde.sanitize_preprocessors = [
     "autograder.nbgrader_plugins.RestoreCellRoles",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "nbgrader.preprocessors.OverwriteCells",
+    # OverwriteCells, without warning about the graded cells whose hidden tests the release cleared
+    "autograder.nbgrader_plugins.OverwriteCellsQuietly",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 c.Autograde.autograde_preprocessors = [
@@ -97,6 +98,7 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "autograder.nbgrader_plugins.ScrubHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "autograder.nbgrader_plugins.WrapOutputLines",  # the report's long lines wrap on the page
 ]
 
 # --- zip_collect: submissions downloaded from an LMS ------------------------------------------------

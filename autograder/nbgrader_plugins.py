@@ -38,7 +38,7 @@ from traitlets import Bool, Unicode
 
 from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
-from nbgrader.preprocessors import ClearSolutions, NbGraderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, NbGraderPreprocessor, OverwriteCells
 
 from autograder.reports.common import OWN_TEXT, printable, what_to_fix
 from autograder.stubs import MODULES, make_stub, solution_regions
@@ -120,6 +120,33 @@ class RestoreCellRoles(NbGraderPreprocessor):
 _shared = {}
 
 
+class OverwriteCellsQuietly(OverwriteCells):
+    """nbgrader's OverwriteCells, without its false alarm: the gradebook keeps each graded cell's source
+    (and checksum) with its hidden tests, the released cell has them cleared, so every untouched graded
+    cell used to be reported as "checksum ... has changed!" (8 per submission). A locked cell whose
+    source is the released one (the gradebook's source with the hidden test regions cleared, as
+    generate_assignment cleared them) gets the gradebook's source back silently; a cell the student
+    really changed is still reported and restored by OverwriteCells."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id is not None and utils.is_locked(cell):
+            try:
+                source = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+            except MissingEntry:
+                source = None
+            if source is not None and source.locked and cell.source == released_source(source.source, self.config):
+                cell.source = source.source
+        return super().preprocess_cell(cell, resources, cell_index)
+
+
+def released_source(source, config=None):
+    """A cell's source as generate_assignment releases it: its hidden test regions cleared."""
+    cell = from_dict({"cell_type": "code", "source": source, "metadata": {}})
+    ClearHiddenTests(config=config)._remove_hidden_test_region(cell)
+    return cell.source
+
+
 def shared_engine(hide, rubric_path=None):
     """(sandbox, rubric, suites) for this process: the fork server starts on first use (hiding `hide`
     from student code) and stops at exit; the rubric is read once."""
@@ -151,9 +178,12 @@ def _what_to_fix(checks, parts):
     their diagnosis only and unnamed, a part problem once)."""
     items = what_to_fix(checks, parts)
     lines = ["What to fix:"] if items else []
-    for item in items:  # one line each, the student's own error text after the diagnosis
-        own = f"; {OWN_TEXT}: {item.own_text}" if item.own_text else ""
-        lines.append(f"  - {item.label} (-{_fmt(item.points)}): {item.message}{own}")
+    for item in items:  # one line each, the checks it failed in and the student's own error text after it
+        lines.append(f"  - {item.label} (-{_fmt(item.points)}): {item.message}")
+        if item.failed_in:
+            lines.append(f"    {item.failed_in}")
+        if item.own_text:
+            lines.append(f"    {OWN_TEXT}: {item.own_text}")
     return lines
 
 
@@ -196,10 +226,10 @@ class GradeInSandbox(NbGraderPreprocessor):
     def _solution_modules(self, nb, resources, parts):
         """({module: code} of this notebook's solution cells and of the modules it needs from the
         student's other notebooks, the problem that stopped reading this one or '')."""
-        from autograder import notebooks
+        from autograder import submitted_notebooks
 
         try:
-            modules = notebooks.notebook_solution_sources(nb, self.where, skip_unknown=True)
+            modules = submitted_notebooks.notebook_solution_sources(nb, self.where, skip_unknown=True)
             problem = ""
         except ValueError as e:  # RestoreCellRoles and DeduplicateIds leave little that can fail here
             modules, problem = {}, str(e)
@@ -271,7 +301,7 @@ class GradeInSandbox(NbGraderPreprocessor):
     def _modules_of_other_notebooks(self, resources):
         """Modules whose solution cells belong (by the gradebook) to the student's other notebooks of the
         assignment, read from the submitted folder: a module may import one from another notebook."""
-        from autograder import notebooks
+        from autograder import submitted_notebooks
 
         info = resources["nbgrader"]
         coursedir = self._coursedir()
@@ -283,7 +313,8 @@ class GradeInSandbox(NbGraderPreprocessor):
         for name, owned in sorted(owners.items()):
             path = folder / f"{name}.ipynb"
             try:
-                sources = notebooks.notebook_solution_sources(notebooks.read_notebook(path), path, skip_unknown=True)
+                sources = submitted_notebooks.notebook_solution_sources(submitted_notebooks.read_notebook(path), path,
+                                                                        skip_unknown=True)
             except (ValueError, OSError):
                 continue  # graded (and reported) when that notebook's turn comes
             found.update({m: code for m, code in sources.items() if m in owned and m not in found})
@@ -400,3 +431,16 @@ class ScrubHiddenTests(NbGraderPreprocessor):
                 ours.append(new_output("display_data", data={"text/plain": verdict}))
             cell.outputs = ours
         return cell, resources
+
+
+WRAP_CSS = "div.output_area pre, div.output_text pre { white-space: pre-wrap; overflow-wrap: anywhere; }"
+
+
+class WrapOutputLines(NbGraderPreprocessor):
+    """generate_feedback, after CSSHTMLHeaderPreprocessor: the page's outputs wrap their long lines
+    (a graded cell's "What to fix" is one line per diagnosis) instead of running off the page."""
+
+    def preprocess(self, nb, resources):
+        resources.setdefault("inlining", {}).setdefault("css", []).append(WRAP_CSS)
+        return nb, resources
+

@@ -37,6 +37,7 @@ pytest.importorskip("nbgrader", reason="nbgrader is not installed (pip install '
 
 from notebook_cases import BUGS, fill_notebooks, module_texts, write_modules  # noqa: E402
 
+from autograder import nbgrader_plugins  # noqa: E402
 from autograder.reports.common import printable  # noqa: E402
 
 pytestmark = pytest.mark.nbgrader
@@ -298,13 +299,13 @@ def attack_control(base):
 @pytest.fixture(scope="module")
 def module_form(course, tmp_path_factory):
     """The engine's grades of carol's and mallory's code handed in as modules."""
-    from autograder import grading, notebooks
+    from autograder import grading, submitted_notebooks
     from autograder.sandbox.client import Sandbox
 
     base = tmp_path_factory.mktemp("modules")
     folders = {"carol": write_modules(module_texts(bugs=CAROL_BUGS), base / "carol"),
                "mallory": base / "mallory"}
-    notebooks.extract_modules(course.submitted("mallory"), folders["mallory"])
+    submitted_notebooks.extract_modules(course.submitted("mallory"), folders["mallory"])
     rubric, suites = grading.load_rubric()
     with Sandbox() as sandbox:
         return {student: grading.grade_submission(folder, rubric, suites, sandbox)
@@ -356,6 +357,16 @@ def test_autograde_runs_no_kernel(course):
     log = course.autograde.stdout + course.autograde.stderr
     assert "Executing notebook" not in log and "kernel" not in log.lower(), log[-3000:]
     assert "Traceback" not in log and "ERROR" not in log, log[-3000:]
+
+
+def test_autograde_warns_only_about_cells_a_student_changed(course):
+    """Issue 22: every untouched graded cell was reported as "checksum ... has changed!" (the gradebook
+    keeps it with its hidden tests, the release without them). Only dave's two edited cells are now."""
+    log = course.autograde.stdout + course.autograde.stderr
+    changed = re.findall(r"Attribute 'checksum' for cell (\S+) has changed", log)
+    assert sorted(changed) == ["score_self_attention_v1", "test_softmax_naive"], log[-4000:]
+    warnings = [line for line in log.splitlines() if "Warning" in line]
+    assert not warnings, warnings[:10]
 
 
 def test_solutions_get_full_marks_and_stubs_get_zero(course):
@@ -460,6 +471,8 @@ def test_feedback_for_every_notebook_of_every_student(course):
     assert len(re.findall(r'<img[^>]* src="data:image/png;base64,', raw)) == 2
     raw = (course.root / "feedback" / "alice" / "ch03" / NOTEBOOKS[1].replace(".ipynb", ".html")).read_text()
     assert "data:image/png;base64," not in raw
+    # issue 22: the graded cells' report lines wrap on the page (the fix itself was cut off)
+    assert nbgrader_plugins.WRAP_CSS in raw
 
 
 def test_feedback_holds_no_hidden_test(course, module_form):
