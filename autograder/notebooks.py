@@ -43,6 +43,11 @@ SUPPORT_NAME = "ch03_tools.py"  # the read-only module released beside the noteb
 SUPPORT_TEMPLATE = TEMPLATES / SUPPORT_NAME
 BENCH = ROOT / "benchmarks" / "bench_mha.py"  # the speed lab's timing code, released as a copy beside the notebooks
 SUPPORT_FILES = (SUPPORT_NAME, BENCH.name)
+SPEED_FIGURES = ROOT / "benchmarks" / "speed_lab_figures.json"  # the one dated set of speed-lab figures
+SPEED_PLACEHOLDER = "@SPEED_LAB_FIGURES@"  # a markdown cell's line the generator replaces with them
+SPEED_LABELS = {"wrapper": "wrapper (3.6.1, a loop over heads)", "efficient": "efficient MultiHeadAttention (3.6.2)",
+                "combined_qkv": "combined QKV", "sdpa": "`scaled_dot_product_attention`",
+                "nn_mha": "`nn.MultiheadAttention`"}
 BOOK_EXAMPLES = ROOT / "assignments" / "ch03" / "tests" / "book_examples.json"
 ASSIGNMENT_ID = "ch03"
 BOOK_PLACEHOLDER = "BOOK = {}  # the generator writes the book's values here"
@@ -202,6 +207,25 @@ def diagnose_code(path=DIAGNOSE):
     return header + "".join(source.splitlines(keepends=True)[start:]).rstrip("\n")
 
 
+def speed_lab_figures(path=SPEED_FIGURES):
+    """The measured speed-lab figures as Markdown (README and the speed-lab notebook show this text): per
+    device, where, when and how they were measured, then forward / forward+backward in ms and x SDPA."""
+    try:
+        measured = json.loads(Path(path).read_text())
+        blocks = []
+        for device, run in measured.items():
+            sdpa = run["ms"]["sdpa"]
+            lines = [f"{device.upper()}, measured {run['date']} on {run['machine']} (`{run['command']}`: "
+                     f"{run['shapes']}, {run['runs']}), in ms:", "",
+                     "| implementation | forward | x SDPA | fwd+bwd | x SDPA |", "| --- | ---: | ---: | ---: | ---: |"]
+            lines += [f"| {SPEED_LABELS[name]} | {fwd:g} | {fwd / sdpa[0]:.2f} | {both:g} | {both / sdpa[1]:.2f} |"
+                      for name, (fwd, both) in run["ms"].items()]
+            blocks.append("\n".join(lines))
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as e:
+        raise ValueError(f"{path}: not a table of speed-lab figures ({type(e).__name__}: {e})") from None
+    return "\n\n".join(blocks)
+
+
 def part_points(rubric_path=RUBRIC):
     """{part: max score} from grading.yml (points only: the suites are not needed to read them)."""
     from autograder import rubric
@@ -228,6 +252,8 @@ def build_notebook(template_path, solutions_dir=SOLUTIONS, book_path=BOOK_EXAMPL
         kind, cell_id, body = spec["kind"], spec["id"], spec["body"]
         where = f"{template_path}, line {spec['line']}"
         if kind == "markdown":
+            if SPEED_PLACEHOLDER in body:
+                body = body.replace(SPEED_PLACEHOLDER, speed_lab_figures())
             cells.append(_markdown(cell_id, body))
         elif kind == "setup":
             cells.append(_code(cell_id, setup_source(body.split(), book_path), _nbgrader(cell_id, locked=True)))

@@ -238,8 +238,9 @@ def mha_layers(d_in, d_out, bias):
     return helpers.qkv_layers(d_in, d_out, bias) + [("out_proj", d_out, d_out, True)]
 
 
-SPLIT_HINT = ("the projections do not split into num_heads heads: head_dim must be d_out // num_heads, the split "
-              ".view(b, num_tokens, num_heads, head_dim) and the merge .contiguous().view(b, num_tokens, d_out)")
+SPLIT_HINT = ("the projections do not split into num_heads heads: head_dim must be d_out // num_heads, "
+              "the split .view(b, num_tokens, num_heads, head_dim) and the merge "
+              ".contiguous().view(b, num_tokens, d_out)")
 MASK_HINT = "for inputs shorter than the context use self.mask[:num_tokens, :num_tokens]"
 
 
