@@ -38,7 +38,7 @@ pytest.importorskip("nbgrader", reason="nbgrader is not installed (pip install '
 from notebook_cases import BUGS, fill_notebooks, module_texts, write_modules  # noqa: E402
 
 from autograder import nbgrader_plugins  # noqa: E402
-from autograder.reports.common import printable  # noqa: E402
+from autograder.reports.common import diagnosis_and_place, printable, what_to_fix  # noqa: E402
 
 pytestmark = pytest.mark.nbgrader
 
@@ -422,13 +422,18 @@ def test_each_graded_cell_holds_the_report_and_the_score(course, module_form):
     assert visible and hidden
     shown = report(cell)
     assert shown.startswith(f"causal: {recorded:g} / {part_max()['causal']:g} points")
+    # one item per diagnosis (issue 22), as every other channel: the checks it failed in listed under it
+    items = what_to_fix([c for c in module_form["carol"].checks if c.part == "causal"],
+                        {"causal": module_form["carol"].parts["causal"]})
+    for item in items:
+        assert f"  - {item.label} (-{item.points:g}): {item.message}" in shown
+        assert not item.failed_in or f"\n    {item.failed_in}" in shown
+        assert not item.own_text or f"\n    your error: {item.own_text}" in shown
     for check in visible:
-        assert f"  - {check.name} (-{check.max_score:g}): {printable(check.message)}" in shown
-        if check.student_text:
-            assert f"; your error: {check.student_text}" in shown
+        assert check.name in shown and diagnosis_and_place(printable(check.message))[0] in shown
     # hidden checks: unnamed, counted under the diagnosis they gave, without the student's own text
     for check in hidden:
-        assert check.name not in shown and printable(check.message) in shown
+        assert check.name not in shown and diagnosis_and_place(printable(check.message))[0] in shown
         assert not check.student_text or check.student_text not in shown
     counted = sum(int(n) for n in re.findall(r"  - (\d+) hidden checks? \(", shown))
     assert counted == len(hidden)
@@ -440,7 +445,8 @@ def test_every_graded_cell_of_the_stubs_names_what_to_write(course):
             if nbgrader_meta(cell).get("grade"):
                 part = nbgrader_meta(cell)["grade_id"].removeprefix("score_")
                 shown = report(cell)
-                assert re.search(r"not implemented yet: \w+\.\w+.*: ", shown), (name, part, shown)
+                assert re.search(r"not implemented yet: \w+\.\w+", shown), (name, part, shown)
+                assert "\n    your error: NotImplementedError: " in shown, (name, part, shown)
                 assert shown.startswith(f"{part}: 0 / "), shown
                 assert plain(cell["outputs"][-1]) == "0.0"
 
@@ -499,9 +505,9 @@ def test_feedback_holds_no_hidden_test(course, module_form):
     assert all(line in page for line in visible_lines if line)
     visible = [c.message for c in module_form["carol"].checks if c.part == "causal" and c.visibility == "visible"
                and not c.passed]
-    assert visible and all(message.splitlines()[0] in page for message in visible)
+    assert visible and all(diagnosis_and_place(printable(message))[0] in page for message in visible)
     # issue 12 item 4: the diagnoses of carol's failed hidden checks reach her feedback
-    diagnoses = [printable(c.message) for c in module_form["carol"].checks
+    diagnoses = [diagnosis_and_place(printable(c.message))[0] for c in module_form["carol"].checks
                  if c.part == "causal" and c.visibility != "visible" and not c.passed]
     assert diagnoses and all(diagnosis in page for diagnosis in diagnoses)
 

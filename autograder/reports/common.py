@@ -79,7 +79,7 @@ class Item:
 WRONG = " is wrong: "  # the grader's "<what it ran> is wrong: <diagnosis>"
 
 
-def _diagnosis_and_place(message):
+def diagnosis_and_place(message):
     """("the diagnosis", "what the check ran") of a grader's message; (message, "") when it has no place."""
     place, said, diagnosis = message.partition(WRONG)
     return (diagnosis, place) if said and diagnosis and place else (message, "")
@@ -106,7 +106,7 @@ def what_to_fix(checks, parts):
             items.append(Item(c.part, c.name, c.max_score, "check failed", checks=[c.name]))
             continue
         said = printable(c.message or "check failed") if visible else hidden_diagnosis(c)
-        diagnosis, place = _diagnosis_and_place(said)
+        diagnosis, place = diagnosis_and_place(said)
         item = by_diagnosis.get((c.part, diagnosis))
         if item is None:
             item = by_diagnosis[c.part, diagnosis] = Item(c.part, message=said)
