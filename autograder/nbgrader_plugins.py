@@ -286,7 +286,9 @@ class GradeInSandbox(NbGraderPreprocessor):
                 continue
             source = known["source"][grade_id]
             self.log.warning("%s: the graded cell %s was missing; put back from the gradebook", self.where, grade_id)
-            cell = from_dict({
+            ids = {c.get("id") for c in nb.cells}
+            cell = from_dict({  # nbformat 4.5: every cell has an id, unique in the notebook
+                "id": grade_id if grade_id not in ids else f"{grade_id}-restored",
                 "cell_type": "code", "execution_count": None, "outputs": [],
                 "metadata": {"deletable": False, "editable": False, "nbgrader": {
                     "grade": True, "grade_id": grade_id, "locked": True, "points": known["grade"][grade_id],

@@ -435,7 +435,7 @@ def test_each_graded_cell_holds_the_report_and_the_score(course, module_form):
     for check in hidden:
         assert check.name not in shown and diagnosis_and_place(printable(check.message))[0] in shown
         assert not check.student_text or check.student_text not in shown
-    counted = sum(int(n) for n in re.findall(r"  - (\d+) hidden checks? \(", shown))
+    counted = sum(int(n) for n in re.findall(r"(?:  - | and )(\d+) hidden checks? \(", shown))
     assert counted == len(hidden)
 
 
