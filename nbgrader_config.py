@@ -13,6 +13,7 @@ Any setting can be overridden on the command line, e.g. --CourseDirectory.root=/
 """
 import os
 import sys
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 if HERE not in sys.path:  # nbgrader imports autograder.nbgrader_plugins from this repository
@@ -26,6 +27,13 @@ if BIN not in os.environ.get("PATH", "").split(os.pathsep):
     os.environ["PATH"] = os.pathsep.join(p for p in (BIN, os.environ.get("PATH", "")) if p)
 
 c = get_config()  # noqa: F821 - provided by traitlets when it runs this file
+
+# nbgrader 0.9.6 creates a submission's rows relying on SQLAlchemy 1.4's backref cascade, which
+# SQLAlchemy 2 dropped: autograde then warns "SAWarning: Object of type <SubmittedAssignment> not in
+# session, add operation along ... will not proceed" for each new submission, although nbgrader adds
+# those rows to the session itself right after and every grade is saved (tests/test_nbgrader_roundtrip.py
+# reads them back from gradebook.db). Only that warning, only from nbgrader's gradebook, is silenced.
+warnings.filterwarnings("ignore", message=r"Object of type <Submitted\w+> not in session", module=r"nbgrader\.api")
 
 # --- the course and its folders (all relative to CourseDirectory.root) ---------------------------
 c.CourseDirectory.course_id = "ch03-attention"
@@ -74,7 +82,8 @@ c.Autograde.sanitize_preprocessors = [
     "autograder.nbgrader_plugins.RestoreCellRoles",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
-    "nbgrader.preprocessors.OverwriteCells",
+    # OverwriteCells, without warning about the graded cells whose hidden tests the release cleared
+    "autograder.nbgrader_plugins.OverwriteCellsQuietly",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 c.Autograde.autograde_preprocessors = [
@@ -97,6 +106,7 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "autograder.nbgrader_plugins.ScrubHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+    "autograder.nbgrader_plugins.WrapOutputLines",  # the report's long lines wrap on the page
 ]
 
 # --- zip_collect: submissions downloaded from an LMS ------------------------------------------------

@@ -38,7 +38,7 @@ from traitlets import Bool, Unicode
 
 from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
-from nbgrader.preprocessors import ClearSolutions, NbGraderPreprocessor
+from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, NbGraderPreprocessor, OverwriteCells
 
 from autograder.reports.common import OWN_TEXT, printable, what_to_fix
 from autograder.stubs import MODULES, make_stub, solution_regions
@@ -120,6 +120,33 @@ class RestoreCellRoles(NbGraderPreprocessor):
 _shared = {}
 
 
+class OverwriteCellsQuietly(OverwriteCells):
+    """nbgrader's OverwriteCells, without its false alarm: the gradebook keeps each graded cell's source
+    (and checksum) with its hidden tests, the released cell has them cleared, so every untouched graded
+    cell used to be reported as "checksum ... has changed!" (8 per submission). A locked cell whose
+    source is the released one (the gradebook's source with the hidden test regions cleared, as
+    generate_assignment cleared them) gets the gradebook's source back silently; a cell the student
+    really changed is still reported and restored by OverwriteCells."""
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+        if grade_id is not None and utils.is_locked(cell):
+            try:
+                source = self.gradebook.find_source_cell(grade_id, self.notebook_id, self.assignment_id)
+            except MissingEntry:
+                source = None
+            if source is not None and source.locked and cell.source == released_source(source.source, self.config):
+                cell.source = source.source
+        return super().preprocess_cell(cell, resources, cell_index)
+
+
+def released_source(source, config=None):
+    """A cell's source as generate_assignment releases it: its hidden test regions cleared."""
+    cell = from_dict({"cell_type": "code", "source": source, "metadata": {}})
+    ClearHiddenTests(config=config)._remove_hidden_test_region(cell)
+    return cell.source
+
+
 def shared_engine(hide, rubric_path=None):
     """(sandbox, rubric, suites) for this process: the fork server starts on first use (hiding `hide`
     from student code) and stops at exit; the rubric is read once."""
@@ -151,9 +178,12 @@ def _what_to_fix(checks, parts):
     their diagnosis only and unnamed, a part problem once)."""
     items = what_to_fix(checks, parts)
     lines = ["What to fix:"] if items else []
-    for item in items:  # one line each, the student's own error text after the diagnosis
-        own = f"; {OWN_TEXT}: {item.own_text}" if item.own_text else ""
-        lines.append(f"  - {item.label} (-{_fmt(item.points)}): {item.message}{own}")
+    for item in items:  # one line each, the checks it failed in and the student's own error text after it
+        lines.append(f"  - {item.label} (-{_fmt(item.points)}): {item.message}")
+        if item.failed_in:
+            lines.append(f"    {item.failed_in}")
+        if item.own_text:
+            lines.append(f"    {OWN_TEXT}: {item.own_text}")
     return lines
 
 
@@ -175,22 +205,41 @@ class GradeInSandbox(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         info = resources["nbgrader"]
         self.where = f"{info['notebook']}.ipynb of {info['student']}"
+        parts = self._parts_to_grade(nb, resources)
+        modules, problem = self._solution_modules(nb, resources, parts)
+        grade, graded = self._grade(modules, parts, resources)
+        self._write_graded_cells(nb, grade, modules, problem)
+        for part in graded:
+            p = grade.parts[part]
+            self.log.info("%s: %s %s / %s", self.where, part, _fmt(p["score"]), _fmt(p["max_score"]))
+        return nb, resources
+
+    def _parts_to_grade(self, nb, resources):
+        """The parts whose graded cells the gradebook knows for this notebook (cells put back first)."""
         known = _gradebook_notebook(resources)
         parts = [grade_id[len(SCORE_PREFIX):] for grade_id in known["grade"]
                  if grade_id.startswith(SCORE_PREFIX) and grade_id[len(SCORE_PREFIX):] in MODULES]
         if self.restore_deleted_cells:
             self._restore_graded_cells(nb, known, parts)
+        return parts
 
-        from autograder import notebooks
+    def _solution_modules(self, nb, resources, parts):
+        """({module: code} of this notebook's solution cells and of the modules it needs from the
+        student's other notebooks, the problem that stopped reading this one or '')."""
+        from autograder import submitted_notebooks
 
         try:
-            modules = notebooks.notebook_solution_sources(nb, self.where, skip_unknown=True)
+            modules = submitted_notebooks.notebook_solution_sources(nb, self.where, skip_unknown=True)
             problem = ""
         except ValueError as e:  # RestoreCellRoles and DeduplicateIds leave little that can fail here
             modules, problem = {}, str(e)
         modules.update({m: code for m, code in self._modules_of_other_notebooks(resources).items()
                         if m not in modules and m not in parts})
+        return modules, problem
 
+    def _grade(self, modules, parts, resources):
+        """Grade the modules on the parts of the rubric in the sandbox -> (grade, the parts graded);
+        refuses where the sandbox could not isolate student code and isolation is required."""
         if not self.require_isolation:  # the sandbox may then run student code without isolation, warned
             from autograder.sandbox.client import UNSAFE_ENV
 
@@ -206,10 +255,14 @@ class GradeInSandbox(NbGraderPreprocessor):
         if self.require_isolation and grade.protections and self.NAMESPACES not in grade.protections:
             raise RuntimeError(f"GradeInSandbox: the sandbox could not isolate student code (it had: "
                                f"{', '.join(grade.protections)}); no score recorded for {self.where}")
+        return grade, graded
 
+    def _write_graded_cells(self, nb, grade, modules, problem):
+        """Each autograded cell's outputs: its part's report and score, or NotGraded for a cell that is
+        not a part of the rubric; markdown and code answers graded by hand keep nbgrader's treatment."""
         for cell in nb.cells:
             if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
-                continue  # markdown and code answers graded by hand keep nbgrader's treatment
+                continue
             grade_id = cell.metadata.nbgrader.get("grade_id", "")
             part = grade_id[len(SCORE_PREFIX):]
             if grade_id.startswith(SCORE_PREFIX) and part in grade.parts:
@@ -222,10 +275,6 @@ class GradeInSandbox(NbGraderPreprocessor):
                                            evalue="this cell is not a part of grading.yml and was not run: "
                                                   "grade it by hand")]
             cell.execution_count = None
-        for part in graded:
-            p = grade.parts[part]
-            self.log.info("%s: %s %s / %s", self.where, part, _fmt(p["score"]), _fmt(p["max_score"]))
-        return nb, resources
 
     def _restore_graded_cells(self, nb, known, parts):
         """Put back each part's graded cell that the submission lacks (deleted, or its nbgrader metadata
@@ -237,7 +286,9 @@ class GradeInSandbox(NbGraderPreprocessor):
                 continue
             source = known["source"][grade_id]
             self.log.warning("%s: the graded cell %s was missing; put back from the gradebook", self.where, grade_id)
-            cell = from_dict({
+            ids = {c.get("id") for c in nb.cells}
+            cell = from_dict({  # nbformat 4.5: every cell has an id, unique in the notebook
+                "id": grade_id if grade_id not in ids else f"{grade_id}-restored",
                 "cell_type": "code", "execution_count": None, "outputs": [],
                 "metadata": {"deletable": False, "editable": False, "nbgrader": {
                     "grade": True, "grade_id": grade_id, "locked": True, "points": known["grade"][grade_id],
@@ -252,7 +303,7 @@ class GradeInSandbox(NbGraderPreprocessor):
     def _modules_of_other_notebooks(self, resources):
         """Modules whose solution cells belong (by the gradebook) to the student's other notebooks of the
         assignment, read from the submitted folder: a module may import one from another notebook."""
-        from autograder import notebooks
+        from autograder import submitted_notebooks
 
         info = resources["nbgrader"]
         coursedir = self._coursedir()
@@ -264,7 +315,8 @@ class GradeInSandbox(NbGraderPreprocessor):
         for name, owned in sorted(owners.items()):
             path = folder / f"{name}.ipynb"
             try:
-                sources = notebooks.notebook_solution_sources(notebooks.read_notebook(path), path, skip_unknown=True)
+                sources = submitted_notebooks.notebook_solution_sources(submitted_notebooks.read_notebook(path), path,
+                                                                        skip_unknown=True)
             except (ValueError, OSError):
                 continue  # graded (and reported) when that notebook's turn comes
             found.update({m: code for m, code in sources.items() if m in owned and m not in found})
@@ -381,3 +433,16 @@ class ScrubHiddenTests(NbGraderPreprocessor):
                 ours.append(new_output("display_data", data={"text/plain": verdict}))
             cell.outputs = ours
         return cell, resources
+
+
+WRAP_CSS = "div.output_area pre, div.output_text pre { white-space: pre-wrap; overflow-wrap: anywhere; }"
+
+
+class WrapOutputLines(NbGraderPreprocessor):
+    """generate_feedback, after CSSHTMLHeaderPreprocessor: the page's outputs wrap their long lines
+    (a graded cell's "What to fix" is one line per diagnosis) instead of running off the page."""
+
+    def preprocess(self, nb, resources):
+        resources.setdefault("inlining", {}).setdefault("css", []).append(WRAP_CSS)
+        return nb, resources
+

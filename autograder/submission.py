@@ -16,7 +16,7 @@ submission folder holding the zip a student uploaded); else the submission is em
 
 Notebooks: when no chapter module (.py) is found, every .ipynb file of the submission (in any
 subfolder but hidden ones such as .ipynb_checkpoints) is read as JSON, never run, and the code of
-its solution cells is written as <module>.py by grade_id (autograder.notebooks.extract_modules, one
+its solution cells is written as <module>.py by grade_id (autograder.submitted_notebooks.extract_modules, one
 call over all the notebooks, so a module in two notebooks is an error naming both).
 """
 import os
@@ -209,7 +209,7 @@ def _copy_capped(source, target, limit):
 
 def _stage_notebooks(notebooks, root, label, staged):
     """Extract the modules of all the notebooks in one go; errors name the file as handed in, and the cell."""
-    from autograder import notebooks as nb
+    from autograder import submitted_notebooks as nb
 
     if len(notebooks) > MAX_FILES:
         raise SubmissionError(f"{label}more than {MAX_FILES} notebooks")

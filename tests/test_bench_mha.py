@@ -1,5 +1,6 @@
 """benchmarks/bench_mha.py, the speed lab (issue 14 item 3), at tiny shapes: five implementations of one
 function, checked equal before timing, a table with ratios to SDPA and a plot. No timing is asserted."""
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -51,3 +52,14 @@ def test_the_table_gives_ratios_to_sdpa():
     results = {"efficient": {"forward": 3.0, "backward": None}, "sdpa": {"forward": 1.5, "backward": None}}
     text = bench_mha.table(results)
     assert "efficient" in text and "2.00x" in text and "1.00x" in text
+
+
+def test_one_dated_set_of_figures_in_the_readme_and_the_notebook():
+    # issue 22: the notebook, the README and the benchmark disagreed; now one file holds the figures
+    from autograder import notebooks
+
+    said = notebooks.speed_lab_figures()
+    assert said.startswith("CPU, measured 20") and "2-core machine" in said
+    assert said in (ROOT / "README.md").read_text()
+    lab = json.loads((ROOT / "source" / "ch03" / "04_speed_lab.ipynb").read_text())
+    assert any(said in "".join(cell["source"]) for cell in lab["cells"] if cell["cell_type"] == "markdown")

@@ -155,3 +155,32 @@ def test_the_pages_render_in_chromium_without_a_console_message(batch_out, tmp_p
     sizes = decoded_images(page, tmp_path)
     assert len(sizes) == (2 if "bob" in which else 1) and "broken" not in sizes
     assert all(int(w) > 100 and int(h) > 100 for w, h in (s.split("x") for s in sizes))
+
+
+def _record(parts_checks):
+    """A results_json-like record: {part: [(check, passed, message)]}."""
+    tests = [{"name": f"{part}: {check}", "score": 1.0 if passed else 0.0, "max_score": 1.0,
+              "status": "passed" if passed else "failed", "visibility": "visible", "output": message}
+             for part, checks in parts_checks.items() for check, passed, message in checks]
+    return {"score": 0, "max_score": 1, "tests": tests}  # a record without extra_data: the output is the message
+
+
+def test_unfinished_work_is_one_row_per_part_below_the_misconceptions():
+    """Issue 22: one stub submission filled the top of the list with one row per unimplemented piece
+    and pushed a real misconception out of it."""
+    from autograder.reports import class_report
+
+    stub = {part: [(f"check_{i}", False, f"check {i} of {part}: not implemented yet: {part}.f{i} (in {part}.py)")
+                   for i in range(12)] for part in ("causal", "mha", "exercises")}
+    wrong_transfer = {"weight_transfer": [("book_example", False, "sa_v1(inputs) is wrong: the weights are not transposed")]}
+    records = [("stubby", _record(stub), ""), ("ann", _record(wrong_transfer), ""), ("ben", _record(wrong_transfer), ""),
+               ("cid", _record({"causal": [("mask", False, "a different mistake")]}), "")]
+    rows = class_report.misconceptions(records)
+    assert [(r["part"], r["message"], len(r["students"]), r["unfinished"]) for r in rows] == [
+        ("weight_transfer", "the weights are not transposed", 2, False), ("causal", "a different mistake", 1, False),
+        ("causal", "not implemented yet", 1, True), ("exercises", "not implemented yet", 1, True),
+        ("mha", "not implemented yet", 1, True)]
+    assert len(rows[2]["checks"]) == 12
+    page = class_report.class_report(records)
+    assert page.index("the weights are not transposed") < page.index("Unfinished work")
+    assert page.count("not implemented yet</") + page.count("not implemented yet<br>") == 3

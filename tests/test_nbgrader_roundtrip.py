@@ -37,7 +37,8 @@ pytest.importorskip("nbgrader", reason="nbgrader is not installed (pip install '
 
 from notebook_cases import BUGS, fill_notebooks, module_texts, write_modules  # noqa: E402
 
-from autograder.reports.common import printable  # noqa: E402
+from autograder import nbgrader_plugins  # noqa: E402
+from autograder.reports.common import diagnosis_and_place, printable, what_to_fix  # noqa: E402
 
 pytestmark = pytest.mark.nbgrader
 
@@ -298,13 +299,13 @@ def attack_control(base):
 @pytest.fixture(scope="module")
 def module_form(course, tmp_path_factory):
     """The engine's grades of carol's and mallory's code handed in as modules."""
-    from autograder import grading, notebooks
+    from autograder import grading, submitted_notebooks
     from autograder.sandbox.client import Sandbox
 
     base = tmp_path_factory.mktemp("modules")
     folders = {"carol": write_modules(module_texts(bugs=CAROL_BUGS), base / "carol"),
                "mallory": base / "mallory"}
-    notebooks.extract_modules(course.submitted("mallory"), folders["mallory"])
+    submitted_notebooks.extract_modules(course.submitted("mallory"), folders["mallory"])
     rubric, suites = grading.load_rubric()
     with Sandbox() as sandbox:
         return {student: grading.grade_submission(folder, rubric, suites, sandbox)
@@ -356,6 +357,16 @@ def test_autograde_runs_no_kernel(course):
     log = course.autograde.stdout + course.autograde.stderr
     assert "Executing notebook" not in log and "kernel" not in log.lower(), log[-3000:]
     assert "Traceback" not in log and "ERROR" not in log, log[-3000:]
+
+
+def test_autograde_warns_only_about_cells_a_student_changed(course):
+    """Issue 22: every untouched graded cell was reported as "checksum ... has changed!" (the gradebook
+    keeps it with its hidden tests, the release without them). Only dave's two edited cells are now."""
+    log = course.autograde.stdout + course.autograde.stderr
+    changed = re.findall(r"Attribute 'checksum' for cell (\S+) has changed", log)
+    assert sorted(changed) == ["score_self_attention_v1", "test_softmax_naive"], log[-4000:]
+    warnings = [line for line in log.splitlines() if "Warning" in line]
+    assert not warnings, warnings[:10]
 
 
 def test_solutions_get_full_marks_and_stubs_get_zero(course):
@@ -411,15 +422,20 @@ def test_each_graded_cell_holds_the_report_and_the_score(course, module_form):
     assert visible and hidden
     shown = report(cell)
     assert shown.startswith(f"causal: {recorded:g} / {part_max()['causal']:g} points")
+    # one item per diagnosis (issue 22), as every other channel: the checks it failed in listed under it
+    items = what_to_fix([c for c in module_form["carol"].checks if c.part == "causal"],
+                        {"causal": module_form["carol"].parts["causal"]})
+    for item in items:
+        assert f"  - {item.label} (-{item.points:g}): {item.message}" in shown
+        assert not item.failed_in or f"\n    {item.failed_in}" in shown
+        assert not item.own_text or f"\n    your error: {item.own_text}" in shown
     for check in visible:
-        assert f"  - {check.name} (-{check.max_score:g}): {printable(check.message)}" in shown
-        if check.student_text:
-            assert f"; your error: {check.student_text}" in shown
+        assert check.name in shown and diagnosis_and_place(printable(check.message))[0] in shown
     # hidden checks: unnamed, counted under the diagnosis they gave, without the student's own text
     for check in hidden:
-        assert check.name not in shown and printable(check.message) in shown
+        assert check.name not in shown and diagnosis_and_place(printable(check.message))[0] in shown
         assert not check.student_text or check.student_text not in shown
-    counted = sum(int(n) for n in re.findall(r"  - (\d+) hidden checks? \(", shown))
+    counted = sum(int(n) for n in re.findall(r"(?:  - | and )(\d+) hidden checks? \(", shown))
     assert counted == len(hidden)
 
 
@@ -429,7 +445,8 @@ def test_every_graded_cell_of_the_stubs_names_what_to_write(course):
             if nbgrader_meta(cell).get("grade"):
                 part = nbgrader_meta(cell)["grade_id"].removeprefix("score_")
                 shown = report(cell)
-                assert re.search(r"not implemented yet: \w+\.\w+.*: ", shown), (name, part, shown)
+                assert re.search(r"not implemented yet: \w+\.\w+", shown), (name, part, shown)
+                assert "\n    your error: NotImplementedError: " in shown, (name, part, shown)
                 assert shown.startswith(f"{part}: 0 / "), shown
                 assert plain(cell["outputs"][-1]) == "0.0"
 
@@ -460,6 +477,8 @@ def test_feedback_for_every_notebook_of_every_student(course):
     assert len(re.findall(r'<img[^>]* src="data:image/png;base64,', raw)) == 2
     raw = (course.root / "feedback" / "alice" / "ch03" / NOTEBOOKS[1].replace(".ipynb", ".html")).read_text()
     assert "data:image/png;base64," not in raw
+    # issue 22: the graded cells' report lines wrap on the page (the fix itself was cut off)
+    assert nbgrader_plugins.WRAP_CSS in raw
 
 
 def test_feedback_holds_no_hidden_test(course, module_form):
@@ -486,9 +505,9 @@ def test_feedback_holds_no_hidden_test(course, module_form):
     assert all(line in page for line in visible_lines if line)
     visible = [c.message for c in module_form["carol"].checks if c.part == "causal" and c.visibility == "visible"
                and not c.passed]
-    assert visible and all(message.splitlines()[0] in page for message in visible)
+    assert visible and all(diagnosis_and_place(printable(message))[0] in page for message in visible)
     # issue 12 item 4: the diagnoses of carol's failed hidden checks reach her feedback
-    diagnoses = [printable(c.message) for c in module_form["carol"].checks
+    diagnoses = [diagnosis_and_place(printable(c.message))[0] for c in module_form["carol"].checks
                  if c.part == "causal" and c.visibility != "visible" and not c.passed]
     assert diagnoses and all(diagnosis in page for diagnosis in diagnoses)
 

@@ -11,13 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from autograder import notebooks
+from autograder import notebooks, submitted_notebooks
 from autograder.stubs import MODULES, solution_regions
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"
 STUBS = ROOT / "assignments" / "ch03"
 PUBLIC_TESTS = STUBS / "tests"
+DIAGNOSE = PUBLIC_TESTS / "_diagnose.py"
 BOOK_CHECK = ROOT.parent / "shared" / "tools" / "book_check.py"
 
 
@@ -144,7 +145,32 @@ def _public_messages():
             elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
                   and isinstance(node.func.value, ast.Name) and node.func.value.id == "check" and node.args):
                 found[ast.get_source_segment(source, node.args[-1])] = path.name
+            elif (isinstance(node, ast.Assign) and [getattr(n, "id", "") for n in node.targets] == ["what"]
+                  and isinstance(node.value, ast.Constant)):  # a description used by several checks
+                found[ast.get_source_segment(source, node.value)] = path.name
     return found
+
+
+def _diagnoses_used(sources):
+    """The names from _diagnose.py (diagnoses, hints) that the code of sources uses."""
+    names = {node.name for node in ast.parse(DIAGNOSE.read_text()).body if isinstance(node, ast.FunctionDef)}
+    names |= {target.id for node in ast.parse(DIAGNOSE.read_text()).body if isinstance(node, ast.Assign)
+              for target in node.targets if isinstance(target, ast.Name)}
+    used = set()
+    for source in sources:
+        used |= {node.id for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Name)} & names
+        used |= {node.attr for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Attribute)
+                 and node.attr == "shape_errors"}
+    return used
+
+
+def test_visible_test_cells_use_the_public_tests_diagnoses():
+    # the same diagnoses, from the one _diagnose.py (copied into ch03_tools.py); that a cell and its
+    # public test say the same words is shown case by case in tests/test_public_diagnoses.py
+    cells = [text(cell) for path in source_notebooks() for cell in cells_of(path) if cell["id"].startswith("test_")]
+    public = _diagnoses_used(path.read_text() for path in sorted(PUBLIC_TESTS.glob("test_*.py")))
+    assert {"softmax_dim_mistakes", "transfer_problem", "TRANSPOSE", "HEAD_DIM", "shape_errors"} <= public
+    assert sorted(public - _diagnoses_used(cells)) == []
 
 
 def test_visible_test_cells_use_the_public_tests_messages():
@@ -160,7 +186,7 @@ def test_visible_test_cells_use_the_public_tests_messages():
 # --- extraction ----------------------------------------------------------------------------------------
 
 def test_extracting_the_source_notebooks_gives_the_solution_files(tmp_path):
-    written = notebooks.extract_modules(notebooks.SOURCE, tmp_path)
+    written = submitted_notebooks.extract_modules(notebooks.SOURCE, tmp_path)
     assert sorted(written) == sorted(MODULES)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{m}.py" for m in MODULES)
     for module in MODULES:
@@ -169,14 +195,14 @@ def test_extracting_the_source_notebooks_gives_the_solution_files(tmp_path):
 
 @pytest.mark.skipif(not BOOK_CHECK.is_file(), reason=f"{BOOK_CHECK} is not there (../shared from the project root)")
 def test_extracted_modules_reproduce_the_book(tmp_path):
-    notebooks.extract_modules(notebooks.SOURCE, tmp_path)
+    submitted_notebooks.extract_modules(notebooks.SOURCE, tmp_path)
     done = subprocess.run([sys.executable, str(BOOK_CHECK), str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert "book values: 16/16 match" in done.stdout, done.stdout + done.stderr
     assert done.returncode == 0
 
 
 def test_extracting_one_notebook_gives_only_its_modules(tmp_path):
-    written = notebooks.extract_modules(notebooks.SOURCE / "02_causal_and_multi_head.ipynb", tmp_path)
+    written = submitted_notebooks.extract_modules(notebooks.SOURCE / "02_causal_and_multi_head.ipynb", tmp_path)
     assert written == ["causal", "mha", "exercises"]
 
 
@@ -186,7 +212,7 @@ def test_outputs_and_other_metadata_are_ignored(tmp_path):
     cell["metadata"]["nbgrader"]["checksum"] = "whatever"
     cell["metadata"]["tags"] = ["anything"]
     path = write_notebook(tmp_path / "a.ipynb", [{"cell_type": "markdown", "metadata": {}, "source": "# hi"}, cell])
-    assert notebooks.extract_modules(path, tmp_path / "out") == ["causal"]
+    assert submitted_notebooks.extract_modules(path, tmp_path / "out") == ["causal"]
     assert (tmp_path / "out" / "causal.py").read_text() == "x = 1\ny = 2\n"
 
 
@@ -195,7 +221,7 @@ def test_cells_that_are_not_code_solution_cells_are_skipped(tmp_path):
     test_cell = solution_cell("causal", "assert True")
     test_cell["metadata"]["nbgrader"].update(solution=False, grade=True, points=1)
     path = write_notebook(tmp_path / "a.ipynb", [markdown_solution, test_cell, {"cell_type": "code", "source": "1"}])
-    assert notebooks.extract_modules(path, tmp_path / "out") == []
+    assert submitted_notebooks.extract_modules(path, tmp_path / "out") == []
 
 
 def test_ipython_magics_and_shell_lines_are_commented_out(tmp_path):
@@ -214,7 +240,7 @@ def test_ipython_magics_and_shell_lines_are_commented_out(tmp_path):
         "    return y != 2\n"
     )
     path = write_notebook(tmp_path / "a.ipynb", [solution_cell("causal", source)])
-    notebooks.extract_modules(path, tmp_path / "out")
+    submitted_notebooks.extract_modules(path, tmp_path / "out")
     extracted = (tmp_path / "out" / "causal.py").read_text()
     assert extracted == (
         "# %%time\n"
@@ -244,7 +270,7 @@ def test_malformed_notebook_files_name_the_file(tmp_path, content, expected):
     path = tmp_path / "broken.ipynb"
     path.write_text(content)
     with pytest.raises(ValueError, match=expected) as caught:
-        notebooks.extract_modules(path, tmp_path / "out")
+        submitted_notebooks.extract_modules(path, tmp_path / "out")
     assert str(path) in str(caught.value)
     assert not (tmp_path / "out").exists()
 
@@ -253,7 +279,7 @@ def test_bad_json_names_the_line(tmp_path):
     path = tmp_path / "broken.ipynb"
     path.write_text('{\n "cells": [\n  {"cell_type": "code",}\n ]\n}')
     with pytest.raises(ValueError, match=r"broken.ipynb: not valid JSON: .* line 3"):
-        notebooks.extract_modules(path, tmp_path / "out")
+        submitted_notebooks.extract_modules(path, tmp_path / "out")
 
 
 @pytest.mark.parametrize("bad_cell, expected", [
@@ -268,7 +294,7 @@ def test_bad_json_names_the_line(tmp_path):
 def test_malformed_cells_name_the_file_and_the_cell_index(tmp_path, bad_cell, expected):
     path = write_notebook(tmp_path / "broken.ipynb", [solution_cell("mha", "x = 1"), bad_cell])
     with pytest.raises(ValueError) as caught:
-        notebooks.extract_modules(path, tmp_path / "out")
+        submitted_notebooks.extract_modules(path, tmp_path / "out")
     assert f"{path}, {expected}" in str(caught.value)
     assert not (tmp_path / "out").exists(), "nothing is written from a malformed notebook"
 
@@ -277,14 +303,14 @@ def test_two_solution_cells_for_one_module_name_both_cells(tmp_path):
     path = write_notebook(tmp_path / "twice.ipynb", [solution_cell("mha", "x = 1"), {"cell_type": "markdown",
                           "metadata": {}, "source": ""}, solution_cell("mha", "x = 2")])
     with pytest.raises(ValueError, match=r"twice.ipynb, cell 2: a second solution cell for mha \(the first is cell 0\)"):
-        notebooks.extract_modules(path, tmp_path / "out")
+        submitted_notebooks.extract_modules(path, tmp_path / "out")
 
 
 def test_a_module_in_two_notebooks_names_both_files(tmp_path):
     write_notebook(tmp_path / "a.ipynb", [solution_cell("mha", "x = 1")])
     write_notebook(tmp_path / "b.ipynb", [solution_cell("mha", "x = 2")])
     with pytest.raises(ValueError, match=r"b.ipynb: a second solution cell for mha \(the first is in .*a.ipynb\)"):
-        notebooks.extract_modules(tmp_path, tmp_path / "out")
+        submitted_notebooks.extract_modules(tmp_path, tmp_path / "out")
 
 
 def test_the_extract_command_reports_malformed_notebooks_as_usage_errors(tmp_path):
@@ -360,7 +386,7 @@ def test_release_notebooks_hold_the_stubs_and_no_solution_or_hidden_test(tmp_pat
             elif meta["locked"]:
                 assert cell["metadata"]["editable"] is False and cell["metadata"]["deletable"] is False
     assert stubs == {module: (STUBS / f"{module}.py").read_text() for module in MODULES}
-    assert notebooks.extract_modules(tmp_path, tmp_path / "out") == list(stubs)
+    assert submitted_notebooks.extract_modules(tmp_path, tmp_path / "out") == list(stubs)
     assert sorted(p.name for p in tmp_path.glob("*.py")) == sorted(notebooks.SUPPORT_FILES)
     bench = (tmp_path / "bench_mha.py").read_text()
     assert bench.endswith(notebooks.BENCH.read_text()) and bench.startswith("# A copy of benchmarks/bench_mha.py")

@@ -4,13 +4,18 @@ Each case copies the reference solutions, puts one typical bug in, runs the publ
 (assignments/ch03/tests) on the copy and states which tests fail and what their message says:
 the misconception in one message, without a traceback or pytest's fixture listing.
 """
+import importlib.util
+import json
 import shutil
 import subprocess
 import sys
+import types
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+
+from autograder import notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"
@@ -86,6 +91,31 @@ CASES = {
     "causal without dropout": (
         "causal", CAUSAL_DROPOUT, "        return attn_weights @ values",
         {"test_dropout_drops_attention_weights_in_training_mode": "dropout is never applied"}),
+    # shape errors, named as the mistakes they are (not a traceback into the student's correct v1)
+    "Exercise 3.1 without .T (the book's answer)": (
+        "weight_transfer", "sa_v1.W_query.copy_(sa_v2.W_query.weight.T)",
+        "sa_v1.W_query = torch.nn.Parameter(sa_v2.W_query.weight)",
+        {name: "transfer_v2_to_v1(sa_v2, sa_v1): after the transfer sa_v1.W_query has shape (2, 3), expected "
+               "(3, 2): nn.Linear keeps its weight as (d_out, d_in)"
+         for name in ("test_book_example_after_the_transfer", "test_outputs_agree_on_other_inputs_and_sa_v2_is_untouched")}),
+    "Exercise 3.1 copying without .T": (
+        "weight_transfer", "sa_v1.W_key.copy_(sa_v2.W_key.weight.T)", "sa_v1.W_key.copy_(sa_v2.W_key.weight)",
+        {name: "transfer_v2_to_v1(sa_v2, sa_v1) raised RuntimeError (The size of tensor a (2) must match the size "
+               "of tensor b (3) at non-singleton dimension 1): nn.Linear keeps its weight as (d_out, d_in)"
+         for name in ("test_book_example_after_the_transfer", "test_outputs_agree_on_other_inputs_and_sa_v2_is_untouched")}),
+    "mha with head_dim = d_out": (
+        "mha", "self.head_dim = d_out // num_heads", "self.head_dim = d_out",
+        {name: "raised RuntimeError (shape '[2, 6, 2, 2]' is invalid for input of size 24): the projections do "
+               "not split into num_heads heads: head_dim must be d_out // num_heads"
+         for name in ("test_multi_head_attention_book_example",)}
+        | {"test_multi_head_attention_shape": "raised RuntimeError (shape '[2, 5, 3, 6]' is invalid for input of size "
+                                              "60): the projections do not split into num_heads heads",
+           "test_multi_head_attention_with_three_dims_per_head": "the projections do not split into num_heads heads"}),
+    "attention weights over dim 0": (
+        "simple_attention", "return torch.softmax(scores, dim=-1)", "return torch.softmax(scores, dim=0)",
+        {"test_attention_weights_rows_sum_to_one": "attention_weights(book scores) is wrong: the softmax runs over "
+                                                   "the wrong dim (down each column)",
+         "test_context_vectors_of_all_tokens": "context_vectors(inputs) is wrong: the softmax runs over the wrong dim"}),
     "v2 without scaling": (
         "self_attention_v2", "/ keys.shape[-1] ** 0.5", "",
         {"test_book_example_with_seed_789": "SelfAttention_v2(3, 2)(inputs) is wrong: the scores are not scaled: "
@@ -106,9 +136,76 @@ def test_a_common_bug_fails_locally_naming_the_misconception(tmp_path, case):
     for name, words in expected.items():
         assert words in failed[name], f"{name}: {failed[name]}"
     assert "Traceback" not in output and "load = <function" not in output, output
+    assert "During handling" not in output, output
 
 
 def test_the_solutions_pass_the_tests_that_diagnose(tmp_path):
     for marker in ("causal", "mha", "self_attention_v2"):
         output, outcomes = public_run(tmp_path, SOLUTIONS, marker)
         assert outcomes and all(message is None for message in outcomes.values()), output
+
+
+# ---------------------------------------------------------------- the notebooks say the same
+
+V1_UNSCALED = ("self_attention_v1", "attn_scores / keys.shape[-1] ** 0.5", "attn_scores")
+# (bug, notebook, {public test: the notebook's check cell of the same test})
+SAME_IN_THE_NOTEBOOK = {
+    "attention weights over dim 0": (CASES["attention weights over dim 0"][:3], "01_self_attention",
+                                     {"test_attention_weights_rows_sum_to_one": "test_attention_weights",
+                                      "test_context_vectors_of_all_tokens": "test_context_vectors"}),
+    "v1 without scaling": (V1_UNSCALED, "01_self_attention",
+                           {"test_book_example_with_seed_123": "test_v1_book_example"}),
+    "v2 without scaling": (CASES["v2 without scaling"][:3], "01_self_attention",
+                           {"test_book_example_with_seed_789": "test_v2_book_example"}),
+    "Exercise 3.1 without .T": (CASES["Exercise 3.1 without .T (the book's answer)"][:3], "01_self_attention",
+                                {"test_book_example_after_the_transfer": "test_transfer_book_example",
+                                 "test_outputs_agree_on_other_inputs_and_sa_v2_is_untouched":
+                                 "test_transfer_other_inputs"}),
+    "causal softmax over dim=1": (CASES["causal softmax over dim=1"][:3], "02_causal_and_multi_head",
+                                  {"test_causal_attention_book_example": "test_causal_attention_book_example",
+                                   "test_no_dropout_in_eval_mode": "test_no_dropout_in_eval_mode"}),
+    "mha with head_dim = d_out": (CASES["mha with head_dim = d_out"][:3], "02_causal_and_multi_head",
+                                  {"test_multi_head_attention_book_example": "test_mha_book_example",
+                                   "test_multi_head_attention_shape": "test_mha_shape"}),
+    "mha without 1/sqrt(head_dim)": (CASES["mha without 1/sqrt(head_dim)"][:3], "02_causal_and_multi_head",
+                                     {"test_multi_head_attention_with_three_dims_per_head": "test_mha_head_dim_3"}),
+}
+
+
+def notebook_failures(folder, notebook, cell_ids):
+    """{cell id: the message its check cell fails with, or None}: the notebook's own check cells run
+    with ch03_tools (as generated) on the modules of folder, as the notebook would after each publish."""
+    cells = {cell.get("id"): "".join(cell["source"]) for cell in
+             json.loads((ROOT / "source" / "ch03" / f"{notebook}.ipynb").read_text())["cells"]}
+    saved_modules, saved_path = dict(sys.modules), list(sys.meta_path)
+    try:
+        tools = types.ModuleType("ch03_tools")
+        exec(compile(notebooks.support_text(), "ch03_tools.py", "exec"), tools.__dict__)
+        for name in tools.CHAPTER_MODULES:  # in the notebooks' order: each imports only earlier ones
+            spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+            sys.modules[name] = module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        found, namespace = {}, dict(tools.__dict__)  # one namespace, as in the notebook's kernel
+        for cell_id in cell_ids:  # in the notebook's order
+            try:
+                exec(compile(cells[cell_id], cell_id, "exec"), namespace)
+                found[cell_id] = None
+            except AssertionError as e:
+                found[cell_id] = str(e)
+        return found
+    finally:
+        sys.modules.clear()
+        sys.modules.update(saved_modules)
+        sys.meta_path[:] = saved_path
+
+
+@pytest.mark.parametrize("case", SAME_IN_THE_NOTEBOOK)
+def test_a_notebooks_check_cell_says_what_the_public_test_says(tmp_path, case):
+    (module, find, replace), notebook, pairs = SAME_IN_THE_NOTEBOOK[case]
+    folder = buggy_copy(tmp_path, module, find, replace)
+    output, outcomes = public_run(tmp_path, folder, module)
+    said = notebook_failures(folder, notebook, pairs.values())
+    for test, cell_id in pairs.items():
+        assert outcomes[test] is not None and " is wrong: " in outcomes[test] or "raised" in outcomes[test] \
+            or ": after the transfer" in outcomes[test], outcomes[test]
+        assert said[cell_id] == outcomes[test], (cell_id, test)

@@ -218,6 +218,8 @@ def test_the_release_has_what_students_need(release):
     if hasattr(notebooks, "release_notebooks"):  # the notebooks tooling is there: the release has notebooks
         assert sorted((release / "notebooks" / "ch03").glob("*.ipynb"))
         assert "notebooks/ch03/" in (release / "README.md").read_text()
+        # what the notebooks need beyond the modules' packages (issue 22)
+        assert "pip install jupyterlab matplotlib" in (release / "README.md").read_text()
 
 
 def test_the_release_holds_no_grader_solution_or_rubric(release):

@@ -15,6 +15,7 @@ The rule under test (autograder/reports/common.py):
 """
 import importlib
 import io
+import html
 import json
 import os
 import re
@@ -99,8 +100,9 @@ def instructor_channels(grade):
 
 
 def readable(text):
-    """The words a reader sees: Markdown's backslash escapes and code-span backticks taken away."""
-    return re.sub(r"`+", "", re.sub(r"\\(.)", r"\1", text))
+    """The words a reader sees: Markdown's backslash escapes, code tags and entities taken away."""
+    text = re.sub(r"</?code>", "", re.sub(r"\\(.)", r"\1", text))
+    return html.unescape(text) if "&lt;" in text or "&amp;" in text else text
 
 
 # ---------------------------------------------------------------- grading.yml: diagnosis
@@ -205,10 +207,84 @@ def test_markdown_renders_no_markup_from_student_text(rubric):
                                                                                                "| ---")), line
 
 
-def test_markdown_code_spans_outlast_the_students_backticks():
-    assert markdown.md_code("a ``` b") == "````a ``` b````"
-    assert markdown.md_code("`x`") == "`` `x` ``"
-    assert markdown.md_text("<b>*x*</b> [l](u) #") == "&lt;b&gt;\\*x\\*&lt;/b&gt; \\[l\\]\\(u\\) \\#"
+def test_markdown_code_holds_the_students_backticks():
+    assert markdown.md_code("a ``` b") == "<code>a \\`\\`\\` b</code>"
+    assert markdown.md_code("`x`") == "<code>\\`x\\`</code>"
+    assert markdown.md_text("<b>*x*</b> [l](u) #") == "&lt;b>\\*x\\*&lt;/b> \\[l\\](u) #"
+
+
+@pytest.mark.parametrize("plain", [
+    "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch) is wrong: the heads are split",
+    "divide them by sqrt(d_k) (d_k ** 0.5), e.g. keys.shape[-1] ** 0.5 - or 1/sqrt(head_dim)!",
+    "the row's weights: 'a' and \"b\" = 1.0 + 2 > 0",
+])
+def test_markdown_escapes_only_what_would_render(plain):
+    # issue 22: a plain sentence reads as it is written (no \( \_ \. ...) ...
+    said = markdown.md_text(plain.replace("[-1]", "").replace("**", "^"))
+    assert "\\" not in said, said
+    # ... and what would render is escaped
+    assert markdown.md_text("# a_b __init__ *x* `y` [z] ~w~ $m$ | 1. a&b") == \
+        "\\# a_b \\_\\_init\\_\\_ \\*x\\* \\`y\\` \\[z\\] \\~w\\~ \\$m\\$ \\| 1. a&amp;b"
+    assert markdown.md_text("1. first") == "1\\. first" and markdown.md_text("- item") == "\\- item"
+    assert markdown.md_text("see https://x.org and www.y.org, @octocat") == \
+        "see https\\://x.org and www\\.y.org, @\u200boctocat"
+
+
+HOSTILE_HTML = '<img src=x onerror=alert(1)><script>alert(2)</script>&lt;b&gt;<a href="javascript:x">l</a>'
+
+
+def test_raw_html_never_reaches_markdown_or_the_comment(rubric):
+    """Raw HTML a student wrote (in a diagnosis that quotes it, and in their own error text) reaches
+    `grade --markdown` and the ci PR comment with every < and & escaped: no tag, no entity."""
+    grade = graded(rubric, visible_message="your code raised: " + HOSTILE_HTML, visible_text=HOSTILE_HTML)
+    said = student_channels(grade)
+    for channel in ("markdown", "comment", "batch feedback"):
+        text = said[channel].replace(ghactions.COMMENT_MARKER, "")
+        tags = re.findall(r"<[^>]*>", text)
+        assert set(tags) <= {"<code>", "</code>"}, (channel, tags)
+        assert "&amp;lt;b&amp;gt;" in text, channel  # the student's own &lt; is text, not an entity
+        assert "&lt;img src=x onerror=alert(1)>" in text and "&lt;script>alert(2)&lt;/script>" in text, channel
+    mistune = pytest.importorskip("mistune")
+    for channel in ("markdown", "comment"):
+        rendered = mistune.create_markdown(escape=False, plugins=["table", "strikethrough", "url"])(said[channel])
+        assert "<img" not in rendered and "<script" not in rendered and "<a " not in rendered, channel
+
+
+SPLIT = "the heads are split without the transpose: view the projections as (b, num_tokens, num_heads, head_dim)"
+
+
+def test_feedback_groups_checks_by_diagnosis(rubric):
+    """One bug, one paragraph: the checks that failed with the same diagnosis are one item listing
+    where each failed, in every student channel (issue 22: one bug was explained 9 times)."""
+    part = rubric.parts["causal"]
+    run = PartRun("causal", [
+        CheckResult("causal", "book_example", False, f"the book's example is wrong: {SPLIT}"),
+        CheckResult("causal", "unseen_sizes", False, f"CausalAttention with other sizes is wrong: {SPLIT}"),
+        CheckResult("causal", "unseen_seeds", False, f"CausalAttention after another seed is wrong: {SPLIT}"),
+        CheckResult("causal", "future_tokens", False, "a different bug"),
+        CheckResult("causal", "shape", True),
+    ])
+    grade = grading.Grade("submissions/eve", protections=[ghactions.NAMESPACES, ghactions.SECCOMP], seed=SEED)
+    grading.score_part(grade, part, run)
+    items = common.what_to_fix(grade.checks, grade.parts)
+    assert [(i.title, i.points, i.message) for i in items] == [
+        ("causal: book_example and 2 hidden checks", 5.0, SPLIT), ("causal: 1 hidden check", 3.0, common.WITHHELD)]
+    assert items[0].failed_in == ("failed in: book_example (the book's example); CausalAttention with other "
+                                  "sizes; CausalAttention after another seed")
+    said = student_channels(grade)
+    for channel in ("markdown", "comment", "batch feedback", "gradescope results.json", "ci results.json"):
+        text = readable(said[channel]) if "json" not in channel else json.loads(said[channel])["output"]
+        assert text.count("the heads are split without the transpose") == 1, channel
+        assert "CausalAttention after another seed" in text, channel
+    from autograder.reports.html_feedback import feedback_html
+    page = feedback_html("eve", reports.results_json(grade))
+    assert page.count("the heads are split without the transpose") == 1
+    pytest.importorskip("nbgrader")
+    from autograder import nbgrader_plugins
+
+    lines = nbgrader_plugins._what_to_fix(grade.checks, grade.parts)
+    assert lines[1] == f"  - book_example and 2 hidden checks (-5): {SPLIT}"
+    assert lines[2] == "    " + items[0].failed_in
 
 
 def test_junit_parses_whatever_the_text_held(rubric):
@@ -372,8 +448,8 @@ def test_a_graded_cell_reports_like_every_other_channel(rubric):
     lines = nbgrader_plugins._what_to_fix(grade.checks, grade.parts)
     assert lines[0] == "What to fix:"
     assert lines[1].startswith("  - book_example (-2): the causal mask is missing: ")
-    assert "; your error: VISIBLE-OWN-TEXT" in lines[1]
-    assert lines[2:] == [f"  - 2 hidden checks (-3): {DIAGNOSIS}", "  - 1 hidden check (-3): hidden check failed"]
+    assert lines[2].startswith("    your error: VISIBLE-OWN-TEXT")
+    assert lines[3:] == [f"  - 2 hidden checks (-3): {DIAGNOSIS}", "  - 1 hidden check (-3): hidden check failed"]
 
 
 # ---------------------------------------------------------------- files first, then the terminal

@@ -1,7 +1,7 @@
 """Staging (issue 11 items 4, 6, 7, 8): what a student hands in becomes a staged folder of modules,
 or a SubmissionError whose message says why, naming files relative to the submission.
 
-No sandbox here: every case calls autograder.submission.stage (or notebooks.comment_out_magics)
+No sandbox here: every case calls autograder.submission.stage (or submitted_notebooks.comment_out_magics)
 and states the modules staged, the note written or the message of the error. Hostile archives
 (a file and a folder of one name, encrypted members, a bad CRC, bombs, absurd member counts,
 links, paths that climb out) never raise anything but SubmissionError.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import PARTS, PROJECT_ROOT, notebooks, submission
+from autograder import PARTS, PROJECT_ROOT, submission, submitted_notebooks
 from autograder.submission import SubmissionError, stage
 
 SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
@@ -279,7 +279,7 @@ def solution_cell(module, source):
 
 
 def test_a_solution_cell_of_100000_magic_lines_is_staged(tmp_path):
-    """comment_out_magics reads each character once (notebooks._LineScanner): 100,000 magic lines,
+    """comment_out_magics reads each character once (submitted_notebooks._LineScanner): 100,000 magic lines,
     some inside an open bracket or a string, become comments (those at a statement's start) and
     the module parses."""
     source = ("import torch\n" + "%time x = 1\n" * 50_000 + "total = (1\n" + "% 7\n" * 10 + ")\n"
@@ -307,7 +307,7 @@ def test_a_solution_cell_of_100000_magic_lines_is_staged(tmp_path):
     ("x\r\n%y\r\n", "x\r\n# %y\r\n"),
 ])
 def test_magic_lines_at_a_statement_start_only(source, expected):
-    assert notebooks.comment_out_magics(source) == expected
+    assert submitted_notebooks.comment_out_magics(source) == expected
 
 
 def test_special_files_are_never_opened(tmp_path):

@@ -280,3 +280,22 @@ def test_matches_compares_within_atol_with_nan_and_inf_in_place(got, want, expec
     from autograder.suites.misconceptions import matches
 
     assert matches(torch.tensor(got), torch.tensor(want), 1e-4) is expected
+
+
+def test_a_wrong_head_dim_is_hinted_as_the_head_split_first(engine, tmp_path):
+    # issue 22: the hint used to lead with slicing the mask, which a wrong head_dim has nothing to do with
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    for module in SOLUTIONS.glob("*.py"):
+        text = module.read_text()
+        if module.name == "mha.py":
+            assert text.count("self.head_dim = d_out // num_heads") == 1
+            text = text.replace("self.head_dim = d_out // num_heads", "self.head_dim = d_out")
+        (folder / module.name).write_text(text)
+    rubric, suites, sandbox = engine
+    result = grading.grade_submission(folder, rubric, suites, sandbox, parts=["mha"])
+    hinted = [c.message for c in result.checks if not c.passed and "Hint: " in c.message]
+    assert hinted, failures(result)
+    for message in hinted:
+        assert message.split("Hint: ", 1)[1].startswith("the projections do not split into num_heads heads: "
+                                                        "head_dim must be d_out // num_heads"), message

@@ -1,5 +1,5 @@
 """python -m autograder notebooks [--check] | --extract NOTEBOOKS --out DIR"""
-from autograder import notebooks
+from autograder import notebooks, submitted_notebooks
 from autograder.cli import UsageError
 
 HELP = ("regenerate the nbgrader source notebooks in source/ch03 from the templates and solutions/ch03 "
@@ -19,7 +19,7 @@ def run(args):
         if args.check or not args.out:
             raise UsageError("--extract needs --out DIR and goes without --check")
         try:
-            written = notebooks.extract_modules(args.extract, args.out)
+            written = submitted_notebooks.extract_modules(args.extract, args.out)
         except (ValueError, OSError) as e:
             raise UsageError(str(e)) from None
         for module in written:

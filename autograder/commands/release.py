@@ -112,4 +112,9 @@ def _notebooks_section(dest):
         return ""
     return ("If you prefer notebooks, `notebooks/ch03/` holds the same exercises as notebooks; the\n"
             "pull-request grading reads the modules in `assignments/ch03`, so copy your finished code\n"
-            "there (or ask your instructor how notebooks are collected in your course).\n\n")
+            "there (or ask your instructor how notebooks are collected in your course). The notebooks\n"
+            "need a Jupyter kernel and matplotlib (their pictures) besides the above:\n\n"
+            "```bash\n"
+            "pip install jupyterlab matplotlib   # jupyterlab brings the Python kernel (ipykernel)\n"
+            "jupyter lab notebooks/ch03\n"
+            "```\n\n")

@@ -20,11 +20,11 @@ from urllib.parse import quote
 from autograder.reports.common import fmt, printable
 from autograder.reports.html_page import bar, esc, img, page
 from autograder.reports.plots import available, histogram_png
-from autograder.reports.results_json import checks_of
+from autograder.reports.records import checks_of
 
 TOP_MISCONCEPTIONS = 25
 TOP_SLOW = 10
-CSV_COLUMNS = ["part", "misconception", "students", "checks", "who"]
+CSV_COLUMNS = ["part", "misconception", "students", "checks", "who"]  # unfinished work last, one row per part
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 # what the suites write before the misconception itself ("<what> is wrong: <why>")
 _LEADS = (" is wrong: ", " differs from the expected output: ")
@@ -39,9 +39,14 @@ def diagnosis(message):
     return message
 
 
+UNFINISHED = "not implemented yet"  # what the grader says of a stub's raise (student.StudentError)
+
+
 def misconceptions(records):
-    """[{part, message, checks, students}] of every failed check, grouped by part and diagnosis
-    (numbers aside), the most frequent first; staging failures are not misconceptions."""
+    """[{part, message, checks, students, unfinished}] of every failed check, grouped by part and
+    diagnosis (numbers aside), ranked by the number of students (then of checks); staging failures are
+    not misconceptions. Unfinished work (code that is not implemented yet) is one row per part, after
+    every real misconception: a stub is not a misconception, however many checks it fails."""
     groups = {}
     for student, results, problem in records:
         if problem:
@@ -50,14 +55,16 @@ def misconceptions(records):
             if c.passed:
                 continue
             part, check, message = c.part, c.name, diagnosis(printable(c.message or "check failed"))
-            group = groups.setdefault((part, _NUMBER.sub("#", message)),
-                                      {"messages": Counter(), "checks": set(), "students": set()})
-            group["messages"][message] += 1
+            unfinished = UNFINISHED in message
+            key = (part, "") if unfinished else (part, _NUMBER.sub("#", message))
+            group = groups.setdefault((unfinished, key), {"messages": Counter(), "checks": set(), "students": set()})
+            group["messages"][UNFINISHED if unfinished else message] += 1
             group["checks"].add(check)
             group["students"].add(student)
     rows = [{"part": part, "message": g["messages"].most_common(1)[0][0], "checks": sorted(g["checks"]),
-             "students": sorted(g["students"])} for (part, _), g in groups.items()]
-    return sorted(rows, key=lambda r: (-len(r["students"]), -len(r["checks"]), r["part"], r["message"]))
+             "students": sorted(g["students"]), "unfinished": unfinished}
+            for (unfinished, (part, _)), g in groups.items()]
+    return sorted(rows, key=lambda r: (r["unfinished"], -len(r["students"]), -len(r["checks"]), r["part"], r["message"]))
 
 
 def _csv_cell(value):
@@ -130,16 +137,27 @@ def _parts_section(stats):
             + "\n".join(rows) + "</table>")
 
 
+def _misconception_row(row):
+    return (f'<tr><td class="num">{len(row["students"])}</td><td>{esc(row["part"])}</td>'
+            f'<td>{esc(row["message"])}<br><span class="muted">seen by {len(row["checks"])} check(s): '
+            f'{esc(", ".join(row["checks"]))}</span></td><td>{esc(", ".join(row["students"]))}</td></tr>')
+
+
 def _misconceptions_section(rows):
     if not rows:
         return '<p class="ok">No check failed.</p>'
-    lines = ['<table><tr><th class="num">students</th><th>part</th><th>misconception</th><th>who</th></tr>']
-    for row in rows[:TOP_MISCONCEPTIONS]:
-        lines.append(f'<tr><td class="num">{len(row["students"])}</td><td>{esc(row["part"])}</td>'
-                     f'<td>{esc(row["message"])}<br><span class="muted">seen by {len(row["checks"])} check(s): '
-                     f'{esc(", ".join(row["checks"]))}</span></td><td>{esc(", ".join(row["students"]))}</td></tr>')
-    more = len(rows) - TOP_MISCONCEPTIONS
-    return "\n".join(lines) + "</table>" + (f'<p class="muted">{more} more in misconceptions.csv.</p>' if more > 0 else "")
+    head = '<table><tr><th class="num">students</th><th>part</th><th>misconception</th><th>who</th></tr>'
+    real = [row for row in rows if not row["unfinished"]]
+    unfinished = [row for row in rows if row["unfinished"]]
+    lines = [head] + [_misconception_row(row) for row in real[:TOP_MISCONCEPTIONS]] + ["</table>"] if real else \
+        ['<p class="ok">No misconception: every failed check was unfinished work.</p>']
+    more = len(real) - TOP_MISCONCEPTIONS
+    if more > 0:
+        lines.append(f'<p class="muted">{more} more in misconceptions.csv.</p>')
+    if unfinished:
+        lines += ['<h3>Unfinished work (not implemented yet), one row per part</h3>', head]
+        lines += [_misconception_row(row) for row in unfinished] + ["</table>"]
+    return "\n".join(lines)
 
 
 def _problems_section(found):

@@ -16,7 +16,7 @@ Instructor channels (the `grade` table, JUnit, the stored results JSON) show eve
 `instructor_lines`.
 """
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from autograder import text
 
@@ -39,36 +39,60 @@ def printable(value, limit=FIELD):
 
 @dataclass
 class Item:
-    """One entry of "what to fix" as a student may see it."""
+    """One entry of "what to fix" as a student may see it: one diagnosis, and every check of its part
+    that failed with it (one bug, one paragraph)."""
     part: str           # the part ("causal"), or every part one problem stopped ("causal, mha")
-    check: str = ""     # a visible check's name; "" for hidden checks and problems
+    check: str = ""     # the first visible check's name; "" for hidden checks only and problems
     points: float = 0.0  # the points it cost
     message: str = ""   # the grader's diagnosis, a problem, or WITHHELD (one line, capped)
-    own_text: str = ""  # an excerpt of what the student's own code raised (visible checks only)
+    own_text: str = ""  # an excerpt of what the student's own code raised (the first visible check)
     hidden: int = 0     # how many hidden checks of the part said this (0: not hidden checks)
+    checks: list = field(default_factory=list)  # the visible checks' names, in order
+    places: list = field(default_factory=list)  # what each check ran ("MultiHeadAttention with 2 heads")
 
     @property
     def label(self):
-        """What it is about within its part: the check, "3 hidden checks", or "problem"."""
+        """What it is about within its part: "book_example", "3 hidden checks", "book_example and
+        2 hidden checks", or "problem"."""
+        said = list(self.checks or ([self.check] if self.check else []))
         if self.hidden:
-            return f"{self.hidden} hidden check{'s' if self.hidden > 1 else ''}"
-        return self.check or "problem"
+            said.append(f"{self.hidden} hidden check{'s' if self.hidden > 1 else ''}")
+        return ", ".join(said[:-1]) + f" and {said[-1]}" if len(said) > 1 else (said[0] if said else "problem")
 
     @property
     def title(self):
-        """"causal / book_example", "causal: 3 hidden checks", "causal, mha"."""
-        if self.hidden:
+        """"causal / book_example", "causal: 3 hidden checks", "causal: book_example and 2 hidden
+        checks", "causal, mha"."""
+        if self.hidden or len(self.checks) > 1:
             return f"{self.part}: {self.label}"
         return f"{self.part} / {self.check}" if self.check else self.part
 
+    @property
+    def failed_in(self):
+        """'' for one check; else the line naming what each of its checks ran, "failed in: a; b; c"."""
+        places = list(dict.fromkeys(place for place in self.places if place))
+        if len(self.places) < 2 or not places:
+            return ""
+        return printable("failed in: " + "; ".join(places))
+
+
+WRONG = " is wrong: "  # the grader's "<what it ran> is wrong: <diagnosis>"
+
+
+def diagnosis_and_place(message):
+    """("the diagnosis", "what the check ran") of a grader's message; (message, "") when it has no place."""
+    place, said, diagnosis = message.partition(WRONG)
+    return (diagnosis, place) if said and diagnosis and place else (message, "")
+
 
 def what_to_fix(checks, parts):
-    """[Item] for a student: part problems once, then the failed checks by the rule above.
+    """[Item] for a student: part problems once, then one item per diagnosis of each part, listing
+    the failed checks that said it, by the rule above.
 
     checks: ScoredChecks (anything with part, name, passed, score, max_score, visibility, message,
     student_text and optionally diagnosis); parts: {part: {"problem", ...}}.
     """
-    problems, hidden = {}, {}
+    problems, by_diagnosis = {}, {}
     for part, p in parts.items():
         if p.get("problem"):
             problems.setdefault(p["problem"], []).append(part)
@@ -77,18 +101,27 @@ def what_to_fix(checks, parts):
     for c in checks:
         if c.passed or (c.message and c.message == (parts.get(c.part) or {}).get("problem")):
             continue  # said once, with the part's problem
-        if c.visibility == "visible":
-            withheld = _withheld(c)
-            items.append(Item(c.part, c.name, c.max_score, "check failed" if withheld else
-                              printable(c.message or "check failed"),
-                              "" if withheld or not c.student_text else text.excerpt(c.student_text)))
+        visible = c.visibility == "visible"
+        if visible and _withheld(c):
+            items.append(Item(c.part, c.name, c.max_score, "check failed", checks=[c.name]))
             continue
-        said = hidden_diagnosis(c)
-        if (c.part, said) not in hidden:
-            hidden[c.part, said] = Item(c.part, message=said)
-            items.append(hidden[c.part, said])
-        hidden[c.part, said].points += c.max_score
-        hidden[c.part, said].hidden += 1
+        said = printable(c.message or "check failed") if visible else hidden_diagnosis(c)
+        diagnosis, place = diagnosis_and_place(said)
+        item = by_diagnosis.get((c.part, diagnosis))
+        if item is None:
+            item = by_diagnosis[c.part, diagnosis] = Item(c.part, message=said)
+            items.append(item)
+        elif item.message != diagnosis:  # a second check said it: the place goes to the list
+            item.message = diagnosis
+        item.points += c.max_score
+        item.places.append(f"{c.name} ({place})" if visible and place else c.name if visible else place)
+        if visible:
+            item.checks.append(c.name)
+            item.check = item.check or c.name
+            if c.student_text and not item.own_text:
+                item.own_text = text.excerpt(c.student_text)
+        else:
+            item.hidden += 1
     return items
 
 

@@ -3,7 +3,7 @@
 (reports.common's rule, written with reports.markdown's escapes) and the notes."""
 from autograder.reports.common import fmt, printable, what_to_fix
 from autograder.reports.markdown import fix_section, md_text
-from autograder.reports.results_json import checks_of, parts_of
+from autograder.reports.records import checks_of, parts_of
 
 
 def feedback(student, results):

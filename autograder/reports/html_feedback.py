@@ -16,7 +16,7 @@ from autograder.figure_data import FigureError, figure_of, validate
 from autograder.reports.common import OWN_TEXT, fmt, printable, what_to_fix
 from autograder.reports.html_page import bar, esc, img, page
 from autograder.reports.plots import available, figure_pictures
-from autograder.reports.results_json import checks_of, parts_of
+from autograder.reports.records import checks_of, parts_of
 
 NO_PICTURES = "(the pictures of this feedback need matplotlib, which is not installed where it was made)"
 
@@ -59,8 +59,9 @@ def figures_by_part(results):
 def _item_html(item):
     points = f" (-{fmt(item.points)})" if item.points else ""
     own = f'<div class="muted">{esc(OWN_TEXT)}: <code>{esc(item.own_text)}</code></div>' if item.own_text else ""
+    where = f'<div class="muted">{esc(item.failed_in)}</div>' if item.failed_in else ""
     return (f'<div class="fix"><div class="check">{esc(item.title)}{esc(points)}</div>'
-            f"<div>{esc(item.message)}</div>{own}</div>")
+            f"<div>{esc(item.message)}</div>{where}{own}</div>")
 
 
 def _what_to_fix(results):
@@ -68,11 +69,11 @@ def _what_to_fix(results):
     carries them, or after the part's first item when that check is hidden (and not named)."""
     items = what_to_fix(checks_of(results), parts_of(results))
     figures = figures_by_part(results)
-    named = {(item.part, item.check) for item in items if item.check}
+    named = {(item.part, name) for item in items for name in item.checks}
     blocks = []
     for item in items:
         blocks.append(_item_html(item))
-        due = [(name, f) for name, f in figures.get(item.part, []) if name == item.check or (item.part, name) not in named]
+        due = [(name, f) for name, f in figures.get(item.part, []) if name in item.checks or (item.part, name) not in named]
         if due:
             said = " ".join(other.message for other in items if other.part == item.part)
             blocks += [f'<div class="picture">{figure_html(figure, said)}</div>' for _, figure in due]

@@ -2,41 +2,58 @@
 batch's feedback files, reports/feedback_md.py). What a failed check shows follows
 common.what_to_fix; how text is written follows the two escapes below.
 
-    md_text(s)  the grader's words (a diagnosis may quote a name the student chose): one line, every
-                character Markdown or HTML reads (`<`, `&`, `*`, `[`, `#`, `|`, ...) escaped, so no
-                tag, comment, heading, list, table, link or fence can start inside it
-    md_code(s)  the student's own text: one line in an inline code span whose fence is longer than
-                any run of backticks inside, where nothing is read as Markdown or HTML
+    md_text(s)  any text (the grader's words may quote a name the student chose): one line where
+                only what would change the rendering is escaped: `<` and `&` always (as &lt; and
+                &amp;: no tag, comment or entity can start), the inline markup characters
+                (backslash, backtick, `*`, `[`, `]`, `~`, `|`, `$`), `_` where it touches no letter
+                or digit on one side (inside a word it is never emphasis), a block marker at the start
+                (`#`, `>`, `-`, `+`, `=`, `1.`), the start of a bare link (`://`, `www.`) and of a
+                mention (`@`); a plain sentence reads as it is written
+    md_code(s)  the student's own text: the same escapes inside <code>...</code>, so nothing of it is
+                read as Markdown or HTML, whatever backticks it holds
 """
 import re
 
 from autograder.reports.common import FIELD, OWN_TEXT, fmt, printable, what_to_fix
 
-_ENTITIES = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
-_PUNCTUATION = set("\\`*_{}[]()#+-.!|~:\"'=$")  # escaped with a backslash (CommonMark allows it for all)
+_ENTITIES = {"&": "&amp;", "<": "&lt;"}
+_INLINE = set("\\`*[]~|$")      # always escaped with a backslash (CommonMark allows it for all)
+_BLOCK_START = re.compile(r"^(\s*)([#>+=-]|\d+(?=[.)]))")  # what would open a heading, quote, list...
+
+
+def _escape_char(text, i):
+    ch = text[i]
+    if ch in _ENTITIES:
+        return _ENTITIES[ch]
+    if ch in _INLINE:
+        return "\\" + ch
+    if ch == "_":
+        before = text[i - 1] if i else " "
+        after = text[i + 1] if i + 1 < len(text) else " "
+        return ch if before.isalnum() and after.isalnum() else "\\_"
+    return ch
 
 
 def md_text(value, limit=FIELD):
     """Text as literal Markdown on one line (see the module's docstring); '@' mentions nobody."""
-    out = []
-    for ch in printable(value, limit):
-        if ch in _ENTITIES:
-            out.append(_ENTITIES[ch])
-        elif ch in _PUNCTUATION:
-            out.append("\\" + ch)
+    text = printable(value, limit)
+    out = "".join(_escape_char(text, i) for i in range(len(text)))
+    start = _BLOCK_START.match(out)
+    if start:  # "1." and "1)" get their punctuation escaped, the other markers themselves
+        if start[2][0].isdigit():
+            end = start.end()
+            out = out[:end] + "\\" + out[end:]
         else:
-            out.append(ch)
-    return re.sub(r"@(?=\w)", "@\u200b", "".join(out))
+            out = out[:start.start(2)] + "\\" + out[start.start(2):]
+    out = re.sub(r"(?i)(?<=[a-z0-9])(:)(?=//)", r"\\\1", out)  # no bare link: http\://
+    out = re.sub(r"(?i)\b(www)\.", r"\1\\.", out)
+    return re.sub(r"@(?=\w)", "@\u200b", out)
 
 
 def md_code(value, limit=FIELD):
-    """Text as one inline code span (see the module's docstring)."""
-    text = printable(value, limit)
-    if not text:
-        return ""
-    fence = "`" * (max((len(run) for run in re.findall(r"`+", text)), default=0) + 1)
-    pad = " " if text[0] in "` " or text[-1] in "` " else ""
-    return f"{fence}{pad}{text}{pad}{fence}"
+    """Text as code (see the module's docstring)."""
+    text = md_text(value, limit)
+    return f"<code>{text}</code>" if text else ""
 
 
 def markdown(grade):
@@ -68,6 +85,8 @@ def fix_section(items, heading):
     lines = ["", f"{heading} What to fix", ""]
     for item in items:
         lines.append(f"- **{_title(item.title)}** (-{fmt(item.points)}): {md_text(item.message)}")
+        if item.failed_in:
+            lines.append(f"  {md_text(item.failed_in)}")
         if item.own_text:
             lines.append(f"  {OWN_TEXT}: {md_code(item.own_text)}")
     return lines

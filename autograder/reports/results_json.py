@@ -20,6 +20,8 @@ Every student-facing text follows reports.common's rule.
 import json
 
 from autograder import text
+from autograder.reports.html_feedback import gradescope_test
+from autograder.reports.records import checks_of, parts_of  # noqa: F401  (read back here too)
 from autograder.reports.common import (OWN_TEXT, anonymous_names, fmt, instructor_lines, printable,
                                        student_output, what_to_fix)
 
@@ -61,8 +63,6 @@ def student_results(grade):
 
 def gradescope_results(grade):
     """Gradescope's results.json (see the module's docstring)."""
-    from autograder.reports.html_feedback import gradescope_test
-
     # a check with a figure: its output in HTML, with the student's and the expected weights drawn
     tests = [gradescope_test({**_test(c, f"{c.part}: {c.name}"), "output": student_output(c)},
                              getattr(c, "figure", None)) for c in grade.checks]
@@ -116,6 +116,8 @@ def summary(grade):
         lines += ["", "What to fix:"]
         for item in items:
             lines.append(f"- {item.title} (-{fmt(item.points)}): {item.message}")
+            if item.failed_in:
+                lines.append(f"  {item.failed_in}")
             if item.own_text:
                 lines.append(f"  {OWN_TEXT}: {item.own_text}")
     if grade.notes:
@@ -157,30 +159,3 @@ def _valid(value):
     if isinstance(value, (list, tuple)):
         return [_valid(v) for v in value]
     return value
-
-
-def checks_of(results):
-    """The checks of a record written by results_json, as objects common.what_to_fix reads
-    (part, name, passed, score, max_score, visibility, message, student_text, detail, diagnosis)."""
-    from types import SimpleNamespace
-
-    checks = []
-    for test in results.get("tests", []):
-        extra = test.get("extra_data") or {}
-        part, _, name = str(test.get("name", "")).partition(": ")
-        # a record without extra_data (an older one): the output's first line is the diagnosis
-        message = extra.get("message", "") if extra else str(test.get("output", "")).split("\n", 1)[0]
-        checks.append(SimpleNamespace(
-            part=extra.get("part", part), name=extra.get("check", name), passed=test.get("status") == "passed",
-            score=test.get("score", 0), max_score=test.get("max_score", 0),
-            visibility=test.get("visibility", "visible"),
-            message=message,
-            student_text=extra.get("student_text", ""), detail=extra.get("detail", ""),
-            diagnosis=extra.get("diagnosis", "shown")))
-    return checks
-
-
-def parts_of(results):
-    """{part: {"score", "max_score", "problem"}} of a record written by results_json."""
-    problems = (results.get("extra_data") or {}).get("problems") or {}
-    return {part: {**p, "problem": problems.get(part, "")} for part, p in (results.get("parts") or {}).items()}

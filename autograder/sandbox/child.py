@@ -231,7 +231,8 @@ def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memo
             return
     WORKSPACE = os.path.realpath(workspace) + os.sep
     sys.path.insert(0, WORKSPACE.rstrip(os.sep))
-    as_new = part_reset.snapshot()  # before any student code: what a reset child must look like
+    # before any student code: what a reset child must look like (this module and the protocol watched too)
+    as_new = part_reset.snapshot(also_watched=(protocol, sys.modules[__name__]))
     protocol.send(replies_fd, {"ready": True, "protections": list(protections)})
     handles = Handles()
     while True:

@@ -39,24 +39,22 @@ import torch
 GROWTH_LIMIT = 1 / 4  # of the part's memory: a child holding more than this after a reset is retired
 
 
-def _watched():
-    """Namespaces whose contents student code could replace, and the checks would then use."""
-    from autograder import protocol
-    from autograder.sandbox import child
-
+def _watched(also=()):
+    """Namespaces whose contents student code could replace, and the checks would then use (also: the
+    grader's own modules in the child, given by the child: this module imports none of them)."""
     nn = torch.nn
     spaces = [builtins, torch, nn, nn.functional, nn.init, torch.linalg, torch.autograd, torch.Tensor,
               nn.Module, nn.Linear, nn.Dropout, nn.Parameter, nn.ModuleList, nn.Sequential, nn.Embedding,
               np, np.linalg, np.random, np.testing, math, random, os, sys, gc, inspect, importlib, traceback,
-              json, struct, itertools, functools, operator, types, warnings, threading, protocol, child]
+              json, struct, itertools, functools, operator, types, warnings, threading, *also]
     return [s for s in spaces if hasattr(s, "__dict__")]
 
 
-def _namespaces():
+def _namespaces(also=()):
     """Per watched namespace: its name, its names and the identity of what each one holds (copied
     and read at C speed: about 4,500 entries, twice per part)."""
     found = []
-    for space in _watched():
+    for space in _watched(also):
         entries = dict(vars(space))
         found.append((getattr(space, "__name__", "?"), tuple(entries), tuple(map(id, entries.values()))))
     return tuple(found)
@@ -117,12 +115,14 @@ def _processes_and_files():
             others, listing("/tmp"), listing("/dev/shm"), tuple(ipc))
 
 
-def snapshot():
-    """The child as it is before any student code: taken once, when it starts."""
-    watched = {getattr(space, "__name__", "") for space in _watched()}
+def snapshot(also_watched=()):
+    """The child as it is before any student code: taken once, when it starts. also_watched: the
+    grader's own modules whose contents are watched too (the child passes itself and the protocol)."""
+    also = tuple(also_watched)
+    watched = {getattr(space, "__name__", "") for space in _watched(also)}
     return {"modules": set(sys.modules), "watched": {name: id(sys.modules.get(name)) for name in watched},
-            "namespaces": _namespaces(), "switches": _switches(), "around": _processes_and_files(),
-            "rss": _resident()}
+            "namespaces": _namespaces(also), "switches": _switches(), "around": _processes_and_files(),
+            "rss": _resident(), "also": also}
 
 
 def forget_student_modules(before, workspace):
@@ -143,7 +143,7 @@ def reset(before, workspace, memory_mb):
     why = []
     if any(id(sys.modules.get(name)) != ident for name, ident in before["watched"].items()):
         why.append("a module of torch, NumPy or the standard library was replaced in sys.modules")
-    if _namespaces() != before["namespaces"]:
+    if _namespaces(before.get("also", ())) != before["namespaces"]:
         why.append("a function or class of torch, NumPy or the standard library was replaced")
     if _switches() != before["switches"]:
         why.append("a global setting changed")

@@ -238,14 +238,27 @@ def mha_layers(d_in, d_out, bias):
     return helpers.qkv_layers(d_in, d_out, bias) + [("out_proj", d_out, d_out, True)]
 
 
+SPLIT_HINT = ("the projections do not split into num_heads heads: head_dim must be d_out // num_heads, "
+              "the split .view(b, num_tokens, num_heads, head_dim) and the merge "
+              ".contiguous().view(b, num_tokens, d_out)")
+MASK_HINT = "for inputs shorter than the context use self.mask[:num_tokens, :num_tokens]"
+
+
+def shape_hint(message):
+    """The likely cause of a shape error first: a reshape that cannot hold the elements is the head
+    split (head_dim); a size mismatch elsewhere is most often the unsliced mask."""
+    message = message.lower()
+    if "invalid for input of size" in message or "view" in message:
+        return f"{SPLIT_HINT}; or {MASK_HINT}"
+    return f"{MASK_HINT}; or {SPLIT_HINT}"
+
+
 def run(mha, x, what, _seed=0):
     try:
         return mha(x, _seed=_seed)
     except StudentError as e:
         if not e.not_implemented and any(w in e.message.lower() for w in ("size", "match", "shape", "view")):
-            raise expect.Mismatch(f"{what}: {e.explain()}. Hint: for inputs shorter than the context use "
-                                  f"self.mask[:num_tokens, :num_tokens]; split with .view(b, num_tokens, num_heads, "
-                                  f"head_dim) and merge with .contiguous().view(b, num_tokens, d_out)",
+            raise expect.Mismatch(f"{what}: {e.explain()}. Hint: {shape_hint(e.message)}",
                                   student_text=e.student_text()) from None
         raise
 

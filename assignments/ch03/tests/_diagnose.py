@@ -7,11 +7,16 @@ weights), as a list of (output, what that version does wrong). `which_mistake` r
 explanation of the first one your output matches, or "" when none does; the test then shows the
 expected and the computed values instead.
 
-`dropout_problem` judges where dropout acts from the statistics of many training-mode outputs.
+`dropout_problem` judges where dropout acts from the statistics of many training-mode outputs;
+`transfer_problem` and `Check.shape_errors` name the mistakes that end in a shape error.
+`Check` holds the assertions; the public tests (conftest.py) and the notebooks' test cells (this file
+is copied into ch03_tools.py) both use it, so the same code gets the same message in both.
 Everything here uses the public examples only.
 """
+import contextlib
 import math
 
+import numpy as np
 import torch
 
 TOLERANCE = 1e-4  # the book prints 4 decimals
@@ -68,6 +73,16 @@ MASK_AFTER = ("the future weights are zeroed after the softmax, so the rows no l
               "scores with -inf before the softmax")
 DIAGONAL = ("the mask also hides the diagonal, each token from itself: only the entries above the "
             "diagonal are the future (triu with diagonal=1)")
+
+
+def softmax_dim_mistakes(scores):
+    """The one usual mistake of attention weights without scaling (3.3): the softmax down the columns."""
+    return [(torch.softmax(scores, dim=0), WRONG_DIM)]
+
+
+def context_mistakes(inputs):
+    """The same mistake seen in the context vectors of 3.3 (the inputs are queries, keys and values)."""
+    return [(weights @ inputs, why) for weights, why in softmax_dim_mistakes(inputs @ inputs.T)]
 
 
 def weight_mistakes(scores, d_k, causal):
@@ -207,3 +222,110 @@ def dropout_problem(attn, p, num_tokens, copies=400):
         return (f"{dropped:.0%} of the attention weights are dropped in training mode, expected about {p:.0%}: "
                 "pass the dropout rate to nn.Dropout(dropout)")
     return ""
+
+
+# --- shape errors, named as the mistakes they are -----------------------------------------------------
+
+TRANSPOSE = ("nn.Linear keeps its weight as (d_out, d_in) and computes x @ weight.T, while SelfAttention_v1 "
+             "computes x @ W with W of shape (d_in, d_out): give sa_v1 each layer's weight.T")
+HEAD_DIM = ("the projections do not split into num_heads heads: head_dim must be d_out // num_heads, the split "
+            ".view(b, num_tokens, num_heads, head_dim) and the merge .contiguous().view(b, num_tokens, d_out)")
+SHAPE_WORDS = ("shape", "size", "mat1", "must match", "invalid for input")
+
+
+def transfer_problem(sa_v1, sa_v2):
+    """'' when each matrix of sa_v1 has the shape of the matching sa_v2 layer's weight.T, else the mistake."""
+    for name in ("W_query", "W_key", "W_value"):
+        matrix = getattr(sa_v1, name, None)
+        weight = getattr(getattr(sa_v2, name, None), "weight", None)
+        if not isinstance(matrix, torch.Tensor) or not isinstance(weight, torch.Tensor):
+            continue  # the comparison of the outputs says what is wrong
+        want = tuple(weight.T.shape)
+        if tuple(matrix.shape) != want:
+            return f"after the transfer sa_v1.{name} has shape {tuple(matrix.shape)}, expected {want}: {TRANSPOSE}"
+        if weight.shape[0] == weight.shape[1] and not same(matrix.detach(), weight.detach().T) \
+                and same(matrix.detach(), weight.detach()):
+            return f"after the transfer sa_v1.{name} holds sa_v2.{name}.weight itself: {TRANSPOSE}"
+    return ""
+
+
+class Check:
+    """Assertions whose messages say what was computed, what was expected and what came back; a wrong
+    output that matches a common mistake is named as that mistake. fail() raises AssertionError (the
+    public tests' conftest.py makes it a pytest failure without a traceback)."""
+
+    @staticmethod
+    def fail(message):
+        raise AssertionError(message) from None
+
+    def tensor(self, got, what):
+        __tracebackhide__ = True
+        if not isinstance(got, torch.Tensor):
+            self.fail(f"{what} should return a torch.Tensor, got {type(got).__name__}")
+        return got.detach()
+
+    def shape(self, got, expected, what):
+        __tracebackhide__ = True
+        got = self.tensor(got, what)
+        if tuple(got.shape) != tuple(expected):
+            self.fail(f"{what}: expected shape {tuple(expected)}, got {tuple(got.shape)}")
+
+    def close(self, got, expected, what, mistakes=None):
+        """got matches expected to 1e-4 (the book prints 4 decimals).
+
+        mistakes: a function returning [(wrong output, explanation)] (the *_mistakes above); when got
+        differs from expected but matches one of them, the message is that explanation.
+        """
+        __tracebackhide__ = True
+        self.shape(got, expected.shape, what)
+        got = self.tensor(got, what).to(expected.dtype)
+        if same(got, expected):
+            return
+        why = self.diagnosis(got, expected, mistakes)
+        if why:
+            self.fail(f"{what} is wrong: {why}")
+        largest = (got - expected).abs().max().item()
+        self.fail(f"{what}: expected\n{expected}\ngot\n{got}\n(largest difference {largest:.4g}, "
+                  f"tolerance {TOLERANCE:g})")
+
+    def no_problem(self, problem, what):
+        """Fail with '<what>: <problem>' when a diagnosis (dropout_problem, transfer_problem) found one."""
+        __tracebackhide__ = True
+        if problem:
+            self.fail(f"{what}: {problem}")
+
+    @contextlib.contextmanager
+    def shape_errors(self, what, hint):
+        """Run the block; a RuntimeError about shapes in it fails as '<what> raised ...: <hint>'."""
+        __tracebackhide__ = True
+        try:
+            yield
+            return
+        except RuntimeError as e:
+            if not any(word in str(e) for word in SHAPE_WORDS):
+                raise
+            said = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        self.fail(f"{what} raised RuntimeError ({said}): {hint}")
+
+    @staticmethod
+    def diagnosis(got, expected, mistakes):
+        """The explanation of the known mistake got matches, or '' (also when the mistakes cannot be computed)."""
+        if mistakes is None:
+            return ""
+        try:
+            return which_mistake(got, expected, mistakes())
+        except Exception:  # a module too far from the specification to recompute: no diagnosis
+            return ""
+
+    def array_close(self, got, expected, what):
+        """The NumPy version of close: got must be an ndarray matching expected to 1e-4."""
+        __tracebackhide__ = True
+        if not isinstance(got, np.ndarray):
+            self.fail(f"{what} should return a numpy array, got {type(got).__name__}")
+        expected = np.asarray(expected)
+        if got.shape != expected.shape:
+            self.fail(f"{what}: expected shape {expected.shape}, got {got.shape}")
+        if not np.allclose(got, expected, atol=1e-4, rtol=0):
+            largest = float(np.max(np.abs(got - expected)))
+            self.fail(f"{what}: expected\n{expected}\ngot\n{got}\n(largest difference {largest:.4g}, "
+                      f"tolerance {TOLERANCE:g})")

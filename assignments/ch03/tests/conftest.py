@@ -15,11 +15,10 @@ import sys
 import traceback
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
 
-from _diagnose import TOLERANCE, same, which_mistake
+from _diagnose import Check
 
 HERE = Path(__file__).resolve().parent
 MODULES = ["simple_attention", "self_attention_v1", "self_attention_v2", "weight_transfer",
@@ -84,71 +83,18 @@ def book():
     return values
 
 
-class Check:
-    """Assertions whose messages say what was computed, what was expected and what came back."""
+class PytestCheck(Check):
+    """_diagnose.Check, failing as pytest failures: the message without a traceback."""
 
     @staticmethod
-    def tensor(got, what):
+    def fail(message):
         __tracebackhide__ = True
-        if not isinstance(got, torch.Tensor):
-            pytest.fail(f"{what} should return a torch.Tensor, got {type(got).__name__}", pytrace=False)
-        return got.detach()
-
-    def shape(self, got, expected, what):
-        __tracebackhide__ = True
-        got = self.tensor(got, what)
-        if tuple(got.shape) != tuple(expected):
-            pytest.fail(f"{what}: expected shape {tuple(expected)}, got {tuple(got.shape)}", pytrace=False)
-
-    def close(self, got, expected, what, mistakes=None):
-        """got matches expected to 1e-4 (the book prints 4 decimals).
-
-        mistakes: a function returning [(wrong output, explanation)] (see _diagnose.py); when got
-        differs from expected but matches one of them, the message is that explanation.
-        """
-        __tracebackhide__ = True
-        self.shape(got, expected.shape, what)
-        got = self.tensor(got, what).to(expected.dtype)
-        if same(got, expected):
-            return
-        why = self.diagnosis(got, expected, mistakes)
-        if why:
-            pytest.fail(f"{what} is wrong: {why}", pytrace=False)
-        largest = (got - expected).abs().max().item()
-        pytest.fail(f"{what}: expected\n{expected}\ngot\n{got}\n(largest difference {largest:.4g}, "
-                    f"tolerance {TOLERANCE:g})", pytrace=False)
-
-    @staticmethod
-    def no_problem(problem, what):
-        """Fail with '<what>: <problem>' when a diagnosis (see _diagnose.py) found a problem."""
-        if problem:
-            pytest.fail(f"{what}: {problem}", pytrace=False)
-
-    @staticmethod
-    def diagnosis(got, expected, mistakes):
-        """The explanation of the known mistake got matches, or '' (also when the mistakes cannot be computed)."""
-        if mistakes is None:
-            return ""
-        try:
-            return which_mistake(got, expected, mistakes())
-        except Exception:  # a module too far from the specification to recompute: no diagnosis
-            return ""
-
-    @staticmethod
-    def array_close(got, expected, what):
-        """The NumPy version of close: got must be an ndarray matching expected to 1e-4."""
-        __tracebackhide__ = True
-        if not isinstance(got, np.ndarray):
-            pytest.fail(f"{what} should return a numpy array, got {type(got).__name__}", pytrace=False)
-        expected = np.asarray(expected)
-        assert got.shape == expected.shape, f"{what}: expected shape {expected.shape}, got {got.shape}"
-        np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0,
-                                   err_msg=f"{what}: expected\n{expected}\ngot\n{got}")
+        raise pytest.fail.Exception(message, pytrace=False) from None  # no chained error shown
 
 
 @pytest.fixture
 def check():
-    return Check()
+    return PytestCheck()
 
 
 @pytest.hookimpl(wrapper=True)

@@ -2,6 +2,8 @@
 import pytest
 import torch
 
+from _diagnose import TRANSPOSE, transfer_problem
+
 pytestmark = pytest.mark.weight_transfer
 
 
@@ -15,8 +17,10 @@ def seeded_pair(load):
 
 def test_book_example_after_the_transfer(load, book, check):
     sa_v1, sa_v2 = seeded_pair(load)
-    returned = load("weight_transfer").transfer_v2_to_v1(sa_v2, sa_v1)
+    with check.shape_errors("transfer_v2_to_v1(sa_v2, sa_v1)", TRANSPOSE):
+        returned = load("weight_transfer").transfer_v2_to_v1(sa_v2, sa_v1)
     assert returned is sa_v1, "transfer_v2_to_v1 should return sa_v1 (the object it was given)"
+    check.no_problem(transfer_problem(sa_v1, sa_v2), "transfer_v2_to_v1(sa_v2, sa_v1)")
     check.close(sa_v1(book["inputs"]), book["ex31_sa_v1"], "sa_v1(inputs) after the transfer")
     check.close(sa_v2(book["inputs"]), book["ex31_sa_v2"], "sa_v2(inputs) after the transfer")
 
@@ -24,7 +28,9 @@ def test_book_example_after_the_transfer(load, book, check):
 def test_outputs_agree_on_other_inputs_and_sa_v2_is_untouched(load, check):
     sa_v1, sa_v2 = seeded_pair(load)
     before = {name: p.detach().clone() for name, p in sa_v2.named_parameters()}
-    load("weight_transfer").transfer_v2_to_v1(sa_v2, sa_v1)
+    with check.shape_errors("transfer_v2_to_v1(sa_v2, sa_v1)", TRANSPOSE):
+        load("weight_transfer").transfer_v2_to_v1(sa_v2, sa_v1)
+    check.no_problem(transfer_problem(sa_v1, sa_v2), "transfer_v2_to_v1(sa_v2, sa_v1)")
     for name, p in sa_v2.named_parameters():
         assert torch.equal(p, before[name]), f"transfer_v2_to_v1 changed sa_v2.{name}; only sa_v1 should change"
     x = torch.rand(5, 3, generator=torch.Generator().manual_seed(0))

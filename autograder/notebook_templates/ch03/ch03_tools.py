@@ -68,53 +68,6 @@ def publish(module_name, names):
 DIAGNOSES = "the public tests' diagnoses (assignments/ch03/tests/_diagnose.py) are written here"
 
 
-class Check:
-    """Assertions whose messages say what was computed, what was expected and what came back."""
-
-    @staticmethod
-    def tensor(got, what):
-        if not isinstance(got, torch.Tensor):
-            raise AssertionError(f"{what} should return a torch.Tensor, got {type(got).__name__}")
-        return got.detach()
-
-    def shape(self, got, expected, what):
-        got = self.tensor(got, what)
-        assert tuple(got.shape) == tuple(expected), f"{what}: expected shape {tuple(expected)}, got {tuple(got.shape)}"
-
-    def close(self, got, expected, what, mistakes=None):
-        """got matches expected to 1e-4 (the book prints 4 decimals); a wrong got that matches one of
-        mistakes() (a list of (wrong output, explanation), see the diagnoses above) is named as that mistake."""
-        self.shape(got, expected.shape, what)
-        got = self.tensor(got, what).to(expected.dtype)
-        if same(got, expected):
-            return
-        try:
-            why = which_mistake(got, expected, mistakes()) if mistakes is not None else ""
-        except Exception:  # a module too far from the specification to recompute: no diagnosis
-            why = ""
-        if why:
-            raise AssertionError(f"{what} is wrong: {why}")
-        largest = (got - expected).abs().max().item()
-        raise AssertionError(f"{what}: expected\n{expected}\ngot\n{got}\n(largest difference {largest:.4g}, "
-                             f"tolerance {TOLERANCE:g})")
-
-    @staticmethod
-    def no_problem(problem, what):
-        """Fail with '<what>: <problem>' when a diagnosis found a problem."""
-        if problem:
-            raise AssertionError(f"{what}: {problem}")
-
-    @staticmethod
-    def array_close(got, expected, what):
-        """The NumPy version of close: got must be an ndarray matching expected to 1e-4."""
-        if not isinstance(got, np.ndarray):
-            raise AssertionError(f"{what} should return a numpy array, got {type(got).__name__}")
-        expected = np.asarray(expected)
-        assert got.shape == expected.shape, f"{what}: expected shape {expected.shape}, got {got.shape}"
-        np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0,
-                                   err_msg=f"{what}: expected\n{expected}\ngot\n{got}")
-
-
 check = Check()
 
 

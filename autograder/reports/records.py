@@ -1,0 +1,30 @@
+"""Reading back a stored record (what results_json wrote, as batch keeps it per student): its
+checks and parts as the reports read them. Every report that reads records imports this module,
+never results_json, which writes them."""
+
+
+def checks_of(results):
+    """The checks of a record written by results_json, as objects common.what_to_fix reads
+    (part, name, passed, score, max_score, visibility, message, student_text, detail, diagnosis)."""
+    from types import SimpleNamespace
+
+    checks = []
+    for test in results.get("tests", []):
+        extra = test.get("extra_data") or {}
+        part, _, name = str(test.get("name", "")).partition(": ")
+        # a record without extra_data (an older one): the output's first line is the diagnosis
+        message = extra.get("message", "") if extra else str(test.get("output", "")).split("\n", 1)[0]
+        checks.append(SimpleNamespace(
+            part=extra.get("part", part), name=extra.get("check", name), passed=test.get("status") == "passed",
+            score=test.get("score", 0), max_score=test.get("max_score", 0),
+            visibility=test.get("visibility", "visible"),
+            message=message,
+            student_text=extra.get("student_text", ""), detail=extra.get("detail", ""),
+            diagnosis=extra.get("diagnosis", "shown")))
+    return checks
+
+
+def parts_of(results):
+    """{part: {"score", "max_score", "problem"}} of a record written by results_json."""
+    problems = (results.get("extra_data") or {}).get("problems") or {}
+    return {part: {**p, "problem": problems.get(part, "")} for part, p in (results.get("parts") or {}).items()}

@@ -1,0 +1,189 @@
+"""Reading submitted notebooks: the solution cells (by nbgrader grade_id) back into modules, without
+running anything. Notebooks are parsed as JSON; a malformed file or cell is an error naming the file
+and the cell; IPython magics and shell lines are commented out (they mean nothing to the grader).
+(Writing the notebooks: autograder.notebooks.)"""
+import json
+import re
+from pathlib import Path
+
+from autograder.stubs import MODULES
+
+
+class _LineScanner:
+    """Where a line of Python source starts, read one line at a time, each character once.
+
+    State between lines: the depth of open brackets, the quote of an unclosed string (a triple-quoted
+    one, or a single-quoted one continued by a backslash) and a backslash continuation. A line starts
+    a statement when none of them is open. Comments and string contents are skipped, never parsed.
+    """
+    _CODE = re.compile(r"""[#"'()\[\]{}\\]""")
+    _STRING = {quote: re.compile(r"\\|" + re.escape(quote)) for quote in ("'''", '"""', "'", '"')}
+
+    def __init__(self):
+        self.depth, self.quote, self.continued = 0, None, False
+        self._newline_escaped = False
+
+    def at_statement_start(self):
+        return self.depth == 0 and self.quote is None and not self.continued
+
+    def feed(self, line):
+        """Advance over one line (with its newline, if any)."""
+        self.continued = self._newline_escaped = False
+        pos, end = 0, len(line)
+        while pos < end:
+            if self.quote:
+                pos = self._in_string(line, pos)
+                continue
+            match = self._CODE.search(line, pos)
+            if match is None or match.group() == "#":
+                break
+            char, pos = match.group(), match.end()
+            if char in "([{":
+                self.depth += 1
+            elif char in ")]}":
+                self.depth = max(0, self.depth - 1)
+            elif char == "\\":
+                self.continued = not line[pos:].rstrip("\r\n")
+                pos += 1
+            elif line.startswith(char * 3, match.start()):
+                self.quote, pos = char * 3, match.start() + 3
+            else:
+                self.quote = char
+        if self.quote in ("'", '"') and not self._newline_escaped:
+            self.quote = None  # a one-line string ends with its line (unclosed, it is a syntax error anyway)
+
+    def _in_string(self, line, pos):
+        """Inside a string from pos: the position after its closing quote, or the end of the line."""
+        match = self._STRING[self.quote].search(line, pos)
+        if match is None:
+            return len(line)
+        if match.group() == "\\":
+            self._newline_escaped = line[match.end():] in ("\n", "\r\n", "\r")
+            return match.end() + 1  # the escaped character, a newline included
+        self.quote = None
+        return match.end()
+
+
+def comment_out_magics(source):
+    """source with IPython-only lines turned into comments, so it is plain Python.
+
+    A line is IPython-only when it starts (after indentation) with '%' (a line magic, or '%%' for a
+    cell magic) or '!' (a shell command) at the start of a statement; inside a string or an open
+    bracket such a line is left alone. The commented line keeps its indentation: '    # %time ...'.
+    Nothing is run. One pass over the text (_LineScanner): linear in its length, however many
+    magic lines it holds.
+    """
+    scanner = _LineScanner()
+    out = []
+    for line in source.splitlines(keepends=True):
+        stripped = line.lstrip()
+        if stripped[:1] in ("%", "!") and not stripped.startswith("!=") and scanner.at_statement_start():
+            line = f"{line[: len(line) - len(stripped)]}# {stripped}"  # a comment: nothing in it is open
+        else:
+            scanner.feed(line)
+        out.append(line)
+    return "".join(out)
+
+
+def _source_text(cell, where):
+    source = cell.get("source", "")
+    if isinstance(source, str):
+        return source
+    if isinstance(source, list) and all(isinstance(part, str) for part in source):
+        return "".join(source)
+    raise ValueError(f"{where}: 'source' should be a string or a list of strings")
+
+
+def read_notebook(path):
+    """The parsed JSON of the notebook at path, checked to be nbformat 4 with a list of cells."""
+    path = Path(path)
+    try:
+        notebook = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as e:
+        raise ValueError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise ValueError(f"{path}: not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
+    except RecursionError:
+        raise ValueError(f"{path}: not a notebook: JSON nested too deeply") from None
+    if not isinstance(notebook, dict):
+        raise ValueError(f"{path}: a notebook is a JSON object, got {type(notebook).__name__}")
+    if notebook.get("nbformat") != 4:
+        raise ValueError(f"{path}: only nbformat 4 notebooks are read, this one says nbformat {notebook.get('nbformat')!r}")
+    if not isinstance(notebook.get("cells"), list):
+        raise ValueError(f"{path}: no 'cells' list")
+    return notebook
+
+
+def notebook_solution_sources(notebook, where, modules=MODULES, skip_unknown=False):
+    """{module: code} of the solution cells of a parsed notebook (a dict), magics commented out.
+
+    A solution cell is a code cell whose metadata.nbgrader.solution is true; its grade_id names the
+    module. Only grade_id and the solution flag are read: outputs and other metadata are ignored.
+    ValueError, naming `where` and the cell index, for a cell that is not an object, a malformed
+    source or nbgrader metadata, a solution cell whose grade_id is not one of `modules` (with
+    skip_unknown such a cell is passed over instead), or a module with two solution cells.
+    """
+    found, where_found = {}, {}
+    for index, cell in enumerate(notebook["cells"]):
+        at = f"{where}, cell {index}"
+        if not isinstance(cell, dict):
+            raise ValueError(f"{at}: a cell is a JSON object, got {type(cell).__name__}")
+        metadata = cell.get("metadata", {})
+        meta = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+        if meta is None:
+            continue
+        if not isinstance(meta, dict):
+            raise ValueError(f"{at}: metadata.nbgrader should be an object")
+        if meta.get("solution") is not True or cell.get("cell_type") != "code":
+            continue
+        module = meta.get("grade_id")
+        if module not in modules:
+            if skip_unknown:
+                continue
+            raise ValueError(f"{at}: solution cell with grade_id {module!r}, which is not one of the "
+                             f"chapter's modules ({', '.join(modules)})")
+        if module in found:
+            raise ValueError(f"{at}: a second solution cell for {module} (the first is cell {where_found[module]})")
+        text = comment_out_magics(_source_text(cell, at))
+        found[module] = text if text.endswith("\n") else text + "\n"
+        where_found[module] = index
+    return found
+
+
+def solution_sources(path, modules=MODULES):
+    """{module: code} of the solution cells of the notebook file at path (see notebook_solution_sources)."""
+    return notebook_solution_sources(read_notebook(path), Path(path), modules)
+
+
+def notebook_paths(source):
+    """The notebooks `source` names: one .ipynb file, a folder's *.ipynb files (not its subfolders,
+    in name order), or a list of .ipynb paths (kept in its order)."""
+    if isinstance(source, (list, tuple)):
+        return [Path(path) for path in source]
+    source = Path(source)
+    return sorted(source.glob("*.ipynb")) if source.is_dir() else [source]
+
+
+def extract_modules(source, out_dir, modules=MODULES):
+    """Write <module>.py into out_dir for every solution cell of the notebook(s); return the module names.
+
+    source is one .ipynb file, a folder whose *.ipynb files (not its subfolders) are read in name
+    order, or a list of notebook paths. Notebooks are parsed as JSON and never run. Malformed
+    notebooks raise ValueError naming the file and, for a cell, its index; so does a module found
+    in two notebooks. Nothing is written unless every notebook is well formed. Only names in
+    `modules` are ever written, so a grade_id cannot choose another file name.
+    """
+    found, origin = {}, {}
+    for path in notebook_paths(source):
+        for module, text in solution_sources(path, modules).items():
+            if module in found:
+                raise ValueError(f"{path}: a second solution cell for {module} (the first is in {origin[module]})")
+            found[module], origin[module] = text, path
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for module, text in found.items():
+        (out_dir / f"{module}.py").write_text(text)
+    return list(found)
+
+
+# --- student notebooks without nbgrader -----------------------------------------------------------

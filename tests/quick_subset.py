@@ -1,0 +1,69 @@
+"""The quick subset (`pytest -m quick`): each test file's main path, in under 2 minutes on a
+2-core machine (the whole suite takes about 13.5). A whole file where all of it is cheap (None), else
+the tests named; tests/test_quick_subset.py checks that every test file is here and every name exists."""
+
+QUICK = {
+    "test_adversarial.py": {"test_solutions_get_full_marks", "test_exit_at_import", "test_output_flood_is_capped"},
+    "test_adversarial_reports.py": {"test_markup_injection_opens_no_section"},
+    "test_batch.py": {"test_clean_run_grades_everyone"},
+    "test_batch_hostile.py": {"test_student_names_from_any_file_names"},
+    "test_bench_mha.py": {"test_the_table_gives_ratios_to_sdpa"},
+    "test_book_check.py": {"test_the_reference_matches_every_printed_value"},
+    "test_cannot_isolate.py": None,
+    "test_check_notes.py": {"test_the_solutions_get_no_note"},
+    "test_child_reuse.py": {"test_one_child_per_submission"},
+    "test_ci_command.py": {"test_event_context_takes_only_a_number_and_a_sha",
+                           "test_comment_quiets_mentions_and_stays_under_githubs_limit"},
+    "test_class_report.py": {"test_unfinished_work_is_one_row_per_part_below_the_misconceptions"},
+    "test_container_mode.py": {"test_without_the_flag_the_grader_refuses_and_names_the_refusal"},
+    "test_cuda_fork.py": {"test_a_machine_where_nvml_and_torch_see_no_gpu_refuses_cuda"},
+    "test_degenerate.py": {"test_the_degenerate_helper"},
+    "test_deploy_installs.py": set(),  # fresh virtual environments of the deployed paths: `-m deploy`
+    "test_device.py": {"test_on_the_cpu_nothing_is_copied"},
+    "test_efficiency.py": {"test_the_reference_mha_issues_the_same_matmuls_for_any_head_count",
+                           "test_counts_from_the_child_are_checked"},
+    "test_fairness.py": {"test_a_raising_v2_costs_the_transfer_nothing"},
+    "test_envcheck.py": {"test_the_cache_keeps_a_full_score_and_a_hit_grades_nothing"},
+    "test_gpu_check.py": {"test_the_summary_line_when_everything_holds"},
+    "test_gpu_memory.py": {"test_the_allocator_cap_is_the_parts_memory_as_a_share_of_the_card"},
+    "test_gpu_room.py": {"test_the_device_nodes_are_the_ones_cuda_opens"},
+    "test_gradescope.py": {"test_the_zip_follows_gradescopes_layout", "test_solutions_get_full_marks"},
+    "test_import_graph.py": None,
+    "test_isolation.py": {"test_the_room_shows_only_the_allow_list", "test_unseen_inputs_come_from_the_runs_secret"},
+    "test_nbgrader_commands.py": set(),  # real nbgrader: `-m nbgrader`
+    "test_nbgrader_roundtrip.py": set(),
+    "test_nbgrader_validate.py": set(),
+    "test_notebook_grading.py": {"test_modules_win_over_notebooks", "test_a_module_in_two_notebooks_is_an_error_naming_both"},
+    "test_notebook_outputs.py": set(),  # a Jupyter kernel per notebook: `-m notebooks`
+    "test_notebooks.py": None,
+    "test_protocol.py": None,
+    "test_public_diagnoses.py": {"test_the_solutions_pass_the_tests_that_diagnose"},
+    "test_quick_subset.py": None,
+    "test_release.py": {"test_the_release_has_what_students_need"},
+    "test_reports.py": {"test_a_visible_failure_shows_its_diagnosis_and_the_students_own_error",
+                        "test_a_hidden_failure_shows_its_diagnosis_unnamed_and_never_the_students_text",
+                        "test_markdown_renders_no_markup_from_student_text",
+                        "test_markdown_escapes_only_what_would_render", "test_raw_html_never_reaches_markdown_or_the_comment",
+                        "test_feedback_groups_checks_by_diagnosis", "test_a_graded_cell_reports_like_every_other_channel"},
+    "test_room.py": None,
+    "test_rubric.py": {"test_a_malformed_rubric_names_the_file_and_the_line", "test_the_rubric_matches_the_suites"},
+    "test_rubric_limits.py": None,
+    "test_setup_script.py": None,
+    "test_shared_server.py": {"test_a_batch_starts_one_fork_server_for_all_its_workers"},
+    "test_staging.py": None,
+    "test_stubs.py": {"test_committed_stubs_are_what_the_generator_makes_now", "test_stubs_keep_every_signature_and_docstring",
+                      "test_every_public_test_passes_on_the_solutions"},
+    "test_suites.py": {"test_solutions_get_exactly_full_marks", "test_stubs_get_zero_and_every_failure_says_not_implemented",
+                       "test_one_submission_grades_in_seconds"},
+    "test_text.py": None,
+    "test_visual_feedback.py": {"test_a_wrong_softmax_dim_carries_the_students_and_the_expected_weights",
+                                "test_every_check_named_for_pictures_exists_in_its_suite"},
+    "test_workflows.py": {"test_every_action_is_pinned_by_full_hash_with_a_version_comment",
+                          "test_permissions_are_empty_by_default_and_minimal_per_job"},
+    "test_zip_in_folder.py": {"test_grade_dir_holding_one_zip"},
+}
+
+
+def chosen(file_name, test_name):
+    tests = QUICK.get(file_name, set())
+    return tests is None or test_name in tests
