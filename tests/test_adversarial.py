@@ -915,6 +915,32 @@ def test_keyrings_carry_nothing_between_submissions(engine, tmp_path):
     assert_part_zero(read, "simple_attention", "no stored answers")
 
 
+@walls
+def test_shared_kernel_state_is_out_of_reach(engine, tmp_path):
+    """Class 2 of round 3, channels between students graded at the same time: locks, leases and
+    watches on a read-only file every room shares, an AIO context, a pseudo-terminal, a POSIX
+    message queue and a netlink socket. Every one is refused (the seccomp allow-list, a /dev without
+    ptmx, pts or tty); the submission is otherwise correct and keeps full marks."""
+    grade = grade_case(engine, tmp_path, "shared_kernel_state", "simple_attention")
+    said = grade.output.get("simple_attention", "")
+    assert "shared state:" in said and "worked" not in said, said
+    for attempt in ("flock", "fcntl F_SETLK", "fcntl F_OFD_SETLK", "fcntl F_GETLK", "fcntl F_SETLEASE", "inotify",
+                    "io_setup", "mq_open", "ptmx", "pts", "tty", "netlink"):
+        assert f"{attempt} refused" in said, attempt
+    assert_full_marks(grade, list(grade.parts))
+
+
+def test_signals_to_the_leader_are_dropped(engine, tmp_path):
+    """Class 5: a part signals PID 1 of its namespace (its session's leader) with SIGINT, SIGTERM,
+    SIGHUP and the rest. The leader installs no handler, so the kernel drops them (as root the
+    child's own uid cannot signal it at all): the session goes on and every part, graded after the
+    signals in the same session, keeps full marks."""
+    grade = grade_case(engine, tmp_path, "kill_the_leader", "simple_attention", every_part=True)
+    assert "signalled PID 1:" in grade.output.get("simple_attention", "")
+    assert_full_marks(grade, list(grade.parts))
+    assert not any(p["problem"] for p in grade.parts.values()), {k: p["problem"] for k, p in grade.parts.items()}
+
+
 def test_no_earlier_output_in_a_later_childs_memory(engine, tmp_path):
     """Class 3, memory inherited from the fork server: a correct submission prints debug lines
     (on hidden inputs); the next submission searches its own memory for them and finds none."""
