@@ -93,8 +93,9 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
             continue
         ahead = {r.part: p.timeout - r.seconds for r, p, _ in turns[at:] if not r.timed_out}
         limits = (part.timeout - run.seconds, part.memory_mb, sum(ahead.values()))
+        hidden = any(part.checks[n].visibility == "hidden" for n, _ in checks)
         session, child = run_checks(sandbox, session, child, (staged.folder, key, attributes), run, checks,
-                                    limits, fixtures, last=at == len(turns) - 1)
+                                    limits, fixtures, last=at == len(turns) - 1, hidden=hidden)
     if child is not None:
         child.close()
     if session is not None:
@@ -143,11 +144,13 @@ def draw_figures(sandbox, folder, key, runs, rubric, fixtures):
         session.close()
 
 
-def run_checks(sandbox, session, child, submission, run, checks, limits, fixtures, last=False):
+def run_checks(sandbox, session, child, submission, run, checks, limits, fixtures, last=False, hidden=False):
     """Some checks of one part, in `child` (reset after the part before) or a fresh child of the
     session (a new session when it has died); a crash fails the rest of these checks.
     submission: (staged folder, key, attributes); last: no part follows in this child (it is ended,
-    not reset). -> (session, the child when it can take the next part)."""
+    not reset); hidden: the checks send hidden inputs (the child is marked: whatever is said of it
+    from then on is a fixed phrase, see client.Part.saw_hidden and student.StudentError).
+    -> (session, the child when it can take the next part)."""
     folder, key, attributes = submission
     timeout, memory_mb, budget = limits
     clock = time.monotonic()
@@ -163,6 +166,7 @@ def run_checks(sandbox, session, child, submission, run, checks, limits, fixture
             if not (child.died and session.died) or attempt == 2:
                 break
     run.protections = run.protections or child.protections
+    child.saw_hidden = child.saw_hidden or hidden
     student = Student(child, attributes)
     for name, fn in checks:
         if child.died:

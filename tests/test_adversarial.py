@@ -300,7 +300,7 @@ def test_solutions_get_full_marks(engine):
     ("exit_sys_exit_at_import", "sys.exit(0)"),
     ("exit_raise_systemexit_at_import", "sys.exit(None)"),
     ("exit_keyboard_interrupt_at_import", "KeyboardInterrupt"),
-    ("exit_os_exit_at_import", "exited with status 0"),
+    ("exit_os_exit_at_import", "exited"),
 ])
 def test_exit_at_import(engine, tmp_path, case, says):
     """Threat: stop the grader by exiting (sys.exit, raise SystemExit, KeyboardInterrupt,
@@ -308,8 +308,10 @@ def test_exit_at_import(engine, tmp_path, case, says):
     grade = grade_case(engine, tmp_path, case, "simple_attention")
     assert_part_zero(grade, "simple_attention", says)
     assert_others_keep_full_marks(grade, "simple_attention")
-    if case == "exit_os_exit_at_import":
+    if case == "exit_os_exit_at_import":  # the status on visible checks only (a fixed phrase on hidden ones)
         assert "exited with status 0" in grade.parts["simple_attention"]["problem"]
+        for check in part_checks(grade, "simple_attention"):
+            assert ("exited with status 0" in check.message) == (check.visibility == "visible"), check
 
 
 def test_sys_exit_in_a_function(engine, tmp_path):
@@ -330,7 +332,10 @@ def test_os_exit_in_a_method(engine, tmp_path):
     part = grade.parts["causal"]
     assert part["score"] < part["max_score"]
     assert "exited with status 7" in part["problem"]
-    assert all("exited with status 7" in m for m in messages(grade, "causal"))
+    failed = [c for c in part_checks(grade, "causal") if not c.passed]
+    assert all("exited with status 7" in c.message for c in failed if c.visibility == "visible")
+    assert all("exited before returning" in c.message for c in failed if c.visibility == "hidden")
+    assert any(c.visibility == "hidden" for c in failed)
     assert_others_keep_full_marks(grade, "causal")
 
 
@@ -975,8 +980,8 @@ def test_hidden_diagnoses_quote_no_name_the_code_chose(engine, tmp_path):
     the exception's class name, the file name and line (compile()), the function's name, a
     NotImplementedError's "<module>.<name>" or a missing attribute's name. Each check scores 0; what
     a student sees of a hidden check (its diagnosis, in every channel's words) holds no fingerprint
-    and names the builtin exception or "an exception of its own class"; the instructor's text has
-    the fingerprints (the attack ran)."""
+    and says only "your code raised an exception" (no class, not even a builtin one the code could
+    choose by its input); the instructor's text has the fingerprints (the attack ran)."""
     grade = grade_case(engine, tmp_path, "hidden_inputs_in_error_names", "simple_attention")
     assert grade.parts["simple_attention"]["score"] == 0
     hidden = [c for c in part_checks(grade, "simple_attention") if c.visibility != "visible"]
@@ -985,9 +990,49 @@ def test_hidden_diagnoses_quote_no_name_the_code_chose(engine, tmp_path):
     shown += [item.message for item in reports.common.what_to_fix(grade.checks, grade.parts)]
     for said in shown:
         assert not re.search(r"leak\d|\d{5}|line \d", said, re.IGNORECASE), said
-    assert any("an exception of its own class" in said for said in shown), shown
+    assert any("your code raised an exception" in said for said in shown), shown
     assert any(re.search(r"leak\d{5}", c.student_text, re.IGNORECASE) for c in hidden), "the attack never ran"
     assert_others_keep_full_marks(grade, "simple_attention")
+
+
+def _shown_of_hidden(grade, part):
+    """Every text a student may see about the part's checks that ran on hidden inputs."""
+    hidden = [c for c in part_checks(grade, part) if c.visibility == "hidden" and not c.passed]
+    assert hidden, "no hidden check failed: the attack never reached one"
+    shown = [reports.common.student_output(c) for c in hidden]
+    shown += [item.message for item in reports.common.what_to_fix(grade.checks, grade.parts)
+              if item.part == part and item.hidden]
+    return hidden, shown
+
+
+def test_hidden_diagnoses_carry_no_exit_status_or_signal(engine, tmp_path):
+    """Class 3 of round 3: every call ends its process with a status (100-199), a real-time signal
+    or a frame that spells out a fingerprint of its inputs. A visible check may say the status (its
+    inputs are public); what a student sees of a hidden check says only that the process exited or
+    was killed by a signal, a fixed phrase, in every report."""
+    grade = grade_case(engine, tmp_path, "hidden_inputs_in_exit_status", "simple_attention")
+    assert grade.parts["simple_attention"]["score"] == 0
+    assert "FP " in grade.output.get("simple_attention", ""), "the attack never ran"
+    visible = [c.message for c in part_checks(grade, "simple_attention") if c.visibility == "visible"]
+    assert any(re.search(r"exited with status 1\d\d|killed by signal SIGRTMIN", m) for m in visible), visible
+    hidden, shown = _shown_of_hidden(grade, "simple_attention")
+    for said in shown + [c.message for c in hidden]:
+        assert not re.search(r"status \d|signal [A-Z0-9]|number \d", said), said
+    assert any("exited before returning" in c.message or "killed by a signal" in c.message for c in hidden)
+    assert_others_keep_full_marks(grade, "simple_attention")
+
+
+def test_hidden_diagnoses_name_only_the_specifications_attributes(engine, tmp_path):
+    """Class 3 of round 3: forward reads self.leak<N>, N a fingerprint of its input; all 128 names
+    are written as self.leak<N> in the source, so a diagnosis that trusted the source's names would
+    quote one. A hidden check's diagnosis names no leak attribute (only the specification's
+    attributes may be named once the child has seen a hidden input); the visible ones may."""
+    grade = grade_case(engine, tmp_path, "hidden_inputs_in_attribute_names", "causal")
+    hidden, shown = _shown_of_hidden(grade, "causal")
+    for said in shown + [c.message for c in hidden]:
+        assert not re.search(r"leak\d", said), said
+    assert any(re.search(r"leak\d+", c.student_text) for c in hidden), "the attack never ran"
+    assert_others_keep_full_marks(grade, "causal")
 
 
 def test_answers_recorded_in_one_run_are_worthless_in_the_next(engine, tmp_path):
