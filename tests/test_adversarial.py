@@ -358,14 +358,16 @@ def test_lying_comparisons_buy_nothing(engine, tmp_path, case, part):
 
 def test_grader_detection_with_book_outputs(engine, tmp_path):
     """Threat: recognise the book's inputs and return the book's printed outputs, garbage
-    otherwise. Only the checks that replay a printed example pass on top of what the same
-    garbage passes without the detection (checks on structure); every numeric check on
-    inputs the book never prints fails, and the part loses those points."""
+    otherwise. The checks that replay a printed example do pass as such, but each earns its points
+    only with the checks of the same function on inputs the book never prints (grading.yml
+    `requires`), which fail: the detection earns not one point over the same garbage without it."""
     grade = grade_case(engine, tmp_path, "grader_detection", "causal")
     baseline = engine.grade(build("grader_detection", tmp_path, "off"), ["causal"], "causal")
     gained = passed(grade, "causal") - passed(baseline, "causal")
-    assert gained, "the printed examples should pass: the attack answers them from the book"
-    assert all("book" in name for name in gained), f"detection passed checks on fresh inputs: {gained}"
+    assert not gained, f"replaying the book earned {gained}"
+    replayed = [c for c in part_checks(grade, "causal") if "book" in c.name]
+    assert replayed and all(c.message == grading.GATED and c.score == 0 for c in replayed), replayed
+    assert grade.parts["causal"]["score"] <= baseline.parts["causal"]["score"]
     assert passed(baseline, "causal") <= passed(grade, "causal")
     unseen = {c.name for c in part_checks(grade, "causal") if "unseen" in c.name or "known_weights" in c.name}
     assert unseen and not unseen & passed(grade, "causal")

@@ -51,8 +51,8 @@ def test_a_raising_v2_costs_the_transfer_nothing(engine, tmp_path):
     result = graded_entry(engine, tmp_path, "v2-forward-attribute-typo")
     assert scores(result)["weight_transfer"] == 8
     assert scores(result)["self_attention_v2"] < 10
-    message = next(iter(failed(result, "self_attention_v2").values())).message
-    assert "self.W is used but was never set" in message
+    messages = [c.message for c in failed(result, "self_attention_v2").values()]
+    assert any("self.W is used but was never set" in m for m in messages), messages
 
 
 def test_layer_names_cost_only_the_structure_check(engine, tmp_path):
