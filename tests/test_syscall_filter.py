@@ -127,3 +127,40 @@ def test_the_allow_list_names_none_of_the_shared_state_calls():
                     "fadvise64", "preadv2", "pwritev2", "mq_open", "mq_timedsend", "mq_timedreceive", "fcntl",
                     "socket", "socketpair", "personality", "keyctl", "add_key", "request_key"}
     assert not shared_state & set(syscalls.ALLOWED)
+
+
+LEADER = r'''
+import ctypes, os, signal, sys
+sys.path.insert(0, sys.argv[2])
+from autograder.sandbox import isolation
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.unshare(0x20000000) != 0:  # CLONE_NEWPID: the next child is PID 1 of a new namespace
+    sys.exit("unshare")
+pid = os.fork()
+if pid == 0:
+    if sys.argv[1] == "deaf":
+        isolation.deaf_to_signals()
+    part = os.fork()
+    if part == 0:  # a part, in the leader's namespace, signalling its PID 1
+        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
+            os.kill(1, sig)
+        os._exit(0)
+    try:
+        os.waitpid(part, 0)
+        print("LEADER ALIVE", flush=True)
+    except KeyboardInterrupt:
+        print("LEADER INTERRUPTED", flush=True)
+    os._exit(0)
+os.waitpid(pid, 0)
+'''
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a new PID namespace needs root here (the sandbox nests a user namespace)")
+@pytest.mark.parametrize("mode, says", [("deaf", "LEADER ALIVE"), ("python", "LEADER INTERRUPTED")])
+def test_a_part_cannot_signal_its_leader(mode, says):
+    """kill(1, SIGINT/SIGTERM/SIGHUP/SIGUSR1) from a process of the leader's namespace: after
+    isolation.deaf_to_signals the leader (PID 1) has no handler, so the kernel drops them all; with
+    Python's own SIGINT handler (the control) the same signals interrupt it."""
+    run = subprocess.run([sys.executable, "-c", LEADER, mode, str(PROJECT_ROOT)], capture_output=True, text=True,
+                         timeout=60)
+    assert says in run.stdout, (run.stdout, run.stderr[-1000:])
