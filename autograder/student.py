@@ -38,8 +38,9 @@ class StudentError(Exception):
     def __init__(self, kind, message, where="", not_implemented=False, attributes=frozenset(), after_hidden=False):
         self.kind = text.identifier(kind)
         # after a hidden input the child could pick its exception, file or attribute name to spell
-        # that input out: explain() then says only that it raised, and no attribute of its source is
-        # quoted (misconceptions.error_diagnosis keeps to the specification's names)
+        # that input out: explain() then says only that it raised (or which of the stubs' own names
+        # is not implemented yet), and no attribute of its source is quoted
+        # (misconceptions.error_diagnosis keeps to the specification's names)
         self.after_hidden = after_hidden
         attributes = frozenset() if after_hidden else attributes
         self.attributes = attributes  # the `self.<name>` names of the student's source (see Student)
@@ -49,13 +50,13 @@ class StudentError(Exception):
         super().__init__(self.explain())
 
     def explain(self):
-        if self.after_hidden:
-            return "not implemented yet" if self.not_implemented else "your code raised an exception"
         file = self.where.split(",", 1)[0]
-        place = f" (in {file})" if file in CHAPTER_FILES else ""
+        place = f" (in {file})" if file in CHAPTER_FILES and not self.after_hidden else ""
         if self.not_implemented:  # the stubs say "<module>.<qualname>: <hint>"; only a stub's name is quoted
-            name = self.message.split(":", 1)[0]
+            name = self.message.split(":", 1)[0]  # one of the stubs' own names (HINTS), never another
             return f"not implemented yet{': ' + name if name in HINTS else ''}{place}"
+        if self.after_hidden:
+            return "your code raised an exception"
         kind = self.kind if self.kind in BUILTIN_ERRORS else "an exception of its own class"
         return f"your code raised {kind}{place}"
 
