@@ -48,6 +48,10 @@ c.CourseDirectory.feedback_directory = "feedback"      # feedback/<student>/ch03
 # --- the exchange (students fetch and submit through it on a shared machine) ---------------------
 c.Exchange.root = "/srv/nbgrader/exchange"
 c.Exchange.path_includes_course = False
+# collect takes an inbound entry only from the account of the student it names (anyone can write into
+# the inbound folder), and the submission time from the kernel's record of the entry's last change,
+# never from its name or timestamp.txt, which the student writes (autograder/nbgrader_exchange.py)
+c.ExchangeFactory.collect = "autograder.nbgrader_exchange.VerifiedCollect"
 
 # --- releasing: the stubs carry the same hints as assignments/ch03/*.py ----------------------------
 # ClearSolutionsWithHints replaces nbgrader's ClearSolutions: a solution cell named after one of the
@@ -79,6 +83,7 @@ c.GenerateAssignment.preprocessors = [
 # Student code never runs in this process nor as this user; see docs/notebooks.md.
 c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput",
+    "autograder.nbgrader_exchange.SanitizeMarkdown",  # formgrader renders Markdown without a sanitizer
     "autograder.nbgrader_plugins.RestoreCellRoles",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
@@ -109,9 +114,18 @@ c.GenerateFeedback.preprocessors = [
     "autograder.nbgrader_plugins.WrapOutputLines",  # the report's long lines wrap on the page
 ]
 
+# --- what the instructor's browser renders: formgrader and generate_feedback ------------------------
+# Both render students' notebooks through nbconvert's HTMLExporter, which by default passes the HTML
+# of Markdown cells and outputs through as written: a student's <script> or <img onerror=...> would
+# run in the instructor's formgrader session. Sanitized, it is shown as inert text or dropped.
+c.HTMLExporter.sanitize_html = True
+
 # --- zip_collect: submissions downloaded from an LMS ------------------------------------------------
 # Files named like Canvas downloads: <student>_[LATE_]<user id>_<submission id>_<notebook>.ipynb,
 # placed (as files or inside zips) in downloaded/ch03/archive.
+# a file is collected only for the student whose upload it came from (a file in Alice's zip named like
+# Bob's is refused, not handed in as Bob's), and a duplicate is skipped instead of stopping the class
+c.ZipCollectApp.collector_plugin = "autograder.nbgrader_exchange.OwnFilesCollector"
 c.ZipCollectApp.archive_directory = "archive"
 c.ZipCollectApp.extracted_directory = "extracted"
 c.FileNameCollectorPlugin.named_regexp = (

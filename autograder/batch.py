@@ -283,14 +283,9 @@ def write_csv(book, path, students=None):
         writer.writerow(["student", "score", "max_score", *parts, "problem"])
         for student, score, max_score, by_part in book.rows():
             if wanted is None or student in wanted:
-                writer.writerow([_cell(student), f"{score:g}", f"{max_score:g}",
-                                 *(f"{by_part.get(p, 0):g}" for p in parts), _cell(problems.get(student, ""))])
+                writer.writerow([text.csv_cell(student), f"{score:g}", f"{max_score:g}",
+                                 *(f"{by_part.get(p, 0):g}" for p in parts), text.csv_cell(problems.get(student, ""))])
     os.replace(tmp.name, path)
-
-
-def _cell(value):
-    """A text cell a spreadsheet shows as text: never read as a formula."""
-    return f"'{value}" if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
 
 
 def summary_text(book, folder, out, students, graded, known):

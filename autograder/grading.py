@@ -82,7 +82,8 @@ def score_part(grade, part, run):
     group_share = {name: points / len(members) for name, (points, members) in part.groups.items()}
     total = 0.0
     for check in part.checks.values():
-        result = by_name[check.name]
+        # a rubric cut down to some checks (tests, tools) gates only on the checks it ran
+        result = gated(by_name[check.name], [by_name[r] for r in check.requires if r in by_name])
         worth = group_share[check.group] if check.group else check.points
         earned = worth if result.passed else 0.0
         if result.passed and result.message:  # a passed check's note (suites.expect.Note) for the student
@@ -94,3 +95,17 @@ def score_part(grade, part, run):
                                         result.detail, result.student_text, check.diagnosis, figure=result.figure))
     grade.parts[part.name] = {"score": round(total, 4), "max_score": round(part.max_score, 4),
                               "problem": run.problem, "seconds": round(run.seconds, 3)}
+
+
+GATED = ("passes here, but the same code fails the checks on inputs only the grader knows: this check earns its "
+         "points only together with them (the book's printed values alone, or what the code says of itself, "
+         "are worth nothing)")
+
+
+def gated(result, required):
+    """A passed check whose grading.yml `requires` lists a check that failed counts as failed, with a
+    fixed message (the required checks' own messages say what is wrong)."""
+    if not result.passed or all(r.passed for r in required):
+        return result
+    return runner.CheckResult(result.part, result.name, False, GATED, detail="required: " + ", ".join(
+        r.name for r in required if not r.passed), figure=result.figure)

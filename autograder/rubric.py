@@ -8,6 +8,7 @@
           book_example: 2                              # points, default visibility
           future_tokens_never_matter: {points: 3, visibility: hidden}
           unseen_sizes: {points: 2, diagnosis: withheld}   # students see "hidden check failed" only
+          book_example_v2: {points: 2, requires: [unseen_sizes]}  # points only when unseen_sizes passes too
         groups:                                        # optional: points shared by several checks
           dropout: {points: 4, checks: [dropout_train_values, dropout_rate]}
 
@@ -23,7 +24,7 @@ DIAGNOSES = ("shown", "withheld")  # whether students see a failed check's diagn
 TOP_KEYS = {"version", "defaults", "parts"}
 DEFAULT_KEYS = {"timeout", "memory_mb", "visibility"}
 PART_KEYS = {"timeout", "memory_mb", "visibility", "checks", "groups"}
-CHECK_KEYS = {"points", "visibility", "diagnosis"}
+CHECK_KEYS = {"points", "visibility", "diagnosis", "requires"}
 GROUP_KEYS = {"points", "checks", "visibility"}
 
 
@@ -39,6 +40,10 @@ class Check:
     visibility: str
     group: str = ""
     diagnosis: str = "shown"
+    # checks of the same part that must pass for this one to earn its points: a printed example
+    # replayed from the book, or what the child says of itself, is worth nothing when the same
+    # code fails the inputs only the grader knows (grading.score_part)
+    requires: tuple = ()
 
 
 @dataclass
@@ -163,12 +168,25 @@ class _Reader:
                             f"runs in less), not {node.value!r}")
         return value
 
+    def required(self, node, part, check):
+        """A check's `requires`: a non-empty list of other checks of the same part."""
+        if not isinstance(node, yaml.SequenceNode) or not node.value:
+            self.fail(node, f"{part.name}.checks.{check}.requires must be a non-empty list of checks of {part.name}")
+        names = []
+        for m in node.value:
+            if not isinstance(m, yaml.ScalarNode) or m.value not in part.checks or m.value == check:
+                self.fail(m, f"{part.name}.checks.{check}.requires names '{getattr(m, 'value', m)}', which is not "
+                             f"another check of {part.name}")
+            names.append(m.value)
+        return tuple(names)
+
     def part(self, name, node, defaults, suites):
         fields = self.mapping(node, PART_KEYS, f"part '{name}'")
         opts = {k: self.option(k, fields[k][1], name) if k in fields else defaults[k] for k in DEFAULT_KEYS}
         part = Part(name, opts["timeout"], opts["memory_mb"])
         if "checks" not in fields:
             self.fail(node, f"part '{name}' lists no checks")
+        requires = {}  # check -> its `requires` node, resolved once every check is known
         for check, (key, value) in self.mapping(fields["checks"][1], None, f"{name}.checks").items():
             where = f"{name}.checks.{check}"
             diagnosis = "shown"
@@ -182,6 +200,8 @@ class _Reader:
                 visibility = self.option("visibility", spec["visibility"][1], where) if "visibility" in spec else opts["visibility"]
                 if "diagnosis" in spec:
                     diagnosis = self.scalar(spec["diagnosis"][1], str, f"{where}.diagnosis", DIAGNOSES)
+                if "requires" in spec:
+                    requires[check] = spec["requires"][1]
             if suites is not None and check not in suites[name]:
                 self.fail(key, f"check '{check}' is not in the hidden suite for {name}")
             part.checks[check] = Check(name, check, points, visibility, diagnosis=diagnosis)
@@ -209,4 +229,6 @@ class _Reader:
             missing = [c for c in suites[name] if c not in part.checks]
             if missing:
                 self.fail(fields["checks"][1], f"{name}: the suite has checks with no entry here: {', '.join(missing)}")
+        for check, node in requires.items():
+            part.checks[check].requires = self.required(node, part, check)
         return part

@@ -9,6 +9,7 @@ printed values), `rng` (a seeded torch.Generator for fresh inputs).
 import importlib
 import inspect
 import os
+import re
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -93,8 +94,9 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
             continue
         ahead = {r.part: p.timeout - r.seconds for r, p, _ in turns[at:] if not r.timed_out}
         limits = (part.timeout - run.seconds, part.memory_mb, sum(ahead.values()))
+        hidden = any(part.checks[n].visibility == "hidden" for n, _ in checks)
         session, child = run_checks(sandbox, session, child, (staged.folder, key, attributes), run, checks,
-                                    limits, fixtures, last=at == len(turns) - 1)
+                                    limits, fixtures, last=at == len(turns) - 1, hidden=hidden)
     if child is not None:
         child.close()
     if session is not None:
@@ -143,11 +145,13 @@ def draw_figures(sandbox, folder, key, runs, rubric, fixtures):
         session.close()
 
 
-def run_checks(sandbox, session, child, submission, run, checks, limits, fixtures, last=False):
+def run_checks(sandbox, session, child, submission, run, checks, limits, fixtures, last=False, hidden=False):
     """Some checks of one part, in `child` (reset after the part before) or a fresh child of the
     session (a new session when it has died); a crash fails the rest of these checks.
     submission: (staged folder, key, attributes); last: no part follows in this child (it is ended,
-    not reset). -> (session, the child when it can take the next part)."""
+    not reset); hidden: the checks send hidden inputs (the child is marked: whatever is said of it
+    from then on is a fixed phrase, see client.Part.saw_hidden and student.StudentError).
+    -> (session, the child when it can take the next part)."""
     folder, key, attributes = submission
     timeout, memory_mb, budget = limits
     clock = time.monotonic()
@@ -163,6 +167,7 @@ def run_checks(sandbox, session, child, submission, run, checks, limits, fixture
             if not (child.died and session.died) or attempt == 2:
                 break
     run.protections = run.protections or child.protections
+    child.saw_hidden = child.saw_hidden or hidden
     student = Student(child, attributes)
     for name, fn in checks:
         if child.died:
@@ -194,6 +199,53 @@ def run_part(sandbox, submission, part, checks, limits, fixtures, missing=""):
 
 
 def run_check(part, name, fn, student, fixtures):
+    result = _run_check(part, name, fn, student, fixtures)
+    if getattr(student, "saw_hidden", False) and result.message:
+        result.message = grader_numbers_only(result.message, fn)
+    return result
+
+
+def _suite_numbers(module):
+    """Every whole number written in a suite module's source, as a literal or inside a string (cached):
+    the numbers of the specification and of the grader's own messages (12 heads, 768 dims, 1024
+    tokens, Exercise 3.2)."""
+    if module not in _SUITE_NUMBERS:
+        import ast
+        import sys
+
+        numbers = set()
+        for node in ast.walk(ast.parse(inspect.getsource(sys.modules[module]))):
+            if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+                numbers.add(float(node.value))
+            elif isinstance(node, ast.Constant) and isinstance(node.value, str):  # "head_dim 64" in a message
+                numbers.update(float(n.replace(",", "")) for n in _NUMBER.findall(node.value))
+        _SUITE_NUMBERS[module] = frozenset(numbers)
+    return _SUITE_NUMBERS[module]
+
+
+_SUITE_NUMBERS = {}
+_NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]*\d)")
+
+
+def grader_numbers_only(message, fn):
+    """A message about a child that has seen a hidden input, with every number that is not written in
+    the check's own suite module (so the child could have picked it: a width, a count of parameters,
+    num_heads=..., how far off its output is) replaced by '#': what the child chooses cannot spell out
+    an input."""
+    import sys
+
+    suites = [name for name in sys.modules if name.startswith("autograder.suites.")]  # the messages' helpers too
+    known = frozenset().union(*(_suite_numbers(name) for name in suites + [fn.__module__])) | {0.0, 1.0, 2.0}
+
+    def keep(match):
+        try:
+            return match.group() if float(match.group().replace(",", "")) in known else "#"
+        except ValueError:
+            return "#"
+    return _NUMBER.sub(keep, message)
+
+
+def _run_check(part, name, fn, student, fixtures):
     try:
         kwargs = {p: student if p == "student" else _fixture(fixtures, p, part, name)
                   for p in inspect.signature(fn).parameters}

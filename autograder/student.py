@@ -35,8 +35,14 @@ class StudentError(Exception):
     a student only for checks whose inputs were visible ones.
     """
 
-    def __init__(self, kind, message, where="", not_implemented=False, attributes=frozenset()):
+    def __init__(self, kind, message, where="", not_implemented=False, attributes=frozenset(), after_hidden=False):
         self.kind = text.identifier(kind)
+        # after a hidden input the child could pick its exception, file or attribute name to spell
+        # that input out: explain() then says only that it raised (or which of the stubs' own names
+        # is not implemented yet), and no attribute of its source is quoted
+        # (misconceptions.error_diagnosis keeps to the specification's names)
+        self.after_hidden = after_hidden
+        attributes = frozenset() if after_hidden else attributes
         self.attributes = attributes  # the `self.<name>` names of the student's source (see Student)
         self.message = text.clean(message, text.MESSAGE)
         self.where = text.excerpt(where, 200)
@@ -45,10 +51,12 @@ class StudentError(Exception):
 
     def explain(self):
         file = self.where.split(",", 1)[0]
-        place = f" (in {file})" if file in CHAPTER_FILES else ""
+        place = f" (in {file})" if file in CHAPTER_FILES and not self.after_hidden else ""
         if self.not_implemented:  # the stubs say "<module>.<qualname>: <hint>"; only a stub's name is quoted
-            name = self.message.split(":", 1)[0]
+            name = self.message.split(":", 1)[0]  # one of the stubs' own names (HINTS), never another
             return f"not implemented yet{': ' + name if name in HINTS else ''}{place}"
+        if self.after_hidden:
+            return "your code raised an exception"
         kind = self.kind if self.kind in BUILTIN_ERRORS else "an exception of its own class"
         return f"your code raised {kind}{place}"
 
@@ -86,6 +94,11 @@ class Student:
         self.attributes = attributes
         self.last_arguments = []
 
+    @property
+    def saw_hidden(self):
+        """The child has been sent a hidden input (runner.run_checks marks it)."""
+        return bool(getattr(self.session, "saw_hidden", False))
+
     def module(self, name):
         return RemoteCallable(self, {"module": name, "attr": ""})
 
@@ -96,11 +109,12 @@ class Student:
         if "error" in header:
             e = header["error"]
             raise StudentError(str(e.get("type")), str(e.get("message", "")), str(e.get("where", "")),
-                               bool(e.get("not_implemented")), self.attributes)
+                               bool(e.get("not_implemented")), self.attributes, self.saw_hidden)
         try:
             answer = protocol.decode(header["result"], payload, lambda ref: RemoteObject(self, ref))
         except (KeyError, protocol.ProtocolError) as exc:
-            raise StudentError("ProtocolError", f"the answer could not be read back ({exc})") from None
+            raise StudentError("ProtocolError", f"the answer could not be read back ({exc})",
+                               after_hidden=self.saw_hidden) from None
         return _inert(answer)
 
     def import_module(self, name):
@@ -157,7 +171,12 @@ class RemoteObject:
 
     def __init__(self, student, ref):
         self._student, self._ref = student, ref
-        self.type_name = text.identifier(ref.get("type", "?"))  # a class name the student chose
+        self._type_name = text.identifier(ref.get("type", "?"))  # a class name the student chose
+
+    @property
+    def type_name(self):
+        """The class name the student chose; after a hidden input, a fixed phrase instead."""
+        return "(class not shown)" if self._student.saw_hidden else self._type_name
 
     @property
     def _id(self):

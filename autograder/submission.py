@@ -20,6 +20,7 @@ its solution cells is written as <module>.py by grade_id (autograder.submitted_n
 call over all the notebooks, so a module in two notebooks is an error naming both).
 """
 import os
+import re
 import stat
 import struct
 import tempfile
@@ -38,6 +39,12 @@ MAX_NOTEBOOK_BYTES = 32 << 20     # outputs (images) make notebooks larger than 
 MAX_ZIP_BYTES = 64 << 20          # a zip handed in
 MAX_UNPACKED = 64 << 20           # what is unpacked from a zip, together
 MAX_CENTRAL_DIRECTORY = MAX_MEMBERS << 12  # bytes of a zip's table of contents
+# a notebook's JSON before it is parsed: 32 MiB of "{}," parses into ten million dicts (about 1 GiB in
+# the grader's own process, from a 60 KiB zip). A real notebook holds its bulk in strings (outputs,
+# images, source lines): a few thousand objects, a few hundred thousand values, nesting under 20
+MAX_JSON_CONTAINERS = 200_000     # objects and arrays in one notebook
+MAX_JSON_VALUES = 1_000_000       # values (elements and members) in one notebook
+MAX_JSON_DEPTH = 64               # objects and arrays inside one another
 SUFFIXES = (".py", ".json", ".txt", ".md")
 CHUNK = 1 << 20
 
@@ -216,6 +223,9 @@ def _stage_notebooks(notebooks, root, label, staged):
     for path in notebooks:
         if path.stat().st_size > MAX_NOTEBOOK_BYTES:
             raise SubmissionError(f"{_show(path, root, label)}: larger than {MAX_NOTEBOOK_BYTES >> 20} MiB")
+        problem = json_shape_problem(_read_capped(path, MAX_NOTEBOOK_BYTES))
+        if problem:
+            raise SubmissionError(f"{_show(path, root, label)}: not a notebook this grader reads ({problem})")
     try:
         nb.extract_modules(notebooks, staged.folder)
     except (ValueError, OSError, RecursionError) as e:
@@ -225,6 +235,35 @@ def _stage_notebooks(notebooks, root, label, staged):
         raise SubmissionError(text.clean(message)) from None
     staged.notebooks = [_show(path, root, label) for path in notebooks]
     staged.notes.append(f"graded the solution cells of {len(notebooks)} notebook(s): {', '.join(staged.notebooks)}")
+
+
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # unrolled: one step per run of plain bytes
+_JSON_BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def json_shape_problem(data):
+    """'' when the JSON text `data` (bytes) parses into a bounded number of Python objects, else why
+    not: too many objects and arrays, too many values, or nesting too deep. Counted on the text with
+    its strings blanked out, before anything is parsed (a few C-speed passes, no Python objects per
+    value)."""
+    bare = _JSON_STRING.sub(b'""', data)
+    containers = bare.count(b"{") + bare.count(b"[")
+    if containers > MAX_JSON_CONTAINERS:
+        return f"more than {MAX_JSON_CONTAINERS:,} JSON objects and arrays"
+    if bare.count(b",") + containers > MAX_JSON_VALUES:
+        return f"more than {MAX_JSON_VALUES:,} JSON values"
+    depth = deepest = 0
+    for bracket in _JSON_BRACKETS.findall(bare):
+        depth += 1 if bracket in (b"{", b"[") else -1
+        deepest = max(deepest, depth)
+    if deepest > MAX_JSON_DEPTH:
+        return f"JSON nested more than {MAX_JSON_DEPTH} levels deep"
+    return ""
+
+
+def _read_capped(path, limit):
+    with open(path, "rb") as f:
+        return f.read(limit + 1)
 
 
 def _show(path, root, label):

@@ -3,8 +3,10 @@
 Everything a submission controls (exception messages, type names, printed output, any string in a
 reply) passes through `clean` before the grader keeps it. What comes out is plain, printable text
 of bounded length: no escape sequences or control characters (shown as visible escapes such as
-`\\x1b`), no lone surrogates, newlines only where the caller allows them. Each report still escapes
-it for its own format (Markdown, HTML, XML, the GitHub job log); this module only makes it inert.
+`\\x1b`), no invisible format characters (Unicode category Cf: zero-width characters, bidirectional
+controls, the tag characters U+E0000..U+E007F; removed), no lone surrogates, newlines only where the
+caller allows them. Each report still escapes it for its own format (Markdown, HTML, XML, the GitHub
+job log); this module only makes it inert. csv_cell makes a cell no spreadsheet reads as a formula.
 """
 import re
 import unicodedata
@@ -48,11 +50,29 @@ def clean(value, limit=MESSAGE, newlines=False):
     value = value.replace("\t", "    ")
     if not newlines:
         value = re.sub(r"\n+", " | ", value)
+    value = "".join(_kept(c) for c in value)  # format characters dropped, private use replaced
     value = _UNSAFE.sub(_visible, value)
-    value = "".join(c if unicodedata.category(c) != "Co" else "\ufffd" for c in value)  # private use
     if len(value) > limit:
         value = value[: max(0, limit - len(CUT))].rstrip() + CUT
     return value
+
+
+def _kept(char):
+    category = unicodedata.category(char)
+    return "" if category == "Cf" else "\ufffd" if category == "Co" else char
+
+
+# a cell (or any part of it after a separator some spreadsheet splits at: comma, semicolon, tab, a
+# line break, |) that starts with = + - @ is a formula to Excel, LibreOffice and Google Sheets
+_FORMULA = re.compile(r"(^|[,;\t\r\n|])([ \t\r\n]*)([=+\-@])")
+
+
+def csv_cell(value):
+    """A text cell of grades.csv or misconceptions.csv that no spreadsheet evaluates: every part that
+    would start a formula (at the start or after a separator) gets a leading apostrophe, as does a
+    cell that starts with a tab or a carriage return."""
+    value = _FORMULA.sub(lambda m: f"{m.group(1)}{m.group(2)}'{m.group(3)}", str(value))
+    return "'" + value if value[:1] in ("\t", "\r") else value
 
 
 def excerpt(value, limit=SHORT):

@@ -300,7 +300,7 @@ def test_solutions_get_full_marks(engine):
     ("exit_sys_exit_at_import", "sys.exit(0)"),
     ("exit_raise_systemexit_at_import", "sys.exit(None)"),
     ("exit_keyboard_interrupt_at_import", "KeyboardInterrupt"),
-    ("exit_os_exit_at_import", "exited with status 0"),
+    ("exit_os_exit_at_import", "exited"),
 ])
 def test_exit_at_import(engine, tmp_path, case, says):
     """Threat: stop the grader by exiting (sys.exit, raise SystemExit, KeyboardInterrupt,
@@ -308,8 +308,10 @@ def test_exit_at_import(engine, tmp_path, case, says):
     grade = grade_case(engine, tmp_path, case, "simple_attention")
     assert_part_zero(grade, "simple_attention", says)
     assert_others_keep_full_marks(grade, "simple_attention")
-    if case == "exit_os_exit_at_import":
+    if case == "exit_os_exit_at_import":  # the status on visible checks only (a fixed phrase on hidden ones)
         assert "exited with status 0" in grade.parts["simple_attention"]["problem"]
+        for check in part_checks(grade, "simple_attention"):
+            assert ("exited with status 0" in check.message) == (check.visibility == "visible"), check
 
 
 def test_sys_exit_in_a_function(engine, tmp_path):
@@ -330,7 +332,10 @@ def test_os_exit_in_a_method(engine, tmp_path):
     part = grade.parts["causal"]
     assert part["score"] < part["max_score"]
     assert "exited with status 7" in part["problem"]
-    assert all("exited with status 7" in m for m in messages(grade, "causal"))
+    failed = [c for c in part_checks(grade, "causal") if not c.passed]
+    assert all("exited with status 7" in c.message for c in failed if c.visibility == "visible")
+    assert all("exited before returning" in c.message for c in failed if c.visibility == "hidden")
+    assert any(c.visibility == "hidden" for c in failed)
     assert_others_keep_full_marks(grade, "causal")
 
 
@@ -353,14 +358,16 @@ def test_lying_comparisons_buy_nothing(engine, tmp_path, case, part):
 
 def test_grader_detection_with_book_outputs(engine, tmp_path):
     """Threat: recognise the book's inputs and return the book's printed outputs, garbage
-    otherwise. Only the checks that replay a printed example pass on top of what the same
-    garbage passes without the detection (checks on structure); every numeric check on
-    inputs the book never prints fails, and the part loses those points."""
+    otherwise. The checks that replay a printed example do pass as such, but each earns its points
+    only with the checks of the same function on inputs the book never prints (grading.yml
+    `requires`), which fail: the detection earns not one point over the same garbage without it."""
     grade = grade_case(engine, tmp_path, "grader_detection", "causal")
     baseline = engine.grade(build("grader_detection", tmp_path, "off"), ["causal"], "causal")
     gained = passed(grade, "causal") - passed(baseline, "causal")
-    assert gained, "the printed examples should pass: the attack answers them from the book"
-    assert all("book" in name for name in gained), f"detection passed checks on fresh inputs: {gained}"
+    assert not gained, f"replaying the book earned {gained}"
+    replayed = [c for c in part_checks(grade, "causal") if "book" in c.name]
+    assert replayed and all(c.message == grading.GATED and c.score == 0 for c in replayed), replayed
+    assert grade.parts["causal"]["score"] <= baseline.parts["causal"]["score"]
     assert passed(baseline, "causal") <= passed(grade, "causal")
     unseen = {c.name for c in part_checks(grade, "causal") if "unseen" in c.name or "known_weights" in c.name}
     assert unseen and not unseen & passed(grade, "causal")
@@ -915,6 +922,32 @@ def test_keyrings_carry_nothing_between_submissions(engine, tmp_path):
     assert_part_zero(read, "simple_attention", "no stored answers")
 
 
+@walls
+def test_shared_kernel_state_is_out_of_reach(engine, tmp_path):
+    """Class 2 of round 3, channels between students graded at the same time: locks, leases and
+    watches on a read-only file every room shares, an AIO context, a pseudo-terminal, a POSIX
+    message queue and a netlink socket. Every one is refused (the seccomp allow-list, a /dev without
+    ptmx, pts or tty); the submission is otherwise correct and keeps full marks."""
+    grade = grade_case(engine, tmp_path, "shared_kernel_state", "simple_attention")
+    said = grade.output.get("simple_attention", "")
+    assert "shared state:" in said and "worked" not in said, said
+    for attempt in ("flock", "fcntl F_SETLK", "fcntl F_OFD_SETLK", "fcntl F_GETLK", "fcntl F_SETLEASE", "inotify",
+                    "io_setup", "mq_open", "ptmx", "pts", "tty", "netlink"):
+        assert f"{attempt} refused" in said, attempt
+    assert_full_marks(grade, list(grade.parts))
+
+
+def test_signals_to_the_leader_are_dropped(engine, tmp_path):
+    """Class 5: a part signals PID 1 of its namespace (its session's leader) with SIGINT, SIGTERM,
+    SIGHUP and the rest. The leader installs no handler, so the kernel drops them (as root the
+    child's own uid cannot signal it at all): the session goes on and every part, graded after the
+    signals in the same session, keeps full marks."""
+    grade = grade_case(engine, tmp_path, "kill_the_leader", "simple_attention", every_part=True)
+    assert "signalled PID 1:" in grade.output.get("simple_attention", "")
+    assert_full_marks(grade, list(grade.parts))
+    assert not any(p["problem"] for p in grade.parts.values()), {k: p["problem"] for k, p in grade.parts.items()}
+
+
 def test_no_earlier_output_in_a_later_childs_memory(engine, tmp_path):
     """Class 3, memory inherited from the fork server: a correct submission prints debug lines
     (on hidden inputs); the next submission searches its own memory for them and finds none."""
@@ -949,8 +982,8 @@ def test_hidden_diagnoses_quote_no_name_the_code_chose(engine, tmp_path):
     the exception's class name, the file name and line (compile()), the function's name, a
     NotImplementedError's "<module>.<name>" or a missing attribute's name. Each check scores 0; what
     a student sees of a hidden check (its diagnosis, in every channel's words) holds no fingerprint
-    and names the builtin exception or "an exception of its own class"; the instructor's text has
-    the fingerprints (the attack ran)."""
+    and says only "your code raised an exception" (no class, not even a builtin one the code could
+    choose by its input); the instructor's text has the fingerprints (the attack ran)."""
     grade = grade_case(engine, tmp_path, "hidden_inputs_in_error_names", "simple_attention")
     assert grade.parts["simple_attention"]["score"] == 0
     hidden = [c for c in part_checks(grade, "simple_attention") if c.visibility != "visible"]
@@ -959,9 +992,49 @@ def test_hidden_diagnoses_quote_no_name_the_code_chose(engine, tmp_path):
     shown += [item.message for item in reports.common.what_to_fix(grade.checks, grade.parts)]
     for said in shown:
         assert not re.search(r"leak\d|\d{5}|line \d", said, re.IGNORECASE), said
-    assert any("an exception of its own class" in said for said in shown), shown
+    assert any("your code raised an exception" in said for said in shown), shown
     assert any(re.search(r"leak\d{5}", c.student_text, re.IGNORECASE) for c in hidden), "the attack never ran"
     assert_others_keep_full_marks(grade, "simple_attention")
+
+
+def _shown_of_hidden(grade, part):
+    """Every text a student may see about the part's checks that ran on hidden inputs."""
+    hidden = [c for c in part_checks(grade, part) if c.visibility == "hidden" and not c.passed]
+    assert hidden, "no hidden check failed: the attack never reached one"
+    shown = [reports.common.student_output(c) for c in hidden]
+    shown += [item.message for item in reports.common.what_to_fix(grade.checks, grade.parts)
+              if item.part == part and item.hidden]
+    return hidden, shown
+
+
+def test_hidden_diagnoses_carry_no_exit_status_or_signal(engine, tmp_path):
+    """Class 3 of round 3: every call ends its process with a status (100-199), a real-time signal
+    or a frame that spells out a fingerprint of its inputs. A visible check may say the status (its
+    inputs are public); what a student sees of a hidden check says only that the process exited or
+    was killed by a signal, a fixed phrase, in every report."""
+    grade = grade_case(engine, tmp_path, "hidden_inputs_in_exit_status", "simple_attention")
+    assert grade.parts["simple_attention"]["score"] == 0
+    assert "FP " in grade.output.get("simple_attention", ""), "the attack never ran"
+    visible = [c.message for c in part_checks(grade, "simple_attention") if c.visibility == "visible"]
+    assert any(re.search(r"exited with status 1\d\d|killed by signal SIGRTMIN", m) for m in visible), visible
+    hidden, shown = _shown_of_hidden(grade, "simple_attention")
+    for said in shown + [c.message for c in hidden]:
+        assert not re.search(r"status \d|signal [A-Z0-9]|number \d", said), said
+    assert any("exited before returning" in c.message or "killed by a signal" in c.message for c in hidden)
+    assert_others_keep_full_marks(grade, "simple_attention")
+
+
+def test_hidden_diagnoses_name_only_the_specifications_attributes(engine, tmp_path):
+    """Class 3 of round 3: forward reads self.leak<N>, N a fingerprint of its input; all 128 names
+    are written as self.leak<N> in the source, so a diagnosis that trusted the source's names would
+    quote one. A hidden check's diagnosis names no leak attribute (only the specification's
+    attributes may be named once the child has seen a hidden input); the visible ones may."""
+    grade = grade_case(engine, tmp_path, "hidden_inputs_in_attribute_names", "causal")
+    hidden, shown = _shown_of_hidden(grade, "causal")
+    for said in shown + [c.message for c in hidden]:
+        assert not re.search(r"leak\d", said), said
+    assert any(re.search(r"leak\d+", c.student_text) for c in hidden), "the attack never ran"
+    assert_others_keep_full_marks(grade, "causal")
 
 
 def test_answers_recorded_in_one_run_are_worthless_in_the_next(engine, tmp_path):

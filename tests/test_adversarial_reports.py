@@ -125,15 +125,31 @@ def test_a_39_mb_class_name_leaves_every_report_small(engine, tmp_path):
 
 def test_lone_surrogates_break_no_report(engine, tmp_path):
     """Threat: exception text and printed output with lone surrogates (which crashed the printing
-    before any report was written), direction overrides and noncharacters. Every report is written
-    and printable; the overrides are shown as visible escapes."""
+    before any report was written), direction overrides, zero-width characters and noncharacters.
+    Every report is written and printable; the overrides and zero-width characters are gone (they
+    are format characters), the noncharacters shown as visible escapes."""
     grade = grade_case(engine, tmp_path, "report_lone_surrogates", "simple_attention")
     assert_the_real_score(grade)
     said = assert_no_report_is_forged(grade)
     own = visible_own_text(said)
-    assert own and all("LONE-" in line and "\\u202e" in line for line in own), own[:1]
+    assert own and all("LONE-" in line and "REVERSED" in line and "zerowidth" in line for line in own), own[:1]
     for text in said.values():
-        assert "\u202e" not in text and "\ud800" not in text
+        assert not re.search("[\u202e\u200b\ufeff\ud800]", text)
+
+
+def test_tag_characters_reach_no_report(engine, tmp_path):
+    """Round 3, class 5: invisible tag characters (U+E0000..U+E007F, which some language models read
+    as text) and other format characters in exception text, printed output and a class name. Not
+    one reaches the Markdown report, results.json, junit.xml or any other report; the visible words
+    around them do."""
+    grade = grade_case(engine, tmp_path, "report_tag_characters", "simple_attention")
+    assert_the_real_score(grade)
+    said = assert_no_report_is_forged(grade)
+    assert any("TAGGED" in line for line in visible_own_text(said))
+    for channel, text in said.items():
+        assert not re.search("[\U000e0000-\U000e007f\u200b-\u200f\u2060-\u2064\u00ad\u061c]", text), channel
+    every = json.dumps([c.message + c.student_text for c in grade.checks], ensure_ascii=False)
+    assert "TAGGED" in every and not re.search("[\U000e0000-\U000e007f]", every + json.dumps(grade.output))
 
 
 def test_markup_injection_opens_no_section(engine, tmp_path):

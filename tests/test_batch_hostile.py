@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import PARTS, PROJECT_ROOT, batch, grading
+from autograder import PARTS, PROJECT_ROOT, batch, grading, text
 
 SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
 LOCAL, CENTRAL = b"PK\x03\x04", b"PK\x01\x02"
@@ -236,4 +236,4 @@ def test_student_names_from_any_file_names(tmp_path):
     (tmp_path / "-bob").mkdir()
     names = [name for name, _ in batch.find_submissions(tmp_path)]
     assert names[:2] == ["-bob", "caf_"] and names[2].startswith("caf_-") and len(names) == 3
-    assert batch._cell("-bob") == "'-bob" and batch._cell("=1+1") == "'=1+1" and batch._cell("bob") == "bob"
+    assert text.csv_cell("-bob") == "'-bob" and text.csv_cell("=1+1") == "'=1+1" and text.csv_cell("bob") == "bob"

@@ -2,8 +2,10 @@
 
 A degenerate submission is a copy of the solutions in which a module's functions and forward
 methods return zeros of their real output's shape and dtype (numbers become 0, a transfer writes
-zeros into sa_v1). Graded through the real engine, each part so made passes only the checks that
-judge how modules are built (their parameters, buffers and constructor arguments), never a check of
+zeros into sa_v1). Graded through the real engine, each part so made earns no point: the checks that
+judge how modules are built (their parameters, buffers) pass but earn their points only with the
+part's math (grading.yml `requires`); only the exercises, judged by the constructor arguments they
+pass, keep theirs. It never passes a check of
 a property (future tokens never matter, inputs unchanged, the NumPy causal head, the wrapper
 against its own heads, what the transfer returns and keeps): a property earns its points only
 when the part's output is right on the same inputs.
@@ -54,13 +56,16 @@ for _name, _value in list(globals().items()):
     elif callable(_value) and not isinstance(_value, type):
         globals()[_name] = _zeroed(_value)
 '''
-# the checks that judge construction only: they may pass whatever forward returns
-CONSTRUCTION = {
+# the checks that judge construction only: they pass whatever forward returns, but earn their points
+# only with the part's math (grading.yml `requires`), so a zeroed forward gets none of them
+GATED_CONSTRUCTION = {
     "self_attention_v1": {"v1_weight_matrices"},
     "self_attention_v2": {"v2_linear_layers"},
     "causal": {"causal_mask_is_a_registered_buffer"},
     "mha": {"wrapper_builds_its_heads", "mha_rejects_indivisible_d_out", "mha_structure"},
-    # the exercises are judged by the arguments they give the chapter's classes (whose output is graded in mha)
+}
+# the exercises are judged by the arguments they give the chapter's classes (whose output is graded in mha)
+CONSTRUCTION = {
     "exercises": {"ex32_book_example", "ex32_two_heads_of_width_one", "ex33_parameter_count", "ex33_heads_and_context"},
 }
 PROPERTIES = {  # the property checks named by the issue, and the others that compare a submission with itself
@@ -99,6 +104,9 @@ def test_a_zeroed_module_earns_only_construction_checks(engine, tmp_path, part):
                                      suites, sandbox)
     allowed = CONSTRUCTION.get(part, set())
     assert passed(grade) == allowed, part
+    for name in GATED_CONSTRUCTION.get(part, ()):  # it passed as such, and its gate took the points
+        check = next(c for c in grade.checks if c.name == name)
+        assert check.message == grading.GATED and check.score == 0, name
     assert grade.parts[part]["score"] == sum(rubric.parts[part].checks[name].points for name in allowed)
     for name in PROPERTIES.get(part, ()):
         assert name not in passed(grade), name
@@ -112,4 +120,4 @@ def test_a_submission_of_zeros_earns_only_construction_checks(engine, tmp_path):
     assert {(c.part, c.name) for c in grade.checks if c.passed} == {
         (part, name) for part, names in CONSTRUCTION.items() for name in names}
     assert grade.score == sum(rubric.parts[part].checks[name].points for part, names in CONSTRUCTION.items()
-                              for name in names) == 14
+                              for name in names) == 8

@@ -84,9 +84,10 @@ def test_the_room_holds_the_gpu_nodes_only_for_cuda(monkeypatch):
     monkeypatch.setattr(room, "gpu_nodes", lambda: ["/dev/nvidiactl", "/dev/nvidia0"])
     on_cpu = room.command(["-c", "pass"], user_namespace=False)
     on_gpu = room.command(["-c", "pass"], user_namespace=False, device="cuda")
-    assert "--dev-bind" not in on_cpu
+    room_nodes = [("/dev/" + n, "/dev/" + n) for n in room.DEVICES]  # the room's own /dev (room.dev_folder)
+    assert [(on_cpu[i + 1], on_cpu[i + 2]) for i, a in enumerate(on_cpu) if a == "--dev-bind"] == room_nodes
     pairs = [(on_gpu[i + 1], on_gpu[i + 2]) for i, a in enumerate(on_gpu) if a == "--dev-bind"]
-    assert pairs == [("/dev/nvidiactl", "/dev/nvidiactl"), ("/dev/nvidia0", "/dev/nvidia0")]
+    assert pairs == room_nodes + [("/dev/nvidiactl", "/dev/nvidiactl"), ("/dev/nvidia0", "/dev/nvidia0")]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason=NO_GPU)

@@ -5,6 +5,7 @@ edit, in the parts causal and mha only, and state the score, the failed checks a
 they expect. The judgments of autograder/suites/efficiency.py are also tested on counts taken in
 this process with the child's own counting function.
 """
+import shutil
 import subprocess
 import sys
 
@@ -44,9 +45,10 @@ def failed(result):
     ("mha-projections-per-head", "one matmul per head"),
     ("mha-softmax-per-head", "softmax once per head"),
 ])
-def test_a_loop_over_heads_costs_the_batching_check_only(engine, tmp_path, entry_id, words):
+def test_a_loop_over_heads_is_named_by_the_batching_check_only(engine, tmp_path, entry_id, words):
+    # the check is feedback only (0 points in grading.yml): the counts come from the child's own process
     result = grade(engine, ENTRIES[entry_id], tmp_path)
-    assert scores(result) == {"causal": 22, "mha": 20}
+    assert scores(result) == {"causal": 22, "mha": 22}
     assert list(failed(result)) == ["mha_batches_the_heads"]
     message = failed(result)["mha_batches_the_heads"]
     assert words in message
@@ -59,14 +61,14 @@ def test_a_loop_over_heads_costs_the_batching_check_only(engine, tmp_path, entry
 ])
 def test_a_tensor_made_on_the_default_device_costs_the_device_check(engine, tmp_path, entry_id, part, check):
     result = grade(engine, ENTRIES[entry_id], tmp_path)
-    assert scores(result) == {"causal": 22, "mha": 22, part: 21}
+    assert scores(result) == {"causal": 22, "mha": 22}  # feedback only: the meta run is the child's own
     assert list(failed(result)) == [check]
     assert "default device" in failed(result)[check] and "device=x.device" in failed(result)[check]
 
 
 def test_a_plain_attribute_mask_is_named_as_such(engine, tmp_path):
     result = grade(engine, ENTRIES["mha-mask-plain-attribute"], tmp_path)
-    assert scores(result) == {"causal": 22, "mha": 20}
+    assert scores(result) == {"causal": 22, "mha": 21}  # mha_structure's point; the device check is feedback
     assert sorted(failed(result)) == ["mha_runs_on_the_inputs_device", "mha_structure"]
     assert "plain attribute" in failed(result)["mha_runs_on_the_inputs_device"]
     assert "register_buffer" in failed(result)["mha_runs_on_the_inputs_device"]
@@ -112,7 +114,47 @@ def test_made_up_counts_earn_nothing_without_the_right_output(engine, tmp_path):
     entry = edit("mha", "from causal import CausalAttention\n", "from causal import CausalAttention\n" + LIAR)
     result = grade(engine, entry, tmp_path)
     assert sorted(failed(result)) == ["mha_batches_the_heads", "mha_runs_on_the_inputs_device"]
-    assert scores(result) == {"causal": 22, "mha": 19}
+    assert scores(result) == {"causal": 22, "mha": 22}  # neither check is worth a point
+
+
+HIDDEN_LOOP = '''
+from torch.utils._python_dispatch import _disable_current_modes as _quiet
+
+
+def _looped_forward(self, x):
+    # a loop over the heads (one matmul per head), hidden from any dispatch mode that counts operations
+    with _quiet():
+        b, num_tokens, _ = x.shape
+        q = self.W_query(x).view(b, num_tokens, self.num_heads, self.head_dim)
+        k = self.W_key(x).view(b, num_tokens, self.num_heads, self.head_dim)
+        v = self.W_value(x).view(b, num_tokens, self.num_heads, self.head_dim)
+        heads = []
+        for h in range(self.num_heads):
+            s = q[:, :, h] @ k[:, :, h].transpose(1, 2)
+            s = s.masked_fill(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+            heads.append(self.dropout(torch.softmax(s / self.head_dim**0.5, dim=-1)) @ v[:, :, h])
+        return self.out_proj(torch.cat(heads, dim=-1))
+
+
+MultiHeadAttention.forward = _looped_forward
+'''
+
+
+def test_a_head_loop_hidden_from_the_counter_earns_nothing(engine, tmp_path):
+    """Round 3, class 4: a head loop run inside torch's _disable_current_modes() hides its operations
+    from the in-child counter (its own word). The checks judged on that word carry no point, so the
+    hidden loop scores exactly what the same loop scores in the open: hiding it buys nothing."""
+    rubric, suites, sandbox = engine
+    for part, check in (("mha", "mha_batches_the_heads"), ("mha", "mha_runs_on_the_inputs_device"),
+                        ("causal", "causal_runs_on_the_inputs_device")):
+        assert rubric.parts[part].checks[check].points == 0, check
+    hidden = tmp_path / "hidden"
+    shutil.copytree(selftest.SOLUTIONS, hidden)
+    (hidden / "mha.py").write_text((hidden / "mha.py").read_text() + HIDDEN_LOOP)
+    forged = grading.grade_submission(hidden, rubric, suites, sandbox, fixtures=runner.default_fixtures(), parts=PARTS)
+    in_the_open = grade(engine, ENTRIES["mha-loop-over-heads"], tmp_path)
+    assert "mha_batches_the_heads" in failed(in_the_open)
+    assert scores(forged) == scores(in_the_open) == {"causal": 22, "mha": 22}, failed(forged)
 
 
 # ---------------------------------------------------------------- the judgments, in this process

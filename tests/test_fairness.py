@@ -51,8 +51,8 @@ def test_a_raising_v2_costs_the_transfer_nothing(engine, tmp_path):
     result = graded_entry(engine, tmp_path, "v2-forward-attribute-typo")
     assert scores(result)["weight_transfer"] == 8
     assert scores(result)["self_attention_v2"] < 10
-    message = next(iter(failed(result, "self_attention_v2").values())).message
-    assert "self.W is used but was never set" in message
+    messages = [c.message for c in failed(result, "self_attention_v2").values()]
+    assert any("self.W is used but was never set" in m for m in messages), messages
 
 
 def test_layer_names_cost_only_the_structure_check(engine, tmp_path):
@@ -130,8 +130,9 @@ def test_not_implemented_inside_torch_is_not_the_stubs(engine, tmp_path):
     result = graded_edit(engine, tmp_path, "causal", "b, num_tokens, d_in = x.shape",
                          "b, num_tokens, d_in = x.shape\n        torch.nn.Module()(x)")
     check = failed(result, "causal")["causal_attention_math_with_known_weights"]
-    assert check.message.startswith("your code raised NotImplementedError (in causal.py)")
-    assert "not implemented yet" not in check.message
+    # a hidden check: after a hidden input it says only that the code raised (no class name)
+    assert check.message.startswith("your code raised")
+    assert "not implemented yet" not in check.message and "NotImplementedError" in check.student_text
 
 
 def test_all_zero_outputs_earn_no_property_check(engine, tmp_path):

@@ -521,9 +521,10 @@ def test_grade_prints_on_a_terminal_that_cannot_encode_the_text(tmp_path):
 # ---------------------------------------------------------------- issue 12 item 4, on the grader's own mutant
 
 def test_the_unscaled_mha_diagnosis_reaches_every_student_channel(tmp_path):
-    """MultiHeadAttention without 1/sqrt(head_dim) passes the visible checks (the book's example has
-    head_dim 1) and loses 13 of 22 points in hidden ones: every student channel names the mistake,
-    and none names a hidden check or shows the instructor's detail (the hidden sizes)."""
+    """MultiHeadAttention without 1/sqrt(head_dim) passes the visible checks as such (the book's
+    example has head_dim 1), but they earn their points only with the hidden checks of the same math
+    (grading.yml `requires`): 5 of 22 points. Every student channel names the mistake, and none names
+    a hidden check or shows the instructor's detail (the hidden sizes)."""
     from autograder import selftest
     from autograder.sandbox.client import Sandbox
 
@@ -532,9 +533,9 @@ def test_the_unscaled_mha_diagnosis_reaches_every_student_channel(tmp_path):
     with Sandbox() as sandbox:
         grade = grading.grade_submission(selftest.apply(entry, tmp_path / "submission"), rubric, suites, sandbox,
                                          parts=["mha"])
-    assert grade.parts["mha"]["score"] == 9 and grade.parts["mha"]["max_score"] == 22
+    assert grade.parts["mha"]["score"] == 5 and grade.parts["mha"]["max_score"] == 22
     failed = [c for c in grade.checks if not c.passed]
-    assert failed and all(c.visibility != "visible" for c in failed)
+    assert failed and all(c.visibility != "visible" or c.message == grading.GATED for c in failed)
     hidden_names = [c.name for c in grade.checks if c.visibility != "visible"]
     for channel, text in student_channels(grade).items():
         assert "the scores are not scaled by 1/sqrt(head_dim)" in readable(text), channel

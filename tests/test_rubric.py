@@ -75,6 +75,11 @@ def malformed(tmp_path, case):
         i = line_of("transfer_on_unseen_sizes:")
         path, line = edited(tmp_path, i, ["      transfer_on_unseen_sizes: -4"])
         return path, line, "must not be negative"
+    if case == "bad requires":  # a gate must be another check of the same part
+        i = line_of("transfer_book_example:")
+        path, line = edited(tmp_path, i, ["      transfer_book_example: {points: 2, visibility: visible,",
+                                          "                              requires: [v1_book_example]}"])
+        return path, line + 1, "requires names 'v1_book_example', which is not another check of weight_transfer"
     if case == "unknown part":
         i = line_of("numpy_attention:")
         path, line = edited(tmp_path, i, ["  numpy_attentoin:"])
@@ -83,7 +88,7 @@ def malformed(tmp_path, case):
 
 
 CASES = ["unknown key", "missing check", "check not in the suite", "bad visibility", "bad YAML", "negative points",
-         "unknown part"]
+         "bad requires", "unknown part"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -207,10 +212,13 @@ def test_json_junit_and_markdown_carry_the_same_results(reports):
     failed = [(name, vis) for name, (passed, _, _, vis, _) in by_json.items() if not passed]
     visible_failed = [name for name, vis in failed if vis == "visible"]
     assert visible_failed and len(failed) > len(visible_failed)
+    # (a visible check whose diagnosis hidden checks share is listed with them: "part: check and 2 hidden checks")
     for name in visible_failed:
         part, check = name.split(": ", 1)
-        assert sum(line.startswith(f"- **{part} / {check}** (-") for line in listed) == 1, name
-    hidden_counted = sum(int(m[1]) for line in listed if (m := re.match(r"- \*\*\w+: (\d+) hidden checks?\*\*", line)))
+        assert sum(line.startswith(f"- **{part} / {check}** (-") or bool(re.match(
+            rf"- \*\*{part}: (\w+, )*{check}( and \d+ hidden checks?)?\*\*", line)) for line in listed) == 1, name
+    hidden_counted = sum(int(m[1]) for line in listed
+                         if (m := re.match(r"- \*\*\w+: (?:[\w, ]+ and )?(\d+) hidden checks?\*\*", line)))
     assert hidden_counted == len(failed) - len(visible_failed)
     for name, vis in failed:
         if vis != "visible":
@@ -241,3 +249,24 @@ def test_grade_json_for_the_solutions(tmp_path):
     assert results["parts"] == {part: {"score": grading.load_rubric()[0].parts[part].max_score,
                                        "max_score": grading.load_rubric()[0].parts[part].max_score} for part in PARTS}
     assert all(t["status"] == "passed" for t in results["tests"])
+
+
+def test_a_gated_check_earns_its_points_only_with_the_checks_it_requires(suites):
+    """grading.yml `requires`: the book's example of context_vector passes, its check on unseen
+    inputs fails -> the example counts as failed, 0 points, with the grader's fixed message (and the
+    failed gate named for the instructor); with the gate passing it earns its point."""
+    from autograder import grading, runner
+
+    rubric = load(grading.RUBRIC_PATH, suites)
+    part = rubric.parts["simple_attention"]
+    assert part.checks["context_vector_book_example"].requires == ("context_vector_on_unseen_inputs",)
+    for unseen_passes, want in ((False, 0.0), (True, 1.0)):
+        run = runner.PartRun("simple_attention", [runner.CheckResult("simple_attention", name, True)
+                                                  for name in part.checks])
+        run.results[[r.name for r in run.results].index("context_vector_on_unseen_inputs")].passed = unseen_passes
+        grade = grading.Grade("s")
+        grading.score_part(grade, part, run)
+        book = next(c for c in grade.checks if c.name == "context_vector_book_example")
+        assert (book.passed, book.score) == (unseen_passes, want)
+        if not unseen_passes:
+            assert book.message == grading.GATED and "context_vector_on_unseen_inputs" in book.detail

@@ -324,3 +324,51 @@ def test_special_files_are_never_opened(tmp_path):
     staged = stage(folder, tmp_path / "staged")
     assert staged.found == sorted(set(ALL) - {"causal"})
     assert len(batch.digest(folder)) == 64
+
+
+# ---------------------------------------------------------------- round 3, class 5: notebooks that parse into too much
+
+JSON_BOMBS = {
+    "objects": b'{"cells": [' + b"{}," * 10_000_000 + b'{}], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}',
+    "values": b'{"cells": [{"cell_type": "code", "source": [' + b"0," * 3_000_000 + b'0]}], "nbformat": 4}',
+    "depth": b'{"cells": [{"cell_type": "code", "metadata": ' + b'{"a": ' * 500 + b"0" + b"}" * 500 + b"}]}",
+}
+
+
+@pytest.mark.parametrize("bomb", sorted(JSON_BOMBS))
+def test_a_notebook_that_parses_into_too_many_objects_is_refused_before_parsing(tmp_path, bomb):
+    """A small zip (the JSON compresses a thousandfold) holding a notebook of ten million empty
+    objects, three million numbers or 500 levels of nesting: refused with the notebook's name and
+    the reason, before json parses a byte of it."""
+    archive = tmp_path / "hw.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        z.writestr("ch03.ipynb", JSON_BOMBS[bomb])
+    assert archive.stat().st_size < 200_000
+    with pytest.raises(SubmissionError) as error:
+        stage(archive, tmp_path / "staged")
+    words = {"objects": "JSON objects and arrays", "values": "JSON values", "depth": "nested more than"}[bomb]
+    assert "ch03.ipynb" in str(error.value) and words in str(error.value), str(error.value)
+
+
+def test_staging_a_notebook_bomb_stays_within_a_small_memory_limit(tmp_path):
+    """The grader's own process: staging the 60 KiB zip of ten million objects under an address-space
+    limit of 512 MiB ends in the staging error, not a MemoryError (it peaked at 1 GiB before)."""
+    import subprocess
+    import sys
+
+    archive = tmp_path / "hw.zip"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=9) as z:
+        z.writestr("ch03.ipynb", JSON_BOMBS["objects"])
+    script = ("import resource, sys\n"
+              "from autograder.submission import SubmissionError, stage\n"
+              "resource.setrlimit(resource.RLIMIT_AS, (512 << 20, 512 << 20))\n"
+              "try:\n    stage(sys.argv[1], sys.argv[2])\n"
+              "except SubmissionError as e:\n    print('REFUSED', e)\n")
+    run = subprocess.run([sys.executable, "-c", script, str(archive), str(tmp_path / "staged")], cwd=PROJECT_ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0 and "REFUSED" in run.stdout, run.stderr[-2000:]
+
+
+def test_real_notebooks_pass_the_json_bounds():
+    for path in (PROJECT_ROOT / "source" / "ch03").glob("*.ipynb"):
+        assert submission.json_shape_problem(path.read_bytes()) == "", path

@@ -10,7 +10,11 @@ from autograder import text
     ("two\nlines", False, "two | lines"),
     ("two\r\nlines", True, "two\nlines"),
     ("esc\x1b[31m", False, "esc\\x1b[31m"),
-    ("bidi\u202eevil", False, "bidi\\u202eevil"),
+    ("bidi\u202eevil", False, "bidievil"),
+    ("tag\U000e0041\U000e0042\U000e007fcharacters", False, "tagcharacters"),
+    ("zero\u200bwidth\u2060joiner\ufeff\u00adsoft", False, "zerowidthjoinersoft"),
+    ("isolate\u2066x\u2069", False, "isolatex"),
+    ("line\u2028separator", False, "line\\u2028separator"),
     ("private\ue000use", False, "private\ufffduse"),
     ("lone \ud800 surrogate", False, "lone ? surrogate"),
     ("del\x7f", False, "del\\x7f"),
@@ -38,3 +42,35 @@ def test_a_string_subclass_is_cleaned_as_its_characters():
             return True
 
     assert text.clean(Shouty("bell\x07")) == "bell\\x07"
+
+
+def test_no_format_character_survives_clean():
+    """Every code point of Unicode category Cf (zero-width, bidirectional controls, tag characters)
+    is gone from what clean returns, whichever path it takes."""
+    import sys
+    import unicodedata
+
+    every = "".join(chr(c) for c in range(sys.maxunicode + 1)
+                    if unicodedata.category(chr(c)) == "Cf")
+    assert "\U000e0041" in every and "\u202e" in every
+    out = text.clean("a" + every + "b", limit=len(every) * 10)
+    assert out == "ab"
+
+
+@pytest.mark.parametrize("value, expected", [
+    ("bob", "bob"),
+    ("=1+1", "'=1+1"),
+    ("-bob", "'-bob"),
+    ("@SUM(A1)", "'@SUM(A1)"),
+    ("\t=1", "'\t'=1"),
+    ("\rx", "'\rx"),
+    ("ok;=HYPERLINK(\"http://x\",\"y\")", "ok;'=HYPERLINK(\"http://x\",\"y\")"),
+    ("a,+cmd", "a,'+cmd"),
+    ("a\t-2", "a\t'-2"),
+    ("a; =1", "a; '=1"),
+    ("a\n@x", "a\n'@x"),
+    ("alice;bob;=evil", "alice;bob;'=evil"),
+    ("score 3-2 = 1", "score 3-2 = 1"),
+])
+def test_csv_cell_leaves_no_formula_after_any_separator(value, expected):
+    assert text.csv_cell(value) == expected

@@ -17,6 +17,7 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import quote
 
+from autograder import text
 from autograder.reports.common import fmt, printable
 from autograder.reports.html_page import bar, esc, img, page
 from autograder.reports.plots import available, histogram_png
@@ -67,18 +68,12 @@ def misconceptions(records):
     return sorted(rows, key=lambda r: (r["unfinished"], -len(r["students"]), -len(r["checks"]), r["part"], r["message"]))
 
 
-def _csv_cell(value):
-    """A cell a spreadsheet will not read as a formula."""
-    value = str(value)
-    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
-
-
 def misconceptions_csv(records):
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for row in misconceptions(records):
-        writer.writerow([_csv_cell(v) for v in (row["part"], row["message"], len(row["students"]),
+        writer.writerow([text.csv_cell(v) for v in (row["part"], row["message"], len(row["students"]),
                                                 ";".join(row["checks"]), ";".join(row["students"]))])
     return out.getvalue()
 

@@ -380,6 +380,9 @@ class Part:
         self.protections = list(session.protections)
         self.own_session = None
         self.died = died
+        # set by the runner before the first hidden input is sent: from then on every word about
+        # this child (how it ended) comes from a fixed phrase, never a number or name it picked
+        self.saw_hidden = False
         self.end = None if fds else {"output": "", "output_bytes": 0}
         self.requests_w, self.replies_r, self.pidfd, self.output_fd = fds or (None, None, None, None)
         self.output_from, self.host_pid, self.gpu_killed = 0, 0, None
@@ -465,15 +468,18 @@ class Part:
         elif code is None:
             self.died = "the sandbox lost the child"
         elif isinstance(error, RecursionError) or isinstance(error, protocol.ProtocolError) and "closed" not in str(error):
-            self.died = f"sent back something that is not an answer ({text.excerpt(error, 200)})"
-        elif code == -signal.SIGKILL and self.gpu_killed:
-            self.died = f"was killed (SIGKILL): it {self.gpu_killed}"
+            said = "" if self.saw_hidden else f" ({text.excerpt(error, 200)})"
+            self.died = f"sent back something that is not an answer{said}"
+        elif code == -signal.SIGKILL and self.gpu_killed:  # how much it held is the child's choice
+            self.died = ("was killed (SIGKILL): it held more GPU memory than the part's limit" if self.saw_hidden
+                         else f"was killed (SIGKILL): it {self.gpu_killed}")
         elif code == -signal.SIGKILL:
             self.died = "was killed (SIGKILL): most likely it used more memory than the part's limit"
         elif code < 0:
-            self.died = f"was killed by signal {signal.Signals(-code).name}"
+            self.died = "was killed by a signal" if self.saw_hidden else f"was killed by signal {_signal_name(-code)}"
         else:
-            self.died = f"exited with status {code} before returning (sys.exit/os._exit in the code?)"
+            status = "" if self.saw_hidden else f" with status {code}"
+            self.died = f"exited{status} before returning (sys.exit/os._exit in the code?)"
 
     def kill(self):
         if self.pidfd is not None:
@@ -548,3 +554,10 @@ def _plain_error(error):
     return {"type": text.identifier(error.get("type", "")) if error.get("type") else "Exception",
             "message": text.clean(error.get("message", ""), text.MESSAGE),
             "where": text.excerpt(error.get("where", ""), 200), "not_implemented": error.get("not_implemented") is True}
+
+
+def _signal_name(number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # a real-time signal has no name of its own
+        return f"number {number}"

@@ -162,9 +162,13 @@ def enter_part(request, in_namespaces):
             _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=16m")
         protections.append("a fresh /tmp, /dev/shm, IPC and network for each part")
     on_gpu = request.get("device", "cpu") != "cpu"
-    if _limit_all(root and own_uid) and limit_part(request["memory_mb"], request["timeout"], on_gpu):
+    # a process limit only where it counts this session alone: a uid of its own as root, or (without
+    # root) the session's own user namespace on a kernel that counts per namespace
+    processes = bool(own_uid) and (root or (in_namespaces and _nproc_per_user_namespace()))
+    if _limit_all(processes) and limit_part(request["memory_mb"], request["timeout"], on_gpu):
         memory = "CPU memory by control group only" if on_gpu else f"memory {int(request['memory_mb'])} MiB"
-        protections.append(f"rlimits ({memory}, CPU, file size, open files, processes)")
+        counted = f", {PROCESSES} processes" if processes else ""
+        protections.append(f"rlimits ({memory}, CPU, file size, open files{counted})")
     if _oom_first():
         protections.append("first to go if the machine runs out of memory")
     if own_uid:
@@ -216,6 +220,32 @@ def _limit(kind, value):
         return True
     except (ValueError, OSError):
         return False
+
+
+def _nproc_per_user_namespace():
+    """Without root every session is its own user namespace, mapped onto the grader's uid. From
+    Linux 5.14 RLIMIT_NPROC counts the processes of a uid per user namespace (so the limit holds for
+    the session alone, never the grader's own processes); before, it counted every process of the
+    grader's uid on the host, so it is not set there (and not claimed)."""
+    try:
+        major, minor = (int(x) for x in os.uname().release.split(".")[:2])
+    except ValueError:
+        return False
+    return (major, minor) >= (5, 14)
+
+
+def deaf_to_signals():
+    """The leader is PID 1 of its namespace: the kernel delivers a signal sent from inside only if
+    PID 1 installed a handler for it. Python installs one for SIGINT (and the fork server may hold
+    others): put every catchable signal back to its default, so a part's kill(1, SIGINT) is dropped."""
+    for number in range(1, signal.NSIG):
+        if number in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            if signal.getsignal(number) not in (signal.SIG_DFL, signal.SIG_IGN, None):
+                signal.signal(number, signal.SIG_DFL)
+        except (OSError, ValueError):
+            pass
 
 
 def _limit_all(per_uid_processes):

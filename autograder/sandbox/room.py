@@ -8,8 +8,9 @@ bubblewrap command line. An allow-list: a fresh root holding only
     at /run/ch03 (never the hidden suites, the rubric or the solutions: the grading package's own
     folder is covered with an empty tmpfs wherever an allowed folder would show it);
   - the CPU description torch reads (/sys/devices/system/cpu), read-only;
-  - a new /proc, a minimal /dev (null, zero, full, random, urandom, tty) and an empty /tmp;
-    with `grade --device cuda`, the NVIDIA device nodes and driver libraries as well (nvidia.py).
+  - a new /proc, a /dev of five nodes (null, zero, full, random, urandom: no terminal, no
+    pseudo-terminal multiplexer, whose count is machine-wide) and an empty /tmp; with
+    `grade --device cuda`, the NVIDIA device nodes and driver libraries as well (nvidia.py).
 
 Nothing else of the host exists there: no /home, /root, /srv, /opt, /work, host /tmp, checkout,
 bundle or other student. bubblewrap also gives the room new PID, network, IPC and UTS
@@ -34,6 +35,7 @@ SYSTEM_LIBS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/libx32")
 TOP_LEVEL_LINKS = ("/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin")
 FILES = ("/etc/ld.so.cache",)
 CPU_INFO = "/sys/devices/system/cpu"
+DEVICES = ("null", "zero", "full", "random", "urandom")  # no tty, no ptmx/pts: every pty counts machine-wide
 ENVIRONMENT = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}
 
@@ -117,6 +119,19 @@ def gpu_args():
     return args + libraries
 
 
+def dev_folder():
+    """The room's /dev: a tmpfs with the five data nodes, the fd links and an empty shm folder
+    (each part mounts its own tmpfs there). Unlike bubblewrap's --dev, no tty, no /dev/pts and no
+    /dev/ptmx: pseudo-terminals are a machine-wide count (kernel.pty.max) any room could use up."""
+    args = ["--tmpfs", "/dev"]
+    for node in DEVICES:
+        args += ["--dev-bind", f"/dev/{node}", f"/dev/{node}"]
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+                         ("stderr", "/proc/self/fd/2")):
+        args += ["--symlink", target, f"/dev/{name}"]
+    return args + ["--perms", "1777", "--dir", "/dev/shm"]
+
+
 def command(python_argv, user_namespace, device="cpu"):
     """The bwrap argv that starts python_argv (the fork server) in the room; with device "cuda"
     the GPU's device nodes are in its /dev too."""
@@ -147,7 +162,7 @@ def command(python_argv, user_namespace, device="cpu"):
     args += _cover_grader(python_folders())
     if os.path.isdir(CPU_INFO):
         args += ["--ro-bind", CPU_INFO, CPU_INFO]
-    args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--dir", "/run/submission"]
+    args += ["--proc", "/proc"] + dev_folder() + ["--tmpfs", "/tmp", "--dir", "/run/submission"]
     if device == "cuda":
         args += gpu_args()
     for rel in RUNTIME:

@@ -142,6 +142,7 @@ def lead(request, leader_fd, submission_fd, in_namespaces):
             os.chmod(request["scratch"], 0o711)
         isolation.close_all_but({leader_fd, submission_fd})
         workspace, protections = isolation.enter_session(request, submission_fd, in_namespaces)
+        isolation.deaf_to_signals()
     except BaseException as exc:  # report the set-up failure, in the grader's words
         protocol.send_message(sock, {"error": f"sandbox set-up failed: {type(exc).__name__}: {exc}"[:500]})
         return
@@ -171,6 +172,7 @@ def fork_part(sock, output_fd, request, workspace, in_namespaces):
             devnull = os.open(os.devnull, os.O_RDONLY)
             os.dup2(devnull, 0)
             isolation.close_all_but({requests_r, replies_w})
+            signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any Python program
             if not in_namespaces:
                 os.setpgid(0, 0)
             protections = isolation.enter_part(request, in_namespaces)

@@ -206,7 +206,11 @@ def judge(entry, grade):
         outcome.detail = "full marks" if outcome.ok else "lost points: " + "; ".join(
             f"{part}/{name}: {message}" for part, name, message in failed)
         return outcome
-    if entry.part not in losing:
+    # a check worth 0 points (feedback only: grading.yml gives nothing for what the child could
+    # forge, e.g. its own count of operations) catches a mutant by saying the misconception
+    flagged = [c.message for c in grade.checks if c.part == entry.part and not c.passed and not c.max_score
+               and entry.message.lower() in c.message.lower()]
+    if entry.part not in losing and not flagged:
         outcome.detail = f"survived: {entry.part} kept full marks"
         return outcome
     extra = [p for p in losing if p not in entry.parts_losing]
@@ -219,7 +223,7 @@ def judge(entry, grade):
         outcome.detail = f"caught in {entry.part}, but no failed check says {entry.message!r}: " + " | ".join(own)
         return outcome
     outcome.ok = True
-    outcome.detail = f"caught in {', '.join(losing)}"
+    outcome.detail = f"caught in {', '.join(losing)}" if losing else f"flagged in {entry.part} (feedback only, 0 points)"
     return outcome
 
 

@@ -16,9 +16,11 @@ the grader's own:
   each meta operation on zero-filled CPU tensors (sandbox/counting.py), so reading a value with
   .item() reads a zero; errors that have nothing to do with devices are not charged.
 
-The counts and the meta run come from the student's own process, which could report anything:
-every check that uses them first requires the right output from the same module on the same
-inputs, so a made-up answer can at most earn that one check's points.
+The counts and the meta run come from the student's own process, which could report anything (a
+head loop run inside torch's _disable_current_modes() hides its operations from the counter): the
+checks that use them are worth 0 points in grading.yml, feedback only. They still require the right
+output from the same module on the same inputs before they judge anything, so their diagnosis is
+about code that computes the right thing.
 """
 import re
 
