@@ -20,7 +20,7 @@ from autograder import PARTS
 from autograder.sandbox.client import SessionDied
 from autograder.secret import check_seed, draw_secret
 from autograder.student import Student, StudentError, source_attributes
-from autograder.suites import expect
+from autograder.suites import dependencies, expect
 
 
 @dataclass
@@ -77,6 +77,7 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
     """
     runs = {name: PartRun(name) for name in rubric.parts if parts is None or name in parts}
     attributes = source_attributes(staged.folder)
+    known = {}  # the submission's verdicts on the parts other parts use (suites/dependencies.py)
     turns = []  # (run, part, its checks of one visibility), in the order they run
     for visibility in VISIBILITY_ORDER:
         for name, run in runs.items():
@@ -95,7 +96,7 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
         ahead = {r.part: p.timeout - r.seconds for r, p, _ in turns[at:] if not r.timed_out}
         limits = (part.timeout - run.seconds, part.memory_mb, sum(ahead.values()))
         hidden = any(part.checks[n].visibility == "hidden" for n, _ in checks)
-        session, child = run_checks(sandbox, session, child, (staged.folder, key, attributes), run, checks,
+        session, child = run_checks(sandbox, session, child, (staged.folder, key, attributes, known), run, checks,
                                     limits, fixtures, last=at == len(turns) - 1, hidden=hidden)
     if child is not None:
         child.close()
@@ -148,39 +149,86 @@ def draw_figures(sandbox, folder, key, runs, rubric, fixtures):
 def run_checks(sandbox, session, child, submission, run, checks, limits, fixtures, last=False, hidden=False):
     """Some checks of one part, in `child` (reset after the part before) or a fresh child of the
     session (a new session when it has died); a crash fails the rest of these checks.
-    submission: (staged folder, key, attributes); last: no part follows in this child (it is ended,
-    not reset); hidden: the checks send hidden inputs (the child is marked: whatever is said of it
-    from then on is a fixed phrase, see client.Part.saw_hidden and student.StudentError).
-    -> (session, the child when it can take the next part)."""
-    folder, key, attributes = submission
+    submission: (staged folder, key, attributes, verdicts on the parts others use); last: no part
+    follows in this child (it is ended, not reset); hidden: the checks send hidden inputs (the child is
+    marked: whatever is said of it from then on is a fixed phrase, see client.Part.saw_hidden and
+    student.StudentError). -> (session, the child when it can take the next part)."""
+    folder, key, attributes, known = submission
     timeout, memory_mb, budget = limits
     clock = time.monotonic()
     if child is not None:
         child.next_part(timeout, memory_mb)
     else:
-        for attempt in (1, 2):
-            if session is None or session.died:
-                if session is not None:
-                    session.close()
-                session = sandbox.session(folder, key)
-            child = session.part(timeout, memory_mb, budget)
-            if not (child.died and session.died) or attempt == 2:
-                break
-    run.protections = run.protections or child.protections
+        session, child = fresh_child(sandbox, session, folder, key, (timeout, memory_mb, budget))
     child.saw_hidden = child.saw_hidden or hidden
-    student = Student(child, attributes)
+    session, child, student, found = with_dependencies(sandbox, (session, child), submission, run.part,
+                                                       (timeout, memory_mb, budget))
+    run.protections = run.protections or child.protections
+    child.saw_hidden = child.saw_hidden or hidden  # a child that replaced one the probe ended, too
     for name, fn in checks:
         if child.died:
             run.results.append(CheckResult(run.part, name, False, f"not run: the {run.part} process {child.died}"))
             continue
-        run.results.append(run_check(run.part, name, fn, student, fixtures))
+        run.results.append(run_dependent_check(run.part, name, fn, student, fixtures, found))
     run.seconds += time.monotonic() - clock
-    end = {**child.close(), "reusable": False} if last else child.finish()
+    end = {**child.close(), "reusable": False} if last or student.substituted else child.finish()
     run.output += end["output"]
     if child.died and child.died != "closed" and not run.problem:
         run.problem = f"the {run.part} process {child.died}"
         run.timed_out = "timed out" in child.died
     return session, child if end["reusable"] else None
+
+
+def fresh_child(sandbox, session, folder, key, limits):
+    """A new child of the session (of a new session when it has died) -> (session, child)."""
+    timeout, memory_mb, budget = limits
+    for attempt in (1, 2):
+        if session is None or session.died:
+            if session is not None:
+                session.close()
+            session = sandbox.session(folder, key)
+        child = session.part(timeout, memory_mb, budget)
+        if not (child.died and session.died) or attempt == 2:
+            break
+    return session, child
+
+
+def with_dependencies(sandbox, place, submission, part, limits):
+    """The part's Student, with the grader's own code in place of each part it uses that is not right
+    on its own (suites/dependencies.py) -> (session, child, student, {module: verdict}). A probe that
+    ran past its time ended the child: the part goes on in a fresh one."""
+    (session, child), (folder, key, attributes, known) = place, submission
+    student = Student(child, attributes)
+    if part not in dependencies.DEPENDS or child.died:
+        return session, child, student, {}
+    found = dependencies.verdicts(student, part, known)
+    if child.died:
+        child.close()
+        session, child = fresh_child(sandbox, session, folder, key, limits)
+        student = Student(child, attributes)
+    sources = dependencies.substitutes(found)
+    if sources and not child.died:
+        try:
+            student.substitute(sources)
+        except (StudentError, SessionDied):
+            pass
+    return session, child, student, found
+
+
+def run_dependent_check(part, name, fn, student, fixtures, found):
+    """One check; where the grader's code stands in for a part found wrong (not raising or hanging),
+    a failed check is run again with the student's own code, which may be written for it (a transfer
+    that writes sa_v1.W_q where v1 names its matrix so): the better verdict counts."""
+    result = run_check(part, name, fn, student, fixtures)
+    if result.passed or not student.substituted or "wrong" not in found.values():
+        return result
+    try:
+        student.substitute({})
+        own = run_check(part, name, fn, student, fixtures)
+        student.substitute(dependencies.substitutes(found))
+    except (StudentError, SessionDied):
+        return result
+    return own if own.passed else result
 
 
 def run_part(sandbox, submission, part, checks, limits, fixtures, missing=""):
@@ -190,7 +238,7 @@ def run_part(sandbox, submission, part, checks, limits, fixtures, missing=""):
         run.problem = missing
         run.results = [CheckResult(part, name, False, missing) for name, _ in checks]
         return run
-    session, child = run_checks(sandbox, None, None, (submission, None, source_attributes(submission)), run, checks,
+    session, child = run_checks(sandbox, None, None, (submission, None, source_attributes(submission), {}), run, checks,
                                 (limits.timeout, limits.memory_mb, limits.timeout), fixtures)
     if child is not None:
         child.close()

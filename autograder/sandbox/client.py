@@ -418,13 +418,15 @@ class Part:
         except (protocol.Deadline, protocol.ProtocolError) as e:
             self._fail(e)
 
-    def call(self, header, buffers=()):
-        """Send one request and wait for its reply -> (reply header, payload); SessionDied on trouble."""
+    def call(self, header, buffers=(), limit=None):
+        """Send one request and wait for its reply -> (reply header, payload); SessionDied on trouble.
+        limit: seconds this call may take at most (within the part's time)."""
         if self.died:
             raise SessionDied(self.died)
+        deadline = self.deadline if limit is None else min(self.deadline, time.monotonic() + limit)
         try:
-            protocol.send(self.requests_w, header, buffers, self.deadline)
-            reply, payload = protocol.receive(self.replies_r, self.deadline)
+            protocol.send(self.requests_w, header, buffers, deadline)
+            reply, payload = protocol.receive(self.replies_r, deadline)
         except (protocol.Deadline, protocol.ProtocolError, RecursionError) as e:  # JSON nested too deep
             self._fail(e)
             raise SessionDied(self.died) from None
