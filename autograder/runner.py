@@ -36,6 +36,8 @@ class CheckResult:
     detail: str = ""
     student_text: str = ""
     figure: dict = None  # the student's and the expected weights on public inputs (suites/figures.py)
+    cause: str = ""      # the misconception its message names (expect.Mismatch.cause), if any
+    unexplained: bool = False  # its values are wrong and it could name no cause (part_diagnosis may)
 
 
 @dataclass
@@ -47,6 +49,7 @@ class PartRun:
     protections: list = field(default_factory=list)
     problem: str = ""           # set when the part's process died or could not start
     timed_out: bool = False     # the part used up its time limit: its later checks are not run
+    diagnosis: str = ""         # the cause that explains most of its failed checks (part_diagnosis)
 
 
 def discover(parts=PARTS):
@@ -102,9 +105,26 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
         child.close()
     if session is not None:
         session.close()
+    for run in runs.values():
+        part_diagnosis(run)
     if figures:
         draw_figures(sandbox, staged.folder, key, runs, rubric, fixtures)
     return runs
+
+
+def part_diagnosis(run):
+    """One bug, one explanation: the cause named by most of the part's failed checks is the part's
+    diagnosis (causes named equally often are all given, as possibilities); a failed check that could
+    name none (its numbers are just wrong) is told that cause as the likely one."""
+    counts = {}
+    for result in run.results:
+        if not result.passed and result.cause:
+            counts[result.cause] = counts.get(result.cause, 0) + 1
+    top = [cause for cause, n in counts.items() if n == max(counts.values(), default=0)]
+    run.diagnosis = top[0] if len(top) == 1 else ("one of: " + "; or ".join(top[:3]) if top else "")
+    for result in run.results:
+        if run.diagnosis and result.unexplained and not result.passed:
+            result.message += f" (most likely the cause named by this part's other failed checks: {run.diagnosis})"
 
 
 FIGURE_SECONDS = 10  # at most, for all of a submission's pictures: a picture never costs a part its time or points
@@ -303,7 +323,8 @@ def _run_check(part, name, fn, student, fixtures):
         return CheckResult(part, name, True, str(e))
     except AssertionError as e:
         return CheckResult(part, name, False, str(e) or "check failed", detail=str(getattr(e, "detail", "")),
-                           student_text=str(getattr(e, "student_text", "")))
+                           student_text=str(getattr(e, "student_text", "")), cause=str(getattr(e, "cause", "")),
+                           unexplained=getattr(e, "unexplained", False) is True)
     except StudentError as e:
         return CheckResult(part, name, False, e.explain(), student_text=e.student_text())
     except SessionDied as e:

@@ -4,40 +4,12 @@
 Each test grades a copy of the solutions with edits written here, through the real engine, and
 states the score per part and the message it expects. Only the parts concerned are graded.
 """
-import shutil
-from pathlib import Path
-
 import pytest
+from part_edits import failed, grade, scores, submission
 
-from autograder import grading, runner, selftest
+from autograder import selftest
 from autograder.suites import dependencies
 from autograder.suites.reference_parts import SOURCES
-
-
-def submission(tmp_path, *edits):
-    """The solutions with each (module, find, replace) applied to every occurrence of find."""
-    folder = tmp_path / "submission"
-    shutil.copytree(selftest.SOLUTIONS, folder)
-    for module, find, replace in edits:
-        path = folder / f"{module}.py"
-        text = path.read_text(encoding="utf-8")
-        assert find in text, (module, find)
-        path.write_text(text.replace(find, replace), encoding="utf-8")
-    return folder
-
-
-def grade(engine, folder, parts):
-    rubric, suites, sandbox = engine
-    return grading.grade_submission(folder, rubric, suites, sandbox, fixtures=runner.default_fixtures(),
-                                    parts=parts, figures=False)
-
-
-def scores(result):
-    return {part: p["score"] for part, p in result.parts.items()}
-
-
-def failed(result, part):
-    return {c.name: c.message for c in result.checks if not c.passed and c.part == part}
 
 
 V2_RAISES = ("self_attention_v2", "        super().__init__()\n", "        super().__init__()\n        raise KeyError(1)\n")

@@ -11,7 +11,7 @@ import torch
 from autograder.suites import efficiency, expect, helpers, part_marker, reference
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import (deferred, error_diagnosis, judge, matches, multi_head_mistakes,
-                                              raised_in, weights)
+                                              named_mistake, raised_in, weights)
 from autograder.student import RemoteObject, StudentError
 
 pytestmark = part_marker("mha")
@@ -387,11 +387,17 @@ def test_mha_causal_and_dropout(student, rng):
     if not matches(base, expect.as_tensor(run(mha, x, name, _seed=2), name), 0.0):
         expect.fail(f"{name} after .eval() gives different outputs from call to call: dropout is still active "
                     f"in eval mode (use self.dropout, an nn.Dropout)")
+    want = reference.multi_head(x, state, h)
     if causality_problem(mha, x, base, rng, name) is not None:
-        expect.fail(f"{name}: changing only later tokens changed the outputs of earlier ones: the mask is missing or "
-                    f"wrong; fill every score above the diagonal with -inf, in every head, before the softmax")
-    judge(base, reference.multi_head(x, state, h), f"{name} in eval mode", multi_head_mistakes(x, state, h),
-          hint="in eval mode dropout must do nothing")
+        # a mistake that explains the output explains the broken causality too (heads split or merged
+        # without the transpose mix the tokens): it is named instead of the mask
+        why = named_mistake(base, want, multi_head_mistakes(x, state, h))
+        expect.fail(f"{name}: changing only later tokens changed the outputs of earlier ones: " + (
+            why if why else "the mask is missing or wrong; fill every score above the diagonal with -inf, in every "
+                            "head, before the softmax"), cause=why)
+    if not matches(base, want, 1e-4):
+        judge(base, want, f"{name} in eval mode", multi_head_mistakes(x, state, h),
+              hint=eval_dropout_hint(known(student, d_in, d_out, ctx, 0.0, h, state), x, want, name))
     # training mode: each head's values are its tokens' one-hot inputs twice ([I; I]) and out_proj is the
     # identity, so each head's output row is that token's attention weights twice, side by side; dropout
     # on the weights drops the same entries in both copies, dropout on the context vectors does not
@@ -423,6 +429,15 @@ def test_mha_causal_and_dropout(student, rng):
         expect.fail(f"{name} in training mode: dropout acts on the values or the context vectors (or twice): "
                     f"apply it once, to the attention weights, after the softmax and before they multiply the values")
     helpers.dropout_verdict(train, eval_weights, p, name, again=again)
+
+
+def eval_dropout_hint(plain, x, want, what):
+    """Dropout is named as the cause of a wrong eval-mode output only when the same module with
+    dropout=0.0 computes the right numbers; otherwise the computation itself is wrong."""
+    plain.eval()
+    if matches(expect.as_tensor(run(plain, x, what), what), want, 1e-4):
+        return "with dropout=0.0 the same module is right: in eval mode dropout must do nothing"
+    return "the same module with dropout=0.0 is wrong too: the attention itself is not the specified computation"
 
 
 def test_mha_structure(student):
