@@ -190,7 +190,7 @@ def run_checks(sandbox, session, child, submission, run, checks, limits, fixture
             run.results.append(CheckResult(run.part, name, False, f"not run: the {run.part} process {child.died}"))
             continue
         run.results.append(run_dependent_check(run.part, name, fn, student, fixtures, found))
-    run.seconds += time.monotonic() - clock
+    run.seconds += child.spent() if hasattr(child, "spent") else time.monotonic() - clock  # CPU, not the load
     end = {**child.close(), "reusable": False} if last or student.substituted else child.finish()
     run.output += end["output"]
     if child.died and child.died != "closed" and not run.problem:
