@@ -387,6 +387,7 @@ class Part:
         self.end = None if fds else {"output": "", "output_bytes": 0}
         self.requests_w, self.replies_r, self.pidfd, self.output_fd = fds or (None, None, None, None)
         self.output_from, self.host_pid, self.gpu_killed = 0, 0, None
+        self.cpu_out = False  # the last deadline was the CPU-time limit's (else the wall clock's)
         self._limits(timeout, memory_mb)
         if fds:
             self._hello()
@@ -420,10 +421,9 @@ class Part:
         used = self.group.cpu_seconds() if self.group is not None else None
         if used is not None or self.pidfd is None:
             return used
-        if getattr(self, "pid", None) is None:
-            self.pid = _host_pid(self.pidfd)
+        self.host_pid = self.host_pid or _host_pid(self.pidfd)
         try:
-            with open(f"/proc/{self.pid}/stat") as f:
+            with open(f"/proc/{self.host_pid}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
             return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
         except (OSError, ValueError, IndexError):
@@ -475,7 +475,6 @@ class Part:
         while not select.select([self.replies_r], [], [], 0)[0]:
             now = time.monotonic()
             if now >= deadline:
-                self.cpu_out = False
                 raise protocol.Deadline()
             if select.select([self.replies_r], [], [], min(self.TICK, deadline - now))[0]:
                 return
@@ -516,7 +515,7 @@ class Part:
         code = end.get("exitcode")
         if isinstance(error, protocol.Deadline):
             self.died = (f"timed out after {self.timeout:g} s of CPU time (the part's time limit): look for a loop that "
-                         f"never ends" if getattr(self, "cpu_out", True) else
+                         f"never ends" if self.cpu_out else
                          f"timed out after {self.deadline - self.started:g} s of waiting (the part's wall-clock limit): "
                          f"look for code that waits or sleeps")
         elif code is None:
