@@ -141,3 +141,17 @@ def test_the_reference_parts_compute_what_the_solutions_compute():
             sys.modules.pop(name, None)
             if module is not None:
                 sys.modules[name] = module
+
+
+def test_heads_of_a_class_of_the_wrapper_s_own_are_judged_by_what_they_compute(engine, tmp_path):
+    """mha.py copies CausalAttention under another name (not the same object): its heads still are
+    causal attention heads, so the wrapper keeps full marks; heads that are not lose the checks."""
+    source = (selftest.SOLUTIONS / "causal.py").read_text(encoding="utf-8")
+    own_class = source[source.index("class CausalAttention("):].replace("class CausalAttention(", "class Head(")
+    folder = submission(tmp_path, ("mha", "from causal import CausalAttention\n", "\n\n" + own_class + "\n\n"),
+                        ("mha", "[CausalAttention(", "[Head("))
+    assert scores(grade(engine, folder, ["mha"])) == {"mha": 22}
+    wrong = submission(tmp_path / "wrong", ("mha", "from causal import CausalAttention\n",
+                                            "\n\n" + own_class.replace("** 0.5", "") + "\n\n"),
+                       ("mha", "[CausalAttention(", "[Head("))
+    assert scores(grade(engine, wrong, ["mha"]))["mha"] < 22
