@@ -38,11 +38,11 @@ def classroom(folder, tmp_path, busy=False):
 
 
 def short_rubric(tmp_path):
-    """grading.yml with 8 s parts: the attacker's first part ends sooner (a correct part uses well under 1 s)."""
+    """grading.yml with 4 s parts: the attacker's first part ends sooner (a correct part uses well under 1 s of CPU)."""
     text = (PROJECT_ROOT / "grading.yml").read_text(encoding="utf-8")
     assert "defaults: {timeout: 20," in text
     path = tmp_path / "grading.yml"
-    path.write_text(text.replace("defaults: {timeout: 20,", "defaults: {timeout: 8,"), encoding="utf-8")
+    path.write_text(text.replace("defaults: {timeout: 20,", "defaults: {timeout: 4,"), encoding="utf-8")
     return path
 
 
@@ -64,8 +64,7 @@ def test_the_same_part_scores_alone_in_a_batch_under_load_and_under_two_seeds(en
     plain = classroom(tmp_path / "plain-class", tmp_path / "b")
     rubric = str(short_rubric(tmp_path))
     runs = [batch_scores(with_attack, tmp_path / "out1", "--jobs", "2", "--seed", "11", "--rubric", rubric),
-            batch_scores(with_attack, tmp_path / "out2", "--jobs", "2", "--seed", "12", "--rubric", rubric),
-            batch_scores(plain, tmp_path / "out3", "--jobs", "1", "--seed", "13")]
+            batch_scores(plain, tmp_path / "out2", "--jobs", "1", "--seed", "12")]
     for run in runs:
         for name in EDITS:
             assert run[name] == alone[name], (name, run[name], alone[name])

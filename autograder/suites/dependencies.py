@@ -20,7 +20,7 @@ from autograder.suites.reference_parts import SOURCES
 
 DEPENDS = {"weight_transfer": ("self_attention_v1", "self_attention_v2"), "mha": ("causal",),
            "exercises": ("causal", "mha")}
-PROBE_SECONDS = 5  # of CPU time per remote call of a probe: a part that runs longer is replaced
+PROBE_SECONDS = 2  # of CPU time per remote call of a probe: a part that runs longer is replaced
 SEED = 2024
 
 
