@@ -28,6 +28,7 @@ def test_every_failed_check_names_the_one_cause(engine, tmp_path, module, find, 
     messages = failures(result, module)
     assert scores(result)[module] < 22 and messages
     assert all(cause in m for m in messages), [m for m in messages if cause not in m]
+    assert cause in result.parts[module]["diagnosis"]
     assert not any("dropout must do nothing" in m or "mask is missing" in m for m in messages)
 
 
