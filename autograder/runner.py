@@ -45,6 +45,7 @@ class PartRun:
     part: str
     results: list = field(default_factory=list)
     seconds: float = 0.0
+    cpu_seconds: float = 0.0    # the child's CPU time: what the part's time limit counts (not the machine's load)
     output: str = ""            # what the student's code printed (capped)
     protections: list = field(default_factory=list)
     problem: str = ""           # set when the part's process died or could not start
@@ -96,8 +97,8 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
             run.problem = run.problem or missing
             run.results += [CheckResult(run.part, n, False, reason) for n, _ in checks]
             continue
-        ahead = {r.part: p.timeout - r.seconds for r, p, _ in turns[at:] if not r.timed_out}
-        limits = (part.timeout - run.seconds, part.memory_mb, sum(ahead.values()))
+        ahead = {r.part: p.timeout - r.cpu_seconds for r, p, _ in turns[at:] if not r.timed_out}
+        limits = (part.timeout - run.cpu_seconds, part.memory_mb, sum(ahead.values()))
         hidden = any(part.checks[n].visibility == "hidden" for n, _ in checks)
         session, child = run_checks(sandbox, session, child, (staged.folder, key, attributes, known), run, checks,
                                     limits, fixtures, last=at == len(turns) - 1, hidden=hidden)
@@ -190,7 +191,8 @@ def run_checks(sandbox, session, child, submission, run, checks, limits, fixture
             run.results.append(CheckResult(run.part, name, False, f"not run: the {run.part} process {child.died}"))
             continue
         run.results.append(run_dependent_check(run.part, name, fn, student, fixtures, found))
-    run.seconds += child.spent() if hasattr(child, "spent") else time.monotonic() - clock  # CPU, not the load
+    run.seconds += time.monotonic() - clock
+    run.cpu_seconds += child.spent() if hasattr(child, "spent") else time.monotonic() - clock  # what its limit counts
     end = {**child.close(), "reusable": False} if last or student.substituted else child.finish()
     run.output += end["output"]
     if child.died and child.died != "closed" and not run.problem:
