@@ -61,3 +61,12 @@ def test_the_cause_named_by_most_failed_checks_is_the_part_s_diagnosis():
                                  runner.CheckResult("mha", "b", False, "", cause="B")])
     runner.part_diagnosis(tie)
     assert tie.diagnosis == "one of: A; or B"
+
+
+def test_a_mistake_with_large_numbers_is_named_whatever_the_draw():
+    """Scores divided by their sum (no exp) where the sum is near 0: a float32 answer still matches the
+    mistake computed in float64, relative to its size."""
+    x = torch.tensor([3.1, -2.6, 0.25, -0.747], dtype=torch.float64)
+    got = x.float() / x.float().sum()
+    assert float(got.abs().max()) > 300
+    assert named_mistake(got, torch.softmax(x, 0), [(x / x.sum(), "no exp")], atol=1e-5) == "no exp"
