@@ -21,6 +21,7 @@ from autograder.sandbox import gpu, part_reset
 from autograder.sandbox.counting import count_ops
 
 WORKSPACE = None  # the folder holding the student's modules, set by serve()
+WORKSPACE_NAMES = ()  # the module names of its top-level .py files, set by serve()
 DEVICE = "cpu"    # where the student's modules and the inputs given to them live (`grade --device`)
 
 
@@ -186,11 +187,14 @@ def aliases(originals):
 
 
 def student_modules():
-    """The loaded modules that come from the student's folder, and the grader's stand-ins for them."""
+    """The loaded modules that come from the student's folder (its top-level .py files, listed by
+    serve()), and the grader's stand-ins for them. Looked up by name: a scan of all of sys.modules
+    (torch's thousands) would cost a millisecond per recorded call."""
     found = []
-    for name, module in list(sys.modules.items()):
+    for name in set(WORKSPACE_NAMES) | SUBSTITUTED:
+        module = sys.modules.get(name)
         file = getattr(module, "__file__", None) or ""
-        if name in SUBSTITUTED or (WORKSPACE and isinstance(file, str) and file.startswith(WORKSPACE)):
+        if module is not None and (name in SUBSTITUTED or isinstance(file, str) and file.startswith(WORKSPACE or "\0")):
             found.append(module)
     return found
 
@@ -271,7 +275,7 @@ def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memo
     grader closes the channel; between two parts, reset (part_reset.py) when the grader asks.
     device: where the student's modules run ("cpu" or "cuda"; on "cuda" this child initialises
     CUDA itself and caps its GPU memory at memory_mb, gpu.py)."""
-    global WORKSPACE, DEVICE
+    global WORKSPACE, WORKSPACE_NAMES, DEVICE
     DEVICE = device
     if device == "cuda":
         try:
@@ -280,6 +284,10 @@ def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memo
             protocol.send(replies_fd, {"ready": False, "gpu_error": f"{type(exc).__name__}: {exc}"[:500]})
             return
     WORKSPACE = os.path.realpath(workspace) + os.sep
+    try:
+        WORKSPACE_NAMES = tuple(n[:-3] for n in os.listdir(WORKSPACE) if n.endswith(".py"))
+    except OSError:
+        WORKSPACE_NAMES = ()
     sys.path.insert(0, WORKSPACE.rstrip(os.sep))
     # before any student code: what a reset child must look like (this module and the protocol watched too)
     as_new = part_reset.snapshot(also_watched=(protocol, sys.modules[__name__]))

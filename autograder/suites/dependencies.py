@@ -12,6 +12,8 @@ PROBE_SECONDS is replaced, for the checks of the parts that use it, by the grade
 Names: SelfAttention_v1 and _v2 must hold W_query, W_key and W_value (the contract there, graded in
 their own parts); CausalAttention and MultiHeadAttention may name their layers as they like.
 """
+import functools
+
 import torch
 
 from autograder.student import SessionDied, StudentError
@@ -46,7 +48,7 @@ def substitutes(found):
 def probe(student, module):
     limit, student.call_limit = student.call_limit, PROBE_SECONDS
     try:
-        PROBES[module](student, torch.Generator().manual_seed(SEED))
+        PROBES[module](student)
         return ""
     except SessionDied:
         return "hangs"
@@ -68,50 +70,58 @@ def require(condition):
         raise Wrong()
 
 
-def probe_v1(student, rng):
-    d_in, d_out = 3, 4
-    v1 = student.module("self_attention_v1").SelfAttention_v1(d_in, d_out, _seed=SEED)
-    drawn = helpers.drawn_matrices(SEED, d_in, d_out)
+@functools.lru_cache(maxsize=1)
+def expected():
+    """The probes' inputs and the grader's answers: the same for every submission, computed once."""
+    rng = torch.Generator().manual_seed(SEED)
+    v1 = helpers.drawn_matrices(SEED, 3, 4)
+    v2 = helpers.drawn_linears(SEED, helpers.qkv_layers(3, 4, False))
+    head = helpers.drawn_linears(SEED, helpers.qkv_layers(3, 4, True))
+    heads = helpers.drawn_linears(SEED, [(f"{i}.{name}", 3, 2, False) for i in range(2) for name in helpers.QKV])
+    mha = helpers.drawn_linears(SEED, helpers.qkv_layers(3, 4, False) + [("out_proj", 4, 4, True)])
+    x2, x3, x4 = torch.rand(5, 3, generator=rng), torch.rand(2, 4, 3, generator=rng), torch.rand(2, 5, 3, generator=rng)
+    per_head = [{k.split(".", 1)[1]: v for k, v in heads.items() if k.startswith(f"{i}.")} for i in range(2)]
+    return {
+        "v1": (v1, x2, reference.attention(*(x2 @ v1[k] for k in helpers.QKV), causal=False)),
+        "v2": (v2, x2, reference.single_head(x2, v2, causal=False)),
+        "causal": (x3, reference.single_head(x3, head)),
+        "wrapper": (x4, torch.cat([reference.single_head(x4, h) for h in per_head], dim=-1)),
+        "mha": (x4, reference.multi_head(x4, mha, 2)),
+    }
+
+
+def probe_v1(student):
+    drawn, x, want = expected()["v1"]
+    v1 = student.module("self_attention_v1").SelfAttention_v1(3, 4, _seed=SEED)
     state = helpers.state_of(v1, "probe")
     require(sorted(state) == sorted(drawn) and all(close(state[k], drawn[k]) for k in drawn))
-    x = torch.rand(5, d_in, generator=rng)
-    want = reference.attention(*(x @ drawn[k] for k in helpers.QKV), causal=False)
     require(close(v1(x), want))
 
 
-def probe_v2(student, rng):
-    d_in, d_out = 3, 4
-    v2 = student.module("self_attention_v2").SelfAttention_v2(d_in, d_out, _seed=SEED)
-    drawn = helpers.drawn_linears(SEED, helpers.qkv_layers(d_in, d_out, False))
+def probe_v2(student):
+    drawn, x, want = expected()["v2"]
+    v2 = student.module("self_attention_v2").SelfAttention_v2(3, 4, _seed=SEED)
     state = helpers.state_of(v2, "probe")
     require(sorted(state) == sorted(drawn) and all(close(state[k], drawn[k]) for k in drawn))
-    x = torch.rand(5, d_in, generator=rng)
-    require(close(v2(x), reference.single_head(x, drawn, causal=False)))
+    require(close(v2(x), want))
 
 
-def probe_causal(student, rng):
+def probe_causal(student):
     """Seeded weights (with biases), dropout off in eval mode, inputs shorter than the context: one
     output, judged against the grader's math on the weights the seed gives (names are free here)."""
-    d_in, d_out, ctx = 3, 4, 6
-    head = student.module("causal").CausalAttention(d_in, d_out, ctx, 0.5, qkv_bias=True, _seed=SEED)
+    x, want = expected()["causal"]
+    head = student.module("causal").CausalAttention(3, 4, 6, 0.5, qkv_bias=True, _seed=SEED)
     head.eval()
-    x = torch.rand(2, ctx - 2, d_in, generator=rng)
-    drawn = helpers.drawn_linears(SEED, helpers.qkv_layers(d_in, d_out, True))
-    require(close(head(x), reference.single_head(x, drawn)))
+    require(close(head(x), want))
 
 
-def probe_mha(student, rng):
+def probe_mha(student):
     """Both classes after a seed, on inputs shorter than the context, against the grader's math."""
-    d_in, d_out, ctx, h = 3, 4, 6, 2
     mha = student.module("mha")
-    x = torch.rand(2, ctx - 1, d_in, generator=rng)
-    wrapper = mha.MultiHeadAttentionWrapper(d_in, 2, ctx, 0.0, num_heads=h, _seed=SEED)
-    drawn = helpers.drawn_linears(SEED, [(f"{i}.{name}", d_in, 2, False) for i in range(h) for name in helpers.QKV])
-    heads = [{k.split(".", 1)[1]: v for k, v in drawn.items() if k.startswith(f"{i}.")} for i in range(h)]
-    require(close(wrapper(x), torch.cat([reference.single_head(x, head) for head in heads], dim=-1)))
-    efficient = mha.MultiHeadAttention(d_in, d_out, ctx, 0.0, num_heads=h, _seed=SEED)
-    drawn = helpers.drawn_linears(SEED, helpers.qkv_layers(d_in, d_out, False) + [("out_proj", d_out, d_out, True)])
-    require(close(efficient(x), reference.multi_head(x, drawn, h)))
+    x, want = expected()["wrapper"]
+    require(close(mha.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2, _seed=SEED)(x), want))
+    x, want = expected()["mha"]
+    require(close(mha.MultiHeadAttention(3, 4, 6, 0.0, num_heads=2, _seed=SEED)(x), want))
 
 
 PROBES = {"self_attention_v1": probe_v1, "self_attention_v2": probe_v2, "causal": probe_causal, "mha": probe_mha}
