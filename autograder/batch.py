@@ -21,6 +21,7 @@ import multiprocessing
 import multiprocessing.util
 import os
 import re
+import sqlite3
 import statistics
 import sys
 import tempfile
@@ -40,19 +41,43 @@ INTERNAL = ("The autograder could not grade this submission because of an intern
 RETRY = "retry:"  # a fingerprint kept with this prefix is graded again on the next run
 
 
+NAME_LIMIT = 80  # characters of a student's name kept in its file names (results/<name>.json, ...)
+SAFE = re.compile(r"[^A-Za-z0-9_.@+-]")
+
+
 def find_submissions(folder):
-    """[(student name, path)] for each subfolder or .zip in folder, sorted by name."""
-    found = {}
+    """[(student name, path, problem)] for each subfolder or .zip in folder, sorted by name.
+
+    A name keeps the characters a file name can safely hold (the others become _) and at most
+    NAME_LIMIT of them; a longer one ends in ~ and a hash of its whole name (any bytes), so it
+    still names one entry. Two entries that would get the same name (`a b` and `a_b`, `c` and
+    `c.zip`) are ambiguous: neither takes that name; each is recorded under the name and a hash of
+    its own file name, with the problem, and graded once one of them is renamed."""
+    by_name = {}
     for entry in sorted(Path(folder).iterdir()):
         if entry.name.startswith(".") or entry.is_symlink():
             continue
         if entry.is_dir() or entry.suffix == ".zip" and entry.is_file():
-            name = entry.stem if entry.suffix == ".zip" else entry.name
-            safe = re.sub(r"[^A-Za-z0-9_.@+-]", "_", name)
-            if safe in found:
-                safe = f"{safe}-{hashlib.sha1(os.fsencode(entry.name)).hexdigest()[:6]}"  # any bytes
-            found[safe] = entry
-    return sorted(found.items())
+            name = SAFE.sub("_", entry.stem if entry.suffix == ".zip" else entry.name)
+            if len(name) > NAME_LIMIT:
+                name = _hashed(name[:NAME_LIMIT], entry)
+            by_name.setdefault(name, []).append(entry)
+    found = []
+    for name, entries in by_name.items():
+        if len(entries) == 1:
+            found.append((name, entries[0], ""))
+            continue
+        for entry in entries:
+            others = ", ".join(repr(text.clean(os.fsdecode(e.name))) for e in entries if e != entry)
+            found.append((_hashed(name, entry), entry,
+                          f"ambiguous name: {text.clean(os.fsdecode(entry.name))!r} and {others} both become "
+                          f"{name!r}: rename one of them so that each student has a name of their own"))
+    return sorted(found, key=lambda item: item[0])
+
+
+def _hashed(name, entry):
+    """name, ~ and a hash of the entry's file name (any bytes): never a name SAFE leaves as it is."""
+    return f"{name}~{hashlib.sha256(os.fsencode(entry.name)).hexdigest()[:10]}"
 
 
 def digest(path):
@@ -179,9 +204,9 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
     found, todo = None, []
     try:
         found = find_submissions(folder)
-        for student, path in found:
+        for student, path, problem in found:
             fingerprint = digest(path)
-            if force or book.graded_digest(student) != fingerprint:
+            if not problem and (force or book.graded_digest(student) != fingerprint):
                 todo.append((student, path, fingerprint))
         known = book.students()
         _start_fork_servers(min(jobs, len(todo)))  # before torch is imported here: both start-ups overlap
@@ -190,6 +215,9 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
         rubric, suites = grading.load_rubric(rubric_path)
         if todo:  # the reference first, once for the batch (EnvironmentFailed: nobody is graded)
             _check_environment(rubric, suites, rubric_path)
+        for student, path, problem in found:
+            if problem:  # recorded, not graded: the problem is the student's to fix (a rename)
+                _store(book, out, student, RETRY + digest(path), reports.broken_results(rubric, problem), problem)
         # the workers are forked from here: a garbage collection there would walk (and so copy) every
         # object this process holds, torch's included, unless they are set apart first
         gc.freeze()
@@ -199,11 +227,11 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
             gc.unfreeze()  # a caller that goes on (the ci command, tests) collects as before
     finally:
         _stop_fork_servers()
-        write_csv(book, out / "grades.csv", None if found is None else [student for student, _ in found])
+        write_csv(book, out / "grades.csv", None if found is None else [student for student, _, _ in found])
     class_report.write_class_report(out, book.records())  # report.html, misconceptions.csv
     count = book.count()
     if summary:
-        summary.write(summary_text(book, folder, out, [student for student, _ in found], graded, known))
+        summary.write(summary_text(book, folder, out, [student for student, _, _ in found], graded, known))
     book.close()
     return count
 
@@ -266,10 +294,20 @@ def _pool(jobs, folder, out, rubric_path):
 
 
 def _store(book, out, student, fingerprint, results, problem):
-    _atomic_write(out / "results" / f"{student}.json", json.dumps(results, indent=1))
-    _atomic_write(out / "feedback" / f"{student}.md", reports.feedback(student, results))
-    _atomic_write(out / "feedback" / f"{student}.html", html_feedback.feedback_html(student, results, problem))
-    book.record(student, fingerprint, results, problem)
+    """Write one student's results, feedback and gradebook row. Anything that fails here (a disk
+    full, a file the system refuses) is that student's problem: recorded as such where it can be,
+    and the batch goes on; no temporary file is left behind."""
+    try:
+        _atomic_write(out / "results" / f"{student}.json", json.dumps(results, indent=1))
+        _atomic_write(out / "feedback" / f"{student}.md", reports.feedback(student, results))
+        _atomic_write(out / "feedback" / f"{student}.html", html_feedback.feedback_html(student, results, problem))
+        book.record(student, fingerprint, results, problem)
+    except (OSError, ValueError, sqlite3.Error) as e:
+        failed = f"its results could not be stored ({text.excerpt(f'{type(e).__name__}: {e}', 200)})"
+        try:
+            book.record(student, RETRY + fingerprint, results, failed)
+        except (OSError, ValueError, sqlite3.Error):
+            pass  # the gradebook itself refuses: the student is missing from grades.csv, graded on the next run
 
 
 def write_csv(book, path, students=None):
@@ -316,10 +354,17 @@ def summary_text(book, folder, out, students, graded, known):
     return "\n".join(lines) + "\n"
 
 
-def _atomic_write(path, text):
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False) as tmp:
-        tmp.write(text)
-    os.replace(tmp.name, path)
+def _atomic_write(path, content):
+    """Write content to path through a temporary file in the same folder, removed if anything fails."""
+    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False, prefix=".tmp-") as tmp:
+        try:
+            tmp.write(content)
+            tmp.close()
+            os.replace(tmp.name, path)
+        except BaseException:
+            tmp.close()
+            os.unlink(tmp.name)
+            raise
 
 
 def _progress(stream, done, total, started, last):

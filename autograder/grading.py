@@ -94,7 +94,8 @@ def score_part(grade, part, run):
                                         round(worth, 4), check.visibility, result.message,
                                         result.detail, result.student_text, check.diagnosis, figure=result.figure))
     grade.parts[part.name] = {"score": round(total, 4), "max_score": round(part.max_score, 4),
-                              "problem": run.problem, "seconds": round(run.seconds, 3)}
+                              "problem": run.problem, "seconds": round(run.seconds, 3),
+                              "diagnosis": run.diagnosis}  # the cause most failed checks name (runner.part_diagnosis)
 
 
 GATED = ("passes here, but the same code fails the checks on inputs only the grader knows: this check earns its "

@@ -20,7 +20,7 @@ from autograder import PARTS
 from autograder.sandbox.client import SessionDied
 from autograder.secret import check_seed, draw_secret
 from autograder.student import Student, StudentError, source_attributes
-from autograder.suites import expect
+from autograder.suites import dependencies, expect
 
 
 @dataclass
@@ -36,6 +36,8 @@ class CheckResult:
     detail: str = ""
     student_text: str = ""
     figure: dict = None  # the student's and the expected weights on public inputs (suites/figures.py)
+    cause: str = ""      # the misconception its message names (expect.Mismatch.cause), if any
+    unexplained: bool = False  # its values are wrong and it could name no cause (part_diagnosis may)
 
 
 @dataclass
@@ -43,10 +45,12 @@ class PartRun:
     part: str
     results: list = field(default_factory=list)
     seconds: float = 0.0
+    cpu_seconds: float = 0.0    # the child's CPU time: what the part's time limit counts (not the machine's load)
     output: str = ""            # what the student's code printed (capped)
     protections: list = field(default_factory=list)
     problem: str = ""           # set when the part's process died or could not start
     timed_out: bool = False     # the part used up its time limit: its later checks are not run
+    diagnosis: str = ""         # the cause that explains most of its failed checks (part_diagnosis)
 
 
 def discover(parts=PARTS):
@@ -77,6 +81,7 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
     """
     runs = {name: PartRun(name) for name in rubric.parts if parts is None or name in parts}
     attributes = source_attributes(staged.folder)
+    known = {}  # the submission's verdicts on the parts other parts use (suites/dependencies.py)
     turns = []  # (run, part, its checks of one visibility), in the order they run
     for visibility in VISIBILITY_ORDER:
         for name, run in runs.items():
@@ -92,18 +97,35 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
             run.problem = run.problem or missing
             run.results += [CheckResult(run.part, n, False, reason) for n, _ in checks]
             continue
-        ahead = {r.part: p.timeout - r.seconds for r, p, _ in turns[at:] if not r.timed_out}
-        limits = (part.timeout - run.seconds, part.memory_mb, sum(ahead.values()))
+        ahead = {r.part: p.timeout - r.cpu_seconds for r, p, _ in turns[at:] if not r.timed_out}
+        limits = (part.timeout - run.cpu_seconds, part.memory_mb, sum(ahead.values()))
         hidden = any(part.checks[n].visibility == "hidden" for n, _ in checks)
-        session, child = run_checks(sandbox, session, child, (staged.folder, key, attributes), run, checks,
+        session, child = run_checks(sandbox, session, child, (staged.folder, key, attributes, known), run, checks,
                                     limits, fixtures, last=at == len(turns) - 1, hidden=hidden)
     if child is not None:
         child.close()
     if session is not None:
         session.close()
+    for run in runs.values():
+        part_diagnosis(run)
     if figures:
         draw_figures(sandbox, staged.folder, key, runs, rubric, fixtures)
     return runs
+
+
+def part_diagnosis(run):
+    """One bug, one explanation: the cause named by most of the part's failed checks is the part's
+    diagnosis (causes named equally often are all given, as possibilities); a failed check that could
+    name none (its numbers are just wrong) is told that cause as the likely one."""
+    counts = {}
+    for result in run.results:
+        if not result.passed and result.cause:
+            counts[result.cause] = counts.get(result.cause, 0) + 1
+    top = [cause for cause, n in counts.items() if n == max(counts.values(), default=0)]
+    run.diagnosis = top[0] if len(top) == 1 else ("one of: " + "; or ".join(top[:3]) if top else "")
+    for result in run.results:
+        if run.diagnosis and result.unexplained and not result.passed:
+            result.message += f" (most likely the cause named by this part's other failed checks: {run.diagnosis})"
 
 
 FIGURE_SECONDS = 10  # at most, for all of a submission's pictures: a picture never costs a part its time or points
@@ -148,39 +170,87 @@ def draw_figures(sandbox, folder, key, runs, rubric, fixtures):
 def run_checks(sandbox, session, child, submission, run, checks, limits, fixtures, last=False, hidden=False):
     """Some checks of one part, in `child` (reset after the part before) or a fresh child of the
     session (a new session when it has died); a crash fails the rest of these checks.
-    submission: (staged folder, key, attributes); last: no part follows in this child (it is ended,
-    not reset); hidden: the checks send hidden inputs (the child is marked: whatever is said of it
-    from then on is a fixed phrase, see client.Part.saw_hidden and student.StudentError).
-    -> (session, the child when it can take the next part)."""
-    folder, key, attributes = submission
+    submission: (staged folder, key, attributes, verdicts on the parts others use); last: no part
+    follows in this child (it is ended, not reset); hidden: the checks send hidden inputs (the child is
+    marked: whatever is said of it from then on is a fixed phrase, see client.Part.saw_hidden and
+    student.StudentError). -> (session, the child when it can take the next part)."""
+    folder, key, attributes, known = submission
     timeout, memory_mb, budget = limits
     clock = time.monotonic()
     if child is not None:
         child.next_part(timeout, memory_mb)
     else:
-        for attempt in (1, 2):
-            if session is None or session.died:
-                if session is not None:
-                    session.close()
-                session = sandbox.session(folder, key)
-            child = session.part(timeout, memory_mb, budget)
-            if not (child.died and session.died) or attempt == 2:
-                break
-    run.protections = run.protections or child.protections
+        session, child = fresh_child(sandbox, session, folder, key, (timeout, memory_mb, budget))
     child.saw_hidden = child.saw_hidden or hidden
-    student = Student(child, attributes)
+    session, child, student, found = with_dependencies(sandbox, (session, child), submission, run.part,
+                                                       (timeout, memory_mb, budget))
+    run.protections = run.protections or child.protections
+    child.saw_hidden = child.saw_hidden or hidden  # a child that replaced one the probe ended, too
     for name, fn in checks:
         if child.died:
             run.results.append(CheckResult(run.part, name, False, f"not run: the {run.part} process {child.died}"))
             continue
-        run.results.append(run_check(run.part, name, fn, student, fixtures))
+        run.results.append(run_dependent_check(run.part, name, fn, student, fixtures, found))
     run.seconds += time.monotonic() - clock
-    end = {**child.close(), "reusable": False} if last else child.finish()
+    run.cpu_seconds += child.spent() if hasattr(child, "spent") else time.monotonic() - clock  # what its limit counts
+    end = {**child.close(), "reusable": False} if last or student.substituted else child.finish()
     run.output += end["output"]
     if child.died and child.died != "closed" and not run.problem:
         run.problem = f"the {run.part} process {child.died}"
         run.timed_out = "timed out" in child.died
     return session, child if end["reusable"] else None
+
+
+def fresh_child(sandbox, session, folder, key, limits):
+    """A new child of the session (of a new session when it has died) -> (session, child)."""
+    timeout, memory_mb, budget = limits
+    for attempt in (1, 2):
+        if session is None or session.died:
+            if session is not None:
+                session.close()
+            session = sandbox.session(folder, key)
+        child = session.part(timeout, memory_mb, budget)
+        if not (child.died and session.died) or attempt == 2:
+            break
+    return session, child
+
+
+def with_dependencies(sandbox, place, submission, part, limits):
+    """The part's Student, with the grader's own code in place of each part it uses that is not right
+    on its own (suites/dependencies.py) -> (session, child, student, {module: verdict}). A probe that
+    ran past its time ended the child: the part goes on in a fresh one."""
+    (session, child), (folder, key, attributes, known) = place, submission
+    student = Student(child, attributes)
+    if part not in dependencies.DEPENDS or child.died:
+        return session, child, student, {}
+    found = dependencies.verdicts(student, part, known)
+    if child.died:
+        child.close()
+        session, child = fresh_child(sandbox, session, folder, key, limits)
+        student = Student(child, attributes)
+    sources = dependencies.substitutes(found)
+    if sources and not child.died:
+        try:
+            student.substitute(sources)
+        except (StudentError, SessionDied):
+            pass
+    return session, child, student, found
+
+
+def run_dependent_check(part, name, fn, student, fixtures, found):
+    """One check; where the grader's code stands in for a part found wrong (not raising or hanging),
+    a failed check is run again with the student's own code, which may be written for it (a transfer
+    that writes sa_v1.W_q where v1 names its matrix so): the better verdict counts."""
+    result = run_check(part, name, fn, student, fixtures)
+    if result.passed or not student.substituted or "wrong" not in found.values():
+        return result
+    try:
+        student.substitute({})
+        own = run_check(part, name, fn, student, fixtures)
+        student.substitute(dependencies.substitutes(found))
+    except (StudentError, SessionDied):
+        return result
+    return own if own.passed else result
 
 
 def run_part(sandbox, submission, part, checks, limits, fixtures, missing=""):
@@ -190,7 +260,7 @@ def run_part(sandbox, submission, part, checks, limits, fixtures, missing=""):
         run.problem = missing
         run.results = [CheckResult(part, name, False, missing) for name, _ in checks]
         return run
-    session, child = run_checks(sandbox, None, None, (submission, None, source_attributes(submission)), run, checks,
+    session, child = run_checks(sandbox, None, None, (submission, None, source_attributes(submission), {}), run, checks,
                                 (limits.timeout, limits.memory_mb, limits.timeout), fixtures)
     if child is not None:
         child.close()
@@ -255,7 +325,8 @@ def _run_check(part, name, fn, student, fixtures):
         return CheckResult(part, name, True, str(e))
     except AssertionError as e:
         return CheckResult(part, name, False, str(e) or "check failed", detail=str(getattr(e, "detail", "")),
-                           student_text=str(getattr(e, "student_text", "")))
+                           student_text=str(getattr(e, "student_text", "")), cause=str(getattr(e, "cause", "")),
+                           unexplained=getattr(e, "unexplained", False) is True)
     except StudentError as e:
         return CheckResult(part, name, False, e.explain(), student_text=e.student_text())
     except SessionDied as e:

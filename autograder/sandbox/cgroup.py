@@ -1,5 +1,5 @@
 """A control group per fork server, or per worker when workers share one: a cap on the memory and
-processes of a part's whole tree.
+processes of a part's whole tree, and a CPU share of its own.
 
 The rlimits in isolation.py bound each process, and student code may start up to 64 of them; a
 control group bounds their sum, and the kernel's OOM killer acts inside the group once it holds
@@ -7,8 +7,10 @@ more than the part's memory (set before each part: each group runs one child at 
 server of its own joins its group as it starts, and a part's cap is the server's own memory (charged
 before) plus the part's; where a batch's workers share one server, each worker has a group of its
 own that its session leaders join before their first part, and a part's cap is the part's memory.
-Groups are made under the grader's own, with cgroup v1's memory and pids hierarchies, or with
-cgroup v2 where the grader's group hands those controllers down. Where neither can be written (no
+Groups are made under the grader's own, with cgroup v1's memory, pids, cpu and cpuacct hierarchies,
+or with cgroup v2 where the grader's group hands those controllers down. Every group gets the same
+CPU share (cpu.shares, cpu.weight), however many processes it runs: a batch's busy neighbour takes
+one share, not the machine; and its CPU time is what a part's time limit is judged on (client.py). Where neither can be written (no
 root, a read-only /sys/fs/cgroup, a v2 group that hands nothing down), there is no group, and the
 protections in the report do not list one.
 """
@@ -36,13 +38,22 @@ def _membership():
     return groups
 
 
+CPU_SHARE = {"cpu.shares": 1024, "cpu.weight": 100}  # v1, v2: every group the same share of a busy CPU
+
+
 def _plan(memory_bytes, processes):
-    """[(parent folder, {limit file: value})]: v1 memory and pids where mounted, else v2."""
+    """[(parent folder, {limit file: value})]: v1 memory, pids, cpu and cpuacct where mounted, else v2
+    (memory, pids and cpu where the grader's group hands them down). A folder mounted for several
+    controllers (cpu,cpuacct) is planned once."""
     groups = _membership()
-    v1 = [(os.path.join(MOUNT, c, groups[c].lstrip("/")), {name: value}) for c, name, value in
-          (("memory", "memory.limit_in_bytes", memory_bytes), ("pids", "pids.max", processes)) if c in groups]
-    v1 = [(folder, limits) for folder, limits in v1 if os.path.isfile(os.path.join(folder, "cgroup.procs"))]
-    if v1:
+    v1, seen = [], set()
+    for c, limits in (("memory", {"memory.limit_in_bytes": memory_bytes}), ("pids", {"pids.max": processes}),
+                      ("cpu", {"cpu.shares": CPU_SHARE["cpu.shares"]}), ("cpuacct", {})):
+        folder = os.path.join(MOUNT, c, groups.get(c, "").lstrip("/"))
+        if c in groups and os.path.isfile(os.path.join(folder, "cgroup.procs")) and os.path.realpath(folder) not in seen:
+            seen.add(os.path.realpath(folder))
+            v1.append((folder, limits))
+    if any("memory.limit_in_bytes" in limits for _, limits in v1):
         return v1
     for mount in (MOUNT, os.path.join(MOUNT, "unified")):
         folder = os.path.join(mount, groups.get("", "/").lstrip("/"))
@@ -52,10 +63,12 @@ def _plan(memory_bytes, processes):
         except OSError:
             continue
         limits = {name: value for c, name, value in (("memory", "memory.max", memory_bytes),
-                                                      ("pids", "pids.max", processes)) if c in handed_down}
+                                                      ("pids", "pids.max", processes),
+                                                      ("cpu", "cpu.weight", CPU_SHARE["cpu.weight"]))
+                  if c in handed_down}
         if "memory.max" in limits:
             return [(folder, limits)]
-    return []
+    return v1
 
 
 class Group:
@@ -97,11 +110,34 @@ class Group:
                     return int(stat[name])
         return 0
 
+    def cpu_seconds(self):
+        """CPU time used by every process that has been in the group (None where it cannot be read):
+        cgroup v1's cpuacct.usage (ns) or v2's cpu.stat usage_usec."""
+        for folder in self.folders:
+            try:
+                with open(os.path.join(folder, "cpuacct.usage")) as f:
+                    return int(f.read()) / 1e9
+            except (OSError, ValueError):
+                pass
+            try:
+                with open(os.path.join(folder, "cpu.stat")) as f:
+                    for line in f:
+                        if line.startswith("usage_usec "):
+                            return int(line.split()[1]) / 1e6
+            except (OSError, ValueError):
+                pass
+        return None
+
+    def has_cpu_share(self):
+        return any(os.path.exists(os.path.join(f, name)) for f in self.folders for name in CPU_SHARE)
+
     def set_memory(self, memory_bytes):
         """Cap the group's memory at memory_bytes -> the sentence for the report."""
         caps = [f"memory {memory_bytes >> 20} MiB"] if _write_any(self.folders, MEMORY_FILES, memory_bytes) else []
         if self.processes:
             caps.append(f"{self.processes} processes")
+        if self.has_cpu_share():
+            caps.append("a CPU share of its own")
         return f"control group ({', '.join(caps)} for the whole process tree)" if caps else ""
 
 

@@ -11,6 +11,7 @@ import os
 import random
 import sys
 import traceback
+import types
 
 import numpy as np
 import torch
@@ -20,6 +21,7 @@ from autograder.sandbox import gpu, part_reset
 from autograder.sandbox.counting import count_ops
 
 WORKSPACE = None  # the folder holding the student's modules, set by serve()
+WORKSPACE_NAMES = ()  # the module names of its top-level .py files, set by serve()
 DEVICE = "cpu"    # where the student's modules and the inputs given to them live (`grade --device`)
 
 
@@ -74,6 +76,8 @@ def run(handles, header, payload):
     if op == "import":
         importlib.import_module(target["module"])
         return None
+    if op == "substitute":
+        return substitute(inputs.get("sources", {}))
     obj = resolve(handles, target)
     if op == "getattr":
         return obj
@@ -147,22 +151,72 @@ class Recorder:
 def record(function, args, kwargs, patches, returns):
     """function(*args, **kwargs) with each (module, attribute) of patches replaced by one Recorder,
     put back afterwards -> {"result": what it returned, "calls": [{"args", "kwargs", "bound"}, ...],
-    "arguments": args as they are after the call (an in-place change shows there)}."""
+    "arguments": args as they are after the call (an in-place change shows there)}.
+    The class is recognised by what it is, not by its name: every other name a student module
+    gives the same object (an alias, an import under another name, a class attribute) is replaced too."""
     recorder, saved = Recorder(returns), []
     try:
+        originals = []
         for module_name, attr in patches:
             module = importlib.import_module(module_name)
-            saved.append((module, attr, module.__dict__.get(attr, Recorder)))
-            recorder.original = recorder.original or module.__dict__.get(attr)
-            setattr(module, attr, recorder)
+            original = module.__dict__.get(attr)
+            if original is not None and not isinstance(original, Recorder):
+                originals.append(original)
+            saved.append((module.__dict__, attr, module.__dict__.get(attr, Recorder)))
+            recorder.original = recorder.original or original
+            module.__dict__[attr] = recorder
+        for namespace, name in aliases(originals):
+            saved.append((namespace, name, namespace[name]))
+            namespace[name] = recorder
         result = function(*args, **kwargs)
     finally:
-        for module, attr, old in reversed(saved):
+        for namespace, attr, old in reversed(saved):
             if old is Recorder:
-                module.__dict__.pop(attr, None)
+                namespace.pop(attr, None)
             else:
-                setattr(module, attr, old)
+                namespace[attr] = old
     return {"result": result, "calls": recorder.calls, "arguments": list(args)}
+
+
+def aliases(originals):
+    """(namespace, name) of every other name the student's modules give one of the original objects."""
+    if not originals:
+        return []
+    return [(module.__dict__, name) for module in student_modules() for name, value in list(module.__dict__.items())
+            if any(value is original for original in originals)]
+
+
+def student_modules():
+    """The loaded modules that come from the student's folder (its top-level .py files, listed by
+    serve()), and the grader's stand-ins for them. Looked up by name: a scan of all of sys.modules
+    (torch's thousands) would cost a millisecond per recorded call."""
+    found = []
+    for name in set(WORKSPACE_NAMES) | SUBSTITUTED:
+        module = sys.modules.get(name)
+        file = getattr(module, "__file__", None) or ""
+        if module is not None and (name in SUBSTITUTED or isinstance(file, str) and file.startswith(WORKSPACE or "\0")):
+            found.append(module)
+    return found
+
+
+SUBSTITUTED = set()  # names of the chapter's modules the grader's own code stands in for (substitute())
+
+
+def substitute(sources):
+    """The grader's own module for each name of sources ({module name: source}, in import order)
+    from now on, in place of the student's; {} gives the student's back. Every student module
+    leaves sys.modules first, so that those imported next import the modules in place now."""
+    leaving = {id(m) for m in student_modules()}
+    for name in [n for n, m in list(sys.modules.items()) if id(m) in leaving]:
+        del sys.modules[name]
+    SUBSTITUTED.clear()
+    for name, source in sources.items():
+        module = types.ModuleType(name)
+        module.__file__ = f"<the grader's {name}.py>"
+        sys.modules[name] = module
+        SUBSTITUTED.add(name)
+        exec(compile(source, module.__file__, "exec"), module.__dict__)  # noqa: S102  (the grader's own code)
+    return sorted(SUBSTITUTED)
 
 
 def assign(handles, target, value):
@@ -221,7 +275,7 @@ def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memo
     grader closes the channel; between two parts, reset (part_reset.py) when the grader asks.
     device: where the student's modules run ("cpu" or "cuda"; on "cuda" this child initialises
     CUDA itself and caps its GPU memory at memory_mb, gpu.py)."""
-    global WORKSPACE, DEVICE
+    global WORKSPACE, WORKSPACE_NAMES, DEVICE
     DEVICE = device
     if device == "cuda":
         try:
@@ -230,6 +284,10 @@ def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memo
             protocol.send(replies_fd, {"ready": False, "gpu_error": f"{type(exc).__name__}: {exc}"[:500]})
             return
     WORKSPACE = os.path.realpath(workspace) + os.sep
+    try:
+        WORKSPACE_NAMES = tuple(n[:-3] for n in os.listdir(WORKSPACE) if n.endswith(".py"))
+    except OSError:
+        WORKSPACE_NAMES = ()
     sys.path.insert(0, WORKSPACE.rstrip(os.sep))
     # before any student code: what a reset child must look like (this module and the protocol watched too)
     as_new = part_reset.snapshot(also_watched=(protocol, sys.modules[__name__]))

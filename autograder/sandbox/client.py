@@ -9,9 +9,10 @@
     end = part.close()                        # {'exitcode', 'output', 'output_bytes'}
     session.close()
 
-Every wait has a deadline; on a deadline or any sign of trouble the part's child is killed with
-SIGKILL from here (the grader's clock, through a pidfd), and the part reports what happened in
-words. Where the room cannot be built the Sandbox refuses to start (SandboxUnavailable, saying
+Every wait has a deadline: a part's time limit is on the child's own CPU time (its control group's,
+where one can be made: no neighbour's load counts), with a generous wall clock behind it. On a
+deadline or any sign of trouble the part's child is killed with SIGKILL from here (through a
+pidfd), and the part reports what happened in words. Where the room cannot be built the Sandbox refuses to start (SandboxUnavailable, saying
 why and what to do), unless the grader was asked to run without one (--unsafe-no-sandbox).
 """
 import os
@@ -386,24 +387,54 @@ class Part:
         self.end = None if fds else {"output": "", "output_bytes": 0}
         self.requests_w, self.replies_r, self.pidfd, self.output_fd = fds or (None, None, None, None)
         self.output_from, self.host_pid, self.gpu_killed = 0, 0, None
+        self.cpu_out = False  # the last deadline was the CPU-time limit's (else the wall clock's)
         self._limits(timeout, memory_mb)
         if fds:
             self._hello()
 
+    WALL_FACTOR, WALL_SLACK = 4, 10  # the wall clock behind a part's CPU-time limit: for a loaded machine
+    TICK = 0.05  # how often a wait looks at the child's CPU time
+
     def _limits(self, timeout, memory_mb):
-        """The part's clock starts now; its memory cap is the server's own memory plus memory_mb."""
+        """The part's clocks start now: `timeout` seconds of the child's own CPU time, and a generous
+        wall clock behind them (a child that sleeps uses none); its memory cap is the server's own
+        memory plus memory_mb."""
         self.timeout, self.memory_mb = timeout, memory_mb
         self.started = time.monotonic()
-        self.deadline = self.started + timeout
+        self.deadline = self.started + timeout * self.WALL_FACTOR + self.WALL_SLACK
         sandbox = self.session.sandbox
         # a shared server's sessions have a group of their own, holding nothing of the server's
         group, baseline = (sandbox.session_group, 0) if sandbox.session_group else (sandbox.group, sandbox.baseline)
+        self.group = group
+        self.cpu_start = self._cpu()
         caps = group.set_memory(baseline + (int(memory_mb) << 20)) if group and not self.died else ""
         if caps and caps not in self.protections:
             self.protections.append(caps)
         if sandbox.device == "cuda" and self.pidfd is not None:  # GPU memory: watched from here
             self.host_pid = self.host_pid or _host_pid(self.pidfd)
             gpu_watch.WATCH.add(self.host_pid, self.pidfd, memory_mb)
+
+    def _cpu(self):
+        """CPU seconds so far of the session's control group (the child and everything it started:
+        no neighbour's), or else of the child and the children it has reaped; None when neither
+        can be read (then the wall clock stands in)."""
+        used = self.group.cpu_seconds() if self.group is not None else None
+        if used is not None or self.pidfd is None:
+            return used
+        self.host_pid = self.host_pid or _host_pid(self.pidfd)
+        try:
+            with open(f"/proc/{self.host_pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def spent(self):
+        """Seconds the part has used: the child's CPU time (wall time where it cannot be read)."""
+        now = self._cpu()
+        if now is None or self.cpu_start is None:
+            return time.monotonic() - self.started
+        return max(0.0, now - self.cpu_start)
 
     def _hello(self):
         """The child's first frame, written before any student code ran: the walls that stand."""
@@ -418,19 +449,38 @@ class Part:
         except (protocol.Deadline, protocol.ProtocolError) as e:
             self._fail(e)
 
-    def call(self, header, buffers=()):
-        """Send one request and wait for its reply -> (reply header, payload); SessionDied on trouble."""
+    def call(self, header, buffers=(), limit=None):
+        """Send one request and wait for its reply -> (reply header, payload); SessionDied on trouble.
+        limit: seconds of CPU time this call may take at most (within the part's time)."""
         if self.died:
             raise SessionDied(self.died)
+        cpu_limit, deadline = self.timeout, self.deadline
+        if limit is not None:
+            cpu_limit = min(cpu_limit, self.spent() + limit)
+            deadline = min(deadline, time.monotonic() + limit * self.WALL_FACTOR + self.WALL_SLACK)
         try:
-            protocol.send(self.requests_w, header, buffers, self.deadline)
-            reply, payload = protocol.receive(self.replies_r, self.deadline)
+            protocol.send(self.requests_w, header, buffers, deadline)
+            self._await_reply(cpu_limit, deadline)
+            reply, payload = protocol.receive(self.replies_r, deadline)
         except (protocol.Deadline, protocol.ProtocolError, RecursionError) as e:  # JSON nested too deep
             self._fail(e)
             raise SessionDied(self.died) from None
         if "error" in reply:  # student code can write its own frames: never trust their sizes or types
             reply = {"error": _plain_error(reply["error"])}
         return reply, payload
+
+    def _await_reply(self, cpu_limit, deadline):
+        """Wait until the reply begins: Deadline once the child has used cpu_limit seconds of CPU time
+        in this part, or at the wall-clock deadline. A neighbour's load slows the wait, never ends it."""
+        while not select.select([self.replies_r], [], [], 0)[0]:
+            now = time.monotonic()
+            if now >= deadline:
+                raise protocol.Deadline()
+            if select.select([self.replies_r], [], [], min(self.TICK, deadline - now))[0]:
+                return
+            if self.spent() > cpu_limit:
+                self.cpu_out = True
+                raise protocol.Deadline()
 
     def finish(self):
         """End the current part -> {'output', 'output_bytes', 'reusable'}: what the part printed, and
@@ -464,7 +514,10 @@ class Part:
         end = self._collect_end()
         code = end.get("exitcode")
         if isinstance(error, protocol.Deadline):
-            self.died = f"timed out after {self.timeout:g} s (the part's time limit): look for a loop that never ends"
+            self.died = (f"timed out after {self.timeout:g} s of CPU time (the part's time limit): look for a loop that "
+                         f"never ends" if self.cpu_out else
+                         f"timed out after {self.deadline - self.started:g} s of waiting (the part's wall-clock limit): "
+                         f"look for code that waits or sleeps")
         elif code is None:
             self.died = "the sandbox lost the child"
         elif isinstance(error, RecursionError) or isinstance(error, protocol.ProtocolError) and "closed" not in str(error):

@@ -16,10 +16,12 @@ class Mismatch(AssertionError):
     """A failed check. message: the diagnosis, safe for any student; detail: instructor only;
     student_text: the student's exception text (the runner decides where it may be shown)."""
 
-    def __init__(self, message, detail="", student_text=""):
+    def __init__(self, message, detail="", student_text="", cause=""):
         super().__init__(message)
         self.detail = detail
         self.student_text = student_text
+        self.cause = cause  # the misconception named (misconceptions.py), in the grader's words: the part's diagnosis
+        self.unexplained = False  # wrong numbers, no cause named (close()): the part's diagnosis may name one
 
 
 class Note(Exception):
@@ -27,9 +29,10 @@ class Note(Exception):
     student something worth knowing (the runner records the check as passed, with the message)."""
 
 
-def fail(message, detail="", error=None):
-    """Raise Mismatch; error: a StudentError whose text goes to student_text, never to the message."""
-    raise Mismatch(message, detail, error.student_text() if error is not None else "")
+def fail(message, detail="", error=None, cause=""):
+    """Raise Mismatch; error: a StudentError whose text goes to student_text, never to the message;
+    cause: the misconception the message names, when it names one (runner.part_diagnosis)."""
+    raise Mismatch(message, detail, error.student_text() if error is not None else "", cause)
 
 
 def as_tensor(value, what):
@@ -74,7 +77,9 @@ def close(got, want, what, atol=1e-4, rtol=0.0, hint="", reveal=False, case=""):
         message += f"; at index {first}: expected {want[first].item():.4f}, got {got[first].item():.4f}"
     if hint:
         message += f". {hint}"
-    fail(message, "; ".join(filter(None, (case, numbers))))
+    error = Mismatch(message, "; ".join(filter(None, (case, numbers))))
+    error.unexplained = True
+    raise error
 
 
 def true(condition, message, detail=""):

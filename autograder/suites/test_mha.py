@@ -11,7 +11,7 @@ import torch
 from autograder.suites import efficiency, expect, helpers, part_marker, reference
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import (deferred, error_diagnosis, judge, matches, multi_head_mistakes,
-                                              raised_in, weights)
+                                              named_mistake, raised_in, weights)
 from autograder.student import RemoteObject, StudentError
 
 pytestmark = part_marker("mha")
@@ -109,14 +109,45 @@ def extra_projection(got, concat):
     return bool(((design @ solution - target).abs().max() < 1e-4).item())
 
 
+def heads_by_behaviour(student, d_in, d_out, ctx, num_heads, bias, x, what):
+    """For a wrapper that makes no CausalAttention (by identity: it wrote a head class of its own): its
+    heads judged by what they are -> (wrapper, each head's output on x), or None when they are not
+    num_heads distinct modules that each compute causal attention with their own weights."""
+    options = {"qkv_bias": True} if bias else {}
+    wrapper = student.module(PART).MultiHeadAttentionWrapper(d_in, d_out, ctx, 0.0, num_heads=num_heads, **options)
+    wrapper.eval()
+    heads, outs = wrapper_heads(student, wrapper, num_heads, what), []
+    names = [f"{n}.{kind}" for n in QKV for kind in (("weight", "bias") if bias else ("weight",))]
+    for i, head in enumerate(heads):
+        if any(head.same_object(other) for other in heads[:i]):
+            return None
+        order = [name for name, _ in helpers.parameter_order(head)]
+        state = helpers.state_of(head, f"head {i}")
+        if len(order) != len(names) or any(name not in state for name in order):
+            return None
+        own = {want: state[name] for want, name in zip(names, order)}
+        got = head(x)
+        if not (isinstance(got, torch.Tensor) and matches(got, reference.single_head(x, own), 1e-5)):
+            return None
+        outs.append(got)
+    return wrapper, outs
+
+
 def judge_concatenation(student, rng, d_in, d_out, ctx, num_heads, b, T, what, case=""):
-    """The wrapper's output with stand-in heads must be their outputs side by side, in head order."""
+    """The wrapper's output with stand-in heads must be their outputs side by side, in head order;
+    heads of a class of the student's own are judged by what they compute (heads_by_behaviour)."""
     wrapper, calls, states = build_with_stand_ins(student, d_in, d_out, ctx, 0.0, num_heads, rng)
+    x = torch.rand(b, T, d_in, generator=rng)
+    own = heads_by_behaviour(student, d_in, d_out, ctx, num_heads, False, x, what) if not calls else None
+    if own is not None:
+        wrapper, outs = own
+        judge(expect.as_tensor(wrapper(x), what), torch.cat(outs, dim=-1), what, concat_mistakes(outs), atol=1e-5,
+              case=case)
+        return
     problem = head_call_problem(calls, d_in, d_out, ctx, 0.0, num_heads, False)
     if problem:
         expect.fail(f"{what}: {problem}", case)
     wrapper.eval()
-    x = torch.rand(b, T, d_in, generator=rng)
     outs = [reference.linear(x, state["weight"], state["bias"]) for state in states[:num_heads]]
     concat = torch.cat(outs, dim=-1)
     got = expect.as_tensor(wrapper(x), what)
@@ -208,6 +239,9 @@ def test_wrapper_builds_its_heads(student, rng):
     d_in, d_out, ctx, p, h = 4, 3, 7, 0.1, 3
     what = "MultiHeadAttentionWrapper with qkv_bias=True and dropout"
     wrapper, calls, states = build_with_stand_ins(student, d_in, d_out, ctx, p, h, rng, bias=True)
+    if not calls and heads_by_behaviour(student, d_in, d_out, ctx, h, True, torch.rand(2, ctx, d_in, generator=rng),
+                                        what) is not None:
+        return  # heads of a class of its own, each computing causal attention (with biases) as CausalAttention does
     problem = head_call_problem(calls, d_in, d_out, ctx, p, h, True)
     if problem:
         expect.fail(f"{what}: {problem}", f"MultiHeadAttentionWrapper({d_in}, {d_out}, {ctx}, {p}, num_heads={h}, "
@@ -387,11 +421,17 @@ def test_mha_causal_and_dropout(student, rng):
     if not matches(base, expect.as_tensor(run(mha, x, name, _seed=2), name), 0.0):
         expect.fail(f"{name} after .eval() gives different outputs from call to call: dropout is still active "
                     f"in eval mode (use self.dropout, an nn.Dropout)")
+    want = reference.multi_head(x, state, h)
     if causality_problem(mha, x, base, rng, name) is not None:
-        expect.fail(f"{name}: changing only later tokens changed the outputs of earlier ones: the mask is missing or "
-                    f"wrong; fill every score above the diagonal with -inf, in every head, before the softmax")
-    judge(base, reference.multi_head(x, state, h), f"{name} in eval mode", multi_head_mistakes(x, state, h),
-          hint="in eval mode dropout must do nothing")
+        # a mistake that explains the output explains the broken causality too (heads split or merged
+        # without the transpose mix the tokens): it is named instead of the mask
+        why = named_mistake(base, want, multi_head_mistakes(x, state, h))
+        expect.fail(f"{name}: changing only later tokens changed the outputs of earlier ones: " + (
+            why if why else "the mask is missing or wrong; fill every score above the diagonal with -inf, in every "
+                            "head, before the softmax"), cause=why)
+    if not matches(base, want, 1e-4):
+        judge(base, want, f"{name} in eval mode", multi_head_mistakes(x, state, h),
+              hint=eval_dropout_hint(known(student, d_in, d_out, ctx, 0.0, h, state), x, want, name))
     # training mode: each head's values are its tokens' one-hot inputs twice ([I; I]) and out_proj is the
     # identity, so each head's output row is that token's attention weights twice, side by side; dropout
     # on the weights drops the same entries in both copies, dropout on the context vectors does not
@@ -423,6 +463,15 @@ def test_mha_causal_and_dropout(student, rng):
         expect.fail(f"{name} in training mode: dropout acts on the values or the context vectors (or twice): "
                     f"apply it once, to the attention weights, after the softmax and before they multiply the values")
     helpers.dropout_verdict(train, eval_weights, p, name, again=again)
+
+
+def eval_dropout_hint(plain, x, want, what):
+    """Dropout is named as the cause of a wrong eval-mode output only when the same module with
+    dropout=0.0 computes the right numbers; otherwise the computation itself is wrong."""
+    plain.eval()
+    if matches(expect.as_tensor(run(plain, x, what), what), want, 1e-4):
+        return "with dropout=0.0 the same module is right: in eval mode dropout must do nothing"
+    return "the same module with dropout=0.0 is wrong too: the attention itself is not the specified computation"
 
 
 def test_mha_structure(student):

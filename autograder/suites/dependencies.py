@@ -1,0 +1,127 @@
+"""Which other parts a part's checks use, and whether the student's own code for them may be used.
+
+weight_transfer hands the student's SelfAttention_v1 and _v2 to the student's transfer function,
+mha's wrapper builds the student's CausalAttention, exercises build mha's classes. Such a check is
+about the interaction, and may cost points only when the other part is right on its own. That is
+judged here, on data, once per submission and before any hidden input reaches the child: a short
+probe builds the other part's classes after a seed the grader knows and compares their weights and
+outputs with its own math (reference.py). A part whose probe fails, raises or runs past
+PROBE_SECONDS is replaced, for the checks of the parts that use it, by the grader's own module
+(reference_parts.py) in the child. A part never receives its own replacement.
+
+Names: SelfAttention_v1 and _v2 must hold W_query, W_key and W_value (the contract there, graded in
+their own parts); CausalAttention and MultiHeadAttention may name their layers as they like.
+"""
+import functools
+
+import torch
+
+from autograder.student import SessionDied, StudentError
+from autograder.suites import helpers, reference
+from autograder.suites.reference_parts import SOURCES
+
+DEPENDS = {"weight_transfer": ("self_attention_v1", "self_attention_v2"), "mha": ("causal",),
+           "exercises": ("causal", "mha")}
+PROBE_SECONDS = 2  # of CPU time per remote call of a probe: a part that runs longer is replaced
+SEED = 2024
+
+
+class Wrong(Exception):
+    """The probed part is not right on its own."""
+
+
+def verdicts(student, part, known):
+    """{module: '' (right on its own), 'wrong', 'raises' or 'hangs'} for the parts `part` uses;
+    known: the submission's verdicts so far (filled in here). A probe that ran past its time ends
+    the child: the caller starts another."""
+    for module in DEPENDS.get(part, ()):
+        if module not in known and not student.session.died:
+            known[module] = probe(student, module)
+    return {module: known.get(module, "hangs") for module in DEPENDS.get(part, ())}
+
+
+def substitutes(found):
+    """{module: the grader's source} for the parts found not right on their own, in import order."""
+    return {module: source for module, source in SOURCES.items() if found.get(module)}
+
+
+def probe(student, module):
+    limit, student.call_limit = student.call_limit, PROBE_SECONDS
+    try:
+        PROBES[module](student)
+        return ""
+    except SessionDied:
+        return "hangs"
+    except StudentError:
+        return "raises"
+    except (Wrong, AssertionError, LookupError, TypeError, ValueError, AttributeError):
+        return "wrong"
+    finally:
+        student.call_limit = limit
+
+
+def close(got, want):
+    return isinstance(got, torch.Tensor) and tuple(got.shape) == tuple(want.shape) and \
+        bool(torch.allclose(got.double(), want.double(), atol=1e-5, rtol=0))
+
+
+def require(condition):
+    if not condition:
+        raise Wrong()
+
+
+@functools.lru_cache(maxsize=1)
+def expected():
+    """The probes' inputs and the grader's answers: the same for every submission, computed once."""
+    rng = torch.Generator().manual_seed(SEED)
+    v1 = helpers.drawn_matrices(SEED, 3, 4)
+    v2 = helpers.drawn_linears(SEED, helpers.qkv_layers(3, 4, False))
+    head = helpers.drawn_linears(SEED, helpers.qkv_layers(3, 4, True))
+    heads = helpers.drawn_linears(SEED, [(f"{i}.{name}", 3, 2, False) for i in range(2) for name in helpers.QKV])
+    mha = helpers.drawn_linears(SEED, helpers.qkv_layers(3, 4, False) + [("out_proj", 4, 4, True)])
+    x2, x3, x4 = torch.rand(5, 3, generator=rng), torch.rand(2, 4, 3, generator=rng), torch.rand(2, 5, 3, generator=rng)
+    per_head = [{k.split(".", 1)[1]: v for k, v in heads.items() if k.startswith(f"{i}.")} for i in range(2)]
+    return {
+        "v1": (v1, x2, reference.attention(*(x2 @ v1[k] for k in helpers.QKV), causal=False)),
+        "v2": (v2, x2, reference.single_head(x2, v2, causal=False)),
+        "causal": (x3, reference.single_head(x3, head)),
+        "wrapper": (x4, torch.cat([reference.single_head(x4, h) for h in per_head], dim=-1)),
+        "mha": (x4, reference.multi_head(x4, mha, 2)),
+    }
+
+
+def probe_v1(student):
+    drawn, x, want = expected()["v1"]
+    v1 = student.module("self_attention_v1").SelfAttention_v1(3, 4, _seed=SEED)
+    state = helpers.state_of(v1, "probe")
+    require(sorted(state) == sorted(drawn) and all(close(state[k], drawn[k]) for k in drawn))
+    require(close(v1(x), want))
+
+
+def probe_v2(student):
+    drawn, x, want = expected()["v2"]
+    v2 = student.module("self_attention_v2").SelfAttention_v2(3, 4, _seed=SEED)
+    state = helpers.state_of(v2, "probe")
+    require(sorted(state) == sorted(drawn) and all(close(state[k], drawn[k]) for k in drawn))
+    require(close(v2(x), want))
+
+
+def probe_causal(student):
+    """Seeded weights (with biases), dropout off in eval mode, inputs shorter than the context: one
+    output, judged against the grader's math on the weights the seed gives (names are free here)."""
+    x, want = expected()["causal"]
+    head = student.module("causal").CausalAttention(3, 4, 6, 0.5, qkv_bias=True, _seed=SEED)
+    head.eval()
+    require(close(head(x), want))
+
+
+def probe_mha(student):
+    """Both classes after a seed, on inputs shorter than the context, against the grader's math."""
+    mha = student.module("mha")
+    x, want = expected()["wrapper"]
+    require(close(mha.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2, _seed=SEED)(x), want))
+    x, want = expected()["mha"]
+    require(close(mha.MultiHeadAttention(3, 4, 6, 0.0, num_heads=2, _seed=SEED)(x), want))
+
+
+PROBES = {"self_attention_v1": probe_v1, "self_attention_v2": probe_v2, "causal": probe_causal, "mha": probe_mha}

@@ -1,0 +1,30 @@
+"""Grading a copy of the solutions with edits written in a test, part by part (tests of issue 21)."""
+import shutil
+
+from autograder import grading, runner, selftest
+
+
+def submission(tmp_path, *edits):
+    """The solutions with each (module, find, replace) applied to every occurrence of find."""
+    folder = tmp_path / "submission"
+    shutil.copytree(selftest.SOLUTIONS, folder)
+    for module, find, replace in edits:
+        path = folder / f"{module}.py"
+        text = path.read_text(encoding="utf-8")
+        assert find in text, (module, find)
+        path.write_text(text.replace(find, replace), encoding="utf-8")
+    return folder
+
+
+def grade(engine, folder, parts):
+    rubric, suites, sandbox = engine
+    return grading.grade_submission(folder, rubric, suites, sandbox, fixtures=runner.default_fixtures(),
+                                    parts=parts, figures=False)
+
+
+def scores(result):
+    return {part: p["score"] for part, p in result.parts.items()}
+
+
+def failed(result, part):
+    return {c.name: c.message for c in result.checks if not c.passed and c.part == part}

@@ -1,0 +1,108 @@
+"""Issue 21 items 3 and 5: a student's part scores do not depend on a neighbour in the batch, the
+batch's size or --jobs, other work on the machine, or the run's seed.
+
+Part time limits are judged on the child's own CPU time (its control group's, where one can be
+made), so a neighbour that keeps 62 processes busy, or any other load, takes nothing from a
+correct submission's limits: it scores full marks whatever the timing (nothing here waits for the
+attack to be at its worst, and nothing would change if it were).
+"""
+import csv
+import shutil
+import subprocess
+import sys
+import types
+
+import pytest
+from part_edits import grade, scores, submission
+
+from autograder import PARTS, PROJECT_ROOT, runner, selftest
+from autograder.sandbox import cgroup
+
+ATTACK = PROJECT_ROOT / "tests" / "adversarial" / "cases" / "busy_processes" / "simple_attention.append.py"
+EDITS = {  # a correct one, a bug in one part, a part that raises (costing only its own part)
+    "good": [],
+    "keys": [("mha", "keys = self.W_key(x)", "keys = self.W_query(x)")],
+    "v2raises": [("self_attention_v2", "        super().__init__()\n",
+                  "        super().__init__()\n        raise KeyError(1)\n")],
+}
+
+
+def classroom(folder, tmp_path, busy=False):
+    folder.mkdir()
+    for name, edits in EDITS.items():
+        shutil.move(str(submission(tmp_path / name, *edits)), folder / name)
+    if busy:
+        attacker = folder / "busy"
+        shutil.copytree(selftest.SOLUTIONS, attacker)
+        with open(attacker / "simple_attention.py", "a", encoding="utf-8") as f:
+            f.write(ATTACK.read_text(encoding="utf-8"))
+    return folder
+
+
+def short_rubric(tmp_path):
+    """grading.yml with 4 s parts: the attacker's first part ends sooner (a correct part uses well under 1 s of CPU)."""
+    text = (PROJECT_ROOT / "grading.yml").read_text(encoding="utf-8")
+    assert "defaults: {timeout: 20," in text
+    path = tmp_path / "grading.yml"
+    path.write_text(text.replace("defaults: {timeout: 20,", "defaults: {timeout: 4,"), encoding="utf-8")
+    return path
+
+
+def batch_scores(folder, out, *args):
+    done = subprocess.run([sys.executable, "-m", "autograder", "batch", str(folder), "--out", str(out), *args],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(out / "grades.csv", newline="") as f:
+        return {row["student"]: {p: float(row[p]) for p in PARTS} for row in csv.DictReader(f)}
+
+
+def test_the_same_part_scores_alone_in_a_batch_under_load_and_under_two_seeds(engine, tmp_path):
+    (tmp_path / "subs").mkdir()
+    alone = {name: scores(grade(engine, submission(tmp_path / "subs" / name, *edits), None))
+             for name, edits in EDITS.items()}
+    assert alone["good"] == {p: alone["good"][p] for p in PARTS} and sum(alone["good"].values()) == 100
+    assert alone["keys"]["mha"] < 22 and alone["v2raises"]["weight_transfer"] == 8
+    with_attack = classroom(tmp_path / "busy-class", tmp_path / "a", busy=True)
+    plain = classroom(tmp_path / "plain-class", tmp_path / "b")
+    rubric = str(short_rubric(tmp_path))
+    runs = [batch_scores(with_attack, tmp_path / "out1", "--jobs", "2", "--seed", "11", "--rubric", rubric),
+            batch_scores(plain, tmp_path / "out2", "--jobs", "1", "--seed", "12")]
+    for run in runs:
+        for name in EDITS:
+            assert run[name] == alone[name], (name, run[name], alone[name])
+
+
+def run_one(engine, tmp_path, source, timeout=2):
+    """One check calling task.work() in a fresh child whose part may use `timeout` s of CPU time."""
+    _, _, sandbox = engine
+    folder = tmp_path / "task"
+    folder.mkdir()
+    (folder / "task.py").write_text(source, encoding="utf-8")
+
+    def test_work(student):
+        assert student.module("task").work() == "done"
+
+    limits = types.SimpleNamespace(timeout=timeout, memory_mb=512)
+    return runner.run_part(sandbox, str(folder), "task", [("work", test_work)], limits, runner.default_fixtures())
+
+
+def without_group_clock(monkeypatch, clock):
+    """clock "proc": as where no control group can be made (no root), the child's /proc stat is read."""
+    if clock == "proc":
+        monkeypatch.setattr(cgroup.Group, "cpu_seconds", lambda self: None)
+
+
+@pytest.mark.parametrize("clock", ["group", "proc"])
+def test_time_spent_off_the_cpu_is_not_the_part_s(engine, tmp_path, monkeypatch, clock):
+    """A child that gets no CPU for longer than its part's limit (here it sleeps, as it would wait on a
+    machine its neighbours keep busy) is not timed out: the limit is on its own CPU time."""
+    without_group_clock(monkeypatch, clock)
+    run = run_one(engine, tmp_path, "import time\n\ndef work():\n    time.sleep(3)\n    return 'done'\n")
+    assert [r.passed for r in run.results] == [True] and not run.timed_out and run.cpu_seconds < 2
+
+
+@pytest.mark.parametrize("clock", ["group", "proc"])
+def test_a_loop_is_ended_at_its_cpu_time_limit(engine, tmp_path, monkeypatch, clock):
+    without_group_clock(monkeypatch, clock)
+    run = run_one(engine, tmp_path, "def work():\n    while True:\n        pass\n")
+    assert run.timed_out and "timed out after 2 s of CPU time" in run.results[0].message

@@ -1,0 +1,157 @@
+"""Issue 21 item 1: a part's grade depends on its own code only, whatever another part's code does
+(wrong values, raising, hanging, a missing or renamed class, other attribute names, an alias).
+
+Each test grades a copy of the solutions with edits written here, through the real engine, and
+states the score per part and the message it expects. Only the parts concerned are graded.
+"""
+import pytest
+from part_edits import failed, grade, scores, submission
+
+from autograder import selftest
+from autograder.suites import dependencies
+from autograder.suites.reference_parts import SOURCES
+
+
+V2_RAISES = ("self_attention_v2", "        super().__init__()\n", "        super().__init__()\n        raise KeyError(1)\n")
+
+
+def test_a_v2_that_raises_when_built_costs_the_transfer_nothing(engine, tmp_path):
+    result = grade(engine, submission(tmp_path, V2_RAISES), ["self_attention_v2", "weight_transfer"])
+    assert scores(result) == {"self_attention_v2": 0, "weight_transfer": 8}
+
+
+def test_a_real_transfer_bug_still_costs_the_transfer_when_v2_raises(engine, tmp_path):
+    folder = submission(tmp_path, V2_RAISES, ("weight_transfer", ".weight.T)", ".weight)"))
+    result = grade(engine, folder, ["weight_transfer"])
+    assert scores(result)["weight_transfer"] < 8
+    assert any("transpose" in m for m in failed(result, "weight_transfer").values())
+
+
+@pytest.mark.parametrize("edits", [
+    [("self_attention_v1", "class SelfAttention_v1(", "class SelfAttention_V1(")],         # renamed class
+    [("self_attention_v1", "self.W_query", "self.w_queries")],                              # other names, book transfer
+    [("self_attention_v1", "self.W_query", "self.W_q"), ("weight_transfer", "sa_v1.W_query", "sa_v1.W_q")],  # own names
+    [("self_attention_v1", "return attn_weights @ values", "return attn_weights @ values * 2")],  # wrong values
+], ids=["renamed-class", "other-names", "transfer-for-own-names", "wrong-v1"])
+def test_v1_names_and_bugs_cost_only_v1(engine, tmp_path, edits):
+    result = grade(engine, submission(tmp_path, *edits), ["self_attention_v1", "weight_transfer"])
+    assert scores(result)["weight_transfer"] == 8
+    assert scores(result)["self_attention_v1"] < 10
+
+
+@pytest.mark.parametrize("edit", [
+    ("causal", "import torch.nn as nn\n", "import torch.nn as nn\nraise ImportError('half done')\n"),  # raises on import
+    ("causal", "keys.shape[-1] ** 0.5", "keys.shape[-1]"),                                              # wrong values
+    ("causal", "class CausalAttention(", "class Causal_Attention("),                                   # missing class
+], ids=["raises-on-import", "wrong-scale", "renamed"])
+def test_causal_bugs_cost_the_wrapper_nothing(engine, tmp_path, edit):
+    result = grade(engine, submission(tmp_path, edit), ["mha", "exercises"])
+    assert scores(result) == {"mha": 22, "exercises": 8}
+
+
+def test_a_hanging_causal_costs_the_wrapper_nothing(engine, tmp_path):
+    folder = submission(tmp_path, ("causal", "        b, num_tokens, d_in = x.shape\n",
+                                   "        b, num_tokens, d_in = x.shape\n        while True:\n            pass\n"))
+    result = grade(engine, folder, ["mha"])
+    assert scores(result) == {"mha": 22}
+
+
+def test_heads_built_through_an_alias_are_recognised(engine, tmp_path):
+    folder = submission(tmp_path, ("mha", "from causal import CausalAttention\n",
+                                   "from causal import CausalAttention as Head\nAttention_v1 = Head\n"),
+                        ("mha", "[CausalAttention(", "[Attention_v1("))
+    result = grade(engine, folder, ["mha"])
+    assert scores(result) == {"mha": 22}, failed(result, "mha")
+
+
+@pytest.mark.parametrize("edit", [
+    ("mha", "class MultiHeadAttention(", "class Multihead_Attention("),
+    ("mha", "class MultiHeadAttentionWrapper(", "class MHAWrapper("),
+    ("mha", "        return self.out_proj(context)", "        return self.out_proj(context) + 1"),
+], ids=["mha-renamed", "wrapper-renamed", "wrong-mha"])
+def test_mha_names_and_bugs_cost_the_exercises_nothing(engine, tmp_path, edit):
+    result = grade(engine, submission(tmp_path, edit), ["mha", "exercises"])
+    assert scores(result)["exercises"] == 8 and scores(result)["mha"] < 22
+
+
+def test_a_wrong_exercise_still_costs_points_when_mha_is_renamed(engine, tmp_path):
+    folder = submission(tmp_path, ("mha", "class MultiHeadAttention(", "class Multihead_Attention("),
+                        ("exercises", "num_heads=12)", "num_heads=8)"))
+    result = grade(engine, folder, ["exercises"])
+    assert scores(result)["exercises"] < 8
+    assert any("num_heads=8" in m for m in failed(result, "exercises").values())
+
+
+def test_a_part_never_receives_its_own_reference():
+    everything_wrong = {module: "wrong" for module in SOURCES}
+    for part, uses in dependencies.DEPENDS.items():
+        given = dependencies.substitutes({m: everything_wrong[m] for m in uses})
+        assert part not in given and set(given) <= set(uses)
+    assert dependencies.substitutes({"causal": ""}) == {}
+
+
+def test_the_grader_s_code_never_reaches_a_later_part(engine, tmp_path):
+    """weight_transfer runs with the grader's v2 (the student's raises) and keeps the child's module
+    table where the reset does not look; causal, graded next, fails if any grader's module is still reachable from it."""
+    folder = submission(
+        tmp_path, V2_RAISES,
+        ("weight_transfer", "import torch\n", "import sys\n\nimport torch\nimport torch.utils\n\ntorch.utils.kept = sys.modules\n"),
+        ("causal", "import torch.nn as nn\n", "import torch.nn as nn\nimport torch.utils\n\nif any(str(getattr(m, '__file__', '"
+                                               "')).startswith('<the grader') for m in list(getattr(torch.utils, 'kept', {}).values())):"
+                                               "\n    raise RuntimeError('found')\n"))
+    result = grade(engine, folder, ["weight_transfer", "causal"])
+    assert scores(result) == {"weight_transfer": 8, "causal": 22}
+
+
+def test_the_reference_parts_compute_what_the_solutions_compute():
+    """The grader's stand-ins (reference_parts.py) give the solutions' weights and outputs after a seed."""
+    import sys
+    import types
+
+    import torch
+
+    def load(name, source):
+        module = types.ModuleType(name)
+        exec(compile(source, name, "exec"), module.__dict__)  # noqa: S102
+        return module
+
+    sys.path.insert(0, str(selftest.SOLUTIONS))
+    saved = {n: sys.modules.pop(n, None) for n in SOURCES}
+    try:
+        ours = {}
+        for name, source in SOURCES.items():
+            ours[name] = sys.modules[name] = load(name, source)  # mha's `from causal import` takes ours
+        cases = [("self_attention_v1", "SelfAttention_v1", (3, 4), torch.rand(5, 3)),
+                 ("self_attention_v2", "SelfAttention_v2", (3, 4), torch.rand(5, 3)),
+                 ("causal", "CausalAttention", (3, 4, 6, 0.0), torch.rand(2, 5, 3)),
+                 ("mha", "MultiHeadAttentionWrapper", (3, 2, 6, 0.0, 2), torch.rand(2, 5, 3)),
+                 ("mha", "MultiHeadAttention", (3, 4, 6, 0.0, 2), torch.rand(2, 5, 3))]
+        for name in SOURCES:
+            sys.modules.pop(name)
+        solutions = {name: __import__(name) for name in SOURCES}
+        for module, cls, args, x in cases:
+            torch.manual_seed(7)
+            want = getattr(solutions[module], cls)(*args)(x)
+            torch.manual_seed(7)
+            got = getattr(ours[module], cls)(*args)(x)
+            assert torch.allclose(got, want, atol=1e-6), (module, cls)
+    finally:
+        sys.path.remove(str(selftest.SOLUTIONS))
+        for name, module in saved.items():
+            sys.modules.pop(name, None)
+            if module is not None:
+                sys.modules[name] = module
+
+
+def test_heads_of_a_class_of_the_wrapper_s_own_are_judged_by_what_they_compute(engine, tmp_path):
+    """mha.py copies CausalAttention under another name (not the same object): its heads still are
+    causal attention heads, so the wrapper keeps full marks; heads that are not lose the checks."""
+    source = (selftest.SOLUTIONS / "causal.py").read_text(encoding="utf-8")
+    own_class = source[source.index("class CausalAttention("):].replace("class CausalAttention(", "class Head(")
+    folder = submission(tmp_path, ("mha", "from causal import CausalAttention\n", "\n\n" + own_class + "\n\n"),
+                        ("mha", "[CausalAttention(", "[Head("))
+    assert scores(grade(engine, folder, ["mha"])) == {"mha": 22}
+    wrong = submission(tmp_path / "wrong", ("mha", "from causal import CausalAttention\n",
+                                            "\n\n" + own_class.replace("** 0.5", "") + "\n\n"),
+                       ("mha", "[CausalAttention(", "[Head("))
+    assert scores(grade(engine, wrong, ["mha"]))["mha"] < 22
