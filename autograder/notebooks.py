@@ -218,8 +218,9 @@ def speed_lab_figures(path=SPEED_FIGURES):
             lines = [f"{device.upper()}, measured {run['date']} on {run['machine']} (`{run['command']}`: "
                      f"{run['shapes']}, {run['runs']}), in ms:", "",
                      "| implementation | forward | x SDPA | fwd+bwd | x SDPA |", "| --- | ---: | ---: | ---: | ---: |"]
-            lines += [f"| {SPEED_LABELS[name]} | {fwd:g} | {fwd / sdpa[0]:.2f} | {both:g} | {both / sdpa[1]:.2f} |"
-                      for name, (fwd, both) in run["ms"].items()]
+            places = max(len(f"{ms:g}".partition(".")[2]) for pair in run["ms"].values() for ms in pair)
+            lines += [f"| {SPEED_LABELS[name]} | {fwd:.{places}f} | {fwd / sdpa[0]:.2f} | {both:.{places}f} | "
+                      f"{both / sdpa[1]:.2f} |" for name, (fwd, both) in run["ms"].items()]
             blocks.append("\n".join(lines))
     except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError) as e:
         raise ValueError(f"{path}: not a table of speed-lab figures ({type(e).__name__}: {e})") from None
