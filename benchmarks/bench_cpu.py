@@ -34,6 +34,7 @@ class InProcessPart:
     """The Part interface, answered in this process by the child's request handler."""
 
     died = ""
+    saw_hidden = False  # runner marks a part that was sent a hidden input (client.Part)
     protections = ["none (in-process floor)"]
 
     def __init__(self):
