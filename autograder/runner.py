@@ -238,11 +238,12 @@ def with_dependencies(sandbox, place, submission, part, limits):
 
 
 def run_dependent_check(part, name, fn, student, fixtures, found):
-    """One check; where the grader's code stands in for a part found wrong (not raising or hanging),
+    """One check; where the grader's code stands in for a part found wrong or raising (not hanging),
     a failed check is run again with the student's own code, which may be written for it (a transfer
-    that writes sa_v1.W_q where v1 names its matrix so): the better verdict counts."""
+    that writes sa_v1.W_q where v1 names its matrix so; exercises that import mha's class under the
+    name the student's mha gives it): the better verdict counts."""
     result = run_check(part, name, fn, student, fixtures)
-    if result.passed or not student.substituted or "wrong" not in found.values():
+    if result.passed or not student.substituted or not {"wrong", "raises"} & set(found.values()):
         return result
     try:
         student.substitute({})

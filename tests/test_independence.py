@@ -155,3 +155,14 @@ def test_heads_of_a_class_of_the_wrapper_s_own_are_judged_by_what_they_compute(e
                                             "\n\n" + own_class.replace("** 0.5", "") + "\n\n"),
                        ("mha", "[CausalAttention(", "[Head("))
     assert scores(grade(engine, wrong, ["mha"]))["mha"] < 22
+
+
+def test_exercises_written_for_mha_s_own_class_name_keep_full_marks(engine, tmp_path):
+    """mha.py names its class Multihead_Attention (mha pays for the name) and exercises.py uses that
+    name throughout: against the grader's mha the import fails, with the student's own it is right."""
+    folder = submission(tmp_path, ("mha", "class MultiHeadAttention(", "class Multihead_Attention("),
+                        ("exercises", "from mha import MultiHeadAttention,", "from mha import Multihead_Attention,"),
+                        ("exercises", "return MultiHeadAttention(768", "return Multihead_Attention(768"))
+    result = grade(engine, folder, ["mha", "exercises"])
+    assert scores(result)["exercises"] == 8, failed(result, "exercises")
+    assert scores(result)["mha"] < 22
