@@ -166,3 +166,22 @@ def test_exercises_written_for_mha_s_own_class_name_keep_full_marks(engine, tmp_
     result = grade(engine, folder, ["mha", "exercises"])
     assert scores(result)["exercises"] == 8, failed(result, "exercises")
     assert scores(result)["mha"] < 22
+
+
+def test_the_probes_find_the_reference_right_on_its_own(engine, tmp_path, monkeypatch):
+    """Every part a check uses is probed; on the solutions each probe says right (''), so no stand-in
+    replaces the student's own code there (a probe that always failed would hide interaction bugs)."""
+    seen = []
+    original = dependencies.verdicts
+
+    def recording(student, part, known):
+        found = original(student, part, known)
+        seen.append((part, dict(found)))
+        return found
+
+    monkeypatch.setattr(dependencies, "verdicts", recording)
+    result = grade(engine, submission(tmp_path), ["weight_transfer", "mha", "exercises"])
+    assert scores(result) == {"weight_transfer": 8, "mha": 22, "exercises": 8}
+    probed = {module for _, found in seen for module in found}
+    assert probed == {"self_attention_v1", "self_attention_v2", "causal", "mha"}, seen
+    assert all(verdict == "" for _, found in seen for verdict in found.values()), seen
