@@ -15,6 +15,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
+import bundle_attack
 import pytest
 
 from autograder.sandbox import container
@@ -25,26 +26,7 @@ DOCKER_LIKE = [sys.executable, str(Path(__file__).with_name("docker_like.py"))]
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="the Docker-like restriction is built as root")
 
-ATTACK = '''
-import os
-
-ROOT = {root!r}
-report = ["uid=%d" % os.getuid()]
-
-
-def attempt(label, action):
-    try:
-        action()
-        report.append(label + "=DONE")
-    except Exception as e:
-        report.append(label + "=" + type(e).__name__)
-
-
-def overwrite(path):
-    with open(path, "w") as f:
-        f.write('{{"score": 1000, "output": "OWNED", "tests": []}}')
-
-
+ATTEMPTS = '''
 attempt("read_suite", lambda: open(ROOT + "/source/autograder/suites/test_causal.py").read())
 attempt("read_rubric", lambda: open(ROOT + "/source/grading.yml").read())
 attempt("read_reference", lambda: open(ROOT + "/source/solutions/ch03/causal.py").read())
@@ -59,16 +41,6 @@ def unshare():
 
 
 attempt("new_namespace", unshare)
-REPORT = " ".join(report)
-
-
-def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-
-    def anything(*args, **kwargs):
-        raise RuntimeError("ATTACK-REPORT " + REPORT)
-    return anything
 '''
 
 
@@ -117,7 +89,7 @@ def test_the_restriction_is_real():
 def test_the_reference_passes_and_a_submission_reaches_nothing_of_the_grader(source, tmp_path):
     root = tmp_path / "autograder"
     files = {p.name: p.read_text() for p in SOLUTIONS.glob("*.py")}
-    files["simple_attention.py"] = ATTACK.format(root=str(root))
+    files["simple_attention.py"] = bundle_attack.module(root, ATTEMPTS)
     done, root, results = run_restricted(source, tmp_path, files)
     # the reference, graded first in the same container mode (the environment check), got full marks
     check = results["extra_data"]["environment_check"]
@@ -131,11 +103,10 @@ def test_the_reference_passes_and_a_submission_reaches_nothing_of_the_grader(sou
     # and the attack reached nothing
     assert "OWNED" not in json.dumps(results) and results["score"] < 100
     assert results["extra_data"]["parts"]["causal"]["score"] == 22  # the other parts are graded as ever
-    report = [t["output"] for t in results["tests"] if "ATTACK-REPORT" in t["output"]]
-    assert report, "the attacking module was never called: the test would prove nothing"
-    attempts = dict(item.split("=") for item in report[0].split("ATTACK-REPORT ")[1].split()[:8])
+    attempts = bundle_attack.attempts_made(results)
+    assert len(attempts) == 8, f"the attacking module was never called, or not every attempt ran: {attempts}"
     assert int(attempts.pop("uid")) > 0
-    assert all(outcome in ("PermissionError", "FileNotFoundError") for outcome in attempts.values()), report[0][-600:]
+    assert all(outcome in ("PermissionError", "FileNotFoundError") for outcome in attempts.values()), attempts
     assert sorted(os.listdir(root / "results")) == ["results.json"]
 
 

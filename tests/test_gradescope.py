@@ -14,6 +14,7 @@ import sys
 import zipfile
 from pathlib import Path
 
+import bundle_attack
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,27 +140,7 @@ def test_no_submission_still_writes_results(bundle, tmp_path):
     assert results["score"] == 0 and "tests" in results
 
 
-ATTACK = '''
-"""An attacking simple_attention.py: tries, at import, everything a student should not be able to do."""
-import os
-
-ROOT = {root!r}
-report = ["uid=%d" % os.getuid()]
-
-
-def attempt(label, action):
-    try:
-        action()
-        report.append(label + "=DONE")
-    except Exception as e:
-        report.append(label + "=" + type(e).__name__)
-
-
-def overwrite(path):
-    with open(path, "w") as f:
-        f.write('{{"score": 1000, "output": "OWNED", "tests": []}}')
-
-
+ATTEMPTS = '''
 attempt("read_suite", lambda: open(ROOT + "/source/autograder/suites/test_causal.py").read())
 attempt("read_rubric", lambda: open(ROOT + "/source/grading.yml").read())
 attempt("read_reference", lambda: open(ROOT + "/source/solutions/ch03/causal.py").read())
@@ -167,23 +148,13 @@ attempt("list_source", lambda: os.listdir(ROOT + "/source"))
 attempt("write_results", lambda: overwrite(ROOT + "/results/results.json"))
 attempt("plant_results", lambda: overwrite(ROOT + "/results/extra.json"))
 attempt("edit_rubric", lambda: overwrite(ROOT + "/source/grading.yml"))
-REPORT = " ".join(report)
-
-
-def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-
-    def anything(*args, **kwargs):
-        raise RuntimeError("ATTACK-REPORT " + REPORT)
-    return anything
 '''
 
 
 def test_an_attack_is_contained(bundle, tmp_path):
     files = module_files(SOLUTIONS)
     root = tmp_path / "autograder"
-    files["simple_attention.py"] = ATTACK.format(root=str(root))
+    files["simple_attention.py"] = bundle_attack.module(root, ATTEMPTS)
     files["numpy_attention.py"] = "import os\nos._exit(0)\n"
     rubric_before = (bundle[1] / "grading.yml").read_bytes()
     done, root, results = run_bundle(bundle, tmp_path, files)
@@ -202,9 +173,8 @@ def test_an_attack_is_contained(bundle, tmp_path):
     assert (root / "source" / "grading.yml").read_bytes() == rubric_before
 
     # the attack ran, and said what happened to each attempt
-    report = [m for t in results["tests"] for m in [t["output"]] if "ATTACK-REPORT" in m]
-    assert report, "the attacking module was never called: the test would prove nothing"
-    attempts = dict(item.split("=") for item in report[0].split("ATTACK-REPORT ")[1].split()[:8])
+    attempts = bundle_attack.attempts_made(results)
+    assert len(attempts) == 8, f"the attacking module was never called, or not every attempt ran: {attempts}"
     for label in ("write_results", "plant_results", "edit_rubric"):
         assert attempts[label] != "DONE", attempts
     if not IS_ROOT:
