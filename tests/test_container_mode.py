@@ -12,10 +12,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import zipfile
 from pathlib import Path
 
 import bundle_attack
+import gradescope_bundle
 import pytest
 
 from autograder.sandbox import container
@@ -48,17 +48,8 @@ attempt("new_namespace", unshare)
 def source(tmp_path_factory):
     """The bundle, unpacked as Gradescope does (its folder is made root-only by run_autograder)."""
     where = tmp_path_factory.mktemp("container")
-    archive = where / "autograder.zip"
-    subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--out", str(archive)],
-                   cwd=ROOT, check=True, capture_output=True, timeout=120)
-    unpacked = where / "bundle"
-    with zipfile.ZipFile(archive) as z:
-        for info in z.infolist():
-            target = unpacked / info.filename
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(z.read(info))
-            target.chmod((info.external_attr >> 16) & 0o777)
-    return unpacked
+    gradescope_bundle.build(where, where / "bundle")
+    return where / "bundle"
 
 
 def run_restricted(source, tmp_path, files):

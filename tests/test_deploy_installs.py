@@ -23,9 +23,9 @@ import subprocess
 import sys
 import tempfile
 import venv
-import zipfile
 from pathlib import Path
 
+import gradescope_bundle
 import pytest
 import yaml
 
@@ -63,17 +63,8 @@ def _clean_env(**extra):
 
 
 def _unpacked_bundle(where):
-    archive = where / "autograder.zip"
-    subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--out", str(archive)],
-                   cwd=ROOT, check=True, capture_output=True, timeout=120)
-    source = where / "autograder" / "source"
-    with zipfile.ZipFile(archive) as z:
-        for info in z.infolist():
-            target = source / info.filename
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(z.read(info))
-            target.chmod((info.external_attr >> 16) & 0o777)
-    return source.parent
+    gradescope_bundle.build(where, where / "autograder" / "source")
+    return where / "autograder"
 
 
 def _run_autograder(root, python, submission, cache):

@@ -15,6 +15,7 @@ import zipfile
 from pathlib import Path
 
 import bundle_attack
+import gradescope_bundle
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,18 +29,7 @@ SANDBOX_UID = 1_000_000  # the lowest uid the sandbox gives student code (a bloc
 def bundle(tmp_path_factory):
     """(zip path, folder holding the unpacked bundle with the modes unzip would give)."""
     where = tmp_path_factory.mktemp("bundle")
-    archive = where / "autograder.zip"
-    done = subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--out", str(archive)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    unpacked = where / "source"
-    with zipfile.ZipFile(archive) as z:
-        for info in z.infolist():
-            target = unpacked / info.filename
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(z.read(info))
-            target.chmod((info.external_attr >> 16) & 0o777)
-    return archive, unpacked
+    return gradescope_bundle.build(where, where / "source"), where / "source"
 
 
 def run_bundle(bundle, tmp_path, files):
