@@ -12,7 +12,8 @@ from autograder.secret import draw_secret
 from autograder.sandbox.client import DEVICE_ENV, UNSAFE_ENV, SandboxUnavailable, check_device
 from autograder.sandbox.container import ENV as CONTAINER_ENV
 
-COMMANDS = ["grade", "batch", "selftest", "stubs", "release", "ci", "gradescope", "notebooks", "book-check"]
+COMMANDS = ["grade", "batch", "selftest", "stubs", "release", "ci", "gradescope", "notebooks", "book-check", "history",
+            "export"]
 GRADING = ("grade", "batch", "selftest", "ci", "gradescope")  # the commands that run student code
 SEED_ENV = "CH03_SEED"  # the run's secret, read by runner.default_fixtures in every worker
 
