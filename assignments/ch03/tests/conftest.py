@@ -69,17 +69,17 @@ def version_differences():
     """'Python 3.10.2 here, 3.11.7 on the grader; ...' for each that differs in major.minor ('' if none)."""
     grader, here = grader_versions(), local_versions()
     names = {"python": "Python", "torch": "torch", "numpy": "NumPy"}
-    differ = [f"{names[k]} is {here[k]} here, {grader[k]} on the grader" for k in names
-              if k in grader and _major_minor(grader[k]) != _major_minor(here[k])]
-    return "; ".join(differ)
+    found = [f"{names[k]} is {here[k]} here, {grader[k]} on the grader" for k in names
+             if k in grader and _major_minor(grader[k]) != _major_minor(here[k])]
+    return "; ".join(found)
 
 
 def version_warning():
     """The warning shown at the start of a run where the versions differ ('' when they do not)."""
-    differ = version_differences()
-    if not differ:
+    found = version_differences()
+    if not found:
         return ""
-    return (f"warning: your {differ}. Tests that pass here can still differ on the grader in the last digits of "
+    return (f"warning: your {found}. Tests that pass here can still differ on the grader in the last digits of "
             "floating-point results (the checks allow small tolerances), in default dtypes and in what an "
             "operation accepts or warns about; the grader's run is the one that counts.")
 
