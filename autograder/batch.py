@@ -17,6 +17,8 @@ rubric, suites, reference or versions: envcheck.grader_fingerprint); every grade
 gradebook's history, and OUT/regrades.csv lists whose score the latest grading run moved. With a
 due date (lateness.LatePolicy) grades.csv adds each student's lateness and final score.
 """
+from __future__ import annotations
+
 import csv
 import gc
 import hashlib
@@ -249,16 +251,13 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
     count = book.count()
     if summary:
         reasons = {student: reason for student, _, _, reason in todo}
-        text_ = summary_text(book, folder, out, students, graded, list(known), reasons, late_rows)
         strays = sorted((set(late.times) | set(late.extensions)) - set(students)) if late else []
-        if strays:  # a name the instructor gave that matches no submission: said, never dropped silently
-            text_ += f"  in --submitted-at/--extensions but not in {folder}: {', '.join(strays)}\n"
-        summary.write(text_)
+        summary.write(summary_text(book, folder, out, students, graded, list(known), reasons, late_rows, strays))
     book.close()
     return count
 
 
-def _why_grade(previous, fingerprint, grader, force):
+def _why_grade(previous: tuple | None, fingerprint: str, grader: str, force: bool) -> str | None:
     """Why this submission is graded in this run (None: it is up to date). previous: the gradebook's
     (digest, grader, ...) for the student, or None."""
     if previous is None:
@@ -273,7 +272,7 @@ def _why_grade(previous, fingerprint, grader, force):
     return None
 
 
-def _lateness(book, late, found):
+def _lateness(book: Gradebook, late: lateness.LatePolicy | None, found: list) -> dict:
     """{student: lateness.Late} for every student of found in the gradebook, stored as the run's late
     rows ({} without a policy: the last run's rows are cleared, so export follows grades.csv)."""
     rows = {}
@@ -387,7 +386,7 @@ def write_csv(book, path, students=None, late=None):
     os.replace(tmp.name, path)
 
 
-def write_regrades(path, moves):
+def write_regrades(path: Path, moves: list) -> None:
     """OUT/regrades.csv: student, before, after, parts ("causal 8 -> 10; mha 20 -> 15"), one row per
     student whose score the latest grading run moved (gradebook.moves)."""
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, newline="") as tmp:
@@ -398,14 +397,15 @@ def write_regrades(path, moves):
     os.replace(tmp.name, path)
 
 
-def describe_parts(parts):
+def describe_parts(parts: dict) -> str:
     return "; ".join(f"{part} {before:g} -> {after:g}" for part, (before, after) in parts.items())
 
 
-def summary_text(book, folder, out, students, graded, known, reasons=None, late=None):
+def summary_text(book, folder, out, students, graded, known, reasons=None, late=None, strays=()):
     """What the batch did, for the instructor: graded now, up to date, who was regraded because the
-    grader changed, the submissions not graded with the reason, the score spread, lateness, and who
-    is in the gradebook but no longer in folder."""
+    grader changed, the submissions not graded with the reason, the score spread, lateness (and the
+    names of TIMES.csv or EXT.csv, `strays`, that match no submission), and who is in the gradebook
+    but no longer in folder."""
     rows = {student: (score, max_score) for student, score, max_score, _ in book.rows()}
     problems = book.problems()
     present = [s for s in students if s in rows]
@@ -432,6 +432,8 @@ def summary_text(book, folder, out, students, graded, known, reasons=None, late=
                      f"max {max(scores):g}")
     if late:
         lines += _late_summary(late)
+    if strays:  # a name the instructor gave that matches no submission: said, never dropped silently
+        lines.append(f"  in --submitted-at/--extensions but not in {folder}: {', '.join(strays)}")
     removed = sorted(set(known) - set(students))
     if removed:
         lines.append(f"  in the gradebook but no longer in {folder} (left out of grades.csv): {', '.join(removed)}")
@@ -440,7 +442,7 @@ def summary_text(book, folder, out, students, graded, known, reasons=None, late=
     return "\n".join(lines) + "\n"
 
 
-def _late_summary(late):
+def _late_summary(late: dict) -> list[str]:
     charged = sorted(s for s, row in late.items() if row.late_days)
     unknown = sorted(s for s, row in late.items() if row.late_days is None)
     lines = [f"  late ({len(charged)}): " + (", ".join(f"{s} {late[s].late_days} day(s) -{late[s].penalty:g}%"
