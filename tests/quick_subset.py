@@ -31,6 +31,7 @@ QUICK = {
     "test_gpu_check.py": {"test_the_summary_line_when_everything_holds"},
     "test_gpu_memory.py": {"test_the_allocator_cap_is_the_parts_memory_as_a_share_of_the_card"},
     "test_gpu_room.py": {"test_the_device_nodes_are_the_ones_cuda_opens"},
+    "test_gradebook_history.py": None,
     "test_grader_versions.py": {"test_the_public_tests_warn_at_the_start_when_versions_differ_and_still_pass"},
     "test_gradescope.py": {"test_the_zip_follows_gradescopes_layout", "test_solutions_get_full_marks"},
     "test_import_graph.py": None,
