@@ -95,7 +95,8 @@ def judge(limit: SubmissionLimit, metadata: dict | None) -> Verdict:
         return Verdict(True, 0, datetime.now(timezone.utc), problem=f"no readable {METADATA}: the limit is not applied")
     now = _time(metadata.get("created_at"), "created_at")
     if now is None:
-        return Verdict(True, 0, datetime.now(timezone.utc), problem=f"{METADATA} has no created_at: the limit is not applied")
+        return Verdict(True, 0, datetime.now(timezone.utc),
+                       problem=f"{METADATA} has no created_at: the limit is not applied")
     window = timedelta(hours=limit.window_hours)
     inside = [(t, r) for t, r in counted(metadata.get("previous_submissions")) if now - window < t <= now]
     if len(inside) < limit.limit:

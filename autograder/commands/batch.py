@@ -50,7 +50,8 @@ def run(args):
 def late_policy(args):
     """The lateness.LatePolicy of the options, or None without --due; every mistake is a UsageError
     naming the option, or the file and line, before anything is graded."""
-    given = [name for name in ("submitted_at", "extensions", "late_penalty", "late_days") if getattr(args, name) is not None]
+    given = [name for name in ("submitted_at", "extensions", "late_penalty", "late_days")
+             if getattr(args, name) is not None]
     if args.due is None:
         if given:
             raise UsageError(f"--{given[0].replace('_', '-')} needs --due (the due date the lateness is counted from)")

@@ -43,7 +43,8 @@ def history_text(rows):
     for row in rows:
         lines.append(f"{row['graded_at']}  {row['student']}  {row['score']:g} / {row['max_score']:g}  "
                      f"{row['reason']}  (submission {row['digest'].removeprefix('retry:')[:10]}, "
-                     f"grader {row['grader'][:10] or 'unknown'})" + (f"  problem: {row['problem']}" if row['problem'] else ""))
+                     f"grader {row['grader'][:10] or 'unknown'})"
+                     + (f"  problem: {row['problem']}" if row['problem'] else ""))
         before = previous.get(row["student"])
         if before is not None:
             moved = [f"{part} {before.get(part, 0):g} -> {score:g}" for part, score in row["parts"].items()

@@ -219,7 +219,8 @@ def _late_section(late):
 
 
 def _regrades_section(moves):
-    head = '<table><tr><th>student</th><th class="num">before</th><th class="num">after</th><th>parts that moved</th></tr>'
+    head = ('<table><tr><th>student</th><th class="num">before</th><th class="num">after</th>'
+            '<th>parts that moved</th></tr>')
     rows = [f'<tr><td>{esc(s)}</td><td class="num">{fmt(before)}</td><td class="num">{fmt(after)}</td>'
             f'<td>{esc("; ".join(f"{p} {fmt(b)} -> {fmt(a)}" for p, (b, a) in parts.items()))}</td></tr>'
             for s, before, after, parts in moves]
@@ -252,7 +253,8 @@ def write_class_report(out, records, late=None, moves=None):
     import tempfile
 
     paths = []
-    for name, text in (("report.html", class_report(records, late, moves)), ("misconceptions.csv", misconceptions_csv(records))):
+    for name, text in (("report.html", class_report(records, late, moves)),
+                       ("misconceptions.csv", misconceptions_csv(records))):
         path = Path(out) / name
         with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, encoding="utf-8", newline="") as tmp:
             tmp.write(text)
