@@ -22,7 +22,10 @@ Where a submission time comes from, first found wins
        late, the least a late submission is (not charged when the student has an extension, since
        Canvas judged it against its own due date).
     A submission's own file times (mtime, ctime) are never read: a student sets them at will.
-    A student with no time from any of these is not charged, and the row says why.
+    A student with no time from any of these is not charged, and the row says why. A timestamp.txt
+    that says "on time" where the LATE marker says late is not taken (the marker counts), so no file
+    a student could plant in a folder lowers a penalty: without it they would be charged the same or
+    (no time at all) nothing.
 
 Penalty
     late_days = the number of started days (24 hours each) after the student's due date: 0 up to and
@@ -158,7 +161,12 @@ class LatePolicy:
         """The student's late row for `score` (what the code earned)."""
         due = self.due_for(student)
         collected = collected or Collected()
-        submitted = self.times.get(student) or collected.time
+        submitted = self.times.get(student)
+        if submitted is None and collected.time is not None:
+            # a timestamp.txt saying "on time" where Canvas's marker says late is not taken: no file a
+            # student could have written lowers a penalty (without it the marker alone would count)
+            if not (collected.canvas_late and late_days(collected.time, due) == 0):
+                submitted = collected.time
         if submitted is None and collected.canvas_late:
             if student in self.extensions:
                 return Late(None, due, None, 0.0, score, "Canvas marked it LATE against its own due date, but the "

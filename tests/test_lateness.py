@@ -93,6 +93,11 @@ def test_where_a_time_comes_from():
     assert "Canvas marked it LATE" in marked.note and "counted as 1 day late" in marked.note
     extended = late.judge("extended", 50, Collected(None, True))
     assert (extended.late_days, extended.final_score) == (None, 50.0) and "not charged" in extended.note
+    planted = Collected(DUE - timedelta(hours=1), True, "nbgrader's x/timestamp.txt")  # "on time" vs Canvas's LATE
+    assert late.judge("marked", 50, planted).late_days == 1 and "Canvas marked it LATE" in late.judge(
+        "marked", 50, planted).note
+    later = Collected(DUE + timedelta(days=1, seconds=1), True, "nbgrader's x/timestamp.txt")
+    assert late.judge("marked", 50, later).late_days == 2  # a time that agrees with the marker counts exactly
     unknown = late.judge("nobody", 50)
     assert (unknown.late_days, unknown.penalty, unknown.final_score) == (None, 0.0, 50.0)
     assert unknown.cells() == ["", "2026-12-01T22:59:00+00:00", "", "0", "50"]
