@@ -9,10 +9,10 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 
-from autograder import PROJECT_ROOT, rubric as rubric_mod, runner
+from autograder import chapter, rubric as rubric_mod, runner
 from autograder.submission import stage
 
-RUBRIC_PATH = PROJECT_ROOT / "grading.yml"
+RUBRIC_PATH = chapter.current().rubric
 
 
 @dataclass
@@ -55,11 +55,13 @@ def load_rubric(path=RUBRIC_PATH):
     return rubric_mod.load(path, {part: [name for name, _ in checks] for part, checks in suites.items()}), suites
 
 
-def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, seed=None, figures=True):
+def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, seed=None, figures=True,
+                     environment_check=None):
     """Grade the submission at path; parts (names) limits grading to those parts of the rubric.
 
     seed: the run's secret (runner.draw_secret() when None); kept in grade.seed, for instructors only.
     figures: draw the pictures of failed weight checks (runner.draw_figures); False where nobody sees them.
+    environment_check: envcheck.ensure's record for this sandbox (engine.Engine passes it), kept in the grade.
     """
     key = os.path.basename(os.path.normpath(str(path)))
     fixtures = fixtures or runner.default_fixtures(seed, key)
@@ -67,7 +69,7 @@ def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, s
         staged = stage(path, tmp)
         # the submission by its name: reports never show the grader's own paths
         grade = Grade(staged.source, notes=list(staged.notes), seed=fixtures.get("secret"),
-                      environment_check=getattr(sandbox, "environment_check", None))
+                      environment_check=environment_check)
         runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path), figures=figures)
         for part_name, run in runs.items():
             grade.protections = grade.protections or run.protections

@@ -172,7 +172,7 @@ def run_checks(sandbox, session, child, submission, run, checks, limits, fixture
     session (a new session when it has died); a crash fails the rest of these checks.
     submission: (staged folder, key, attributes, verdicts on the parts others use); last: no part
     follows in this child (it is ended, not reset); hidden: the checks send hidden inputs (the child is
-    marked: whatever is said of it from then on is a fixed phrase, see client.Part.saw_hidden and
+    marked: whatever is said of it from then on is a fixed phrase, see client.PartChild.saw_hidden and
     student.StudentError). -> (session, the child when it can take the next part)."""
     folder, key, attributes, known = submission
     timeout, memory_mb, budget = limits
@@ -353,8 +353,11 @@ def default_fixtures(secret=None, key=""):
     from autograder.suites import book
 
     values = book.values()
-    if secret is None:  # the run's secret: --seed, or drawn once by the command for all its workers
-        secret = int(os.environ["CH03_SEED"]) if os.environ.get("CH03_SEED", "").isdigit() else draw_secret()
+    if secret is None:  # the run's secret: the engine passes its own; else the environment's, or a fresh draw
+        from autograder.settings import from_environment
+
+        secret = from_environment().seed
+        secret = draw_secret() if secret is None else secret
     secret = int(secret)
     fixtures = {"book": lambda: values, "secret": secret, "key": key}
     fixtures["seed"] = lambda check=("", ""): check_seed(secret, key, *check)

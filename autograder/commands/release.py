@@ -21,13 +21,13 @@ import importlib
 import shutil
 from pathlib import Path
 
-from autograder import PACKAGE_DIR, PROJECT_ROOT
+from autograder import PACKAGE_DIR, PROJECT_ROOT, chapter
 from autograder.cli import UsageError
 
 HELP = "build the student repository (stubs, public tests, notebooks, README, pyproject, grading workflow) in DIR"
 TEMPLATES = PACKAGE_DIR / "templates" / "release"
-ASSIGNMENT = Path("assignments") / "ch03"
-NOTEBOOK_DEST = Path("notebooks") / "ch03"
+ASSIGNMENT = Path(chapter.current().folders["assignments"])
+NOTEBOOK_DEST = Path("notebooks") / chapter.current().id
 SKIP = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints"}
 
 
@@ -75,7 +75,7 @@ def _notebooks(explicit, dest):
         if not folder.is_dir() or not list(folder.glob("*.ipynb")):
             raise UsageError(f"--notebooks {folder}: no .ipynb files there")
         return _copy_notebooks(folder, dest)
-    released = PROJECT_ROOT / "release" / "ch03"
+    released = chapter.current().release
     if released.is_dir() and list(released.glob("*.ipynb")):
         return _copy_notebooks(released, dest)
     try:

@@ -22,14 +22,12 @@ import subprocess
 import sys
 import time
 
-from autograder import PACKAGE_DIR, protocol, text
+from autograder import PACKAGE_DIR, protocol, settings as settings_mod, text
 from autograder.sandbox import cgroup, container, gpu_watch, isolation, room, syscalls
+from autograder.settings import DEVICE_ENV, UIDS_ENV, UNSAFE_ENV, SandboxSettings  # noqa: F401 (the names, for callers)
 
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 OUTPUT_CAP = 64 << 10
-UNSAFE_ENV = "CH03_UNSAFE_NO_SANDBOX"   # set by --unsafe-no-sandbox
-UIDS_ENV = "CH03_SANDBOX_UIDS"          # this run's first uid, shared with the batch's workers
-DEVICE_ENV = "CH03_DEVICE"              # set by --device: where the student's modules run
 UIDS_PER_SLOT = 100_000
 BOOT = ("import sys; sys.path[:0] = {paths!r}; "
         "from autograder.sandbox.zygote import main; main({fd}, {parent})")
@@ -50,16 +48,13 @@ def scrubbed_environment():
     return env
 
 
-def unsafe_requested():
-    return os.environ.get(UNSAFE_ENV) == "1"
+_PLAN: dict = {}
 
 
-_PLAN = {}
-
-
-def plan():
-    """How this machine isolates student code: {'room', 'user_namespace', 'seccomp', 'why'}.
-    Probed once per process: bubblewrap must start a program in the room."""
+def plan(container_allowed: bool = False) -> dict:
+    """How this machine isolates student code: {'room', 'user_namespace', 'seccomp', 'why', 'container'}.
+    Probed once per process: bubblewrap must start a program in the room. container_allowed: the
+    deployment allows container mode (--container) where the room cannot be built."""
     if _PLAN:
         return _PLAN
     root = os.geteuid() == 0
@@ -88,14 +83,14 @@ def plan():
             why = f"bubblewrap did not run ({type(e).__name__}: {e})"
     in_container = False
     if why and program and binary is not None:  # the room cannot be built: may a throw-away container stand in?
-        in_container, refusal = container.usable()
+        in_container, refusal = container.usable(container_allowed)
         why = f"{why}; container mode instead ({refusal})" if in_container else why
     _PLAN.update(room=not why, user_namespace=not root, seccomp=program.hex() if program else None, why=why,
                  container=in_container)
     return _PLAN
 
 
-def check_device(device):
+def check_device(device: str) -> str:
     """"cpu" or "cuda" (where torch sees a CUDA device) -> the device; anything else: ValueError.
     Never initialises CUDA in this process (see cuda_devices)."""
     if device == "cpu":
@@ -129,29 +124,25 @@ def cuda_devices():
     return _CUDA["count"]
 
 
-def _first_uid():
-    """This run's uids: drawn once (a random block of 10^7 above 10^6), handed to the workers."""
-    if UIDS_ENV not in os.environ:
-        os.environ[UIDS_ENV] = str(1_000_000 + int.from_bytes(os.urandom(4), "big") % 200 * 10_000_000)
-    return int(os.environ[UIDS_ENV])
-
-
 class Sandbox:
     """One fork server in its room; sessions are opened on it one at a time. attach(slot) gives
     another worker its own door to the same server (one torch import in the room for a batch)."""
 
-    def __init__(self, hide=(), slot=0, device=None, server=None):
+    def __init__(self, hide=(), slot: int = 0, device: str | None = None, server: "Sandbox | None" = None,
+                 settings: SandboxSettings | None = None) -> None:
         # `hide` is accepted for callers written for the old deny-list: nothing of the host is in
-        # the room, whatever it is. device: where the student's modules run, "cpu" or "cuda"
-        # (default: $CH03_DEVICE, set by --device, else "cpu")
+        # the room, whatever it is. settings: the run's (default: what the environment gives,
+        # settings.from_environment); device: where the student's modules run, "cpu" or "cuda"
+        # (default: the settings')
+        self.settings = settings or settings_mod.from_environment().sandbox
         self.slot = int(slot)
-        self.device = check_device(device or os.environ.get(DEVICE_ENV) or "cpu")
-        self.plan = dict(plan())
+        self.device = check_device(device or self.settings.device)
+        self.plan = dict(plan(self.settings.container))
         self.in_room, self.container = self.plan["room"], self.plan.get("container", False)
         if self.container and container.check_grader_files():
             raise SandboxUnavailable(f"refusing to run student code: {container.check_grader_files()}")
         self.unsafe = not self.in_room and not self.container
-        if self.unsafe and not unsafe_requested():
+        if self.unsafe and not self.settings.unsafe:
             raise SandboxUnavailable(
                 f"refusing to run student code without a sandbox: {self.plan['why']}. "
                 f"To grade anyway, on a machine and with submissions you trust, add --unsafe-no-sandbox "
@@ -159,7 +150,8 @@ class Sandbox:
         if self.unsafe:
             print(f"WARNING: --unsafe-no-sandbox: student code runs without isolation ({self.plan['why']})",
                   file=sys.stderr)
-        self._uid_key, self._uid_next = None, _first_uid() + self.slot * UIDS_PER_SLOT
+        first_uid = self.settings.first_uid or settings_mod.run_uids()
+        self._uid_key, self._uid_next = None, first_uid + self.slot * UIDS_PER_SLOT
         self.uid = self._uid_next
         self.session_group = None  # set when the server is shared: this door's sessions are capped there
         if server is None:
@@ -186,7 +178,7 @@ class Sandbox:
             env["CH03_CGROUP_PROCS"] = " ".join(self.group.procs_files())
             command = ["/bin/sh", "-c", 'for f in $CH03_CGROUP_PROCS; do echo $$ > "$f"; done; exec "$@"',
                        "cgroup-join"] + command
-        debug = os.environ.get("CH03_SANDBOX_DEBUG") == "1"
+        debug = self.settings.debug
         self.process = subprocess.Popen(
             command, pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
             stdout=None if debug else subprocess.DEVNULL, stderr=None if debug else subprocess.DEVNULL,
@@ -204,7 +196,7 @@ class Sandbox:
         uid block and control group for its sessions. Made before the workers fork."""
         if self.group and self.session_group is None:  # from now on this door's sessions leave the server's group
             self.session_group = self._new_group()
-        return Sandbox(slot=slot, device=self.device, server=self)
+        return Sandbox(slot=slot, device=self.device, server=self, settings=self.settings)
 
     def _attach(self, server):
         ours, theirs = protocol.control_pair()
@@ -322,10 +314,10 @@ class Session:
 
     def part(self, timeout, memory_mb, budget=None):
         """A fresh child, begun on one part's checks with that part's time and memory. It may take
-        more parts of the same submission (Part.next_part); budget: the seconds all of them
+        more parts of the same submission (PartChild.next_part); budget: the seconds all of them
         may take together (the child's CPU-time limit), default the first part's."""
         if self.died:
-            return Part(self, None, timeout, self.died)
+            return PartChild(self, None, timeout, self.died)
         output = os.memfd_create("student-output")
         limit = max(timeout, budget or 0)
         try:
@@ -339,8 +331,8 @@ class Session:
             os.close(output)
             self.kill()
             self.died = f"the sandbox lost its session ({e})"
-            return Part(self, None, timeout, self.died)
-        return Part(self, fds + [output], timeout, memory_mb=memory_mb)
+            return PartChild(self, None, timeout, self.died)
+        return PartChild(self, fds + [output], timeout, memory_mb=memory_mb)
 
     def ended(self, deadline):
         """The leader's word that the part's child and all it started are gone -> exit code or None."""
@@ -369,7 +361,7 @@ class Session:
         self.died = self.died or "closed"
 
 
-class Part:
+class PartChild:
     """One child: call() until close(); each call counts against the current part's time. After a
     part, next_part() resets the child for the submission's next part (part_reset.py)
     or says it cannot be reused."""
