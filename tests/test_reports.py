@@ -32,8 +32,8 @@ from autograder.reports import common
 # the modules (the package's attributes of the same names are their main functions)
 feedback_md, job_log, markdown = (importlib.import_module(f"autograder.reports.{name}")
                                   for name in ("feedback_md", "job_log", "markdown"))
-from autograder.rubric import RubricError, load
-from autograder.runner import CheckResult, PartRun
+from autograder.rubric import RubricError, load  # noqa: E402
+from autograder.runner import CheckResult, PartRun  # noqa: E402
 
 RUBRIC = """\
 version: 1

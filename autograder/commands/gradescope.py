@@ -24,7 +24,6 @@ grader keeps every other wall and relies on the throw-away container for the res
 (sandbox/container.py); anywhere else the full room is built as usual.
 """
 import os
-import shutil
 import stat
 import sys
 import time

@@ -124,6 +124,11 @@ def cuda_devices():
     return _CUDA["count"]
 
 
+def _first_uid() -> int:
+    """This run's first uid when the settings name none (settings.run_uids: drawn once per process)."""
+    return settings_mod.run_uids()
+
+
 class Sandbox:
     """One fork server in its room; sessions are opened on it one at a time. attach(slot) gives
     another worker its own door to the same server (one torch import in the room for a batch)."""
@@ -150,7 +155,7 @@ class Sandbox:
         if self.unsafe:
             print(f"WARNING: --unsafe-no-sandbox: student code runs without isolation ({self.plan['why']})",
                   file=sys.stderr)
-        first_uid = self.settings.first_uid or settings_mod.run_uids()
+        first_uid = self.settings.first_uid or _first_uid()
         self._uid_key, self._uid_next = None, first_uid + self.slot * UIDS_PER_SLOT
         self.uid = self._uid_next
         self.session_group = None  # set when the server is shared: this door's sessions are capped there
