@@ -53,6 +53,24 @@ class PartRun:
     diagnosis: str = ""         # the cause that explains most of its failed checks (part_diagnosis)
 
 
+@dataclass
+class SubmissionContext:
+    """What the runner needs of a staged submission while it runs its parts."""
+    folder: str
+    key: str | None          # the submission's key (its uid in the sandbox); None: its folder
+    attributes: dict         # the names its modules define (student.source_attributes)
+    known: dict = field(default_factory=dict)  # its verdicts on the parts other parts use (suites/dependencies.py)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A turn's limits: seconds of CPU time and MiB of memory for the part, and the seconds the
+    child may take in all (the parts still to come in it)."""
+    timeout: float
+    memory_mb: int
+    budget: float
+
+
 def discover(parts=PARTS):
     """part -> [(check name, function)] in the order they are written."""
     suites = {}
@@ -80,8 +98,7 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
     its later checks are not run.
     """
     runs = {name: PartRun(name) for name in rubric.parts if parts is None or name in parts}
-    attributes = source_attributes(staged.folder)
-    known = {}  # the submission's verdicts on the parts other parts use (suites/dependencies.py)
+    context = SubmissionContext(staged.folder, key, source_attributes(staged.folder))
     turns = []  # (run, part, its checks of one visibility), in the order they run
     for visibility in VISIBILITY_ORDER:
         for name, run in runs.items():
@@ -98,9 +115,9 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
             run.results += [CheckResult(run.part, n, False, reason) for n, _ in checks]
             continue
         ahead = {r.part: p.timeout - r.cpu_seconds for r, p, _ in turns[at:] if not r.timed_out}
-        limits = (part.timeout - run.cpu_seconds, part.memory_mb, sum(ahead.values()))
+        limits = Limits(part.timeout - run.cpu_seconds, part.memory_mb, sum(ahead.values()))
         hidden = any(part.checks[n].visibility == "hidden" for n, _ in checks)
-        session, child = run_checks(sandbox, session, child, (staged.folder, key, attributes, known), run, checks,
+        session, child = run_checks(sandbox, session, child, context, run, checks,
                                     limits, fixtures, last=at == len(turns) - 1, hidden=hidden)
     if child is not None:
         child.close()
@@ -170,20 +187,17 @@ def draw_figures(sandbox, folder, key, runs, rubric, fixtures):
 def run_checks(sandbox, session, child, submission, run, checks, limits, fixtures, last=False, hidden=False):
     """Some checks of one part, in `child` (reset after the part before) or a fresh child of the
     session (a new session when it has died); a crash fails the rest of these checks.
-    submission: (staged folder, key, attributes, verdicts on the parts others use); last: no part
+    submission: its SubmissionContext; limits: the turn's Limits; last: no part
     follows in this child (it is ended, not reset); hidden: the checks send hidden inputs (the child is
     marked: whatever is said of it from then on is a fixed phrase, see client.PartChild.saw_hidden and
     student.StudentError). -> (session, the child when it can take the next part)."""
-    folder, key, attributes, known = submission
-    timeout, memory_mb, budget = limits
     clock = time.monotonic()
     if child is not None:
-        child.next_part(timeout, memory_mb)
+        child.next_part(limits.timeout, limits.memory_mb)
     else:
-        session, child = fresh_child(sandbox, session, folder, key, (timeout, memory_mb, budget))
+        session, child = fresh_child(sandbox, session, submission, limits)
     child.saw_hidden = child.saw_hidden or hidden
-    session, child, student, found = with_dependencies(sandbox, (session, child), submission, run.part,
-                                                       (timeout, memory_mb, budget))
+    session, child, student, found = with_dependencies(sandbox, (session, child), submission, run.part, limits)
     run.protections = run.protections or child.protections
     child.saw_hidden = child.saw_hidden or hidden  # a child that replaced one the probe ended, too
     for name, fn in checks:
@@ -201,15 +215,14 @@ def run_checks(sandbox, session, child, submission, run, checks, limits, fixture
     return session, child if end["reusable"] else None
 
 
-def fresh_child(sandbox, session, folder, key, limits):
+def fresh_child(sandbox, session, submission, limits):
     """A new child of the session (of a new session when it has died) -> (session, child)."""
-    timeout, memory_mb, budget = limits
     for attempt in (1, 2):
         if session is None or session.died:
             if session is not None:
                 session.close()
-            session = sandbox.session(folder, key)
-        child = session.part(timeout, memory_mb, budget)
+            session = sandbox.session(submission.folder, submission.key)
+        child = session.part(limits.timeout, limits.memory_mb, limits.budget)
         if not (child.died and session.died) or attempt == 2:
             break
     return session, child
@@ -219,15 +232,15 @@ def with_dependencies(sandbox, place, submission, part, limits):
     """The part's Student, with the grader's own code in place of each part it uses that is not right
     on its own (suites/dependencies.py) -> (session, child, student, {module: verdict}). A probe that
     ran past its time ended the child: the part goes on in a fresh one."""
-    (session, child), (folder, key, attributes, known) = place, submission
-    student = Student(child, attributes)
+    session, child = place
+    student = Student(child, submission.attributes)
     if part not in dependencies.DEPENDS or child.died:
         return session, child, student, {}
-    found = dependencies.verdicts(student, part, known)
+    found = dependencies.verdicts(student, part, submission.known)
     if child.died:
         child.close()
-        session, child = fresh_child(sandbox, session, folder, key, limits)
-        student = Student(child, attributes)
+        session, child = fresh_child(sandbox, session, submission, limits)
+        student = Student(child, submission.attributes)
     sources = dependencies.substitutes(found)
     if sources and not child.died:
         try:
@@ -261,8 +274,9 @@ def run_part(sandbox, submission, part, checks, limits, fixtures, missing=""):
         run.problem = missing
         run.results = [CheckResult(part, name, False, missing) for name, _ in checks]
         return run
-    session, child = run_checks(sandbox, None, None, (submission, None, source_attributes(submission), {}), run, checks,
-                                (limits.timeout, limits.memory_mb, limits.timeout), fixtures)
+    context = SubmissionContext(submission, None, source_attributes(submission))
+    session, child = run_checks(sandbox, None, None, context, run, checks,
+                                Limits(limits.timeout, limits.memory_mb, limits.timeout), fixtures)
     if child is not None:
         child.close()
     session.close()
