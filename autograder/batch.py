@@ -13,6 +13,8 @@ time, so a submission that kills its worker again is recorded as such. grades.cs
 student found in DIR, with a `problem` column) is written whatever happens; then a summary.
 A rerun grades only what changed (the fingerprint: `digest`).
 """
+from __future__ import annotations
+
 import csv
 import gc
 import hashlib
@@ -30,12 +32,16 @@ import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
 from autograder import PARTS, chapter, reports, submission, text
 from autograder.engine import Engine
 from autograder.gradebook import Gradebook
 from autograder.reports import class_report, html_feedback, plots
 from autograder.settings import Settings
+
+if TYPE_CHECKING:
+    from autograder.sandbox.client import Sandbox
 
 INTERNAL = ("The autograder could not grade this submission because of an internal error; your instructor "
             "can see the details.")
@@ -46,7 +52,7 @@ NAME_LIMIT = 80  # characters of a student's name kept in its file names (result
 SAFE = re.compile(r"[^A-Za-z0-9_.@+-]")
 
 
-def find_submissions(folder):
+def find_submissions(folder: str | Path) -> list[tuple[str, Path, str]]:
     """[(student name, path, problem)] for each subfolder or .zip in folder, sorted by name.
 
     A name keeps the characters a file name can safely hold (the others become _) and at most
@@ -54,7 +60,7 @@ def find_submissions(folder):
     still names one entry. Two entries that would get the same name (`a b` and `a_b`, `c` and
     `c.zip`) are ambiguous: neither takes that name; each is recorded under the name and a hash of
     its own file name, with the problem, and graded once one of them is renamed."""
-    by_name = {}
+    by_name: dict[str, list[Path]] = {}
     for entry in sorted(Path(folder).iterdir()):
         if entry.name.startswith(".") or entry.is_symlink():
             continue
@@ -81,7 +87,7 @@ def _hashed(name, entry):
     return f"{name}~{hashlib.sha256(os.fsencode(entry.name)).hexdigest()[:10]}"
 
 
-def digest(path):
+def digest(path: str | Path) -> str:
     """A fingerprint of what was handed in: regrade only when it changes.
 
     Bounded like staging: the files staging could read (submission.read_limit) count by name and a
@@ -116,7 +122,7 @@ def _file_hash(path):
     return h.digest()
 
 
-def start_fork_servers(count: int, settings: Settings) -> list:
+def start_fork_servers(count: int, settings: Settings) -> list[Sandbox]:
     """The batch's fork server, started now, before this process imports torch (both start-ups
     overlap), and a door of its own for each of count workers -> [door per slot] (slot 0: the
     server's owner): torch is imported once in the room for the whole batch. Where it cannot start:
@@ -135,7 +141,7 @@ def start_fork_servers(count: int, settings: Settings) -> list:
     return doors
 
 
-def stop_fork_servers(doors: list) -> None:
+def stop_fork_servers(doors: list[Sandbox]) -> None:
     while doors:  # the attached doors first, the server's owner (slot 0) last
         doors.pop().close()
 
@@ -163,6 +169,7 @@ def _init_worker(slot_queue, doors, hide, parent: Engine, batch_pid):
     global _worker_engine
     slot = slot_queue.get()
     engine = parent.for_worker(doors[slot] if slot < len(doors) else None, slot, hide)
+    assert engine.sandbox is not None
     multiprocessing.util.Finalize(None, engine.sandbox.close, exitpriority=10)  # run as the worker exits
     _worker_engine = engine
 
@@ -187,8 +194,9 @@ def _grade_one(student, path):
         return student, None, INTERNAL, text.excerpt(f"{type(e).__name__}: {e}")
 
 
-def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.stderr, summary=None,
-              settings: Settings | None = None):
+def run_batch(folder: str | Path, out: str | Path, jobs: int = 2, force: bool = False,
+              rubric_path: str | Path | None = None, progress: TextIO | None = sys.stderr,
+              summary: TextIO | None = None, settings: Settings | None = None) -> int:
     """Grade every submission of folder into out -> the number of submissions in the gradebook.
 
     progress: a stream for the progress bar (drawn only on a terminal); summary: a stream for the
@@ -311,7 +319,7 @@ def _store(book, out, student, fingerprint, results, problem):
             pass  # the gradebook itself refuses: the student is missing from grades.csv, graded on the next run
 
 
-def write_csv(book, path, students=None):
+def write_csv(book: Gradebook, path: Path, students: list[str] | None = None) -> None:
     """grades.csv: student, score, max_score, one column per part, problem (why a submission could
     not be graded; empty when it was); one row per student of `students` (default: the gradebook's)."""
     parts = [p for p in PARTS]
@@ -327,7 +335,8 @@ def write_csv(book, path, students=None):
     os.replace(tmp.name, path)
 
 
-def summary_text(book, folder, out, students, graded, known):
+def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students: list[str], graded: list[str],
+                 known: list[str]) -> str:
     """What the batch did, for the instructor: graded now, up to date, the submissions not graded
     with the reason, the score spread, and who is in the gradebook but no longer in folder."""
     rows = {student: (score, max_score) for student, score, max_score, _ in book.rows()}

@@ -77,7 +77,7 @@ class Engine:
         """The reference solutions graded here first (envcheck.ensure); EnvironmentFailed stops the run."""
         from autograder import envcheck
 
-        assert self.sandbox is not None and self.rubric is not None
+        assert self.sandbox is not None and self.rubric is not None and self.suites is not None
         self.environment_check = envcheck.ensure(self.sandbox, self.rubric, self.suites, self.rubric_path,
                                                  reference=self.chapter.solutions,
                                                  cache=self.settings.envcheck_cache, seed=self.settings.seed)
@@ -89,7 +89,7 @@ class Engine:
         staged. parts: only these parts; rubric: a rubric cut down from this one (selftest)."""
         from autograder import grading
 
-        assert self.sandbox is not None and self.rubric is not None, "Engine.open() first"
+        assert self.sandbox is not None and self.rubric is not None and self.suites is not None, "Engine.open() first"
         return grading.grade_submission(path, rubric or self.rubric, self.suites, self.sandbox, parts=parts,
                                         seed=self.settings.seed, figures=figures,
                                         environment_check=self.environment_check)

@@ -14,6 +14,8 @@ The cache is a folder only the grader's user can write (0700, owned by it; refus
 settings.Settings.envcheck_cache ($CH03_ENVCHECK_CACHE), else /var/cache/ch03-autograder as root, else ~/.cache/ch03-autograder.
 Student code never sees it (the room shows no /var/cache or home), and only full scores are kept.
 """
+from __future__ import annotations
+
 import hashlib
 import json
 import os
@@ -23,9 +25,14 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from autograder import PACKAGE_DIR, chapter, settings
 from autograder.settings import CACHE_ENV  # noqa: F401 (the variable's name, for callers)
+
+if TYPE_CHECKING:
+    from autograder.grading import Grade
+    from autograder.rubric import Rubric
 
 VERSION = 1
 STUDENT_MESSAGE = ("This submission was not graded: the autograder's environment failed its own check (it "
@@ -37,17 +44,18 @@ class EnvironmentFailed(RuntimeError):
     """The reference solutions did not get full marks here; str() names the failing checks and the likely cause.
     .record: the environment_check record (passed False)."""
 
-    def __init__(self, message, record):
+    def __init__(self, message: str, record: dict) -> None:
         super().__init__(message)
         self.record = record
 
 
-def reference_folder():
+def reference_folder() -> Path:
     """The reference solutions this copy of the grader ships with (the repository's, the bundle's)."""
     return chapter.current().solutions
 
 
-def ensure(sandbox, rubric, suites, rubric_path, reference=None, cache=None, seed=None):
+def ensure(sandbox: Any, rubric: Rubric, suites: dict[str, list], rubric_path: str | Path,
+           reference: str | Path | None = None, cache: str | Path | None = None, seed: int | None = None) -> dict:
     """The environment_check record for this sandbox, from the cache or by grading the reference
     now; EnvironmentFailed when the reference loses any point. cache: the verdicts' folder (default:
     cache_folder()); seed: the run's secret for the reference's unseen inputs (default: drawn)."""
@@ -87,7 +95,7 @@ def _record(sandbox, grade):
     return record
 
 
-def failure_message(grade, device):
+def failure_message(grade: Grade, device: str) -> str:
     failed = [c for c in grade.checks if not c.passed]
     lines = [f"the grader's environment failed its own check: the reference solutions scored "
              f"{grade.score:g} / {grade.max_score:g} here (device {device}), so no student is graded. Failing checks:"]
@@ -98,7 +106,7 @@ def failure_message(grade, device):
     return "\n".join(lines)
 
 
-def likely_cause(grade, device):
+def likely_cause(grade: Grade, device: str) -> str:
     problems = " ".join(p.get("problem") or "" for p in grade.parts.values())
     if "could not start the sandbox" in problems or "lost" in problems:
         return "the sandbox cannot run code here (its fork server or session did not start)"
@@ -114,7 +122,7 @@ def likely_cause(grade, device):
 
 # ---------------------------------------------------------------- the cache
 
-def cache_key(sandbox, rubric_path, reference):
+def cache_key(sandbox: Any, rubric_path: str | Path, reference: str | Path) -> str:
     """A hash of everything the verdict depends on."""
     import numpy
     import torch
@@ -151,7 +159,7 @@ def _gpus():
     return {"count": cuda_devices(), "cards": named}
 
 
-def cache_folder(cache=None):
+def cache_folder(cache: str | Path | None = None) -> Path:
     """cache, else the settings' (from the environment), else root's or the user's cache folder."""
     cache = cache or settings.from_environment().envcheck_cache
     if cache:

@@ -32,7 +32,8 @@ DEFAULT_RUBRIC = chapter.current().rubric
 
 
 def add_arguments(parser):
-    parser.add_argument("path", help="folder of student modules (e.g. the checkout's assignments/ch03), .zip or notebooks")
+    parser.add_argument("path", help=f"folder of student modules (e.g. the checkout's "
+                                     f"{chapter.current().folders['assignments']}), .zip or notebooks")
     parser.add_argument("--json", metavar="FILE",
                         help="write results.json here (Gradescope schema; hidden checks keep their points and "
                              "diagnosis but lose their names, since CI artifacts are readable by the student)")

@@ -2,7 +2,8 @@
 from autograder import chapter, stubs
 from autograder.cli import UsageError
 
-HELP = "regenerate the student stubs in assignments/ch03 from solutions/ch03 (--check: only report drift)"
+HELP = (f"regenerate the student stubs in {chapter.current().folders['assignments']} from "
+        f"{chapter.current().folders['solutions']} (--check: only report drift)")
 ROOT = chapter.current().root
 SOLUTIONS = chapter.current().solutions
 ASSIGNMENTS = chapter.current().assignments
