@@ -1,7 +1,7 @@
 """python -m autograder gradescope --out autograder.zip | --out DIR | --run [--root DIR]
 
 --out FILE.zip  builds the bundle Gradescope asks for: setup.sh and run_autograder at the root of
-                the zip (executable), the grading package with its hidden suites, grading.yml,
+                the zip (executable), the grading package with its hidden suites, chapter.yml, grading.yml,
                 requirements.txt, the reference solutions (solutions/ch03: the environment
                 check grades them first, envcheck.py) and a README. Nothing else of this
                 repository goes in (no mutant corpora, no notebooks).
