@@ -34,7 +34,7 @@ def test_ruff_finds_nothing():
 
 
 def test_mypy_finds_nothing_in_the_typed_core():
-    done = run_tool("mypy", "--no-incremental")
+    done = run_tool("mypy")
     assert done.returncode == 0, f"mypy:\n{done.stdout}{done.stderr}"
     assert "Success: no issues found" in done.stdout
 
