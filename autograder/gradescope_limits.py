@@ -76,15 +76,16 @@ def _time(value, where) -> datetime | None:
         return None
 
 
-def counted(previous: list) -> list[tuple[datetime, dict]]:
-    """[(submission time, results)] of the earlier submissions the grader finished, oldest first."""
-    found = []
+def counted(previous: object) -> list[tuple[datetime, dict]]:
+    """[(submission time, results)] of the earlier submissions the grader finished, oldest first
+    (previous: Gradescope's previous_submissions, whatever it holds)."""
+    found: list[tuple[datetime, dict]] = []
     for entry in previous if isinstance(previous, list) else []:
         if not isinstance(entry, dict):
             continue
         results, moment = entry.get("results"), _time(entry.get("submission_time"), "submission_time")
         extra = results.get("extra_data") if isinstance(results, dict) else None
-        if moment is not None and isinstance(extra, dict) and extra.get(GRADED) is True:
+        if moment is not None and isinstance(results, dict) and isinstance(extra, dict) and extra.get(GRADED) is True:
             found.append((moment, results))
     return sorted(found, key=lambda item: item[0])
 
@@ -111,6 +112,7 @@ def _utc(moment: datetime) -> str:
 
 def over_limit_results(verdict: Verdict, limit: SubmissionLimit) -> dict:
     """results.json of a refused submission: the last graded one's score and tests under the message."""
+    assert verdict.last_at is not None and verdict.next_at is not None, "a refused submission's verdict"
     last = dict(verdict.last or {})
     score = last.get("score")
     kept = f"Your score stays {score:g}" if isinstance(score, (int, float)) else "Your score stays as it was"
@@ -118,7 +120,7 @@ def over_limit_results(verdict: Verdict, limit: SubmissionLimit) -> dict:
                f"{verdict.used} graded submission(s) since {_utc(verdict.now - timedelta(hours=limit.window_hours))}. "
                f"{kept}, from your last graded submission ({_utc(verdict.last_at)}); the results below are that "
                f"submission's. Your next submission can be graded from {_utc(verdict.next_at)}.")
-    extra = last.get("extra_data") if isinstance(last.get("extra_data"), dict) else {}
+    extra = last["extra_data"] if isinstance(last.get("extra_data"), dict) else {}
     last.update(output=message, visibility=last.get("visibility", "visible"),
                 extra_data={**extra, GRADED: False, "submission_limit": _record(verdict, limit)})
     last.pop("execution_time", None)

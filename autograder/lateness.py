@@ -97,7 +97,8 @@ def read_csv_times(path: Path, column: str) -> dict[str, datetime]:
         raise LateInputError(f"{path}, line 1: no column {' or '.join(missing)} in the header "
                              f"(expected student,{column}; found {','.join(rows[0])})")
     who, when = header.index("student"), header.index(column)
-    found, lines = {}, {}
+    found: dict[str, datetime] = {}
+    lines: dict[str, int] = {}
     for number, row in enumerate(rows[1:], start=2):
         if not any(cell.strip() for cell in row):
             continue  # a blank line

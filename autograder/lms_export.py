@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import text
+from autograder.gradebook import Gradebook
 
 CANVAS_ROSTER = ("student", "name", "id", "sis_user_id", "sis_login_id", "section")
 MOODLE_ROSTER = ("student", "email")
@@ -54,7 +55,8 @@ def read_roster(path: Path, needed: tuple[str, ...]) -> list[RosterRow]:
     if missing:
         raise ExportError(f"{path}, line 1: no column {', '.join(missing)} in the header (expected "
                           f"{','.join(needed)}; found {','.join(rows[0])})")
-    roster, lines = [], {}
+    roster: list[RosterRow] = []
+    lines: dict[str, int] = {}
     for number, row in enumerate(rows[1:], start=2):
         if not any(cell.strip() for cell in row):
             continue
@@ -72,11 +74,11 @@ def read_roster(path: Path, needed: tuple[str, ...]) -> list[RosterRow]:
     return roster
 
 
-def final_grades(book) -> dict[str, float | None]:
+def final_grades(book: Gradebook) -> dict[str, float | None]:
     """{student: final score} of the gradebook: after the last run's late policy where it had one;
     None where the grading did not finish (an empty cell, never 0)."""
     late = book.lateness()
-    grades = {}
+    grades: dict[str, float | None] = {}
     for student, digest, _, score in book.db.execute("SELECT student, digest, grader, score FROM submissions"):
         if digest.startswith(RETRY):  # the grader failed on it, or an ambiguous name: not a grade
             grades[student] = None

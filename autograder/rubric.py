@@ -18,6 +18,7 @@ Every error names the file and the line.
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from dataclasses import dataclass, field
 
 import yaml
@@ -59,7 +60,7 @@ class Part:
     groups: dict = field(default_factory=dict)  # name -> (points, [check names])
 
     @property
-    def max_score(self):
+    def max_score(self) -> float:
         return sum(c.points for c in self.checks.values() if not c.group) + sum(p for p, _ in self.groups.values())
 
 
@@ -81,11 +82,11 @@ class Rubric:
     submissions: SubmissionLimit | None = None  # grading.yml's `submissions`, when it has one
 
     @property
-    def max_score(self):
+    def max_score(self) -> float:
         return sum(p.max_score for p in self.parts.values())
 
 
-def load(path, suites=None):
+def load(path: str | Path, suites: dict[str, list[str]] | None = None) -> Rubric:
     """Parse and validate; suites maps part -> list of check names the hidden suites define."""
     try:
         text = open(path, encoding="utf-8").read()

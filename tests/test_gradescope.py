@@ -7,7 +7,6 @@ score 0, everything else is graded, and results.json is the grader's.
 """
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
