@@ -79,7 +79,7 @@ def final_grades(book: Gradebook) -> dict[str, float | None]:
     None where the grading did not finish (an empty cell, never 0)."""
     late = book.lateness()
     grades: dict[str, float | None] = {}
-    for student, digest, _, score in book.db.execute("SELECT student, digest, grader, score FROM submissions"):
+    for student, (digest, _, score, _) in book.graded().items():
         if digest.startswith(RETRY):  # the grader failed on it, or an ambiguous name: not a grade
             grades[student] = None
         else:
