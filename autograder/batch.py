@@ -276,11 +276,13 @@ def _why_grade(previous: tuple | None, fingerprint: str, grader: str, force: boo
 
 
 def _lateness(book: Gradebook, late: lateness.LatePolicy | None, found: list) -> dict:
-    """{student: lateness.Late} for every student of found in the gradebook, stored as the run's late
-    rows ({} without a policy: the last run's rows are cleared, so export follows grades.csv)."""
+    """{student: lateness.Late} for every student of found with a finished grade in the gradebook, stored
+    as the run's late rows ({} without a policy: the last run's rows are cleared, so export follows
+    grades.csv)."""
     rows = {}
-    if late is not None:
-        scores = {student: score for student, score, _, _ in book.rows()}
+    if late is not None:  # a grade that did not finish (kept as RETRY: graded again next run) gets no late row
+        scores = {student: score for student, (fingerprint, _, score, _) in book.graded().items()
+                  if not fingerprint.startswith(RETRY)}
         for student, path, _ in found:
             if student in scores:
                 rows[student] = late.judge(student, scores[student], lateness.collected_time(path))

@@ -65,3 +65,22 @@ def test_the_history_command_on_a_gradebook_without_one(tmp_path, capsys):
     Gradebook(tmp_path / "gradebook.db").close()
     assert cli.main(["history", str(tmp_path), "--student", "nobody"]) == 2
     assert "no grade recorded for 'nobody'" in capsys.readouterr().err
+
+
+def test_a_grade_that_did_not_finish_gets_no_late_row(tmp_path):
+    from datetime import timedelta
+
+    from autograder import lateness
+
+    book = Gradebook(tmp_path / "gradebook.db")
+    book.record("alice", "a1", results(causal=40, mha=50), "", "g", "first grade", 1)
+    book.record("ivan", "retry:i1", results(causal=0, mha=0), "the machine kept it from running", "g", "first grade", 1)
+    due = lateness.parse_time("2026-12-01T23:59:00Z", "due")
+    policy = lateness.LatePolicy(due, 10, None, {"alice": due + timedelta(hours=1), "ivan": due + timedelta(hours=1)})
+    for name in ("alice", "ivan"):
+        (tmp_path / name).mkdir()
+    rows = batch._lateness(book, policy, [(s, tmp_path / s, "") for s in ("alice", "ivan")])
+    assert list(rows) == ["alice"] and (rows["alice"].late_days, rows["alice"].final_score) == (1, 81.0)
+    assert list(book.lateness()) == ["alice"]  # stored for export; ivan's grade is to come, late or not
+    assert batch._lateness(book, None, []) == {} and book.lateness() == {}  # a run without --due clears them
+    book.close()

@@ -153,3 +153,15 @@ def test_within_the_limit_the_bundle_grades_and_counts_it(limited_bundle, tmp_pa
     assert results["score"] == results["max_score"] > 0
     assert results["output"].startswith("Graded submission 2 of 2 allowed in any 24 hours")
     assert results["extra_data"][gradescope_limits.GRADED] is True
+
+
+def test_a_grade_the_machine_did_not_finish_never_counts():
+    from types import SimpleNamespace
+
+    from autograder.commands.gradescope import finished
+
+    done = {"causal": {"score": 0.0, "problem": "your code raised ValueError"}}
+    assert finished(SimpleNamespace(parts=done))
+    assert not finished(SimpleNamespace(parts={"causal": {"score": 0.0, "not_graded": "killed by the machine"}}))
+    assert not finished(SimpleNamespace(parts={"causal": {"score": 0.0, "problem": "not graded: overloaded"}}))
+    assert not finished(SimpleNamespace(parts=done, not_graded={"causal": "overloaded"}))

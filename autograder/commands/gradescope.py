@@ -203,8 +203,12 @@ def _submission_limit(root):
 
 
 def finished(grade):
-    """The grader finished this grade: no part is marked "not graded" (a machine that could not run it)."""
-    return not any("not graded" in str(part.get("problem") or "") for part in grade.parts.values())
+    """The grader finished this grade: no part the machine kept from running (the grade's `not_graded`
+    parts, a part marked `not_graded`, or a part whose problem says "not graded")."""
+    if getattr(grade, "not_graded", None):
+        return False
+    return not any(part.get("not_graded") or "not graded" in str(part.get("problem") or "")
+                   for part in grade.parts.values())
 
 
 def check_environment(args=None):
