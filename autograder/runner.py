@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from autograder import PARTS
+from autograder import PARTS, import_failure
 from autograder.sandbox.client import SessionDied
 from autograder.secret import check_seed, draw_secret
 from autograder.student import Student, StudentError, source_attributes
@@ -107,6 +107,8 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
     if session is not None:
         session.close()
     for run in runs.values():
+        visible = {n for n, check in rubric.parts[run.part].checks.items() if check.visibility == "visible"}
+        import_failure.explain(run, staged.folder, visible)  # a module that does not import: one problem
         part_diagnosis(run)
     if figures:
         draw_figures(sandbox, staged.folder, key, runs, rubric, fixtures)

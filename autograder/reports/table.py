@@ -31,9 +31,11 @@ def _instructor_failures(grade):
         if part not in problems and not any(c.part == part for c in failed):
             continue
         lines.append(f"  {part}:")
-        if part in problems:
-            lines.append(f"    problem: {printable(problems[part])}")
-        for c in (c for c in failed if c.part == part):
+        said = [c for c in failed if c.part == part and part in problems and c.message == problems[part]]
+        if part in problems:  # the checks that failed with it are counted, not listed again
+            lines.append(f"    problem: {printable(problems[part])}"
+                         + (f" ({len(said)} check{'s' if len(said) > 1 else ''} failed with it)" if said else ""))
+        for c in (c for c in failed if c.part == part and c not in said):
             hidden = "" if c.visibility == "visible" else f" [{c.visibility}]"
             first, *more = instructor_lines(c)
             lines.append(f"    - {c.name}{hidden} (0 / {fmt(c.max_score)}): {first}")
@@ -48,6 +50,8 @@ def _student_failures(grade):
     lines = ["", "What to fix:"]
     for item in items:
         lines.append(f"  - {item.title} (-{fmt(item.points)}): {item.message}")
+        if item.voided_note:
+            lines.append(f"      {item.voided_note}")
         if item.own_text:
             lines.append(f"      {OWN_TEXT}: {item.own_text}")
     return lines
