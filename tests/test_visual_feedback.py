@@ -307,7 +307,7 @@ def test_the_nbgrader_graded_cell_gets_the_pictures_before_its_score(graded):
     (width, height), (one_width, one_height) = png_size(pair), png_size(one)
     assert pair.startswith(b"\x89PNG") and abs(width - 2 * one_width) <= 2 and height == one_height
     alt = cell.outputs[1]["metadata"]["image/png"]["alt"]
-    assert alt.startswith("your attention weights (left) beside the expected ones (right): ")
+    assert alt.startswith("your attention weights (attention_weights) (left) beside the expected ones (right): ")
     assert ENGINE_MARK in cell.outputs[1]["metadata"]
     nbformat.validate(nbformat.v4.new_notebook(cells=[cell]))
     assert with_figures(outputs, graded("solutions"), "simple_attention") == outputs
