@@ -39,14 +39,14 @@ class Browser:
         self.profile = tempfile.mkdtemp(prefix="chromium-profile-")
         to_browser, self._in = os.pipe()    # we write commands; the browser reads them on fd 3
         self._out, from_browser = os.pipe()  # the browser writes replies on fd 4; we read them
+        to_browser, from_browser = _above_4(to_browser), _above_4(from_browser)  # so that placing them moves no other
 
-        def pipes():  # in the child, before exec: the two ends where the protocol expects them
-            os.dup2(to_browser, 3)
-            os.dup2(from_browser, 4)
-
+        # bash (dash takes one-digit descriptors only) puts the two ends where the protocol expects them
+        # (3 and 4), then becomes the browser
+        place = f'exec 3<&{to_browser} 4>&{from_browser} {to_browser}<&- {from_browser}>&-; exec "$@"'
         self.process = subprocess.Popen(
-            [CHROMIUM, *FLAGS[:-1], f"--user-data-dir={self.profile}", FLAGS[-1]], preexec_fn=pipes,
-            pass_fds=(3, 4), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            ["/bin/bash", "-c", place, "bash", CHROMIUM, *FLAGS[:-1], f"--user-data-dir={self.profile}", FLAGS[-1]],
+            pass_fds=(to_browser, from_browser), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL, env={**os.environ, "HOME": self.profile})
         os.close(to_browser)
         os.close(from_browser)
@@ -121,6 +121,15 @@ class Browser:
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
+def _above_4(fd):
+    """The same pipe end as a descriptor above 4 (the one given is closed)."""
+    import fcntl
+
+    moved = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 10)
+    os.close(fd)
+    return moved
+
+
 class Tab:
     def __init__(self, browser, target, session):
         self.browser, self.target, self.session = browser, target, session
@@ -144,7 +153,7 @@ class Tab:
             params = event.get("params", {})
             if event.get("method") == "Log.entryAdded":
                 entry = params["entry"]
-                said.append(f"{entry.get('level')}: {entry.get('text')}")
+                said.append(f"{entry.get('level')}: {entry.get('text')}" + (f" ({entry['url']})" if entry.get("url") else ""))
             elif event.get("method") == "Runtime.consoleAPICalled":
                 said.append(f"{params.get('type')}: " + " ".join(str(a.get("value", a.get("description", "")))
                                                                   for a in params.get("args", [])))

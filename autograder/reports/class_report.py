@@ -41,8 +41,8 @@ def diagnosis(message):
 
 
 UNFINISHED = "not implemented yet"  # what the grader says of a stub's raise (student.StudentError)
-CRASHED = "crashed: raised an exception (below: the parts that crashed or timed out)"
-DID_NOT_RUN = "did not run: does not import, timed out or was killed (below: the parts that crashed)"
+CRASHED = "crashed: raised an exception that names no mistake"
+DID_NOT_RUN = "did not run: missing, does not import, timed out or was killed (the table below says which)"
 # "your code raised TypeError (in mha.py)", "... an exception", "... an exception of its own class"
 _RAISED = re.compile(r"your code raised (?:an exception(?: of its own class)?|\w+)(?: \(in \w+\.py\))?")
 
