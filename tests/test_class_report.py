@@ -15,6 +15,7 @@ column headers, alt texts) is what a screen reader should get.
 """
 import csv
 import html
+import io
 import json
 import os
 import re
@@ -279,3 +280,63 @@ def test_unfinished_work_is_one_row_per_part_below_the_misconceptions():
     page = class_report.class_report(records)
     assert page.index("the weights are not transposed") < page.index("Unfinished work")
     assert page.count("not implemented yet</") + page.count("not implemented yet<br>") == 3
+
+
+def _full_record(parts_checks, problems=None):
+    """A record as results_json stores it: {part: [(check, passed, message, extra)]}, extra_data with the
+    part problems."""
+    tests = [{"name": f"{part}: {check}", "score": 1.0 if passed else 0.0, "max_score": 1.0,
+              "status": "passed" if passed else "failed", "visibility": "visible", "output": message,
+              "extra_data": {"part": part, "check": check, "message": message, **extra}}
+             for part, checks in parts_checks.items() for check, passed, message, extra in checks]
+    return {"score": 0, "max_score": 1, "tests": tests, "extra_data": {"problems": problems or {}}}
+
+
+def test_only_misconceptions_are_misconceptions_and_each_student_counts_once():
+    """Issue 31 item 3: crashes, timeouts and modules that do not import are unfinished work (one row per
+    part and kind); a voided check counts with the mistake that voids it; one student is one count
+    per misconception, whatever the checks' messages add before it."""
+    from autograder import grading
+    from autograder.reports import class_report
+
+    no_import = "mha.py does not import: SyntaxError: invalid syntax (line 26: def forward(self x):)"
+    timed_out = "the causal process timed out (its CPU time ran past 20 s)"
+    mistake = "the scores are not scaled by 1/sqrt(head_dim)"
+    ann = _full_record({
+        "mha": [("book", False, grading.GATED, {"voided_by": ["unseen"]}),  # passes, voided by unseen
+                ("unseen", False, f"MultiHeadAttention with 2 heads is wrong: {mistake}", {}),
+                ("dropout", False, f"MultiHeadAttention with dropout: changing later tokens changed earlier ones: "
+                                   f"{mistake}", {}),
+                ("shape", True, "", {})],
+        "causal": [("a", False, "your code raised an exception", {}), ("b", False, "your code raised TypeError "
+                                                                             "(in causal.py)", {})]})
+    ben = _full_record({
+        "mha": [(name, False, no_import, {}) for name in ("book", "unseen", "dropout", "shape")],
+        "causal": [("a", False, "not run: " + timed_out, {}), ("b", False, "not run: " + timed_out, {})]},
+        problems={"mha": no_import, "causal": timed_out})
+    cid = _full_record({
+        "mha": [("book", False, grading.GATED, {"detail": "required: unseen"}),  # an older record: the detail says
+                ("unseen", False, f"MultiHeadAttention with 2 heads is wrong: {mistake}", {}),
+                ("ctor", False, "your code raised TypeError: the constructor does not take the specified arguments", {}),
+                ("ctor_hidden", False, "your code raised an exception: the constructor does not take the specified "
+                                       "arguments", {})],
+        "causal": [("a", True, "", {}), ("b", True, "", {})]})
+    rows = class_report.misconceptions([("ann", ann, ""), ("ben", ben, ""), ("cid", cid, "")])
+    said = [(r["part"], r["message"], r["students"], r["checks"], bool(r["unfinished"])) for r in rows]
+    assert said == [
+        ("mha", mistake, ["ann", "cid"], ["book", "dropout", "unseen"], False),
+        ("mha", "your code raised TypeError: the constructor does not take the specified arguments", ["cid"],
+         ["ctor", "ctor_hidden"], False),
+        ("mha", class_report.DID_NOT_RUN, ["ben"], ["book", "dropout", "shape", "unseen"], True),
+        ("causal", class_report.CRASHED, ["ann"], ["a", "b"], True),
+        ("causal", class_report.DID_NOT_RUN, ["ben"], ["a", "b"], True)]
+    table = list(csv.DictReader(io.StringIO(class_report.misconceptions_csv([("ann", ann, ""), ("ben", ben, ""),
+                                                                              ("cid", cid, "")]))))
+    assert [(r["part"], r["misconception"], r["students"], r["who"]) for r in table] == [
+        ("mha", mistake, "2", "ann;cid"),
+        ("mha", "your code raised TypeError: the constructor does not take the specified arguments", "1", "cid")]
+    page = class_report.class_report([("ann", ann, ""), ("ben", ben, ""), ("cid", cid, "")])
+    crashes = page[page.index("<h2>Unreadable"):page.index("<h2>Slowest")]
+    assert "<td>ben</td><td>mha</td><td>mha.py does not import: SyntaxError: invalid syntax (line 26: def " \
+           "forward(self x):)</td>" in crashes and "<td>ben</td><td>causal</td>" in crashes
+    assert "passes here" not in page and "passes here" not in "".join(r["misconception"] for r in table)

@@ -113,7 +113,8 @@ def misconceptions(records):
     rows = [{"part": part, "message": g["messages"].most_common(1)[0][0], "checks": sorted(g["checks"]),
              "students": sorted(g["students"]), "unfinished": kind}
             for (kind, (part, _)), g in groups.items()]
-    return sorted(rows, key=lambda r: (r["unfinished"], -len(r["students"]), -len(r["checks"]), r["part"], r["message"]))
+    return sorted(rows, key=lambda r: (bool(r["unfinished"]), -len(r["students"]), -len(r["checks"]), r["part"],
+                                       r["message"]))
 
 
 def misconceptions_csv(records):
