@@ -49,6 +49,8 @@ QUICK = {
     "test_notebook_grading.py": {"test_modules_win_over_notebooks", "test_a_module_in_two_notebooks_is_an_error_naming_both"},
     "test_notebook_outputs.py": set(),  # a Jupyter kernel per notebook: `-m notebooks`
     "test_notebooks.py": None,
+    "test_one_mistake.py": {"test_a_module_that_does_not_import_is_one_item_in_every_format",
+                            "test_a_voided_check_is_folded_into_the_mistake_that_voids_it"},
     "test_protocol.py": None,
     "test_public_diagnoses.py": {"test_the_solutions_pass_the_tests_that_diagnose"},
     "test_quick_subset.py": None,
