@@ -18,6 +18,7 @@ QUICK = {
     "test_container_mode.py": {"test_without_the_flag_the_grader_refuses_and_names_the_refusal"},
     "test_cuda_fork.py": {"test_a_machine_where_nvml_and_torch_see_no_gpu_refuses_cuda"},
     "test_degenerate.py": {"test_the_degenerate_helper"},
+    "test_doc_figures.py": None,
     "test_diagnosis.py": {"test_two_mistakes_with_the_same_numbers_are_both_named",
                           "test_the_cause_named_by_most_failed_checks_is_the_part_s_diagnosis",
                           "test_every_failed_check_names_the_one_cause"},

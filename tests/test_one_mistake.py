@@ -18,6 +18,7 @@ and JUnit.
 """
 import re
 import shutil
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -28,6 +29,7 @@ from autograder.reports.html_feedback import feedback_html
 from autograder.runner import CheckResult, PartRun
 
 SYNTAX_LINE = "    def forward(self x):"
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _submission(kind, folder):
@@ -143,6 +145,9 @@ def test_a_voided_check_is_folded_into_the_mistake_that_voids_it(grades):
         assert "this also costs the points of mha_book_example, mha_rejects_indivisible_d_out and 1 hidden " \
                "check" in readable, fmt
         assert "passes here" not in readable, fmt
+    # the release README's example of what a student reads about hidden checks is this one, as it reads
+    example = re.search(r'for example\s+"([^"]+)"', (ROOT / "autograder/templates/release/README.md").read_text())
+    assert " ".join(example.group(1).split()) in channels(grade)["table"]
     # Gradescope keeps one test per check, each with its own points: the voided ones score 0 and say why
     tests = {t["name"]: t for t in reports.gradescope_results(grade)["tests"]}
     assert tests["mha: mha_book_example"]["score"] == 0 and tests["mha: mha_book_example"]["max_score"] == 2
