@@ -20,7 +20,9 @@ DOCS = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").g
         "assignments/ch03/README.md", "autograder/templates/release/README.md",
         "autograder/templates/gradescope/README.md"]
 MEASURE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?:-\d+(?:\.\d+)?)?\s?(?:ms|s|seconds?|minutes?|min|hours?|MB|GB|GiB|"
-                     r"MiB|KiB|KB|%|x)(?!\w)|\b\d+:\d\d\b|\b\d+ (?:passed|skipped|collected)\b")
+                     r"MiB|KiB|KB|%|x)(?!\w)|\b\d+:\d\d\b|\b\d+ (?:passed|skipped|collected)\b"
+                     # counts and scores: "21/21 match", "80 characters", "400 training runs", "4 times"
+                     r"|(?<![\w./-])\d+/\d+(?![\w/])|\b\d+ (?:characters|training runs|times)\b")
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
 COMMAND = re.compile(r"`(?:time |\.venv/bin/python |python |\.ci/run|scripts/)[^`]*`")
 MACHINE = re.compile(r"machine|\bH[12]00\b|\bcores?\b")
@@ -67,7 +69,28 @@ CHECKED = {
     ("docs/sandbox.md", "512 MiB"): lambda: "512 << 20" in (ROOT / "tests/test_staging.py").read_text(),
     ("docs/sandbox.md", "0.25 s"): lambda: _source_constant("autograder/sandbox/gpu_watch.py", "PERIOD") == 0.25,
     ("docs/sandbox.md", "1 GiB"): lambda: _source_constant("autograder/sandbox/gpu.py", "CONTEXT_MB") == 1024,
+    ("docs/sandbox.md", "4 times"): lambda: _source_constant("autograder/sandbox/client.py", "WALL_FACTOR") == 4,
+    ("README.md", "21/21"):  # what `book-check` prints, asserted by its test
+        lambda: '"book values: 21/21 match\\n"' in (ROOT / "tests/test_book_check.py").read_text(),
+    ("README.md", "400 training runs"):
+        lambda: "def dropout_statistics(module, x, runs=400)" in (ROOT / "source/ch03/ch03_tools.py").read_text(),
+    ("README.md", "80 characters"): lambda: _source_constant("autograder/batch.py", "NAME_LIMIT") == 80,
+    # the form of gpu-check's summary line: the reference's and the stubs' scores out of the rubric's 100
+    ("README.md", "100/100"): lambda: _rubric_total() == 100 and "reference 100/100 sandboxed, 100/100 non-root; "
+                                      "stubs 0/100" in (ROOT / "scripts/gpu_check.py").read_text(),
+    ("README.md", "0/100"): lambda: _rubric_total() == 100,
 }
+
+
+def _rubric_total():
+    import yaml
+
+    rubric = yaml.safe_load((ROOT / "grading.yml").read_text())
+    default = rubric.get("defaults", {}).get("points", 1)
+    return sum(spec if isinstance(spec, (int, float)) else (spec.get("points", default) if isinstance(spec, dict)
+                                                             else default)
+               for part in rubric["parts"].values() for spec in part["checks"].values()) + sum(
+        group.get("points", 0) for part in rubric["parts"].values() for group in (part.get("groups") or {}).values())
 
 
 def sections(text):
