@@ -283,6 +283,14 @@ def test_grade_markdown_writes_the_pictures_beside_the_report(graded, tmp_path):
     assert all(link.startswith("report_pictures/") for link in links)
     assert [(tmp_path / link).read_bytes()[:4] for link in links] == [b"\x89PNG"] * 2
     assert "wrong dim" in text
+    # issue 31 item 6: the picture section reads as written, in the file and where it renders: only
+    # what would change the rendering is escaped (reports.markdown.md_text), as in the rest of the report
+    section = text[text.index("### Your attention weights next to the expected ones"):]
+    [carrier] = [c for c in grade.checks if c.figure is not None]
+    title = carrier.figure["title"]
+    assert re.search(r"[()_]", title) and f"**causal**: {title}" in section, section[:400]
+    assert not re.search(r"\\[()_.!#+-]", section), section[:400]
+    assert "![your code (CausalAttention)](report_pictures/" in section
     assert markdown_pictures.markdown_pictures(graded("solutions"), tmp_path / "other.md") == ""
     assert not (tmp_path / "other_pictures").exists()
 
