@@ -365,10 +365,13 @@ def test_autograde_warns_only_about_cells_a_student_changed(course):
     log = course.autograde.stdout + course.autograde.stderr
     changed = re.findall(r"Attribute 'checksum' for cell (\S+) has changed", log)
     assert sorted(changed) == ["score_self_attention_v1", "test_softmax_naive"], log[-4000:]
+    # every other warning is about a cell dave tampered with (dave_tampers); issue 31: none about the
+    # speed lab's editable cells, plain cells the gradebook never knew and the student may change
+    tampered = ("score_simple_attention", "score_self_attention_v2", "score_weight_transfer", "my_exercises",
+                "numpy_attention")
     warnings = [line for line in log.splitlines() if "warning" in line.lower() and "checksum" not in line]
-    assert not warnings, warnings[:10]
-    # issue 31: the speed lab's editable cells are plain cells, unknown to the gradebook and never named
-    assert "does not know" not in log and "'settings'" not in log and "'stretch_exercise'" not in log
+    assert warnings and all(any(cell in line for cell in tampered) for line in warnings), warnings[:10]
+    assert "'settings'" not in log and "'stretch_exercise'" not in log
 
 
 def test_solutions_get_full_marks_and_stubs_get_zero(course):

@@ -207,3 +207,15 @@ def test_an_error_at_import_is_said_only_from_a_check_with_visible_inputs(tmp_pa
                             student_text="NameError: name 'torch' is not defined (mha.py, line 9, in forward)")])
     import_failure.explain(run, tmp_path, {"visible_one"})
     assert run.problem == ""
+
+
+def test_a_check_voided_by_a_check_that_never_ran_counts_once():
+    """A part that timed out: its visible book example passed before, the hidden check it requires was
+    not run. The problem's item holds every point the part lost, the voided check's once."""
+    checks = [SimpleNamespace(part="causal", name="book", passed=False, score=0, max_score=2, visibility="visible",
+                              message=grading.GATED, student_text="", detail="", voided_by=("unseen",)),
+              SimpleNamespace(part="causal", name="unseen", passed=False, score=0, max_score=3, visibility="hidden",
+                              message="not run: the causal process timed out", student_text="", detail="")]
+    parts = {"causal": {"score": 0, "max_score": 5, "problem": "the causal process timed out"}}
+    [item] = common.what_to_fix(checks, parts)
+    assert (item.title, item.points, item.message) == ("causal", 5, "the causal process timed out")

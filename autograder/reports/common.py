@@ -119,7 +119,7 @@ def what_to_fix(checks, parts):
         holder.update({(c.part, c.name): items[-1] for c in checks if c.part in names and not c.passed})
     voided = []
     for c in checks:
-        if c.passed or (c.message and c.message == (parts.get(c.part) or {}).get("problem")):
+        if c.passed or said_with_problem(c, parts):
             continue  # said once, with the part's problem
         if voided_by(c):
             voided.append(c)
@@ -154,12 +154,20 @@ def what_to_fix(checks, parts):
                               student_output(c).split("\n", 1)[0], hidden=int(c.visibility != "visible"),
                               checks=[c.name] if c.visibility == "visible" else []))
             continue
-        item.points += c.max_score
+        if not (parts.get(c.part) or {}).get("problem"):  # a part problem's item counts all the part lost
+            item.points += c.max_score
         if c.visibility == "visible":
             item.voided.append(c.name)
         else:
             item.voided_hidden += 1
     return items
+
+
+def said_with_problem(check, parts):
+    """A failed check that only repeats its part's problem ("the causal process timed out", or "not
+    run: " and the problem, for the checks after it): said once, with the problem."""
+    problem = (parts.get(check.part) or {}).get("problem")
+    return bool(problem and check.message in (problem, f"not run: {problem}"))
 
 
 GATED_START = "passes here, but "  # grading.GATED, the message of a voided check

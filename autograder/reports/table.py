@@ -3,7 +3,7 @@
 Every field goes through common.printable at print time: one line, no control characters or
 escape sequences, capped, so that no text a submission produced can redraw the terminal.
 """
-from autograder.reports.common import OWN_TEXT, fmt, instructor_lines, printable, what_to_fix
+from autograder.reports.common import OWN_TEXT, fmt, instructor_lines, printable, said_with_problem, what_to_fix
 
 
 def table(grade, show_hidden=True, seed=True):
@@ -31,7 +31,7 @@ def _instructor_failures(grade):
         if part not in problems and not any(c.part == part for c in failed):
             continue
         lines.append(f"  {part}:")
-        said = [c for c in failed if c.part == part and part in problems and c.message == problems[part]]
+        said = [c for c in failed if c.part == part and said_with_problem(c, grade.parts)]
         if part in problems:  # the checks that failed with it are counted, not listed again
             lines.append(f"    problem: {printable(problems[part])}"
                          + (f" ({len(said)} check{'s' if len(said) > 1 else ''} failed with it)" if said else ""))
