@@ -109,7 +109,29 @@ def what_to_fix(checks, parts):
     checks: ScoredChecks (anything with part, name, passed, score, max_score, visibility, message,
     student_text and optionally diagnosis and voided_by); parts: {part: {"problem", ...}}.
     """
-    problems, by_diagnosis, holder = {}, {}, {}
+    holder = {}  # (part, check) -> the item that says it
+    items = _problem_items(checks, parts, holder)
+    failed = [c for c in checks if not c.passed and not said_with_problem(c, parts)]
+    items += _diagnosis_items([c for c in failed if not voided_by(c)], holder)
+    for c in (c for c in failed if voided_by(c)):
+        item = next((holder[c.part, name] for name in voided_by(c) if (c.part, name) in holder), None)
+        if item is None:  # the check that voids it is not among these (a rubric cut down): said as it is
+            visible = c.visibility == "visible"
+            items.append(Item(c.part, c.name if visible else "", c.max_score, student_output(c).split("\n", 1)[0],
+                              hidden=int(not visible), checks=[c.name] if visible else []))
+            continue
+        if not (parts.get(c.part) or {}).get("problem"):  # a part problem's item counts all the part lost
+            item.points += c.max_score
+        if c.visibility == "visible":
+            item.voided.append(c.name)
+        else:
+            item.voided_hidden += 1
+    return items
+
+
+def _problem_items(checks, parts, holder):
+    """One Item per part problem (the parts it stopped named together), holding every failed check of them."""
+    problems = {}
     for part, p in parts.items():
         if p.get("problem"):
             problems.setdefault(p["problem"], []).append(part)
@@ -117,13 +139,13 @@ def what_to_fix(checks, parts):
     for problem, names in problems.items():
         items.append(Item(", ".join(names), points=sum(_lost(checks, n) for n in names), message=printable(problem)))
         holder.update({(c.part, c.name): items[-1] for c in checks if c.part in names and not c.passed})
-    voided = []
-    for c in checks:
-        if c.passed or said_with_problem(c, parts):
-            continue  # said once, with the part's problem
-        if voided_by(c):
-            voided.append(c)
-            continue
+    return items
+
+
+def _diagnosis_items(failed, holder):
+    """One Item per (part, diagnosis) of the failed checks, each check's name, place and points in it."""
+    items, by_diagnosis = [], {}
+    for c in failed:
         visible = c.visibility == "visible"
         if visible and _withheld(c):
             items.append(Item(c.part, c.name, c.max_score, "check failed", checks=[c.name]))
@@ -147,19 +169,6 @@ def what_to_fix(checks, parts):
                 item.own_text = text.excerpt(c.student_text)
         else:
             item.hidden += 1
-    for c in voided:
-        item = next((holder[c.part, name] for name in voided_by(c) if (c.part, name) in holder), None)
-        if item is None:  # the check that voids it is not among these (a rubric cut down): said as it is
-            items.append(Item(c.part, c.name if c.visibility == "visible" else "", c.max_score,
-                              student_output(c).split("\n", 1)[0], hidden=int(c.visibility != "visible"),
-                              checks=[c.name] if c.visibility == "visible" else []))
-            continue
-        if not (parts.get(c.part) or {}).get("problem"):  # a part problem's item counts all the part lost
-            item.points += c.max_score
-        if c.visibility == "visible":
-            item.voided.append(c.name)
-        else:
-            item.voided_hidden += 1
     return items
 
 
