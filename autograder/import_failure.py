@@ -16,11 +16,22 @@ visible inputs. Nothing else about the part is said.
     explain(run, folder, visible)   run: a runner.PartRun (its checks run); folder: the staged
                                     modules; visible: the names of the part's checks with visible inputs
 """
+from __future__ import annotations
+
 import ast
 import re
+from collections.abc import Collection
 from pathlib import Path
+from typing import Any, Protocol
 
 from autograder import text
+
+
+class PartRun(Protocol):
+    """What is read and written of a runner.PartRun (runner imports this module, not the other way)."""
+    part: str
+    problem: str
+    results: list[Any]  # runner.CheckResult: name, passed, message, student_text, cause, unexplained
 
 SYNTAX_KINDS = ("SyntaxError", "IndentationError", "TabError")
 # the end of StudentError.student_text() for an error raised by a module's top level
@@ -28,7 +39,7 @@ AT_IMPORT = re.compile(r"\((\w+\.py), line \d+, in <module>\)$")
 SOURCE_LINE = 120  # the most of the offending line quoted
 
 
-def explain(run, folder, visible=()):
+def explain(run: PartRun, folder: str | Path, visible: Collection[str] = ()) -> None:
     """Set run.problem (and every failed check's message) when the part's module does not import;
     every check of the part must have failed, so a module that imports is never said not to."""
     if run.problem or not run.results or any(r.passed for r in run.results):
@@ -41,7 +52,7 @@ def explain(run, folder, visible=()):
         result.message, result.cause, result.unexplained = said, "", False
 
 
-def syntax_error(run, folder):
+def syntax_error(run: PartRun, folder: Path) -> str:
     """"<file> does not import: SyntaxError: <msg> (line N: <the line>)" when the child raised a syntax
     error for a chapter file and the grader's own parse of that staged file finds one; else ''."""
     raised = {_file_of(r.student_text) for r in run.results if r.student_text.startswith(SYNTAX_KINDS)}
@@ -53,7 +64,7 @@ def syntax_error(run, folder):
     return ""
 
 
-def parse_error(path):
+def parse_error(path: Path) -> str:
     """The syntax error the grader's parser finds in path ('' when it parses or cannot be read)."""
     try:
         source = path.read_bytes()
@@ -73,7 +84,7 @@ def parse_error(path):
     return ""
 
 
-def error_at_import(run, visible):
+def error_at_import(run: PartRun, visible: Collection[str]) -> str:
     """"<file> does not import: <the error>" when a check with visible inputs saw the module's top level
     raise (the student may see that text); else ''."""
     for result in run.results:
@@ -83,7 +94,7 @@ def error_at_import(run, visible):
     return ""
 
 
-def _file_of(student_text):
+def _file_of(student_text: str) -> str:
     """The chapter file a syntax error names: "SyntaxError: invalid syntax (mha.py, line 26)" -> mha.py."""
     found = re.search(r"\((\w+\.py), line \d+", student_text)
     return found.group(1) if found else ""

@@ -17,7 +17,6 @@ import csv
 import html
 import io
 import json
-import os
 import re
 import shutil
 import statistics

@@ -198,8 +198,8 @@ def test_extracting_the_source_notebooks_gives_the_solution_files(tmp_path):
         assert (tmp_path / f"{module}.py").read_text() == (SOLUTIONS / f"{module}.py").read_text(), module
 
 
-@pytest.mark.skipif(not BOOK_CHECK.is_file(), reason="../shared/tools/book_check.py is not there (the course's shared folder beside the project; "
-                           "a clone elsewhere has none)")
+@pytest.mark.skipif(not BOOK_CHECK.is_file(), reason="../shared/tools/book_check.py is not there (the course's "
+                                                    "shared folder beside the project; a clone elsewhere has none)")
 def test_extracted_modules_reproduce_the_book(tmp_path):
     submitted_notebooks.extract_modules(notebooks.SOURCE, tmp_path)
     done = subprocess.run([sys.executable, str(BOOK_CHECK), str(tmp_path)], capture_output=True, text=True, timeout=300)
