@@ -77,9 +77,11 @@ def run(args):
     out = Path(args.out)
     if out.suffix == ".zip":
         write_zip(files, out)
-    else:
+        then = "upload the zip to Gradescope"
+    else:  # the private repository the pull-request workflow fetches (docs/ci-and-gradescope.md, section 2)
         write_folder(files, out)
-    print(f"{out}: {len(files)} files ({', '.join(EXECUTABLE)} at the root); upload the zip to Gradescope")
+        then = "zip it for Gradescope, or push it as the private autograder repository of the pull-request workflow"
+    print(f"{out}: {len(files)} files ({', '.join(EXECUTABLE)} at the root); {then}")
     return 0
 
 
