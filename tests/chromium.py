@@ -44,10 +44,16 @@ class Browser:
         # bash (dash takes one-digit descriptors only) puts the two ends where the protocol expects them
         # (3 and 4), then becomes the browser
         place = f'exec 3<&{to_browser} 4>&{from_browser} {to_browser}<&- {from_browser}>&-; exec "$@"'
-        self.process = subprocess.Popen(
-            ["/bin/bash", "-c", place, "bash", CHROMIUM, *FLAGS[:-1], f"--user-data-dir={self.profile}", FLAGS[-1]],
-            pass_fds=(to_browser, from_browser), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, env={**os.environ, "HOME": self.profile})
+        try:
+            self.process = subprocess.Popen(
+                ["/bin/bash", "-c", place, "bash", CHROMIUM, *FLAGS[:-1], f"--user-data-dir={self.profile}", FLAGS[-1]],
+                pass_fds=(to_browser, from_browser), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, env={**os.environ, "HOME": self.profile})
+        except OSError:
+            for fd in (to_browser, from_browser, self._in, self._out):
+                os.close(fd)
+            shutil.rmtree(self.profile, ignore_errors=True)
+            raise
         os.close(to_browser)
         os.close(from_browser)
         self._buffer, self._next, self.events = b"", 0, []
