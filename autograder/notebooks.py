@@ -385,7 +385,7 @@ def notebook_texts(solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, book_path=B
     limit = submission_limit_cell(rubric_path)
     for template in templates(templates_dir):
         notebook = build_notebook(template, solutions_dir, book_path, points=points)
-        if limit and any(cell["metadata"]["nbgrader"]["solution"] for cell in notebook["cells"]):
+        if limit and any(cell["metadata"].get("nbgrader", {}).get("solution") for cell in notebook["cells"]):
             notebook["cells"].insert(1, limit)  # graded notebooks: the limit, right under the title
         for cell in notebook["cells"]:
             if cell["metadata"].get("nbgrader", {}).get("solution"):

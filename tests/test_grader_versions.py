@@ -90,7 +90,7 @@ def test_the_graded_notebooks_state_the_limit(limited_rubric):
     texts = notebooks.notebook_texts(rubric_path=limited_rubric)
     for name, text in texts.items():
         cells = json.loads(text)["cells"]
-        graded = any(c["metadata"]["nbgrader"]["solution"] for c in cells)
+        graded = any(c["metadata"].get("nbgrader", {}).get("solution") for c in cells)
         limit = [c for c in cells if c["id"] == "submission_limit"]
         if graded:
             assert cells[1]["id"] == "submission_limit", name
