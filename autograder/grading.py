@@ -13,6 +13,15 @@ from autograder import PROJECT_ROOT, rubric as rubric_mod, runner
 from autograder.submission import stage
 
 RUBRIC_PATH = PROJECT_ROOT / "grading.yml"
+NOT_GRADED_MESSAGE = ("This submission was not graded: the machine that graded it was overloaded (its processes were "
+                      "killed or kept waiting by something other than your code), so no score was recorded. This is "
+                      "not about your code; it will be graded again.")
+
+
+def not_graded_problem(grade):
+    """The instructor's one line for a grade with parts the machine kept from being graded ('' when none)."""
+    found = grade.not_graded
+    return f"{runner.NOT_GRADED} (parts: {', '.join(found)}): graded again on the next run" if found else ""
 
 
 @dataclass
@@ -28,6 +37,7 @@ class ScoredCheck:
     student_text: str = ""  # what the student's code raised, cleaned; never shown for hidden checks
     diagnosis: str = "shown"  # grading.yml's `diagnosis`: "withheld" keeps a hidden check's message from students
     figure: dict = None     # the student's and the expected weights on the book's example (suites/figures.py)
+    not_graded: bool = False  # the machine kept it from running (runner.NOT_GRADED): nobody's score
 
 
 @dataclass
@@ -44,6 +54,12 @@ class Grade:
     @property
     def score(self):
         return round(sum(p["score"] for p in self.parts.values()), 4)
+
+    @property
+    def not_graded(self):
+        """{part: why} for the parts the machine kept from being graded (runner.NOT_GRADED): a grade with
+        any is no grade at all, in every channel (never a lower score)."""
+        return {part: p["not_graded"] for part, p in self.parts.items() if p.get("not_graded")}
 
     @property
     def max_score(self):
@@ -92,10 +108,12 @@ def score_part(grade, part, run):
         total += earned
         grade.checks.append(ScoredCheck(part.name, check.name, result.passed, round(earned, 4),
                                         round(worth, 4), check.visibility, result.message,
-                                        result.detail, result.student_text, check.diagnosis, figure=result.figure))
+                                        result.detail, result.student_text, check.diagnosis, figure=result.figure,
+                                        not_graded=result.not_graded))
     grade.parts[part.name] = {"score": round(total, 4), "max_score": round(part.max_score, 4),
                               "problem": run.problem, "seconds": round(run.seconds, 3),
-                              "diagnosis": run.diagnosis}  # the cause most failed checks name (runner.part_diagnosis)
+                              "diagnosis": run.diagnosis,  # the cause most failed checks name (runner.part_diagnosis)
+                              "not_graded": run.not_graded}
 
 
 GATED = ("passes here, but the same code fails the checks on inputs only the grader knows: this check earns its "
@@ -109,4 +127,5 @@ def gated(result, required):
     if not result.passed or all(r.passed for r in required):
         return result
     return runner.CheckResult(result.part, result.name, False, GATED, detail="required: " + ", ".join(
-        r.name for r in required if not r.passed), figure=result.figure)
+        r.name for r in required if not r.passed), figure=result.figure,
+        not_graded=any(r.not_graded for r in required))

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 import torch
 
 from autograder import PARTS
+from autograder.sandbox import death
 from autograder.sandbox.client import SessionDied
 from autograder.secret import check_seed, draw_secret
 from autograder.student import Student, StudentError, source_attributes
@@ -38,6 +39,7 @@ class CheckResult:
     figure: dict = None  # the student's and the expected weights on public inputs (suites/figures.py)
     cause: str = ""      # the misconception its message names (expect.Mismatch.cause), if any
     unexplained: bool = False  # its values are wrong and it could name no cause (part_diagnosis may)
+    not_graded: bool = False   # the machine, not the code, kept it from running (NOT_GRADED)
 
 
 @dataclass
@@ -51,6 +53,7 @@ class PartRun:
     problem: str = ""           # set when the part's process died or could not start
     timed_out: bool = False     # the part used up its time limit: its later checks are not run
     diagnosis: str = ""         # the cause that explains most of its failed checks (part_diagnosis)
+    not_graded: str = ""        # why the part was not graded (NOT_GRADED): it is scored by nobody
 
 
 def discover(parts=PARTS):
@@ -92,10 +95,10 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
     session = child = None
     for at, (run, part, checks) in enumerate(turns):
         missing = staged.missing(run.part)
-        if missing or run.timed_out:
-            reason = missing or f"not run: {run.problem}"
+        if missing or run.timed_out or run.not_graded:
+            reason = missing or run.not_graded or f"not run: {run.problem}"
             run.problem = run.problem or missing
-            run.results += [CheckResult(run.part, n, False, reason) for n, _ in checks]
+            run.results += [CheckResult(run.part, n, False, reason, not_graded=bool(run.not_graded)) for n, _ in checks]
             continue
         ahead = {r.part: p.timeout - r.cpu_seconds for r, p, _ in turns[at:] if not r.timed_out}
         limits = (part.timeout - run.cpu_seconds, part.memory_mb, sum(ahead.values()))
@@ -167,13 +170,39 @@ def draw_figures(sandbox, folder, key, runs, rubric, fixtures):
         session.close()
 
 
+MACHINE_RETRIES = 2  # fresh children for a part whose child the machine killed, before it is not graded
+NOT_GRADED = death.NOT_GRADED
+
+
 def run_checks(sandbox, session, child, submission, run, checks, limits, fixtures, last=False, hidden=False):
     """Some checks of one part, in `child` (reset after the part before) or a fresh child of the
     session (a new session when it has died); a crash fails the rest of these checks.
     submission: (staged folder, key, attributes, verdicts on the parts others use); last: no part
     follows in this child (it is ended, not reset); hidden: the checks send hidden inputs (the child is
     marked: whatever is said of it from then on is a fixed phrase, see client.Part.saw_hidden and
-    student.StudentError). -> (session, the child when it can take the next part)."""
+    student.StudentError). -> (session, the child when it can take the next part).
+
+    A child that died of something its own CPU time and memory do not explain (sandbox/death.py:
+    killed from outside, kept waiting for a CPU) is the machine's doing: the checks run again in a
+    fresh child, MACHINE_RETRIES times at most, and what that attempt said and used is forgotten;
+    if the machine kills every attempt, the part is not graded (never charged)."""
+    for _ in range(MACHINE_RETRIES + 1):
+        mark = (len(run.results), run.cpu_seconds, run.output)
+        session, child, machine = _attempt(sandbox, session, child, submission, run, checks, limits, fixtures,
+                                           last, hidden)
+        if not machine:
+            return session, child
+        del run.results[mark[0]:]
+        run.cpu_seconds, run.output = mark[1], mark[2]
+        child, why = None, machine
+    run.not_graded = run.problem = f"{NOT_GRADED} (its process {why}, {MACHINE_RETRIES + 1} times)"
+    run.results += [CheckResult(run.part, n, False, run.not_graded, not_graded=True) for n, _ in checks]
+    return session, None
+
+
+def _attempt(sandbox, session, child, submission, run, checks, limits, fixtures, last, hidden):
+    """One try at the checks (run_checks) -> (session, reusable child or None, why the machine ended
+    it: '' when it did not)."""
     folder, key, attributes, known = submission
     timeout, memory_mb, budget = limits
     clock = time.monotonic()
@@ -195,10 +224,12 @@ def run_checks(sandbox, session, child, submission, run, checks, limits, fixture
     run.cpu_seconds += child.spent() if hasattr(child, "spent") else time.monotonic() - clock  # what its limit counts
     end = {**child.close(), "reusable": False} if last or student.substituted else child.finish()
     run.output += end["output"]
+    if child.died and getattr(child, "machine", False):
+        return session, None, child.died
     if child.died and child.died != "closed" and not run.problem:
         run.problem = f"the {run.part} process {child.died}"
         run.timed_out = "timed out" in child.died
-    return session, child if end["reusable"] else None
+    return session, child if end["reusable"] else None, ""
 
 
 def fresh_child(sandbox, session, folder, key, limits):

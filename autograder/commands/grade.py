@@ -1,4 +1,5 @@
 """python -m autograder grade PATH [--json FILE] [--junit FILE] [--markdown FILE] [--rubric FILE]"""
+import sys
 from pathlib import Path
 
 from autograder.cli import UsageError
@@ -51,4 +52,7 @@ def run(args):
         sandbox.close()
     reports.write(grade, args.json, args.junit, args.markdown)  # files first: printing cannot cost them
     reports.emit(reports.table(grade))  # the instructor's table: everything, and the run's secret
+    if grade.not_graded:  # the machine kept a part from running: no score stands (runner.NOT_GRADED)
+        print(f"error: {grading.not_graded_problem(grade)}", file=sys.stderr)
+        return 3
     return 0

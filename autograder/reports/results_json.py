@@ -47,11 +47,27 @@ def results_json(grade):
                                           if p.get("problem")},
                              "seconds": {part: p.get("seconds", 0.0) for part, p in grade.parts.items()},
                              "seed": grade.seed}
+    if _not_graded(grade):  # the machine kept these parts from running: no score stands (runner.NOT_GRADED)
+        results["extra_data"]["not_graded"] = {part: printable(why) for part, why in _not_graded(grade).items()}
     return results
+
+
+def _not_graded(grade):
+    return getattr(grade, "not_graded", None) or {}
+
+
+def _machine_results(grade, gradescope=False):
+    """A grade some part of which the machine kept from running: like a run whose environment failed
+    its check, no score at all (never a lower one); the student reads why it is not their doing."""
+    from autograder.grading import NOT_GRADED_MESSAGE
+
+    return not_graded_results(NOT_GRADED_MESSAGE, getattr(grade, "environment_check", None), gradescope=gradescope)
 
 
 def student_results(grade):
     """What `ci` writes to results.json: no hidden check named, no student text of a hidden check."""
+    if _not_graded(grade):
+        return _machine_results(grade)
     names = anonymous_names(grade.checks)
     tests = [{**_test(c, names.get(id(c), f"{c.part}: {c.name}")), "output": student_output(c)}
              for c in grade.checks]
@@ -63,6 +79,8 @@ def student_results(grade):
 
 def gradescope_results(grade):
     """Gradescope's results.json (see the module's docstring)."""
+    if _not_graded(grade):
+        return _machine_results(grade, gradescope=True)
     # a check with a figure: its output in HTML, with the student's and the expected weights drawn
     tests = [gradescope_test({**_test(c, f"{c.part}: {c.name}"), "output": student_output(c)},
                              getattr(c, "figure", None)) for c in grade.checks]
