@@ -40,6 +40,7 @@ class CheckResult:
     cause: str = ""      # the misconception its message names (expect.Mismatch.cause), if any
     unexplained: bool = False  # its values are wrong and it could name no cause (part_diagnosis may)
     not_graded: bool = False   # the machine, not the code, kept it from running (NOT_GRADED)
+    raised: bool = False       # it failed because the code raised (not on a judgement of its values)
 
 
 @dataclass
@@ -251,14 +252,14 @@ def with_dependencies(sandbox, place, submission, part, limits):
     on its own (suites/dependencies.py) -> (session, child, student, {module: verdict}). A probe that
     ran past its time ended the child: the part goes on in a fresh one."""
     (session, child), (folder, key, attributes, known) = place, submission
-    student = Student(child, attributes)
+    student = Student(child, attributes, folder)
     if part not in dependencies.DEPENDS or child.died:
         return session, child, student, {}
     found = dependencies.verdicts(student, part, known)
     if child.died:
         child.close()
         session, child = fresh_child(sandbox, session, folder, key, limits)
-        student = Student(child, attributes)
+        student = Student(child, attributes, folder)
     sources = dependencies.substitutes(found)
     if sources and not child.died:
         try:
@@ -272,7 +273,9 @@ def run_dependent_check(part, name, fn, student, fixtures, found):
     """One check; where the grader's code stands in for a part found wrong or raising (not hanging),
     a failed check is run again with the student's own code, which may be written for it (a transfer
     that writes sa_v1.W_q where v1 names its matrix so; exercises that import mha's class under the
-    name the student's mha gives it): the better verdict counts."""
+    name the student's mha gives it): the better verdict counts. When both fail and only the stand-in
+    run raised (the student's module imports a name the grader's stand-in lacks), the student's own
+    run's diagnosis is the one shown: it is about their code."""
     result = run_check(part, name, fn, student, fixtures)
     if result.passed or not student.substituted or not {"wrong", "raises"} & set(found.values()):
         return result
@@ -282,7 +285,7 @@ def run_dependent_check(part, name, fn, student, fixtures, found):
         student.substitute(dependencies.substitutes(found))
     except (StudentError, SessionDied):
         return result
-    return own if own.passed else result
+    return own if own.passed or (result.raised and not own.raised) else result
 
 
 def run_part(sandbox, submission, part, checks, limits, fixtures, missing=""):
@@ -360,7 +363,7 @@ def _run_check(part, name, fn, student, fixtures):
                            student_text=str(getattr(e, "student_text", "")), cause=str(getattr(e, "cause", "")),
                            unexplained=getattr(e, "unexplained", False) is True)
     except StudentError as e:
-        return CheckResult(part, name, False, e.explain(), student_text=e.student_text())
+        return CheckResult(part, name, False, e.explain(), student_text=e.student_text(), raised=True)
     except SessionDied as e:
         return CheckResult(part, name, False, f"the {part} process {e}")
     except Exception as e:  # a bug in the check itself: fail loudly, never silently pass

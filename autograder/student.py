@@ -87,11 +87,13 @@ def source_attributes(folder, limit=200):
 class Student:
     """One part's session on one submission."""
 
-    def __init__(self, session, attributes=frozenset()):
+    def __init__(self, session, attributes=frozenset(), folder=None):
         """attributes: the names the submission's source writes as `self.<name>` (source_attributes):
-        a diagnosis may repeat one of them, chosen before any input was seen."""
+        a diagnosis may repeat one of them, chosen before any input was seen. folder: the staged
+        submission, whose text the grader reads itself (source())."""
         self.session = session
         self.attributes = attributes
+        self.folder = folder
         self.last_arguments = []
         self.call_limit = None  # seconds one remote call may take (None: the part's limit)
         self.substituted = False  # the child holds the grader's own code for another part: never reused
@@ -103,6 +105,16 @@ class Student:
 
     def module(self, name):
         return RemoteCallable(self, {"module": name, "attr": ""})
+
+    def source(self, module):
+        """The submitted text of <module>.py as staged ('' when absent or unknown): read here, by the
+        grader, never run (suites/source_reading.py parses it)."""
+        if self.folder is None:
+            return ""
+        try:
+            return (Path(self.folder) / f"{module}.py").read_text(encoding="utf-8", errors="replace")[:1 << 20]
+        except OSError:
+            return ""
 
     def request(self, op, target, args=(), kwargs=None, seed=0, extra=None):
         message = {"args": list(args), "kwargs": dict(kwargs or {}), **(extra or {})}

@@ -25,6 +25,8 @@ QUICK = {
     "test_device.py": {"test_on_the_cpu_nothing_is_copied"},
     "test_efficiency.py": {"test_the_reference_mha_issues_the_same_matmuls_for_any_head_count",
                            "test_counts_from_the_child_are_checked"},
+    "test_false_alarms.py": {"test_the_mha_mask_buffer_may_have_any_name",
+                             "test_a_wrapper_under_another_name_is_charged_in_mha_only"},
     "test_fairness.py": {"test_a_raising_v2_costs_the_transfer_nothing"},
     "test_fair_cpu.py": {"test_time_spent_off_the_cpu_is_not_the_part_s", "test_a_loop_is_ended_at_its_cpu_time_limit"},
     "test_envcheck.py": {"test_the_cache_keeps_a_full_score_and_a_hit_grades_nothing"},
@@ -43,6 +45,8 @@ QUICK = {
                              "test_the_probes_find_the_reference_right_on_its_own",
                              "test_heads_built_through_an_alias_are_recognised", "test_a_part_never_receives_its_own_reference"},
     "test_isolation.py": {"test_the_room_shows_only_the_allow_list", "test_unseen_inputs_come_from_the_runs_secret"},
+    "test_machine_deaths.py": {"test_a_child_killed_from_outside_is_graded_again_in_a_fresh_one",
+                               "test_an_oom_kill_is_read_from_the_group"},
     "test_nbgrader_commands.py": set(),  # real nbgrader: `-m nbgrader`
     "test_nbgrader_roundtrip.py": set(),
     "test_nbgrader_validate.py": set(),
