@@ -50,6 +50,7 @@ class Grade:
     output: dict = field(default_factory=dict)    # part -> what the student's code printed
     seed: int = None                              # the run's secret behind the unseen inputs (instructors only)
     environment_check: dict = None                # envcheck.ensure's record: the reference graded here first
+    tampering: list = field(default_factory=list)  # reaches into the grader its source writes (instructors only)
 
     @property
     def score(self):
@@ -84,6 +85,7 @@ def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, s
         # the submission by its name: reports never show the grader's own paths
         grade = Grade(staged.source, notes=list(staged.notes), seed=fixtures.get("secret"),
                       environment_check=getattr(sandbox, "environment_check", None))
+        grade.tampering = tampering_in(staged.folder)
         runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path), figures=figures)
         for part_name, run in runs.items():
             grade.protections = grade.protections or run.protections
@@ -91,6 +93,23 @@ def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, s
                 grade.output[part_name] = run.output
             score_part(grade, rubric.parts[part_name], run)
     return grade
+
+
+def tampering_in(folder):
+    """What the submission's source writes that reaches into the grader (dispatch modes, frames,
+    builtins, the counting machinery, the grader's modules), read here (suites/source_reading.py): for
+    the instructor, in results.json's extra_data and the batch's report; it costs no point by itself."""
+    from pathlib import Path
+
+    from autograder.suites import source_reading
+
+    sources = {}
+    for path in sorted(Path(folder).glob("*.py"))[:64]:
+        try:
+            sources[path.stem] = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    return source_reading.tampering(sources)
 
 
 def score_part(grade, part, run):

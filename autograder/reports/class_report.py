@@ -90,6 +90,20 @@ def problems(records):
     return found
 
 
+def tampering(records):
+    """[(student, what)]: reaches into the grader that a submission's source writes (results_json's
+    extra_data.tampering, read by the grader from the source)."""
+    return [(student, str(what)) for student, results, _ in records
+            for what in ((results.get("extra_data") or {}).get("tampering") or [])]
+
+
+def _tampering_section(found):
+    if not found:
+        return '<p class="ok">No submission\'s source reaches into the grader.</p>'
+    rows = "".join(f"<tr><td>{esc(s)}</td><td>{esc(w)}</td></tr>" for s, w in found)
+    return f"<table><tr><th>student</th><th>what the source writes</th></tr>{rows}</table>"
+
+
 def seconds_of(results):
     """{part: seconds} the grading of each part took (results_json's extra_data.seconds)."""
     seconds = (results.get("extra_data") or {}).get("seconds") or {}
@@ -201,6 +215,7 @@ def class_report(records):
             "<h2>Per-part means</h2>", _parts_section(stats),
             "<h2>Most frequent misconceptions</h2>", _misconceptions_section(misconceptions(records)),
             "<h2>Unreadable submissions and parts that crashed</h2>", _problems_section(problems(records)),
+            "<h2>Tampering: sources that reach into the grader</h2>", _tampering_section(tampering(records)),
             "<h2>Slowest parts</h2>", _slow_section(stats, records),
             "<h2>Every student</h2>", _class_table(records, stats)]
     return page("Chapter 3: class report", "\n".join(body))

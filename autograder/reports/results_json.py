@@ -46,7 +46,8 @@ def results_json(grade):
                              "problems": {part: printable(p["problem"]) for part, p in grade.parts.items()
                                           if p.get("problem")},
                              "seconds": {part: p.get("seconds", 0.0) for part, p in grade.parts.items()},
-                             "seed": grade.seed}
+                             "seed": grade.seed,
+                             "tampering": [printable(t, 200) for t in getattr(grade, "tampering", [])]}
     if _not_graded(grade):  # the machine kept these parts from running: no score stands (runner.NOT_GRADED)
         results["extra_data"]["not_graded"] = {part: printable(why) for part, why in _not_graded(grade).items()}
     return results

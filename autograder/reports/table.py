@@ -21,6 +21,8 @@ def table(grade, show_hidden=True, seed=True):
                       f"grade again on a quieter machine"]
     lines += _instructor_failures(grade) if show_hidden else _student_failures(grade)
     lines += [f"note: {printable(note)}" for note in grade.notes]
+    if show_hidden and getattr(grade, "tampering", None):  # the instructor's only
+        lines += ["", "TAMPERING: the source reaches into the grader:"] + [f"  {printable(t, 200)}" for t in grade.tampering]
     if show_hidden and seed and grade.seed is not None:
         lines.append(f"unseen inputs: regrade with --seed {grade.seed} (instructors only)")
     return "\n".join(lines)

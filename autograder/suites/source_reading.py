@@ -10,8 +10,9 @@ from typing import Optional
 
 LIMIT = 1 << 20  # characters of a module read at most
 
-TENSOR_FACTORIES = {"ones", "zeros", "empty", "full", "arange", "eye", "rand", "randn", "tril", "triu", "tensor",
-                    "ones_like", "zeros_like", "empty_like", "full_like", "linspace"}
+TENSOR_FACTORIES = {"ones", "zeros", "empty", "full", "arange", "eye", "rand", "randn", "tril", "triu",
+                    "ones_like", "zeros_like", "empty_like", "full_like", "linspace"}  # not torch.tensor(scalar):
+# a 0-dim CPU tensor meets a GPU tensor without error
 LIKE = {"ones_like", "zeros_like", "empty_like", "full_like"}  # these take the device of the tensor they copy
 HEAD_WORDS = ("head",)  # a loop over range(self.num_heads) / self.heads / ... in forward
 
@@ -32,13 +33,45 @@ def find_class(tree: Optional[ast.Module], name: str) -> Optional[ast.ClassDef]:
     return None
 
 
-def method(cls: Optional[ast.ClassDef], name: str) -> Optional[ast.FunctionDef]:
+def _assigned_to(tree: ast.Module, class_name: str) -> list:
+    """The values written onto the class after its body (`MultiHeadAttention.forward = f`,
+    setattr(MultiHeadAttention, "forward", f)): a method can be replaced from outside the class."""
+    values = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
+                                                and t.value.id == class_name for t in node.targets):
+            values.append(node.value)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" and \
+                len(node.args) == 3 and isinstance(node.args[0], ast.Name) and node.args[0].id == class_name:
+            values.append(node.args[2])
+    return values
+
+
+def _functions_named(tree: ast.Module, value: ast.AST) -> list:
+    """The functions of the module a value refers to: f (a module function), Other.f (a method), a lambda."""
+    if isinstance(value, ast.Lambda):
+        return [value]
+    if isinstance(value, ast.Name):
+        return [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == value.id]
+    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name):
+        owner = find_class(tree, value.value.id)
+        return [n for n in (owner.body if owner else ()) if isinstance(n, ast.FunctionDef) and n.name == value.attr]
+    return []
+
+
+def class_functions(source: str, class_name: str) -> Optional[list]:
+    """What runs when class_name computes: its methods but __init__, those of its bases written in the
+    same module, whatever the module writes onto the class from outside (MultiHeadAttention.forward = f),
+    and the module's functions all these call by name. None when the class is not in the source."""
+    tree = parse(source)
+    cls = find_class(tree, class_name)
     if cls is None:
         return None
-    for node in cls.body:
-        if isinstance(node, ast.FunctionDef) and node.name == name:
-            return node
-    return None
+    classes = [cls] + [find_class(tree, b.id) for b in cls.bases if isinstance(b, ast.Name) and find_class(tree, b.id)]
+    functions = [n for c in classes for n in c.body if isinstance(n, ast.FunctionDef) and n.name != "__init__"]
+    functions += [f for value in _assigned_to(tree, class_name) for f in _functions_named(tree, value)]
+    called = {n.func.id for f in functions for n in ast.walk(f) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    return functions + [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in called]
 
 
 def _mentions_heads(node: ast.AST) -> bool:
@@ -50,46 +83,50 @@ def _mentions_heads(node: ast.AST) -> bool:
     return False
 
 
-def loops_over_heads(source: str, class_name: str) -> Optional[bool]:
-    """Does class_name's forward loop over the heads in Python (a for loop or a comprehension whose
-    iterable names the heads)? None when the class cannot be read from the source."""
-    forward = method(find_class(parse(source), class_name), "forward")
-    if forward is None:
+def loops_over_heads(source: str, class_name: str) -> Optional[int]:
+    """The line of a Python loop over the heads (a for loop, comprehension or while loop whose iterable
+    or condition names the heads) in what class_name runs (class_functions); 0 when there is none;
+    None when the class is not in the source."""
+    functions = class_functions(source, class_name)
+    if functions is None:
         return None
-    for node in ast.walk(forward):
-        if isinstance(node, (ast.For, ast.comprehension)) and _mentions_heads(node.iter):
-            return True
-        if isinstance(node, ast.While) and _mentions_heads(node.test):
-            return True
-    return False
+    for function in functions:
+        for node in ast.walk(function):
+            if isinstance(node, (ast.For, ast.comprehension)) and _mentions_heads(node.iter) or \
+                    isinstance(node, ast.While) and _mentions_heads(node.test):
+                return getattr(node, "lineno", None) or getattr(node.iter, "lineno", 0) or function.lineno
+    return 0
 
 
 def _device_given(call: ast.Call) -> bool:
     return any(k.arg == "device" or k.arg is None for k in call.keywords)  # device=..., or **options
 
 
-def cpu_tensors_in_forward(source: str, class_name: str) -> Optional[list]:
-    """The tensor factories class_name's forward calls without device= (torch.ones(T, T), torch.tensor(...)),
-    as 'torch.ones' strings: such a tensor is made on the CPU whatever the inputs' device. None when
-    the class cannot be read. (x.new_ones(...), torch.ones_like(x) and a registered buffer follow the inputs.)"""
-    forward = method(find_class(parse(source), class_name), "forward")
-    if forward is None:
+def _cpu_factory(node: ast.AST) -> bool:
+    """torch.<factory>(...) without device=: a tensor made on the default device (the CPU)."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
+            isinstance(node.func.value, ast.Name) and node.func.value.id == "torch" and
+            node.func.attr in TENSOR_FACTORIES - LIKE and not _device_given(node)):
+        return False
+    if node.func.attr in ("tril", "triu"):  # torch.triu(scores) keeps its argument's device
+        return bool(node.args) and _cpu_factory(node.args[0])
+    return True
+
+
+def cpu_tensors(source: str, class_name: str) -> Optional[list]:
+    """[(line, 'torch.ones')] for each tensor factory called without device= in what class_name runs
+    (class_functions): such a tensor is made on the CPU whatever the inputs' device. None when the class
+    is not in the source. (x.new_ones(...), torch.ones_like(x), device=x.device and a registered
+    buffer all follow the inputs.)"""
+    functions = class_functions(source, class_name)
+    if functions is None:
         return None
     found = []
-    for node in ast.walk(forward):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-                isinstance(node.func.value, ast.Name) and node.func.value.id == "torch" and \
-                node.func.attr in TENSOR_FACTORIES - LIKE and not _device_given(node):
-            if node.func.attr in ("tril", "triu") and node.args and not _is_factory_call(node.args[0]):
-                continue  # torch.triu(scores) keeps its argument's device
-            found.append(f"torch.{node.func.attr}")
-    return found
-
-
-def _is_factory_call(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
-        isinstance(node.func.value, ast.Name) and node.func.value.id == "torch" and \
-        node.func.attr in TENSOR_FACTORIES - LIKE - {"tril", "triu"} and not _device_given(node)
+    for function in functions:
+        for node in ast.walk(function):
+            if _cpu_factory(node):
+                found.append((node.lineno, f"torch.{node.func.attr}"))
+    return sorted(set(found))
 
 
 def imported_from(source: str, module: str) -> list:
@@ -115,22 +152,30 @@ def tuple_asserts(source: str, class_name: str = "") -> list:
             if isinstance(node, ast.Assert) and isinstance(node.test, ast.Tuple) and node.test.elts]
 
 
-GRADER_HOOKS = ("_disable_current_modes", "TorchDispatchMode", "_python_dispatch", "_get_current_dispatch_mode",
-                "_pop_mode", "_push_mode", "sys._getframe", "inspect.currentframe", "inspect.stack", "f_back",
-                "f_locals", "f_globals", "gc.get_referrers", "gc.get_objects", "import builtins", "__builtins__",
-                "autograder", "count_ops", "__torch_dispatch__", "sys.modules",
-                "_set_torch_dispatch_mode", "DispatchKey", "_C._ExcludeDispatchKeyGuard", "_DisableTorchDispatch")
+GRADER_HOOKS = {  # what the source writes -> a regular expression that finds it
+    "a dispatch mode": r"_disable_current_modes|TorchDispatchMode|_python_dispatch|_get_current_dispatch_mode|"
+                       r"_pop_mode|_push_mode|_set_torch_dispatch_mode|_DisableTorchDispatch|__torch_dispatch__",
+    "stack frames": r"sys\._getframe|inspect\.currentframe|inspect\.stack|\bf_back\b|\bf_locals\b|\bf_globals\b",
+    "the garbage collector's objects": r"gc\.get_referrers|gc\.get_objects",
+    "builtins": r"\bimport builtins\b|__builtins__",
+    "the grader's modules": r"\bautograder\b|\bsys\.modules\b",
+    "the counting machinery": r"\bcount_ops\b|\bCounter\.__",
+    "code made from text": r"(?<![\w.])(?:exec|eval|compile)\s*\(",
+}
 
 
 def tampering(sources: dict) -> list:
-    """'module.py: what' for each reach into the grader's machinery the submission's source writes:
-    dispatch modes, frames, builtins, the counting machinery, the grader's modules. Plain text
-    search, on purpose: the instructor reads the lines; nobody is charged for them here."""
+    """'module.py, line N: what' for each reach into the grader's machinery the submission's source
+    writes: dispatch modes, frames, builtins, the counting machinery, the grader's modules, code made
+    from text (which the grader's own reading cannot see). A plain search, on purpose: the instructor
+    reads the lines; nobody is charged for them here."""
+    import re
+
     found = []
     for module, source in sorted(sources.items()):
         text = source[:LIMIT]
-        for hook in GRADER_HOOKS:
-            if hook in text:
-                line = text[:text.index(hook)].count("\n") + 1
-                found.append(f"{module}.py, line {line}: {hook}")
+        for what, pattern in GRADER_HOOKS.items():
+            match = re.search(pattern, text)
+            if match:
+                found.append(f"{module}.py, line {text[:match.start()].count(chr(10)) + 1}: {what} ({match.group()})")
     return found
