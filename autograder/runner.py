@@ -305,9 +305,33 @@ def run_part(sandbox, submission, part, checks, limits, fixtures, missing=""):
 
 def run_check(part, name, fn, student, fixtures):
     result = _run_check(part, name, fn, student, fixtures)
+    if result.raised and not result.passed and getattr(student, "reordered", None) and student.reordered():
+        result = with_keywords(part, name, fn, student, fixtures, result)
     if getattr(student, "saw_hidden", False) and result.message:
         result.message = grader_numbers_only(result.message, fn)
     return result
+
+
+def with_keywords(part, name, fn, student, fixtures, result):
+    """A check that failed because the code raised, on a submission whose class takes the contract's
+    parameter names in another order (read from its source): run again calling those classes with
+    keywords, so that the rest of the class is still diagnosed. The order is still the mistake (the
+    book's positional calls break): the check stays failed, saying both."""
+    student.keywords = True
+    try:
+        again = _run_check(part, name, fn, student, fixtures)
+    except SessionDied:
+        return result
+    finally:
+        student.keywords = False
+    if again.raised:
+        return result
+    order = "; ".join(f"{cls}.__init__ takes ({', '.join(names)}) where the specification is "
+                      f"({', '.join(contract)})" for (_, cls), (names, contract) in student.reordered().items())
+    said = "called with keywords it passes this check" if again.passed else f"called with keywords: {again.message}"
+    return CheckResult(part, name, False, f"{result.message}: {order}, so a call in the specified order breaks; "
+                                          f"{said}", detail=again.detail, student_text=result.student_text,
+                       cause=again.cause, figure=again.figure, raised=True)
 
 
 def _suite_numbers(module):

@@ -331,16 +331,20 @@ def student_error_hint(error, hint):
 def diagnose_errors(namespace, signature=""):
     """Wrap every check test_* of a suite module so that what the student's code raised is named as
     a misconception where one is recognized (misconceptions.error_diagnosis); the exception's own
-    text goes to student_text, never to the message. The checks keep their names and parameters."""
+    text goes to student_text, never to the message. The checks keep their names and parameters.
+    signature: the specified call the diagnoses quote, or a function of the check's name giving it
+    (a module with two classes: each check quotes the signature of the class it builds)."""
     from autograder.suites.misconceptions import error_diagnosis
 
     def wrap(check):
+        spec = signature(check.__name__) if callable(signature) else signature
+
         @functools.wraps(check)
         def diagnosed(*args, **kwargs):
             try:
                 return check(*args, **kwargs)
             except StudentError as e:
-                why = error_diagnosis(e, signature)
+                why = error_diagnosis(e, spec)
                 if not why:
                     raise
                 raise Mismatch(f"{e.explain()}: {why}", student_text=e.student_text()) from None

@@ -129,6 +129,24 @@ def cpu_tensors(source: str, class_name: str) -> Optional[list]:
     return sorted(set(found))
 
 
+def init_parameters(source: str, class_name: str) -> Optional[list]:
+    """The names of class_name.__init__'s positional parameters, self left out (None: not in the source)."""
+    cls = find_class(parse(source), class_name)
+    init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None) if cls else None
+    if init is None:
+        return None
+    return [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+
+
+def reordered(source: str, class_name: str, contract: tuple) -> Optional[list]:
+    """class_name.__init__'s parameter names when they are the contract's names in another order (so a
+    call by keywords reaches them as specified); None otherwise."""
+    names = init_parameters(source, class_name)
+    if not names or len(names) < len(contract) or set(names[:len(contract)]) != set(contract):
+        return None
+    return names if names[:len(contract)] != list(contract) else None
+
+
 def imported_from(source: str, module: str) -> list:
     """The names `from <module> import ...` brings in (their own names, as imported), in order."""
     tree = parse(source)

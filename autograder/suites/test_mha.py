@@ -8,7 +8,7 @@ with seeded and with known weights, against stacked single heads, and for causal
 """
 import torch
 
-from autograder.suites import efficiency, expect, helpers, part_marker, reference
+from autograder.suites import efficiency, expect, helpers, part_marker, reference, source_reading
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import (deferred, error_diagnosis, judge, matches, multi_head_mistakes,
                                               named_mistake, raised_in, weights)
@@ -18,6 +18,7 @@ pytestmark = part_marker("mha")
 PART = "mha"
 MHA_ORDER = "W_query, W_key, W_value, out_proj"
 MHA_SIGNATURE = "MultiHeadAttention(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)"
+WRAPPER_SIGNATURE = "MultiHeadAttentionWrapper(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False)"
 
 
 # ---------------------------------------------------------------- the wrapper
@@ -404,6 +405,12 @@ def test_mha_rejects_indivisible_d_out(student):
                                       f"when num_heads does not divide d_out raise a ValueError (or assert) with a clear "
                                       f"message, before creating any layer", student_text=e.student_text()) from None
             continue
+        lines = source_reading.tuple_asserts(student.source(PART), "MultiHeadAttention")
+        if lines:  # the grader's own reading of mha.py: a check that is there but can never fire
+            expect.fail(f"MultiHeadAttention({d_in}, {d_out}, 6, 0.0, num_heads={h}) was created although d_out={d_out} "
+                        f"is not divisible by num_heads={h}: your assert (mha.py, line {lines[0]}) is written "
+                        f"assert (condition, \"message\"), a tuple, and a tuple is always true, so your check never "
+                        f"fires; write assert condition, \"message\" (no parentheses around both), or raise a ValueError")
         expect.fail(f"MultiHeadAttention({d_in}, {d_out}, 6, 0.0, num_heads={h}) was created although d_out={d_out} "
                     f"is not divisible by num_heads={h}: check d_out % num_heads == 0 in __init__ and raise a "
                     f"ValueError (or assert) otherwise")
@@ -558,4 +565,4 @@ def test_mha_float64_and_gradients(student, rng):
                           atol=1e-6)
 
 
-helpers.diagnose_errors(globals(), MHA_SIGNATURE)
+helpers.diagnose_errors(globals(), lambda check: WRAPPER_SIGNATURE if check.startswith("test_wrapper") else MHA_SIGNATURE)
