@@ -36,6 +36,7 @@ QUICK = {
     "test_gradescope.py": {"test_the_zip_follows_gradescopes_layout", "test_solutions_get_full_marks"},
     "test_import_graph.py": None,
     "test_hidden_messages.py": None,
+    "test_graded_under_load.py": set(),  # a dozen busy processes per core for a minute and a half
     "test_nbgrader_exchange.py": {"test_the_course_config_uses_these_classes",
                                   "test_a_file_in_one_students_zip_named_like_anothers_is_not_theirs"},
     "test_nbgrader_formgrader.py": None,
