@@ -5,20 +5,25 @@
 The returned Grade holds one ScoredCheck per rubric check, part totals, the sandbox's
 protections and anything staging had to say; autograder/reports/ turns it into tables and files.
 """
+from __future__ import annotations
+
 import os
 import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from autograder import PROJECT_ROOT, rubric as rubric_mod, runner
+from autograder import chapter, rubric as rubric_mod, runner
+from autograder.rubric import Rubric
 from autograder.submission import stage
 
-RUBRIC_PATH = PROJECT_ROOT / "grading.yml"
+RUBRIC_PATH = chapter.current().rubric
 NOT_GRADED_MESSAGE = ("This submission was not graded: the machine that graded it was overloaded (its processes were "
                       "killed or kept waiting by something other than your code), so no score was recorded. This is "
                       "not about your code; it will be graded again.")
 
 
-def not_graded_problem(grade):
+def not_graded_problem(grade: "Grade") -> str:
     """The instructor's one line for a grade with parts the machine kept from being graded ('' when none)."""
     found = grade.not_graded
     return f"{runner.NOT_GRADED} (parts: {', '.join(found)}): graded again on the next run" if found else ""
@@ -36,7 +41,7 @@ class ScoredCheck:
     detail: str = ""       # instructor only
     student_text: str = ""  # what the student's code raised, cleaned; never shown for hidden checks
     diagnosis: str = "shown"  # grading.yml's `diagnosis`: "withheld" keeps a hidden check's message from students
-    figure: dict = None     # the student's and the expected weights on the book's example (suites/figures.py)
+    figure: dict | None = None  # the student's and the expected weights on the book's example (suites/figures.py)
     not_graded: bool = False  # the machine kept it from running (runner.NOT_GRADED): nobody's score
 
 
@@ -48,35 +53,38 @@ class Grade:
     protections: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     output: dict = field(default_factory=dict)    # part -> what the student's code printed
-    seed: int = None                              # the run's secret behind the unseen inputs (instructors only)
-    environment_check: dict = None                # envcheck.ensure's record: the reference graded here first
+    seed: int | None = None                       # the run's secret behind the unseen inputs (instructors only)
+    environment_check: dict | None = None         # envcheck.ensure's record: the reference graded here first
     tampering: list = field(default_factory=list)  # reaches into the grader its source writes (instructors only)
 
     @property
-    def score(self):
+    def score(self) -> float:
         return round(sum(p["score"] for p in self.parts.values()), 4)
 
     @property
-    def not_graded(self):
+    def not_graded(self) -> dict[str, str]:
         """{part: why} for the parts the machine kept from being graded (runner.NOT_GRADED): a grade with
         any is no grade at all, in every channel (never a lower score)."""
         return {part: p["not_graded"] for part, p in self.parts.items() if p.get("not_graded")}
 
     @property
-    def max_score(self):
+    def max_score(self) -> float:
         return round(sum(p["max_score"] for p in self.parts.values()), 4)
 
 
-def load_rubric(path=RUBRIC_PATH):
+def load_rubric(path: str | Path = RUBRIC_PATH) -> tuple[Rubric, dict[str, list]]:
     suites = runner.discover()
     return rubric_mod.load(path, {part: [name for name, _ in checks] for part, checks in suites.items()}), suites
 
 
-def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, seed=None, figures=True):
+def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list], sandbox: Any,
+                     fixtures: dict | None = None, parts: list[str] | None = None, seed: int | None = None,
+                     figures: bool = True, environment_check: dict | None = None) -> Grade:
     """Grade the submission at path; parts (names) limits grading to those parts of the rubric.
 
     seed: the run's secret (runner.draw_secret() when None); kept in grade.seed, for instructors only.
     figures: draw the pictures of failed weight checks (runner.draw_figures); False where nobody sees them.
+    environment_check: envcheck.ensure's record for this sandbox (engine.Engine passes it), kept in the grade.
     """
     key = os.path.basename(os.path.normpath(str(path)))
     fixtures = fixtures or runner.default_fixtures(seed, key)
@@ -84,7 +92,7 @@ def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, s
         staged = stage(path, tmp)
         # the submission by its name: reports never show the grader's own paths
         grade = Grade(staged.source, notes=list(staged.notes), seed=fixtures.get("secret"),
-                      environment_check=getattr(sandbox, "environment_check", None))
+                      environment_check=environment_check)
         grade.tampering = tampering_in(staged.folder)
         runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path), figures=figures)
         for part_name, run in runs.items():
@@ -95,12 +103,10 @@ def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, s
     return grade
 
 
-def tampering_in(folder):
+def tampering_in(folder: str | Path) -> list[str]:
     """What the submission's source writes that reaches into the grader (dispatch modes, frames,
     builtins, the counting machinery, the grader's modules), read here (suites/source_reading.py): for
     the instructor, in results.json's extra_data and the batch's report; it costs no point by itself."""
-    from pathlib import Path
-
     from autograder.suites import source_reading
 
     sources = {}
@@ -112,7 +118,7 @@ def tampering_in(folder):
     return source_reading.tampering(sources)
 
 
-def score_part(grade, part, run):
+def score_part(grade: Grade, part: rubric_mod.Part, run: runner.PartRun) -> None:
     by_name = {r.name: r for r in run.results}
     group_share = {name: points / len(members) for name, (points, members) in part.groups.items()}
     total = 0.0
@@ -140,7 +146,7 @@ GATED = ("passes here, but the same code fails the checks on inputs only the gra
          "are worth nothing)")
 
 
-def gated(result, required):
+def gated(result: runner.CheckResult, required: list[runner.CheckResult]) -> runner.CheckResult:
     """A passed check whose grading.yml `requires` lists a check that failed counts as failed, with a
     fixed message (the required checks' own messages say what is wrong)."""
     if not result.passed or all(r.passed for r in required):

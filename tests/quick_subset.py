@@ -33,7 +33,7 @@ QUICK = {
     "test_gpu_check.py": {"test_the_summary_line_when_everything_holds"},
     "test_gpu_memory.py": {"test_the_allocator_cap_is_the_parts_memory_as_a_share_of_the_card"},
     "test_gpu_room.py": {"test_the_device_nodes_are_the_ones_cuda_opens"},
-    "test_graded_under_load.py": set(),  # a dozen busy processes per core for a minute and a half
+    "test_graded_under_load.py": set(),  # a dozen busy processes per core for a minute and a half: `-m load`
     "test_gradescope.py": {"test_the_zip_follows_gradescopes_layout", "test_solutions_get_full_marks"},
     "test_import_graph.py": None,
     "test_hidden_messages.py": None,
@@ -46,6 +46,8 @@ QUICK = {
                              "test_the_probes_find_the_reference_right_on_its_own",
                              "test_heads_built_through_an_alias_are_recognised", "test_a_part_never_receives_its_own_reference"},
     "test_isolation.py": {"test_the_room_shows_only_the_allow_list", "test_unseen_inputs_come_from_the_runs_secret"},
+    "test_lint.py": {"test_ruff_finds_nothing", "test_every_public_function_of_the_core_is_annotated",
+                     "test_the_annotation_check_sees_a_missing_annotation"},  # mypy: the whole suite
     "test_machine_deaths.py": {"test_a_child_killed_from_outside_is_graded_again_in_a_fresh_one",
                                "test_an_oom_kill_is_read_from_the_group"},
     "test_nbgrader_commands.py": set(),  # real nbgrader: `-m nbgrader`
@@ -71,6 +73,7 @@ QUICK = {
     "test_shared_server.py": {"test_a_batch_starts_one_fork_server_for_all_its_workers"},
     "test_staging.py": None,
     "test_student_names.py": {"test_ambiguous_names_are_a_problem_for_both", "test_long_names_are_bounded_and_stay_distinct"},
+    "test_structure.py": None,
     "test_stubs.py": {"test_committed_stubs_are_what_the_generator_makes_now", "test_stubs_keep_every_signature_and_docstring",
                       "test_every_public_test_passes_on_the_solutions"},
     "test_suites.py": {"test_solutions_get_exactly_full_marks", "test_stubs_get_zero_and_every_failure_says_not_implemented",

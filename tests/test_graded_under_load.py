@@ -14,10 +14,12 @@ import subprocess
 import sys
 from contextlib import contextmanager
 
+import pytest
 from part_edits import grade, scores, submission
 
 from autograder import PARTS, PROJECT_ROOT
 
+pytestmark = pytest.mark.load
 BUSY_PER_CORE = 12
 KEYS_BUG = ("mha", "keys = self.W_key(x)", "keys = self.W_query(x)")
 
