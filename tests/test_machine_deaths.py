@@ -99,6 +99,11 @@ def test_the_batch_writes_no_score_for_a_part_not_graded(tmp_path):
     assert cells["causal"] == "22" and cells["problem"].startswith("not graded: the machine")
     said = batch.summary_text(book, "subs", tmp_path, ["ann"], ["ann"], [])
     assert "not graded, no score (1):" in said and "scored 0" not in said
+    from autograder.reports import class_report
+
+    page = class_report.class_report([("ann", results, problem), ("bob", {**results, "score": 50}, "")])
+    assert "not graded: the machine was overloaded</td>" in page and "2 submission(s)" not in page
+    assert "1 submission(s); mean 50.0" in page  # ann's numbers count for nothing: no score stands
     book.close()
 
 

@@ -22,6 +22,7 @@ from autograder.reports.common import fmt, printable
 from autograder.reports.html_page import bar, esc, img, page
 from autograder.reports.plots import available, histogram_png
 from autograder.reports.records import checks_of
+from autograder.sandbox.death import NOT_GRADED
 
 TOP_MISCONCEPTIONS = 25
 TOP_SLOW = 10
@@ -199,6 +200,10 @@ def _class_table(records, stats):
         cells = "".join(f'<td class="num">{fmt((results.get("parts") or {}).get(p, {}).get("score", 0))}</td>'
                         for p in parts)
         link = f'<a href="feedback/{esc(quote(student))}.html">{esc(student)}</a>'
+        if (problem or "").startswith(NOT_GRADED):  # the machine's doing: no score stands (runner.NOT_GRADED)
+            rows.append(f'<tr><td>{link}</td><td class="num"></td>' + '<td class="num"></td>' * len(parts)
+                        + '<td>not graded: the machine was overloaded</td></tr>')
+            continue
         rows.append(f'<tr><td>{link}</td><td class="num">{fmt(results.get("score", 0))}</td>{cells}'
                     f'<td>{"could not be read" if problem else ""}</td></tr>')
     return (f'<table><tr><th>student</th><th class="num">score</th>{head}<th></th></tr>\n'
@@ -208,8 +213,9 @@ def _class_table(records, stats):
 def class_report(records):
     """report.html's text for records [(student, results, problem)] (every student of the gradebook)."""
     records = sorted(records, key=lambda r: r[0])
-    stats = part_stats(records)
-    summary, _ = _summary(records)
+    scored = [r for r in records if not (r[2] or "").startswith(NOT_GRADED)]  # no score stands for the others
+    stats = part_stats(scored)
+    summary, _ = _summary(scored)
     body = ["<h1>Chapter 3: class report</h1>",
             "<h2>Score distribution</h2>", summary,
             "<h2>Per-part means</h2>", _parts_section(stats),
