@@ -12,7 +12,7 @@ import sys
 import pytest
 import torch
 
-from autograder import grading, runner, selftest
+from autograder import PROJECT_ROOT, grading, runner, selftest
 from autograder.sandbox import child
 from autograder.suites import efficiency
 
@@ -287,7 +287,7 @@ def test_the_meta_stand_in_runs_no_python_meta_kernel(tmp_path):
         "print(answer['shape'], answer['device'], answer['mixed_devices'], "
         "[m for m in ('torch._dynamo', 'sympy') if m in sys.modules])\n")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True,
-                         cwd=str(selftest.PROJECT_ROOT)).stdout
+                         cwd=str(PROJECT_ROOT)).stdout
     assert out.split("\n")[0] == "[2, 5, 6] meta [] []"
 
 
@@ -304,7 +304,7 @@ def test_the_grader_loads_its_suites_without_pytest_and_they_keep_their_markers_
     probe = ("import sys; from autograder import grading; grading.load_rubric(); "
              "print('pytest' in sys.modules)")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         cwd=str(selftest.PROJECT_ROOT), timeout=120)
+                         cwd=str(PROJECT_ROOT), timeout=120)
     assert run.returncode == 0 and run.stdout.strip() == "False", run.stderr[-2000:]
     from autograder.suites import test_causal, test_mha
 
