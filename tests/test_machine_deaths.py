@@ -192,3 +192,11 @@ def test_results_json_of_a_graded_run_has_no_not_graded_key(engine, tmp_path):
     grade = grade_with(engine, submission(tmp_path), suites)
     assert grade.not_graded == {} and "not_graded" not in reports.results_json(grade)["extra_data"]
     assert json.loads(reports.dumps(reports.student_results(grade)))["score"] == 10
+
+
+def test_the_environment_check_names_the_machine_when_the_reference_was_not_graded(engine, tmp_path):
+    from autograder import envcheck
+
+    suites, _ = suites_killing(engine, times=99)
+    grade = grade_with(engine, submission(tmp_path), suites)
+    assert envcheck.likely_cause(grade, "cpu").startswith("the machine was overloaded while the reference was graded")
