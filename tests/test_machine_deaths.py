@@ -75,8 +75,9 @@ def test_a_part_the_machine_kills_every_time_is_not_graded_and_loses_nothing(eng
         assert "score" not in results and results["tests"] == []
         assert results["output"] == grading.NOT_GRADED_MESSAGE
     assert reports.markdown(grade) == f"## Not graded\n\n{grading.NOT_GRADED_MESSAGE}\n"
-    record = reports.results_json(grade)
+    record = reports.results_json(grade)  # the instructor's: the numbers kept, flagged, no score said
     assert list(record["extra_data"]["not_graded"]) == [PART]
+    assert record["output"] == "Not graded: the machine was overloaded (simple_attention): no score stands"
     assert grading.not_graded_problem(grade) == ("not graded: the machine was overloaded (parts: simple_attention): "
                                                  "graded again on the next run")
 
@@ -201,3 +202,42 @@ def test_the_environment_check_names_the_machine_when_the_reference_was_not_grad
     suites, _ = suites_killing(engine, times=99)
     grade = grade_with(engine, submission(tmp_path), suites)
     assert envcheck.likely_cause(grade, "cpu").startswith("the machine was overloaded while the reference was graded")
+
+
+class _Engine:
+    """Stands in for the Engine of a command: its grade() gives the grade the machine kept from being graded."""
+
+    def __init__(self, grade):
+        self.result = grade
+
+    def grade(self, path, **_):
+        return self.result
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+def test_grade_and_ci_commands_give_no_score_and_exit_3(engine, tmp_path, monkeypatch, capsys):
+    from autograder import commands
+    from autograder.commands import ci as ci_command, grade as grade_command
+
+    suites, _ = suites_killing(engine, times=99)
+    folder = submission(tmp_path)
+    not_graded = grade_with(engine, folder, suites)
+    monkeypatch.setattr(commands, "open_engine", lambda *args, **kwargs: _Engine(not_graded))
+    for variable in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_ACTIONS"):
+        monkeypatch.delenv(variable, raising=False)
+    args = types.SimpleNamespace(path=str(folder), json=str(tmp_path / "g.json"), junit=None, markdown=None)
+    assert grade_command.run(args) == 3
+    said = capsys.readouterr()
+    assert "NOT GRADED: the machine was overloaded (simple_attention)" in said.out
+    assert "error: not graded: the machine was overloaded (parts: simple_attention)" in said.err
+    args = types.SimpleNamespace(path=str(folder), json=str(tmp_path / "c.json"), comment=str(tmp_path / "c.md"),
+                                 fail_under=None)
+    assert ci_command.run(args) == 3
+    results = json.loads((tmp_path / "c.json").read_text())
+    assert "score" not in results and results["output"] == grading.NOT_GRADED_MESSAGE
+    assert "## Not graded" in (tmp_path / "c.md").read_text() and grading.NOT_GRADED_MESSAGE in (tmp_path / "c.md").read_text()

@@ -128,7 +128,11 @@ def dumps(results):
 
 
 def summary(grade):
-    """The top-level output: the score, then what to fix as a student may see it, then the notes."""
+    """The top-level output: the score, then what to fix as a student may see it, then the notes. (The
+    instructor's record of a grade the machine kept from running says so instead of a score: its numbers
+    stay for the instructor, flagged in extra_data.not_graded, and stand as nobody's grade.)"""
+    if _not_graded(grade):
+        return f"Not graded: the machine was overloaded ({', '.join(_not_graded(grade))}): no score stands"
     lines = [f"Score: {fmt(grade.score)} / {fmt(grade.max_score)}"]
     items = what_to_fix(grade.checks, grade.parts)
     if items:
