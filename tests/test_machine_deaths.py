@@ -241,3 +241,12 @@ def test_grade_and_ci_commands_give_no_score_and_exit_3(engine, tmp_path, monkey
     results = json.loads((tmp_path / "c.json").read_text())
     assert "score" not in results and results["output"] == grading.NOT_GRADED_MESSAGE
     assert "## Not graded" in (tmp_path / "c.md").read_text() and grading.NOT_GRADED_MESSAGE in (tmp_path / "c.md").read_text()
+
+
+def test_a_student_s_feedback_counts_no_point_lost_for_a_part_not_graded(engine, tmp_path):
+    from autograder.reports.common import what_to_fix
+
+    suites, _ = suites_killing(engine, times=99)
+    grade = grade_with(engine, submission(tmp_path), suites)
+    items = what_to_fix(grade.checks, grade.parts)
+    assert [(i.title, i.points) for i in items] == [(PART, 0)] and items[0].message.startswith("not graded: the machine")

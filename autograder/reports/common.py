@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass, field
 
 from autograder import text
+from autograder.sandbox.death import NOT_GRADED
 
 WITHHELD = "hidden check failed"  # a hidden check whose diagnosis grading.yml withholds
 OWN_TEXT = "your error"             # the label of the text the student's own code raised
@@ -96,8 +97,9 @@ def what_to_fix(checks, parts):
     for part, p in parts.items():
         if p.get("problem"):
             problems.setdefault(p["problem"], []).append(part)
-    items = [Item(", ".join(names), points=sum(_lost(checks, n) for n in names), message=printable(problem))
-             for problem, names in problems.items()]
+    # a part the machine kept from running (runner.NOT_GRADED) costs nothing: no score stands
+    items = [Item(", ".join(names), points=0 if problem.startswith(NOT_GRADED) else sum(_lost(checks, n) for n in names),
+                  message=printable(problem)) for problem, names in problems.items()]
     for c in checks:
         if c.passed or (c.message and c.message == (parts.get(c.part) or {}).get("problem")):
             continue  # said once, with the part's problem
