@@ -89,6 +89,9 @@ LEGIT = {  # issue 30 item 2: more correct spellings the grader's reading of the
     "ones_like": [("mha", MASK, "attn_scores.masked_fill_(torch.ones_like(attn_scores[0, 0]).triu(1).bool(), -torch.inf)")],
     "full_on_x_device": [("mha", MASK, "attn_scores = attn_scores + torch.full((num_tokens, num_tokens), "
                                        "float('-inf'), device=x.device).triu(1)")],
+    "made_on_the_cpu_then_moved": [("mha", MASK, "future = torch.triu(torch.ones(num_tokens, num_tokens), 1)\n"
+                                                  "        future = future.to(x.device)\n"
+                                                  "        attn_scores.masked_fill_(future.bool(), -torch.inf)")],
     "reshape_permute": [("mha", QUERIES, "queries = self.W_query(x).reshape(b, num_tokens, self.num_heads, "
                                          "-1).permute(0, 2, 1, 3)")],
     "a_loop_not_over_heads": [("mha", "b, num_tokens, d_in = x.shape", "b, num_tokens, d_in = [int(n) for n in x.shape]")],

@@ -123,10 +123,27 @@ def cpu_tensors(source: str, class_name: str) -> Optional[list]:
         return None
     found = []
     for function in functions:
+        moved = _moved(function)
         for node in ast.walk(function):
-            if _cpu_factory(node):
+            if _cpu_factory(node) and id(node) not in moved:
                 found.append((node.lineno, f"torch.{node.func.attr}"))
     return sorted(set(found))
+
+
+MOVES = {"to", "type_as"}  # .to(x.device), .type_as(x): the tensor follows the inputs
+
+
+def _moved(function: ast.AST) -> set:
+    """ids of the nodes whose tensor is moved to another device before use: inside the receiver of
+    .to(...) / .type_as(...), or assigned to a name that is moved so in the same function."""
+    receivers = [n.func.value for n in ast.walk(function) if isinstance(n, ast.Call)
+                 and isinstance(n.func, ast.Attribute) and n.func.attr in MOVES]
+    names = {r.id for r in receivers if isinstance(r, ast.Name)}
+    moved = {id(sub) for r in receivers for sub in ast.walk(r)}
+    for node in ast.walk(function):
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in node.targets):
+            moved |= {id(sub) for sub in ast.walk(node.value)}
+    return moved
 
 
 def init_parameters(source: str, class_name: str) -> Optional[list]:
