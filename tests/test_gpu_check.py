@@ -151,5 +151,6 @@ def test_the_readme_says_once_and_plainly_that_the_gpu_check_has_not_run():
     assert readme.count(status) == 1
     assert len(re.findall(r"not (?:yet )?run on a GPU", readme)) == 1
     form = readme[readme.index("Its last line is the summary"):readme.index(status)]
-    assert "<score>/100 sandboxed" in form and "<ratio>x SDPA; <seconds> s" in form
-    assert not re.search(r"\d+(?:\.\d+)?x SDPA|\d+ s`|\b\d+/100\b", form), form
+    # the form of a line that holds (100/100 is what the check requires, test_doc_figures), no measured figure
+    assert "<ratio>x SDPA;\n<seconds> s`" in form or "<ratio>x SDPA; <seconds> s`" in form
+    assert not re.search(r"\d+(?:\.\d+)?x SDPA|\d+ s`", form), form
