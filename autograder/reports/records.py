@@ -25,7 +25,7 @@ def checks_of(results):
     return checks
 
 
-def diagnoses_of(results):
+def diagnoses_of(results: dict) -> dict[str, str]:
     """{part: the part's diagnosis} (runner.part_diagnosis) of a record; {} for an older record."""
     diagnoses = (results.get("extra_data") or {}).get("diagnoses") or {}
     return {str(part): str(d) for part, d in diagnoses.items() if d} if isinstance(diagnoses, dict) else {}
