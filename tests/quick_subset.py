@@ -58,6 +58,7 @@ QUICK = {
     "test_protocol.py": None,
     "test_public_diagnoses.py": {"test_the_solutions_pass_the_tests_that_diagnose"},
     "test_quick_subset.py": None,
+    "test_readme_batch.py": None,  # one small batch of six: the README's example summary
     "test_release.py": {"test_the_release_has_what_students_need"},
     "test_reports.py": {"test_a_visible_failure_shows_its_diagnosis_and_the_students_own_error",
                         "test_a_hidden_failure_shows_its_diagnosis_unnamed_and_never_the_students_text",
