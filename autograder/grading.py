@@ -50,7 +50,7 @@ class ScoredCheck:
 class Grade:
     submission: str
     checks: list = field(default_factory=list)
-    parts: dict = field(default_factory=dict)     # part -> {"score", "max_score", "problem", "seconds"}
+    parts: dict = field(default_factory=dict)     # part -> {"score", "max_score", "problem", "seconds", "diagnosis"}
     protections: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     output: dict = field(default_factory=dict)    # part -> what the student's code printed

@@ -150,11 +150,15 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
 def part_diagnosis(run: PartRun) -> None:
     """One bug, one explanation: the cause named by most of the part's failed checks is the part's
     diagnosis (causes named equally often are all given, as possibilities); a failed check that could
-    name none (its numbers are just wrong) is told that cause as the likely one."""
+    name none (its numbers are just wrong) is told that cause as the likely one. A cause that is only
+    one of several mistakes with the same numbers (expect.SEVERAL) counts where no check names one
+    cause alone: a softmax over dim 0 named by the weights' checks explains the context vectors'
+    "the softmax over dim 0, or the weights transposed"."""
+    causes = [result.cause for result in run.results if not result.passed and result.cause]
+    single = [cause for cause in causes if not cause.startswith(expect.SEVERAL)]
     counts: dict[str, int] = {}
-    for result in run.results:
-        if not result.passed and result.cause:
-            counts[result.cause] = counts.get(result.cause, 0) + 1
+    for cause in single or causes:
+        counts[cause] = counts.get(cause, 0) + 1
     top = [cause for cause, n in counts.items() if n == max(counts.values(), default=0)]
     run.diagnosis = top[0] if len(top) == 1 else ("one of: " + "; or ".join(top[:3]) if top else "")
     for result in run.results:

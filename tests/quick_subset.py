@@ -63,6 +63,7 @@ QUICK = {
     "test_protocol.py": None,
     "test_public_diagnoses.py": {"test_the_solutions_pass_the_tests_that_diagnose"},
     "test_quick_subset.py": None,
+    "test_readme_batch.py": None,  # one small batch of six: the README's example summary
     "test_real_cause.py": {"test_a_tuple_assert_is_explained", "test_a_plain_assert_is_not_a_tuple"},
     "test_release.py": {"test_the_release_has_what_students_need"},
     "test_reports.py": {"test_a_visible_failure_shows_its_diagnosis_and_the_students_own_error",

@@ -21,7 +21,7 @@ from autograder import text
 from autograder.reports.common import fmt, printable, voided_by
 from autograder.reports.html_page import bar, esc, img, page
 from autograder.reports.plots import available, histogram_png
-from autograder.reports.records import checks_of
+from autograder.reports.records import checks_of, diagnoses_of
 from autograder.sandbox.death import NOT_GRADED
 
 TOP_MISCONCEPTIONS = 25
@@ -64,21 +64,27 @@ def _key(message):
     return _RAISED.sub("your code raised an exception", _NUMBER.sub("#", message))
 
 
-def _student_groups(checks, problems):
-    """{group key: (kind or '', message, [check names])} of one student's failed checks: a voided check
-    (grading.yml `requires`) joins the group of the check that voids it; a message that ends with
-    another of the same part's messages ("<what>: <the diagnosis>") is that one: one student, one row
-    per misconception."""
+def _student_groups(checks, problems, diagnoses=None):
+    """{group key: (kind or '', message, [check names])} of one student's failed checks: one student, one
+    row per misconception. In a part with a diagnosis (diagnoses: {part: runner.part_diagnosis}, the
+    cause most of its failed checks name, as the record keeps it) every failed check that is no
+    unfinished work is that one row: one bug seen as "the softmax runs over dim 0" by some checks and
+    as "that, or the weights transposed" or "contains NaN" by others is one misconception. Elsewhere
+    (an older record, a part whose checks name no cause) a message that ends with another of the same
+    part's ("<what>: <the diagnosis>") is that one. A voided check (grading.yml `requires`) joins the
+    group of the check that voids it."""
+    diagnoses = diagnoses or {}
     failed = [c for c in checks if not c.passed]
     said = {c.name: diagnosis(printable(c.message or "check failed")) for c in failed}
+    kinds = {c.name: unfinished(printable(c.message or ""), problems.get(c.part, "")) for c in failed}
     groups, of_check, voided = {}, {}, []
     for c in failed:
         if voided_by(c):
             voided.append(c)
             continue
-        kind = unfinished(printable(c.message or ""), problems.get(c.part, ""))
-        message = said[c.name] if not kind else kind
-        if not kind:
+        kind = kinds[c.name]
+        message = kind or diagnoses.get(c.part) or said[c.name]
+        if not kind and c.part not in diagnoses:
             shorter = [said[o.name] for o in failed if o.part == c.part and o is not c and not voided_by(o)
                        and said[o.name] != message and message.endswith(": " + said[o.name])]
             message = min(shorter, key=len) if shorter else message
@@ -96,16 +102,18 @@ def _student_groups(checks, problems):
 
 def misconceptions(records):
     """[{part, message, checks, students, unfinished}] of every failed check, grouped by part and
-    misconception (numbers aside), ranked by the number of students (then of checks), each student
-    once per row; staging failures are not misconceptions. Unfinished work (a stub, a part that did
-    not run, a crash that names no misconception) is one row per part and kind, after every real
-    misconception; a check voided by `requires` counts with the mistake that voids it."""
+    misconception (numbers aside; in a part with a diagnosis: the diagnosis), ranked by the number of
+    students (then of checks), each student once per row; staging failures are not misconceptions.
+    Unfinished work (a stub, a part that did not run, a crash that names no misconception) is one row
+    per part and kind, after every real misconception; a check voided by `requires` counts with the
+    mistake that voids it."""
     groups = {}
     for student, results, problem in records:
         if problem:
             continue
         problems = (results.get("extra_data") or {}).get("problems") or {}
-        for (part, kind, key), (_, message, checks) in _student_groups(checks_of(results), problems).items():
+        groups_of = _student_groups(checks_of(results), problems, diagnoses_of(results))
+        for (part, kind, key), (_, message, checks) in groups_of.items():
             group = groups.setdefault((bool(kind), (part, kind or key)),
                                       {"messages": Counter(), "checks": set(), "students": set()})
             group["messages"][kind or message] += 1

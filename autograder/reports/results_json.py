@@ -3,7 +3,8 @@
     results_json(grade)        the instructor's record (`grade --json`, what `batch` stores): each
                                test's output says everything (diagnosis, the student's own text,
                                detail), its extra_data keeps them apart for the student's feedback;
-                               extra_data: protections, notes, part problems and the run's secret
+                               extra_data: protections, notes, part problems and diagnoses
+                               (runner.part_diagnosis) and the run's secret
     student_results(grade)     `ci --json` (CI artifacts are readable by the student): hidden checks
                                renamed "part: hidden check k", their diagnosis only; no detail, no secret
     gradescope_results(grade)  Gradescope's results.json: the top-level output is the score and what
@@ -47,6 +48,10 @@ def results_json(grade):
                              "problems": {part: printable(p["problem"]) for part, p in grade.parts.items()
                                           if p.get("problem")},
                              "seconds": {part: p.get("seconds", 0.0) for part, p in grade.parts.items()},
+                             # the cause most of a part's failed checks name (runner.part_diagnosis): one row
+                             # per student and misconception in the class report
+                             "diagnoses": {part: printable(p["diagnosis"]) for part, p in grade.parts.items()
+                                           if p.get("diagnosis")},
                              "seed": grade.seed,
                              "tampering": [printable(t, 200) for t in getattr(grade, "tampering", [])]}
     if _not_graded(grade):  # the machine kept these parts from running: no score stands (runner.NOT_GRADED)
