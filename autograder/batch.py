@@ -42,6 +42,7 @@ from autograder import PARTS, chapter, envcheck, lateness, reports, submission, 
 from autograder.engine import Engine
 from autograder.gradebook import Gradebook
 from autograder.reports import class_report, html_feedback, plots
+from autograder.sandbox.death import NOT_GRADED
 from autograder.settings import Settings
 
 if TYPE_CHECKING:
@@ -187,11 +188,13 @@ def _ready():
 
 def _grade_one(student, path):
     """-> (student, results or None, problem, internal detail): never raises for a submission."""
+    from autograder import grading
     from autograder.submission import SubmissionError
 
     try:
         grade = _worker_engine.grade(path)
-        return student, reports.results_json(grade), "", ""
+        # the machine kept a part from running: recorded as not graded, graded again on the next run
+        return student, reports.results_json(grade), grading.not_graded_problem(grade), ""
     except SubmissionError as e:
         return student, None, text.clean(str(e)), ""
     except Exception as e:  # a failure of the grader on this submission: recorded; the others go on
@@ -310,6 +313,8 @@ def _grade_all(todo, where, engine, doors, book, progress, run):
             results["environment_check"] = reports.environment_check(engine.environment_check)
         if internal:  # not the student's doing: kept for the instructor, graded again on the next run
             problem, fingerprint = f"{problem} ({internal})", RETRY + fingerprint
+        elif problem.startswith(NOT_GRADED):  # the machine's doing (runner.NOT_GRADED): the same
+            fingerprint = RETRY + fingerprint
         _store(book, out, student, (fingerprint, run[0], reason, run[1]), results, problem)
         graded.append(student)
         _progress(progress, len(graded), total, started, student)
@@ -387,13 +392,22 @@ def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, la
                         + ([*lateness.COLUMNS, "late_note"] if late is not None else []))
         for student, score, max_score, by_part in book.rows():
             if wanted is None or student in wanted:
-                row = [text.csv_cell(student), f"{score:g}", f"{max_score:g}",
-                       *(f"{by_part.get(p, 0):g}" for p in parts), text.csv_cell(problems.get(student, ""))]
+                problem = problems.get(student, "")
+                ungraded = set()
+                if problem.startswith(NOT_GRADED):  # no score stands, not even 0 (never a lower score)
+                    score = max_score = None
+                    ungraded = {p for p in parts if re.search(rf"\b{p}\b", problem)}
+                row = [text.csv_cell(student), _cell(score), _cell(max_score),
+                       *(_cell(None if p in ungraded else by_part.get(p, 0)) for p in parts), text.csv_cell(problem)]
                 if late is not None:
                     row += late[student].cells() + [text.csv_cell(late[student].note)] if student in late \
                         else [""] * (len(lateness.COLUMNS) + 1)
                 writer.writerow(row)
     os.replace(tmp.name, path)
+
+
+def _cell(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"
 
 
 def write_regrades(path: Path, moves: list) -> None:
@@ -433,10 +447,15 @@ def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students:
     if moves:
         lines.append(f"  scores moved ({len(moves)}): " + ", ".join(f"{s} {b:g} -> {a:g}" for s, b, a, _ in moves)
                      + " (regrades.csv)")
-    broken = [(s, problems[s]) for s in present if problems.get(s)]
+    broken = [(s, problems[s]) for s in present if problems.get(s) and not problems[s].startswith(NOT_GRADED)]
     if broken:
         lines.append(f"  not graded, scored 0 ({len(broken)}):")
         lines += [f"    {s}: {text.excerpt(problem, 240)}" for s, problem in broken]
+    overloaded = [(s, problems[s]) for s in present if problems.get(s, "").startswith(NOT_GRADED)]
+    if overloaded:  # the machine's doing (runner.NOT_GRADED): no score stands, graded again on the next run
+        lines.append(f"  not graded, no score ({len(overloaded)}):")
+        lines += [f"    {s}: {text.excerpt(problem, 240)}" for s, problem in overloaded]
+    present = [s for s in present if not problems.get(s, "").startswith(NOT_GRADED)]
     if present:
         scores = [rows[s][0] for s in present]
         top = max(rows[s][1] for s in present)

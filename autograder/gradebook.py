@@ -177,15 +177,17 @@ class Gradebook:
 
     def moves(self):
         """[(student, before, after, {part: (before, after)})]: the students graded in the latest run that
-        graded anyone whose score differs from their grade before it (only parts that moved)."""
-        latest = self.db.execute("SELECT MAX(run) FROM history").fetchone()[0]
+        graded anyone whose score differs from their grade before it (only parts that moved). Grades that
+        did not finish (kept as retry:, e.g. parts the machine kept from running) are no grade: skipped."""
+        finished = "digest NOT LIKE 'retry:%'"
+        latest = self.db.execute(f"SELECT MAX(run) FROM history WHERE {finished}").fetchone()[0]
         if latest is None:
             return []
         moved = []
         for student in [row[0] for row in self.db.execute(
-                "SELECT DISTINCT student FROM history WHERE run = ? ORDER BY student", (latest,))]:
-            rows = self.db.execute("SELECT score, parts, run FROM history WHERE student = ? ORDER BY id DESC LIMIT 2",
-                                   (student,)).fetchall()
+                f"SELECT DISTINCT student FROM history WHERE run = ? AND {finished} ORDER BY student", (latest,))]:
+            rows = self.db.execute(f"SELECT score, parts, run FROM history WHERE student = ? AND {finished} "
+                                   "ORDER BY id DESC LIMIT 2", (student,)).fetchall()
             if len(rows) < 2 or rows[0][2] != latest:
                 continue
             (after, parts_after, _), (before, parts_before, _) = rows

@@ -47,13 +47,17 @@ def test_moves_are_the_latest_grading_runs_and_name_the_parts_that_moved(tmp_pat
     assert book.moves() == [("alice", 90.0, 95.0, {"causal": (40.0, 45.0)})]  # bob's score did not move
     book.start_run("g2")  # a run that graded nobody: the moves stay those of the last grading run
     assert book.moves() == [("alice", 90.0, 95.0, {"causal": (40.0, 45.0)})]
+    three = book.start_run("g2")  # the machine kept bob's mha from running: no grade, so no move
+    book.record("bob", "retry:b1", results(causal=20, mha=0), "not graded (parts: mha)", "g2", "the submission changed",
+                three)
+    assert book.moves() == [("alice", 90.0, 95.0, {"causal": (40.0, 45.0)})]
     batch.write_regrades(tmp_path / "regrades.csv", book.moves())
     assert (tmp_path / "regrades.csv").read_text().splitlines() == [
         "student,before,after,parts", "alice,90,95,causal 40 -> 45"]
     history = book.history("alice")
     assert [(h["run"], h["reason"], h["score"], h["grader"]) for h in history] == [
         (one, "first grade", 90.0, "g1"), (two, batch.OTHER_GRADER, 95.0, "g2")]
-    assert len(book.history()) == 4 and book.count() == 2  # every grade kept; one current grade each
+    assert len(book.history()) == 5 and book.count() == 2  # every grade kept; one current grade each
     book.close()
 
 
