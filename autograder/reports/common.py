@@ -159,25 +159,30 @@ def _problem_items(checks, parts, holder):
 
 
 def _leads(failed, parts):
-    """{part: its diagnosis} for each part whose failed checks fold into one item led by the part's
-    diagnosis (runner.part_diagnosis): a part without a problem whose diagnosis a check a student may
-    read names alone (a diagnosis only withheld checks name is never said through the fold)."""
+    """{part: (its diagnosis, the causes named alone by its failed checks a student may read)} for each
+    part without a problem (runner.part_diagnosis; a cause only withheld checks name is never said)."""
     leads = {}
     for part, p in parts.items():
-        diagnosis = printable((p or {}).get("diagnosis") or "")
-        if diagnosis and not (p or {}).get("problem") and any(
-                c.part == part and not _withheld(c) and printable(getattr(c, "cause", "")) == diagnosis for c in failed):
-            leads[part] = diagnosis
+        named = [printable(c.cause) for c in failed if c.part == part and not _withheld(c)
+                 and getattr(c, "cause", "") and not c.cause.startswith(causes.SEVERAL)]
+        if named and not (p or {}).get("problem"):
+            leads[part] = (printable((p or {}).get("diagnosis") or ""), list(dict.fromkeys(named)))
     return leads
 
 
 def _explained(check, leads):
-    """The part's diagnosis when it explains this failed check (causes.explains), else ''."""
-    lead = leads.get(check.part, "")
-    if not lead or _withheld(check):  # a withheld check says only that it failed: never why
+    """The cause that explains this failed check and leads its item ('' for none): the one cause it
+    names; of the several it names, the part's diagnosis or else the first a check names alone; for
+    wrong numbers without a cause, the part's diagnosis (causes.explains). A withheld check says only
+    that it failed: never why."""
+    diagnosis, named = leads.get(check.part, ("", []))
+    if not named or _withheld(check):
         return ""
-    return lead if causes.explains(lead, printable(getattr(check, "cause", "")),
-                                   getattr(check, "unexplained", False) is True) else ""
+    cause, unexplained = printable(getattr(check, "cause", "")), getattr(check, "unexplained", False) is True
+    for lead in ([diagnosis] if diagnosis in named else []) + named:
+        if causes.explains(lead, cause, unexplained and lead == diagnosis):
+            return lead
+    return ""
 
 
 def _diagnosis_items(failed, holder, leads=None):
