@@ -25,8 +25,6 @@ edits graded by main at e7713f7): folding changes what is said, never a score.
 """
 import re
 import shutil
-from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 

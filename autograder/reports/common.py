@@ -11,6 +11,11 @@ The rule (every student channel applies it through `what_to_fix`):
                              hidden one, its name for a visible one; no diagnosis, no student text
     part problem          -> said once for the part (a missing module, a process that died),
                              not once per check
+    one cause             -> every failed check a cause explains is one item, led by the cause:
+                             the checks that name it, name it among several possibilities, or
+                             name none (runner.part_diagnosis); a check naming another cause is
+                             another item; a withheld check is never folded, and a cause only
+                             withheld checks name never leads
 
 Instructor channels (the `grade` table, JUnit, the stored results JSON) show everything:
 `instructor_lines`.
@@ -120,7 +125,8 @@ def what_to_fix(checks, parts):
     """[Item] for a student: part problems once, then one item per diagnosis of each part, listing
     the failed checks that said it, by the rule above. A check voided by its `requires` (it passed,
     but a check it requires failed) is no item of its own: its points go to the item of the mistake
-    that voids it, which names it (Item.voided_note): one mistake, one item.
+    that voids it, which names it (Item.voided_note): one mistake, one item. Likewise the failed
+    checks one cause explains, whatever each says, are one item led by it (Item.lost_note lists them).
 
     checks: ScoredChecks (anything with part, name, passed, score, max_score, visibility, message,
     student_text and optionally diagnosis and voided_by); parts: {part: {"problem", ...}}.
