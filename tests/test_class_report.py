@@ -281,6 +281,23 @@ def test_unfinished_work_is_one_row_per_part_below_the_misconceptions():
     assert page.count("not implemented yet</") + page.count("not implemented yet<br>") == 3
 
 
+def test_sources_that_reach_into_the_grader_are_listed_for_the_instructor():
+    """Issue 30 item 2: results_json's extra_data.tampering (the grader's reading of the source) reaches report.html."""
+    from autograder.reports import class_report as report
+
+    results = {"score": 19, "max_score": 22, "tests": [], "parts": {"mha": {"score": 19, "max_score": 22}},
+               "extra_data": {"tampering": ["mha.py, line 87: a dispatch mode (_python_dispatch)"]}}
+    clean = {**results, "extra_data": {}}
+    page = report.class_report([("mallory", results, ""), ("ann", clean, "")])
+    assert report.tampering([("mallory", results, ""), ("ann", clean, "")]) == [
+        ("mallory", "mha.py, line 87: a dispatch mode (_python_dispatch)")]
+    section = page[page.index("Tampering: sources that reach into the grader"):]
+    assert "mallory" in section.split("</table>")[0] and "ann" not in section.split("</table>")[0]
+    assert "mha.py, line 87: a dispatch mode (_python_dispatch)" in page
+    assert "No submission&#x27;s source reaches into the grader" in report.class_report([("ann", clean, "")]) or \
+        "No submission's source reaches into the grader" in report.class_report([("ann", clean, "")])
+
+
 def _full_record(parts_checks, problems=None):
     """A record as results_json stores it: {part: [(check, passed, message, extra)]}, extra_data with the
     part problems."""

@@ -22,6 +22,7 @@ from autograder.reports.common import fmt, printable, voided_by
 from autograder.reports.html_page import bar, esc, img, page
 from autograder.reports.plots import available, histogram_png
 from autograder.reports.records import checks_of, diagnoses_of
+from autograder.sandbox.death import NOT_GRADED
 
 TOP_MISCONCEPTIONS = 25
 TOP_SLOW = 10
@@ -151,6 +152,20 @@ def problems(records):
     return found
 
 
+def tampering(records):
+    """[(student, what)]: reaches into the grader that a submission's source writes (results_json's
+    extra_data.tampering, read by the grader from the source)."""
+    return [(student, str(what)) for student, results, _ in records
+            for what in ((results.get("extra_data") or {}).get("tampering") or [])]
+
+
+def _tampering_section(found):
+    if not found:
+        return '<p class="ok">No submission\'s source reaches into the grader.</p>'
+    rows = "".join(f"<tr><td>{esc(s)}</td><td>{esc(w)}</td></tr>" for s, w in found)
+    return f"<table><tr><th>student</th><th>what the source writes</th></tr>{rows}</table>"
+
+
 def seconds_of(results):
     """{part: seconds} the grading of each part took (results_json's extra_data.seconds)."""
     seconds = (results.get("extra_data") or {}).get("seconds") or {}
@@ -247,6 +262,10 @@ def _class_table(records, stats):
         cells = "".join(f'<td class="num">{fmt((results.get("parts") or {}).get(p, {}).get("score", 0))}</td>'
                         for p in parts)
         link = f'<a href="feedback/{esc(quote(student))}.html">{esc(student)}</a>'
+        if (problem or "").startswith(NOT_GRADED):  # the machine's doing: no score stands (runner.NOT_GRADED)
+            rows.append(f'<tr><td>{link}</td><td class="num"></td>' + '<td class="num"></td>' * len(parts)
+                        + '<td>not graded: the machine was overloaded</td></tr>')
+            continue
         rows.append(f'<tr><td>{link}</td><td class="num">{fmt(results.get("score", 0))}</td>{cells}'
                     f'<td>{"could not be read" if problem else ""}</td></tr>')
     return (f'<div class="wide"><table class="compact"><tr><th>student</th><th class="num">score</th>{head}'
@@ -262,13 +281,15 @@ def breakable(name):
 def class_report(records):
     """report.html's text for records [(student, results, problem)] (every student of the gradebook)."""
     records = sorted(records, key=lambda r: r[0])
-    stats = part_stats(records)
-    summary, _ = _summary(records)
+    scored = [r for r in records if not (r[2] or "").startswith(NOT_GRADED)]  # no score stands for the others
+    stats = part_stats(scored)
+    summary, _ = _summary(scored)
     body = ["<h1>Chapter 3: class report</h1>",
             "<h2>Score distribution</h2>", summary,
             "<h2>Per-part means</h2>", _parts_section(stats),
             "<h2>Most frequent misconceptions</h2>", _misconceptions_section(misconceptions(records)),
             "<h2>Unreadable submissions and parts that crashed</h2>", _problems_section(problems(records)),
+            "<h2>Tampering: sources that reach into the grader</h2>", _tampering_section(tampering(records)),
             "<h2>Slowest parts</h2>", _slow_section(stats, records),
             "<h2>Every student</h2>", _class_table(records, stats)]
     return page("Chapter 3: class report", "\n".join(body))

@@ -54,12 +54,29 @@ def results_json(grade):
                              # per student and misconception in the class report
                              "diagnoses": {part: printable(p["diagnosis"]) for part, p in grade.parts.items()
                                            if p.get("diagnosis")},
-                             "seed": grade.seed}
+                             "seed": grade.seed,
+                             "tampering": [printable(t, 200) for t in getattr(grade, "tampering", [])]}
+    if _not_graded(grade):  # the machine kept these parts from running: no score stands (runner.NOT_GRADED)
+        results["extra_data"]["not_graded"] = {part: printable(why) for part, why in _not_graded(grade).items()}
     return results
+
+
+def _not_graded(grade):
+    return getattr(grade, "not_graded", None) or {}
+
+
+def _machine_results(grade, gradescope=False):
+    """A grade some part of which the machine kept from running: like a run whose environment failed
+    its check, no score at all (never a lower one); the student reads why it is not their doing."""
+    from autograder.grading import NOT_GRADED_MESSAGE
+
+    return not_graded_results(NOT_GRADED_MESSAGE, getattr(grade, "environment_check", None), gradescope=gradescope)
 
 
 def student_results(grade):
     """What `ci` writes to results.json: no hidden check named, no student text of a hidden check."""
+    if _not_graded(grade):
+        return _machine_results(grade)
     names = anonymous_names(grade.checks)
     tests = [{**_test(c, names.get(id(c), f"{c.part}: {c.name}")), "output": student_output(c)}
              for c in grade.checks]
@@ -71,6 +88,8 @@ def student_results(grade):
 
 def gradescope_results(grade):
     """Gradescope's results.json (see the module's docstring)."""
+    if _not_graded(grade):
+        return _machine_results(grade, gradescope=True)
     # a check with a figure: its output in HTML, with the student's and the expected weights drawn
     tests = [gradescope_test({**_test(c, f"{c.part}: {c.name}"), "output": student_output(c)},
                              getattr(c, "figure", None)) for c in grade.checks]
@@ -117,7 +136,11 @@ def dumps(results):
 
 
 def summary(grade):
-    """The top-level output: the score, then what to fix as a student may see it, then the notes."""
+    """The top-level output: the score, then what to fix as a student may see it, then the notes. (The
+    instructor's record of a grade the machine kept from running says so instead of a score: its numbers
+    stay for the instructor, flagged in extra_data.not_graded, and stand as nobody's grade.)"""
+    if _not_graded(grade):
+        return f"Not graded: the machine was overloaded ({', '.join(_not_graded(grade))}): no score stands"
     lines = [f"Score: {fmt(grade.score)} / {fmt(grade.max_score)}"]
     items = what_to_fix(grade.checks, grade.parts)
     if items:
