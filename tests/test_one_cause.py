@@ -238,3 +238,16 @@ def test_a_withheld_check_is_never_folded(tmp_path):
     assert sum(i.points for i in items) == grade.max_score - grade.score == 7
     for fmt, text in _said(grade).items():
         assert "hidden check failed" in readable(text) and "weights_unseen" not in text, fmt
+
+
+def test_a_wrong_number_is_not_told_a_cause_only_a_withheld_check_names(tmp_path):
+    """runner.part_diagnosis tells a check that named no cause the part's diagnosis as the likely one;
+    where only a withheld check names it, the check keeps its own words (the class report still has it)."""
+    unseen = CheckResult("simple_attention", "weights_unseen", False, f"x is wrong: {SECRET}", cause=SECRET)
+    book = CheckResult("simple_attention", "vectors_book", False, "v is wrong", unexplained=True)
+    run = PartRun("simple_attention", [unseen, book])
+    runner.part_diagnosis(run, {"weights_unseen"})
+    assert run.diagnosis == SECRET and book.message == "v is wrong"
+    run = PartRun("simple_attention", [unseen, book])
+    runner.part_diagnosis(run)  # not withheld: told
+    assert book.message == f"v is wrong (most likely the cause named by this part's other failed checks: {SECRET})"
