@@ -130,6 +130,7 @@ def test_a_lost_point_is_never_cached(tmp_path, monkeypatch):
 
     class Lost:
         checks, score, max_score, protections, parts = [Check()], 99.0, 100.0, [], {"causal": {"problem": ""}}
+        not_graded: dict = {}  # as grading.Grade: no part the machine kept from running
 
     monkeypatch.setattr(grading, "grade_submission", lambda *a, **k: Lost())
     with pytest.raises(envcheck.EnvironmentFailed) as failed:
