@@ -1,6 +1,7 @@
 """Grade a whole class: every subfolder, .zip or notebook folder of DIR is one student.
 
     python -m autograder batch DIR --out OUT [--jobs N] [--force]
+        [--due ISO-8601 [--submitted-at TIMES.csv] [--extensions EXT.csv] [--late-penalty PERCENT] [--late-days N]]
 
 Workers are processes forked from the batch (torch imported once, here) that share one fork
 server in the sandbox's room (torch imported once there), each through a door of its own; the parent
@@ -11,7 +12,10 @@ its problem (and 0), an exception while grading one is recorded as an internal e
 again on the next run), and a worker that dies is replaced: the rest is then graded one at a
 time, so a submission that kills its worker again is recorded as such. grades.csv (one row per
 student found in DIR, with a `problem` column) is written whatever happens; then a summary.
-A rerun grades only what changed (the fingerprint: `digest`).
+A rerun grades only what changed: the submission (its fingerprint: `digest`) or the grader (the
+rubric, suites, reference or versions: envcheck.grader_fingerprint); every grade is kept in the
+gradebook's history, and OUT/regrades.csv lists whose score the latest grading run moved. With a
+due date (lateness.LatePolicy) grades.csv adds each student's lateness and final score.
 """
 from __future__ import annotations
 
@@ -34,7 +38,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from autograder import PARTS, chapter, reports, submission, text
+from autograder import PARTS, chapter, envcheck, lateness, reports, submission, text
 from autograder.engine import Engine
 from autograder.gradebook import Gradebook
 from autograder.reports import class_report, html_feedback, plots
@@ -47,6 +51,8 @@ if TYPE_CHECKING:
 INTERNAL = ("The autograder could not grade this submission because of an internal error; your instructor "
             "can see the details.")
 RETRY = "retry:"  # a fingerprint kept with this prefix is graded again on the next run
+OTHER_GRADER = "graded by another grader (rubric, suites, reference or versions changed)"
+REGRADES_COLUMNS = ["student", "before", "after", "parts"]
 
 
 NAME_LIMIT = 80  # characters of a student's name kept in its file names (results/<name>.json, ...)
@@ -199,11 +205,13 @@ def _grade_one(student, path):
 
 def run_batch(folder: str | Path, out: str | Path, jobs: int = 2, force: bool = False,
               rubric_path: str | Path | None = None, progress: TextIO | None = sys.stderr,
-              summary: TextIO | None = None, settings: Settings | None = None) -> int:
+              summary: TextIO | None = None, settings: Settings | None = None,
+              late: lateness.LatePolicy | None = None) -> int:
     """Grade every submission of folder into out -> the number of submissions in the gradebook.
 
     progress: a stream for the progress bar (drawn only on a terminal); summary: a stream for the
-    end-of-batch summary (after grades.csv is written); settings: the run's (default: the environment's)."""
+    end-of-batch summary (after grades.csv is written); settings: the run's (default: the environment's);
+    late: the due date and late policy (lateness.LatePolicy), or None (no lateness columns, nothing charged)."""
     out = Path(out)
     for sub in ("results", "feedback"):
         (out / sub).mkdir(parents=True, exist_ok=True)
@@ -211,52 +219,95 @@ def run_batch(folder: str | Path, out: str | Path, jobs: int = 2, force: bool = 
     progress = progress if progress is not None and progress.isatty() else None
     book = Gradebook(out / "gradebook.db")
     found, todo, doors = None, [], []
+    grader = envcheck.grader_fingerprint(engine.rubric_path, engine.chapter.solutions)
     try:
         found = find_submissions(folder)
+        known = book.graded()
         for student, path, problem in found:
             fingerprint = digest(path)
-            if not problem and (force or book.graded_digest(student) != fingerprint):
-                todo.append((student, path, fingerprint))
-        known = book.students()
+            reason = None if problem else _why_grade(known.get(student), fingerprint, grader, force)
+            if reason:
+                todo.append((student, path, fingerprint, reason))
+        run = book.start_run(grader)
         doors = start_fork_servers(min(jobs, len(todo)), engine.settings)  # before torch is imported here
         rubric = engine.load_rubric()
         if todo:  # the reference first, once for the batch (EnvironmentFailed: nobody is graded)
             _check_environment(engine, doors)
         for student, path, problem in found:
             if problem:  # recorded, not graded: the problem is the student's to fix (a rename)
-                _store(book, out, student, RETRY + digest(path), reports.broken_results(rubric, problem), problem)
+                fingerprint = RETRY + digest(path)
+                same = known.get(student, ())[:2] == (fingerprint, grader)  # nothing new to keep in the history
+                _store(book, out, student, (fingerprint, grader, None if same else "not graded", run),
+                       reports.broken_results(rubric, problem), problem)
         # the workers are forked from here: a garbage collection there would walk (and so copy) every
         # object this process holds, torch's included, unless they are set apart first
         gc.freeze()
         try:
-            graded = _grade_all(todo, (folder, out, jobs), engine, doors, book, progress)
+            graded = _grade_all(todo, (folder, out, jobs), engine, doors, book, progress, (grader, run))
         finally:
             gc.unfreeze()  # a caller that goes on (the ci command, tests) collects as before
     finally:
         stop_fork_servers(doors)
-        write_csv(book, out / "grades.csv", None if found is None else [student for student, _, _ in found])
-    class_report.write_class_report(out, book.records())  # report.html, misconceptions.csv
+        students = None if found is None else [student for student, _, _ in found]
+        late_rows = _lateness(book, late, found) if found is not None else {}
+        write_csv(book, out / "grades.csv", students, late_rows if late else None)
+    moves = book.moves()
+    write_regrades(out / "regrades.csv", moves)
+    class_report.write_class_report(out, book.records(), late_rows, moves)  # report.html, misconceptions.csv
     count = book.count()
     if summary:
-        summary.write(summary_text(book, folder, out, [student for student, _, _ in found], graded, known))
+        reasons = {student: reason for student, _, _, reason in todo}
+        strays = sorted((set(late.times) | set(late.extensions)) - set(students)) if late else []
+        summary.write(summary_text(book, folder, out, students, graded, list(known), reasons, late_rows, strays))
     book.close()
     return count
 
 
-def _grade_all(todo, where, engine, doors, book, progress):
-    """Grade todo [(student, path, fingerprint)] in worker processes -> the students graded now.
+def _why_grade(previous: tuple | None, fingerprint: str, grader: str, force: bool) -> str | None:
+    """Why this submission is graded in this run (None: it is up to date). previous: the gradebook's
+    (digest, grader, ...) for the student, or None."""
+    if previous is None:
+        return "first grade"
+    if force:
+        return "regraded with --force"
+    if previous[0] != fingerprint:
+        return "graded again: its last grading did not finish" if previous[0].startswith(RETRY) else \
+            "the submission changed"
+    if previous[1] != grader:
+        return OTHER_GRADER
+    return None
+
+
+def _lateness(book: Gradebook, late: lateness.LatePolicy | None, found: list) -> dict:
+    """{student: lateness.Late} for every student of found with a finished grade in the gradebook, stored
+    as the run's late rows ({} without a policy: the last run's rows are cleared, so export follows
+    grades.csv)."""
+    rows = {}
+    if late is not None:  # a grade that did not finish (kept as RETRY: graded again next run) gets no late row
+        scores = {student: score for student, (fingerprint, _, score, _) in book.graded().items()
+                  if not fingerprint.startswith(RETRY)}
+        for student, path, _ in found:
+            if student in scores:
+                rows[student] = late.judge(student, scores[student], lateness.collected_time(path))
+    book.set_lateness(rows)
+    return rows
+
+
+def _grade_all(todo, where, engine, doors, book, progress, run):
+    """Grade todo [(student, path, fingerprint, reason)] in worker processes -> the students graded now.
     where: (the class folder, the output folder, the number of workers); doors: the batch's fork
-    server's doors (start_fork_servers), emptied when a worker dies.
+    server's doors (start_fork_servers), emptied when a worker dies; run: (grader fingerprint, run
+    number) for the gradebook.
 
     A pool that breaks (a worker died) is replaced by one worker grading one submission at a time;
     there the submission being graded when the worker dies is recorded with that problem."""
     folder, out, jobs = where
     total, started, graded = len(todo), time.monotonic(), []
-    pending = {s: (p, f) for s, p, f in todo}
+    pending = {s: (p, f, r) for s, p, f, r in todo}
     _progress(progress, 0, total, started, "")
 
     def finish(student, results, problem, internal):
-        path, fingerprint = pending.pop(student)
+        path, fingerprint, reason = pending.pop(student)
         if results is None:
             results = reports.broken_results(engine.rubric, problem)
             results["environment_check"] = reports.environment_check(engine.environment_check)
@@ -264,7 +315,7 @@ def _grade_all(todo, where, engine, doors, book, progress):
             problem, fingerprint = f"{problem} ({internal})", RETRY + fingerprint
         elif problem.startswith(NOT_GRADED):  # the machine's doing (runner.NOT_GRADED): the same
             fingerprint = RETRY + fingerprint
-        _store(book, out, student, fingerprint, results, problem)
+        _store(book, out, student, (fingerprint, run[0], reason, run[1]), results, problem)
         graded.append(student)
         _progress(progress, len(graded), total, started, student)
 
@@ -275,11 +326,11 @@ def _grade_all(todo, where, engine, doors, book, progress):
             with _pool(1 if one_at_a_time else jobs, (folder, out), engine, doors) as pool:
                 if one_at_a_time:
                     pool.submit(_ready).result()
-                    for student, (path, _) in list(pending.items()):
+                    for student, (path, _, _) in list(pending.items()):
                         current = student
                         finish(*pool.submit(_grade_one, student, str(path)).result())
                 else:
-                    futures = [pool.submit(_grade_one, s, str(p)) for s, (p, _) in pending.items()]
+                    futures = [pool.submit(_grade_one, s, str(p)) for s, (p, _, _) in pending.items()]
                     plots.warm_up()  # the workers are forked: matplotlib loads here while they grade
                     for future in as_completed(futures):
                         finish(*future.result())
@@ -307,32 +358,38 @@ def _pool(jobs, folders, engine, doors):
                                initargs=(slots, list(doors), hide, engine, os.getpid()))
 
 
-def _store(book, out, student, fingerprint, results, problem):
-    """Write one student's results, feedback and gradebook row. Anything that fails here (a disk
-    full, a file the system refuses) is that student's problem: recorded as such where it can be,
-    and the batch goes on; no temporary file is left behind."""
+def _store(book, out, student, stamp, results, problem):
+    """Write one student's results, feedback and gradebook row. stamp: (submission fingerprint,
+    grader fingerprint, why it was graded or None to add nothing to the history, run number).
+    Anything that fails here (a disk full, a file the system refuses) is that student's problem:
+    recorded as such where it can be, and the batch goes on; no temporary file is left behind."""
+    fingerprint, grader, reason, run = stamp
+    results.setdefault("extra_data", {})["grader"] = grader  # which grader this result came from
     try:
         _atomic_write(out / "results" / f"{student}.json", json.dumps(results, indent=1))
         _atomic_write(out / "feedback" / f"{student}.md", reports.feedback(student, results))
         _atomic_write(out / "feedback" / f"{student}.html", html_feedback.feedback_html(student, results, problem))
-        book.record(student, fingerprint, results, problem)
+        book.record(student, fingerprint, results, problem, grader, reason, run)
     except (OSError, ValueError, sqlite3.Error) as e:
         failed = f"its results could not be stored ({text.excerpt(f'{type(e).__name__}: {e}', 200)})"
         try:
-            book.record(student, RETRY + fingerprint, results, failed)
+            book.record(student, RETRY + fingerprint, results, failed, grader, reason or "not stored", run)
         except (OSError, ValueError, sqlite3.Error):
             pass  # the gradebook itself refuses: the student is missing from grades.csv, graded on the next run
 
 
-def write_csv(book: Gradebook, path: Path, students: list[str] | None = None) -> None:
+def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, late: dict | None = None) -> None:
     """grades.csv: student, score, max_score, one column per part, problem (why a submission could
-    not be graded; empty when it was); one row per student of `students` (default: the gradebook's)."""
+    not be graded; empty when it was); one row per student of `students` (default: the gradebook's).
+    With late ({student: lateness.Late}, a run with a due date) the columns lateness.COLUMNS and
+    late_note follow: `score` stays what the code earned, `final_score` is after the late policy."""
     parts = [p for p in PARTS]
     problems = book.problems()
     wanted = None if students is None else set(students)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, newline="") as tmp:
         writer = csv.writer(tmp)
-        writer.writerow(["student", "score", "max_score", *parts, "problem"])
+        writer.writerow(["student", "score", "max_score", *parts, "problem"]
+                        + ([*lateness.COLUMNS, "late_note"] if late is not None else []))
         for student, score, max_score, by_part in book.rows():
             if wanted is None or student in wanted:
                 problem = problems.get(student, "")
@@ -340,9 +397,12 @@ def write_csv(book: Gradebook, path: Path, students: list[str] | None = None) ->
                 if problem.startswith(NOT_GRADED):  # no score stands, not even 0 (never a lower score)
                     score = max_score = None
                     ungraded = {p for p in parts if re.search(rf"\b{p}\b", problem)}
-                writer.writerow([text.csv_cell(student), _cell(score), _cell(max_score),
-                                 *(_cell(None if p in ungraded else by_part.get(p, 0)) for p in parts),
-                                 text.csv_cell(problem)])
+                row = [text.csv_cell(student), _cell(score), _cell(max_score),
+                       *(_cell(None if p in ungraded else by_part.get(p, 0)) for p in parts), text.csv_cell(problem)]
+                if late is not None:
+                    row += late[student].cells() + [text.csv_cell(late[student].note)] if student in late \
+                        else [""] * (len(lateness.COLUMNS) + 1)
+                writer.writerow(row)
     os.replace(tmp.name, path)
 
 
@@ -350,10 +410,28 @@ def _cell(value: float | None) -> str:
     return "" if value is None else f"{value:g}"
 
 
+def write_regrades(path: Path, moves: list) -> None:
+    """OUT/regrades.csv: student, before, after, parts ("causal 8 -> 10; mha 20 -> 15"), one row per
+    student whose score the latest grading run moved (gradebook.moves)."""
+    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, newline="") as tmp:
+        writer = csv.writer(tmp)
+        writer.writerow(REGRADES_COLUMNS)
+        for student, before, after, parts in moves:
+            writer.writerow([text.csv_cell(student), f"{before:g}", f"{after:g}", text.csv_cell(describe_parts(parts))])
+    os.replace(tmp.name, path)
+
+
+def describe_parts(parts: dict) -> str:
+    return "; ".join(f"{part} {before:g} -> {after:g}" for part, (before, after) in parts.items())
+
+
 def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students: list[str], graded: list[str],
-                 known: list[str]) -> str:
-    """What the batch did, for the instructor: graded now, up to date, the submissions not graded
-    with the reason, the score spread, and who is in the gradebook but no longer in folder."""
+                 known: list[str], reasons: dict | None = None, late: dict | None = None,
+                 strays: list[str] | tuple = ()) -> str:
+    """What the batch did, for the instructor: graded now, up to date, who was regraded because the
+    grader changed, the submissions not graded with the reason, the score spread, lateness (and the
+    names of TIMES.csv or EXT.csv, `strays`, that match no submission), and who is in the gradebook
+    but no longer in folder."""
     rows = {student: (score, max_score) for student, score, max_score, _ in book.rows()}
     problems = book.problems()
     present = [s for s in students if s in rows]
@@ -362,6 +440,13 @@ def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students:
         lines.append(f"  graded now: {len(graded)}; up to date: {len(students) - len(graded)}")
     else:
         lines.append(f"  nothing to grade: {len(students)} up to date (unchanged since they were graded)")
+    regraded = sorted(s for s in graded if (reasons or {}).get(s) == OTHER_GRADER)
+    if regraded:
+        lines.append(f"  regraded, {OTHER_GRADER} ({len(regraded)}): {', '.join(regraded)}")
+    moves = book.moves() if graded else []
+    if moves:
+        lines.append(f"  scores moved ({len(moves)}): " + ", ".join(f"{s} {b:g} -> {a:g}" for s, b, a, _ in moves)
+                     + " (regrades.csv)")
     broken = [(s, problems[s]) for s in present if problems.get(s) and not problems[s].startswith(NOT_GRADED)]
     if broken:
         lines.append(f"  not graded, scored 0 ({len(broken)}):")
@@ -376,12 +461,26 @@ def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students:
         top = max(rows[s][1] for s in present)
         lines.append(f"  scores (of {top:g}): min {min(scores):g}, median {statistics.median(scores):g}, "
                      f"max {max(scores):g}")
+    if late:
+        lines += _late_summary(late)
+    if strays:  # a name the instructor gave that matches no submission: said, never dropped silently
+        lines.append(f"  in --submitted-at/--extensions but not in {folder}: {', '.join(strays)}")
     removed = sorted(set(known) - set(students))
     if removed:
         lines.append(f"  in the gradebook but no longer in {folder} (left out of grades.csv): {', '.join(removed)}")
     lines.append(f"  grades: {Path(out) / 'grades.csv'}; feedback: {Path(out) / 'feedback'}; "
                  f"gradebook: {Path(out) / 'gradebook.db'}")
     return "\n".join(lines) + "\n"
+
+
+def _late_summary(late: dict) -> list[str]:
+    charged = sorted(s for s, row in late.items() if row.late_days)
+    unknown = sorted(s for s, row in late.items() if row.late_days is None)
+    lines = [f"  late ({len(charged)}): " + (", ".join(f"{s} {late[s].late_days} day(s) -{late[s].penalty:g}%"
+                                                    for s in charged) or "nobody")]
+    if unknown:
+        lines.append(f"  no submission time known, not charged ({len(unknown)}): {', '.join(unknown)}")
+    return lines
 
 
 def _atomic_write(path, content):

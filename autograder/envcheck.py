@@ -141,11 +141,40 @@ def cache_key(sandbox: Any, rubric_path: str | Path, reference: str | Path) -> s
         facts["gpu"] = _gpus()
     h.update(json.dumps(facts, sort_keys=True).encode())
     h.update(Path(rubric_path).read_bytes())
-    for folder, pattern in ((PACKAGE_DIR, "**/*"), (reference, "*.py")):  # the suites' snapshots too
+    _hash_files(h, ((PACKAGE_DIR, "**/*"), (reference, "*.py")))  # the suites' snapshots too
+    return h.hexdigest()
+
+
+def grader_fingerprint(rubric_path: str | Path, reference: str | Path | None = None) -> str:
+    """What a student's grade depends on besides their submission, from the cache key's ingredients:
+    the rubric, the hidden suites (with their snapshots), the reference solutions and the versions of
+    torch, NumPy and Python. `batch` stores it with each result and regrades every student whose
+    result came from another grader (not the machine's walls or device: the same grader elsewhere)."""
+    h = hashlib.sha256()  # the packages' own version.py: neither is imported for this (the batch forks later)
+    versions = {"version": VERSION, "torch": _version_file("torch"), "numpy": _version_file("numpy"),
+                "python": platform.python_version()}
+    h.update(json.dumps(versions, sort_keys=True).encode())
+    h.update(Path(rubric_path).read_bytes())
+    _hash_files(h, ((PACKAGE_DIR / "suites", "**/*"), (Path(reference or reference_folder()), "*.py")))
+    return h.hexdigest()
+
+
+def _version_file(package):
+    """The text of package/version.py (its version and build), found without importing the package."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(package)
+        return (Path(spec.submodule_search_locations[0]) / "version.py").read_text(encoding="utf-8")
+    except (ImportError, AttributeError, TypeError, IndexError, OSError, ValueError):
+        return "not installed"
+
+
+def _hash_files(h, sources):
+    for folder, pattern in sources:
         for path in sorted(Path(folder).glob(pattern)):
             if "__pycache__" not in path.parts and path.is_file():
                 h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return h.hexdigest()
 
 
 def _gpus():

@@ -2,11 +2,22 @@
 
 Killed at any moment (even SIGKILL) and started again, a batch finds here what is done: a
 submission counts as graded only once its transaction committed, so nothing is lost and
-nothing is graded twice (a submission whose files changed since is graded again).
+nothing is graded twice (a submission whose files changed since, or that another grader graded,
+is graded again).
+
+Tables: submissions (each student's current grade, with the fingerprints of what was handed in,
+`digest`, and of the grader that graded it, `grader`), part_scores and check_results (that grade's
+detail), history (every grade ever recorded, one row per student per run, with why it was graded:
+never deleted), runs (one row per batch run) and lateness (the last run's late policy per student).
+"Why did my grade change": `python -m autograder history OUT --student NAME`, or
+
+    SELECT h.graded_at, h.reason, h.score, h.parts, h.grader FROM history h
+    WHERE h.student = 'alice' ORDER BY h.id;
 """
 import json
 import sqlite3
 from datetime import datetime, timezone
+from pathlib import Path
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -16,7 +27,8 @@ CREATE TABLE IF NOT EXISTS submissions (
     max_score  REAL NOT NULL,
     problem    TEXT NOT NULL DEFAULT '',
     graded_at  TEXT NOT NULL,
-    results    TEXT NOT NULL
+    results    TEXT NOT NULL,
+    grader     TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS part_scores (
     student    TEXT NOT NULL REFERENCES submissions(student) ON DELETE CASCADE,
@@ -36,29 +48,93 @@ CREATE TABLE IF NOT EXISTS check_results (
     message    TEXT NOT NULL,
     PRIMARY KEY (student, part, check_name)
 );
+CREATE TABLE IF NOT EXISTS runs (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    started_at TEXT NOT NULL,
+    grader     TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS history (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    run        INTEGER,
+    student    TEXT NOT NULL,
+    graded_at  TEXT NOT NULL,
+    reason     TEXT NOT NULL,
+    digest     TEXT NOT NULL,
+    grader     TEXT NOT NULL,
+    score      REAL NOT NULL,
+    max_score  REAL NOT NULL,
+    parts      TEXT NOT NULL,
+    problem    TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS history_student ON history (student, id);
+CREATE TABLE IF NOT EXISTS lateness (
+    student      TEXT PRIMARY KEY,
+    submitted_at TEXT NOT NULL,
+    due          TEXT NOT NULL,
+    late_days    INTEGER,
+    penalty      REAL NOT NULL,
+    final_score  REAL NOT NULL,
+    note         TEXT NOT NULL DEFAULT ''
+);
 """
 
 
 class Gradebook:
-    def __init__(self, path):
+    def __init__(self, path, db=None):
+        if db is not None:  # read_only
+            self.db = db
+            return
         self.db = sqlite3.connect(path, isolation_level=None)  # transactions are explicit
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.execute("PRAGMA foreign_keys=ON")
         self.db.executescript(SCHEMA)
+        columns = [row[1] for row in self.db.execute("PRAGMA table_info(submissions)")]
+        if "grader" not in columns:  # a gradebook written before grader fingerprints: all from "another grader"
+            self.db.execute("ALTER TABLE submissions ADD COLUMN grader TEXT NOT NULL DEFAULT ''")
+
+    @classmethod
+    def read_only(cls, path):
+        """Open an existing gradebook for reading only (history, export): nothing is created or changed."""
+        return cls(path, sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True))
 
     def graded_digest(self, student):
         row = self.db.execute("SELECT digest FROM submissions WHERE student = ?", (student,)).fetchone()
         return row[0] if row else None
 
-    def record(self, student, digest, results, problem=""):
-        """Store one submission's results (a results_json dict) atomically, replacing any earlier grade."""
+    def graded(self):
+        """{student: (digest, grader fingerprint, score, {part: score})} of every current grade."""
+        parts = self.part_scores()
+        return {s: (d, g, score, parts.get(s, {})) for s, d, g, score in
+                self.db.execute("SELECT student, digest, grader, score FROM submissions")}
+
+    def part_scores(self):
+        parts = {}
+        for student, part, score in self.db.execute("SELECT student, part, score FROM part_scores"):
+            parts.setdefault(student, {})[part] = score
+        return parts
+
+    def start_run(self, grader):
+        """A new batch run -> its number (history rows carry it)."""
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        return self.db.execute("INSERT INTO runs (started_at, grader) VALUES (?, ?)", (now, grader)).lastrowid
+
+    def record(self, student, digest, results, problem="", grader="", reason="graded", run=None):
+        """Store one submission's results (a results_json dict) atomically, replacing any earlier grade,
+        and add it to the student's history (with `reason`: why it was graded in this run)."""
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        parts = {part: p["score"] for part, p in results["parts"].items()}
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute("DELETE FROM submissions WHERE student = ?", (student,))
-            self.db.execute("INSERT INTO submissions VALUES (?, ?, ?, ?, ?, ?, ?)",
-                            (student, digest, results["score"], results["max_score"], problem, now, json.dumps(results)))
+            self.db.execute("INSERT INTO submissions (student, digest, score, max_score, problem, graded_at, results, "
+                            "grader) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                            (student, digest, results["score"], results["max_score"], problem, now, json.dumps(results),
+                             grader))
+            self.db.execute("INSERT INTO history (run, student, graded_at, reason, digest, grader, score, max_score, "
+                            "parts, problem) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                            (run, student, now, reason, digest, grader, results["score"], results["max_score"],
+                             json.dumps(parts, sort_keys=True), problem))
             self.db.executemany("INSERT INTO part_scores VALUES (?, ?, ?, ?)",
                                 [(student, part, p["score"], p["max_score"]) for part, p in results["parts"].items()])
             self.db.executemany("INSERT INTO check_results VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
@@ -71,9 +147,7 @@ class Gradebook:
 
     def rows(self):
         """[(student, score, max_score, {part: score})] sorted by student."""
-        parts = {}
-        for student, part, score in self.db.execute("SELECT student, part, score FROM part_scores"):
-            parts.setdefault(student, {})[part] = score
+        parts = self.part_scores()
         return [(s, score, mx, parts.get(s, {})) for s, score, mx in
                 self.db.execute("SELECT student, score, max_score FROM submissions ORDER BY student")]
 
@@ -88,6 +162,60 @@ class Gradebook:
         """[(student, results dict, problem)] of every graded submission, sorted by student."""
         return [(s, json.loads(results), problem) for s, results, problem in
                 self.db.execute("SELECT student, results, problem FROM submissions ORDER BY student")]
+
+    def history(self, student=None):
+        """[{id, run, student, graded_at, reason, digest, grader, score, max_score, parts, problem}] in the
+        order they were recorded (one student's, or everyone's)."""
+        query = ("SELECT id, run, student, graded_at, reason, digest, grader, score, max_score, parts, problem "
+                 "FROM history" + (" WHERE student = ?" if student is not None else "") + " ORDER BY id")
+        keys = ("id", "run", "student", "graded_at", "reason", "digest", "grader", "score", "max_score", "parts",
+                "problem")
+        rows = [dict(zip(keys, row)) for row in self.db.execute(query, () if student is None else (student,))]
+        for row in rows:
+            row["parts"] = json.loads(row["parts"])
+        return rows
+
+    def moves(self):
+        """[(student, before, after, {part: (before, after)})]: the students graded in the latest run that
+        graded anyone whose score differs from their grade before it (only parts that moved). Grades that
+        did not finish (kept as retry:, e.g. parts the machine kept from running) are no grade: skipped."""
+        finished = "digest NOT LIKE 'retry:%'"
+        latest = self.db.execute(f"SELECT MAX(run) FROM history WHERE {finished}").fetchone()[0]
+        if latest is None:
+            return []
+        moved = []
+        for student in [row[0] for row in self.db.execute(
+                f"SELECT DISTINCT student FROM history WHERE run = ? AND {finished} ORDER BY student", (latest,))]:
+            rows = self.db.execute(f"SELECT score, parts, run FROM history WHERE student = ? AND {finished} "
+                                   "ORDER BY id DESC LIMIT 2", (student,)).fetchall()
+            if len(rows) < 2 or rows[0][2] != latest:
+                continue
+            (after, parts_after, _), (before, parts_before, _) = rows
+            after_parts, before_parts = json.loads(parts_after), json.loads(parts_before)
+            changed = {p: (before_parts.get(p, 0.0), after_parts.get(p, 0.0))
+                       for p in sorted(set(after_parts) | set(before_parts))
+                       if before_parts.get(p, 0.0) != after_parts.get(p, 0.0)}
+            if after != before or changed:
+                moved.append((student, before, after, changed))
+        return moved
+
+    def set_lateness(self, rows):
+        """Replace the late policy's rows: {student: lateness.Late}; {} when the run had no due date."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("DELETE FROM lateness")
+            self.db.executemany("INSERT INTO lateness VALUES (?, ?, ?, ?, ?, ?, ?)", [
+                (student, *late.cells()[:2], late.late_days, late.penalty, late.final_score, late.note)
+                for student, late in sorted(rows.items())])
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def lateness(self):
+        """{student: {submitted_at, due, late_days, penalty, final_score, note}} of the last run's late policy."""
+        keys = ("submitted_at", "due", "late_days", "penalty", "final_score", "note")
+        return {row[0]: dict(zip(keys, row[1:])) for row in self.db.execute("SELECT * FROM lateness ORDER BY student")}
 
     def count(self):
         return self.db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]

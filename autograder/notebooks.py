@@ -248,6 +248,17 @@ def part_points(rubric_path=RUBRIC):
     return {name: part.max_score for name, part in loaded.parts.items()}
 
 
+def submission_limit_cell(rubric_path=RUBRIC):
+    """A read-only Markdown cell telling students grading.yml's Gradescope submission limit, or None
+    when it sets none (gradescope_limits.student_text: the release README says the same)."""
+    from autograder import gradescope_limits, rubric
+
+    limit = rubric.load(rubric_path).submissions
+    if limit is None:
+        return None
+    return _markdown("submission_limit", f"**Submissions.** {gradescope_limits.student_text(limit)}")
+
+
 def _points_value(points):
     return int(points) if float(points).is_integer() else float(points)
 
@@ -371,8 +382,11 @@ def notebook_texts(solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, book_path=B
     """{notebook file name: JSON text} for every template, checking each module appears exactly once."""
     texts, seen = {}, {}
     points = part_points(rubric_path)
+    limit = submission_limit_cell(rubric_path)
     for template in templates(templates_dir):
         notebook = build_notebook(template, solutions_dir, book_path, points=points)
+        if limit and any(cell["metadata"].get("nbgrader", {}).get("solution") for cell in notebook["cells"]):
+            notebook["cells"].insert(1, limit)  # graded notebooks: the limit, right under the title
         for cell in notebook["cells"]:
             if cell["metadata"].get("nbgrader", {}).get("solution"):
                 if cell["id"] in seen:

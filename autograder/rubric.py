@@ -11,6 +11,7 @@
           book_example_v2: {points: 2, requires: [unseen_sizes]}  # points only when unseen_sizes passes too
         groups:                                        # optional: points shared by several checks
           dropout: {points: 4, checks: [dropout_train_values, dropout_rate]}
+    submissions: {limit: 3, window_hours: 24}      # optional: Gradescope grades at most 3 per 24 hours
 
 Every error names the file and the line.
 """
@@ -24,7 +25,8 @@ import yaml
 
 VISIBILITIES = ("visible", "hidden", "after_due_date", "after_published")
 DIAGNOSES = ("shown", "withheld")  # whether students see a failed check's diagnosis (its message)
-TOP_KEYS = {"version", "defaults", "parts"}
+TOP_KEYS = {"version", "defaults", "parts", "submissions"}
+SUBMISSION_KEYS = {"limit", "window_hours"}
 DEFAULT_KEYS = {"timeout", "memory_mb", "visibility"}
 PART_KEYS = {"timeout", "memory_mb", "visibility", "checks", "groups"}
 CHECK_KEYS = {"points", "visibility", "diagnosis", "requires"}
@@ -62,10 +64,22 @@ class Part:
         return sum(c.points for c in self.checks.values() if not c.group) + sum(p for p, _ in self.groups.values())
 
 
+@dataclass(frozen=True)
+class SubmissionLimit:
+    """At most `limit` graded submissions in any `window_hours` (Gradescope: gradescope_limits.py)."""
+    limit: int
+    window_hours: float
+
+    def describe(self) -> str:
+        hours = f"{self.window_hours:g} hour{'s' if self.window_hours != 1 else ''}"
+        return f"at most {self.limit} graded submission{'s' if self.limit != 1 else ''} in any {hours}"
+
+
 @dataclass
 class Rubric:
     path: str
     parts: dict  # name -> Part, in file order
+    submissions: SubmissionLimit | None = None  # grading.yml's `submissions`, when it has one
 
     @property
     def max_score(self) -> float:
@@ -85,6 +99,11 @@ def load(path: str | Path, suites: dict[str, list[str]] | None = None) -> Rubric
         where = f":{mark.line + 1}" if mark else ""
         raise RubricError(f"{path}{where}: not valid YAML ({getattr(e, 'problem', e)})") from None
     return _Reader(path).rubric(root, suites)
+
+
+def _plain_value(node):
+    """An unquoted scalar's value (a quoted "3" is text, a mapping or list is nothing)."""
+    return yaml.safe_load(node.value) if isinstance(node, yaml.ScalarNode) and not node.style else None
 
 
 # the least a part can run under: less and parts fail whatever the student wrote (with 128 MiB the
@@ -147,7 +166,24 @@ class _Reader:
             missing = [p for p in suites if p not in parts]
             if missing:
                 self.fail(top["parts"][1], f"no points given for part(s) {', '.join(missing)}")
-        return Rubric(self.path, parts)
+        limit = self.submissions(top["submissions"][1]) if "submissions" in top else None
+        return Rubric(self.path, parts, limit)
+
+    def submissions(self, node):
+        """`submissions: {limit: N, window_hours: H}`: N a whole number >= 1, H a number of hours > 0."""
+        fields = self.mapping(node, SUBMISSION_KEYS, "submissions")
+        for name in sorted(SUBMISSION_KEYS - set(fields)):
+            self.fail(node, f"submissions needs {name} (e.g. submissions: {{limit: 3, window_hours: 24}})")
+        limit_node, hours_node = fields["limit"][1], fields["window_hours"][1]
+        limit = _plain_value(limit_node)
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+            self.fail(limit_node, f"submissions.limit must be a whole number of submissions, at least 1, not "
+                                  f"{getattr(limit_node, 'value', '?')!r}")
+        hours = _plain_value(hours_node)
+        if not isinstance(hours, (int, float)) or isinstance(hours, bool) or not math.isfinite(hours) or hours <= 0:
+            self.fail(hours_node, f"submissions.window_hours must be a number of hours above 0, not "
+                                  f"{getattr(hours_node, 'value', '?')!r}")
+        return SubmissionLimit(limit, float(hours))
 
     def option(self, name, node, where):
         if name in ("timeout", "memory_mb"):

@@ -35,6 +35,8 @@ QUICK = {
     "test_gpu_check.py": {"test_the_summary_line_when_everything_holds"},
     "test_gpu_memory.py": {"test_the_allocator_cap_is_the_parts_memory_as_a_share_of_the_card"},
     "test_gpu_room.py": {"test_the_device_nodes_are_the_ones_cuda_opens"},
+    "test_gradebook_history.py": None,
+    "test_grader_versions.py": {"test_the_graded_notebooks_state_the_limit"},
     "test_graded_under_load.py": set(),  # a dozen busy processes per core for a minute and a half: `-m load`
     "test_gradescope.py": {"test_the_zip_follows_gradescopes_layout", "test_solutions_get_full_marks"},
     "test_import_graph.py": None,
@@ -47,6 +49,9 @@ QUICK = {
     "test_independence.py": {"test_a_v2_that_raises_when_built_costs_the_transfer_nothing",
                              "test_the_probes_find_the_reference_right_on_its_own",
                              "test_heads_built_through_an_alias_are_recognised", "test_a_part_never_receives_its_own_reference"},
+    "test_lateness.py": None,
+    "test_lms_export.py": None,
+    "test_regrades.py": {"test_another_grader_regrades_everyone_and_says_whose_score_moved"},
     "test_isolation.py": {"test_the_room_shows_only_the_allow_list", "test_unseen_inputs_come_from_the_runs_secret"},
     "test_lint.py": {"test_ruff_finds_nothing", "test_every_public_function_of_the_core_is_annotated",
                      "test_the_annotation_check_sees_a_missing_annotation"},  # mypy: the whole suite
@@ -82,6 +87,8 @@ QUICK = {
     "test_structure.py": None,
     "test_stubs.py": {"test_committed_stubs_are_what_the_generator_makes_now", "test_stubs_keep_every_signature_and_docstring",
                       "test_every_public_test_passes_on_the_solutions"},
+    "test_submission_limits.py": {"test_a_refused_submission_keeps_the_last_graded_score_and_says_why",
+                                  "test_runs_the_grader_did_not_finish_do_not_count"},
     "test_suites.py": {"test_solutions_get_exactly_full_marks", "test_stubs_get_zero_and_every_failure_says_not_implemented",
                        "test_one_submission_grades_in_seconds"},
     "test_text.py": None,

@@ -79,7 +79,38 @@ CHECKED = {
     ("README.md", "100/100"): lambda: _rubric_total() == 100 and "reference 100/100 sandboxed, 100/100 non-root; "
                                       "stubs 0/100" in (ROOT / "scripts/gpu_check.py").read_text(),
     ("README.md", "0/100"): lambda: _rubric_total() == 100,
+    # "Due dates and late work": the example due date, in two offsets that are one instant
+    **{("README.md", clock): lambda: _one_instant("2026-12-01T23:59:00+01:00", "2026-12-01T22:59:00Z")
+       for clock in ("59:00", "01:00", "23:59", "22:59")},
+    ("README.md", "24 hours"): lambda: _late_days_of(hours=24) == 1 and _late_days_of(hours=24, microseconds=1) == 2,
+    ("README.md", "100 %"): lambda: _late_penalty(percent=40, days=3) == 100.0,
 }
+
+
+def _one_instant(first, second):
+    from autograder.lateness import parse_time
+
+    return parse_time(first, "x") == parse_time(second, "x")
+
+
+def _late_days_of(**after):
+    """lateness.late_days of a submission `after` the due date: "a day is 24 hours", per started day."""
+    from datetime import timedelta
+
+    from autograder.lateness import late_days, parse_time
+
+    due = parse_time("2026-12-01T23:59:00Z", "x")
+    return late_days(due + timedelta(**after), due)
+
+
+def _late_penalty(percent, days):
+    """The penalty of a submission `days` days late at `percent` a day: it stops at 100 %."""
+    from datetime import timedelta
+
+    from autograder.lateness import LatePolicy, parse_time
+
+    due = parse_time("2026-12-01T23:59:00Z", "x")
+    return LatePolicy(due, percent, times={"s": due + timedelta(days=days)}).judge("s", 50.0).penalty
 
 
 def _rubric_total():

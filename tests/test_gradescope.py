@@ -7,7 +7,6 @@ score 0, everything else is graded, and results.json is the grader's.
 """
 import json
 import os
-import shutil
 import stat
 import subprocess
 import sys
@@ -34,20 +33,7 @@ def bundle(tmp_path_factory):
 
 def run_bundle(bundle, tmp_path, files):
     """A fresh /autograder-like folder: source/ (the bundle), submission/ (files), results/."""
-    _, unpacked = bundle
-    root = tmp_path / "autograder"
-    shutil.copytree(unpacked, root / "source")
-    (root / "submission").mkdir(parents=True)
-    for name, data in files.items():
-        (root / "submission" / name).write_text(data)
-    (root / "results").mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "AUTOGRADER_ROOT", "AUTOGRADER_PYTHON")}
-    env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable)
-    done = subprocess.run([str(root / "source" / "run_autograder")], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=600)
-    results_file = root / "results" / "results.json"
-    assert results_file.is_file(), done.stdout[-3000:] + done.stderr[-3000:]
-    return done, root, json.loads(results_file.read_text())
+    return gradescope_bundle.run(bundle[1], tmp_path, files)
 
 
 def module_files(folder):

@@ -12,7 +12,9 @@
 --run           what run_autograder calls inside Gradescope's container: grade ROOT/submission,
                 write ROOT/results/results.json. ROOT is --root, else $AUTOGRADER_ROOT, else
                 /autograder. A results.json is written whatever happens, so the student always
-                sees a message.
+                sees a message. With grading.yml's `submissions: {limit, window_hours}`, a
+                submission past the limit is not graded (gradescope_limits.py: ROOT's
+                submission_metadata.json is read here, before any student code runs).
 
 Privileges: Gradescope starts run_autograder as root. The grader stays root, because it needs
 root to build the sandbox (namespaces, mounts, a uid of its own for the child); the student's
@@ -31,7 +33,7 @@ import traceback
 import zipfile
 from pathlib import Path
 
-from autograder import PACKAGE_DIR, PROJECT_ROOT, chapter
+from autograder import PACKAGE_DIR, PROJECT_ROOT, chapter, gradescope_limits
 from autograder.cli import UsageError
 
 HELP = "build the Gradescope autograder bundle (--out autograder.zip) or grade inside Gradescope (--run)"
@@ -170,6 +172,9 @@ def _grade(root, args=None):
     submission = root / "submission"
     if not submission.is_dir():
         return failure_results(f"No submission was found ({submission} is missing)."), ""
+    limit, verdict = _submission_limit(root)  # grader data, read before any student code runs
+    if verdict is not None and not verdict.allowed:
+        return gradescope_limits.over_limit_results(verdict, limit), f"not graded: past the limit ({limit.describe()})"
     try:  # the whole Gradescope folder is covered inside the child: bundle, results, harness files
         engine = Engine.open(settings_of(args), chapter.current().rubric, hide=[str(root)])
     except envcheck.EnvironmentFailed as e:  # nobody is charged for the grader's environment
@@ -180,7 +185,35 @@ def _grade(root, args=None):
         except SubmissionError as e:
             grade = reports.broken_grade(engine.rubric, f"The submission could not be read: {e}")
     # Gradescope's results.json is shown to the student: no secret there, nor in the log beside it
-    return reports.gradescope_results(grade), reports.table(grade, seed=False)
+    results = reports.gradescope_results(grade)
+    results["extra_data"][gradescope_limits.GRADED] = finished(grade)  # counts toward a submission limit
+    if verdict is not None and results["extra_data"][gradescope_limits.GRADED]:
+        note = gradescope_limits.graded_note(verdict, limit)
+        results["output"] = f"{note}\n\n{results['output']}" if results.get("output") else note
+    log = reports.table(grade, seed=False)
+    if verdict is not None and verdict.problem:
+        log += f"\nsubmission limit: {verdict.problem}"
+    return results, log
+
+
+def _submission_limit(root):
+    """(grading.yml's SubmissionLimit, its Verdict on this submission), or (None, None) without a limit.
+    Reads the rubric's `submissions` (no suites, no torch) and Gradescope's metadata, in this process."""
+    from autograder import rubric
+
+    limit = rubric.load(chapter.current().rubric).submissions
+    if limit is None:
+        return None, None
+    return limit, gradescope_limits.judge(limit, gradescope_limits.read_metadata(root))
+
+
+def finished(grade):
+    """The grader finished this grade: no part the machine kept from running (the grade's `not_graded`
+    parts, a part marked `not_graded`, or a part whose problem says "not graded")."""
+    if getattr(grade, "not_graded", None):
+        return False
+    return not any(part.get("not_graded") or "not graded" in str(part.get("problem") or "")
+                   for part in grade.parts.values())
 
 
 def check_environment(args=None):

@@ -7,6 +7,10 @@ Builds the repository students get, in the new (or empty) folder DIR:
     .gitignore
     .github/workflows/grade.yml    grades every pull request and push to main (see docs/ci-and-gradescope.md)
     assignments/ch03/              the stubs, the public tests and the student README, copied
+    assignments/ch03/tests/grader_versions.json
+                                   the versions the grader uses (Python, torch, NumPy: those of the
+                                   environment this command runs in, the grader's); the public tests
+                                   warn at the start when the student's differ
     notebooks/ch03/                the released notebooks, when there are any (optional, see below)
 
 Notebooks are optional. They come from --notebooks FOLDER, else from release/ch03 (where
@@ -14,10 +18,15 @@ Notebooks are optional. They come from --notebooks FOLDER, else from release/ch0
 (autograder.notebooks.release_notebooks(DEST)) when it exists; otherwise the release has none
 and says so.
 
+When grading.yml (--rubric) sets a Gradescope submission limit (`submissions`), the README says
+what it is (gradescope_limits.student_text); the notebooks say it too (autograder.notebooks).
+
 What never goes in: solutions, the grading package and its hidden suites, grading.yml. The
 project's tests search the release for every line of the solution regions and of the suites.
 """
 import importlib
+import json
+import platform
 import shutil
 from pathlib import Path
 
@@ -30,12 +39,15 @@ ASSIGNMENT = Path(chapter.current().folders["assignments"])
 NOTEBOOK_DEST = Path("notebooks") / chapter.current().id
 RELEASED = chapter.current().folders["release"]  # nbgrader's released notebooks, when built
 SKIP = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints"}
+VERSIONS_FILE = ASSIGNMENT / "tests" / "grader_versions.json"
 
 
 def add_arguments(parser):
     parser.add_argument("--out", metavar="DIR", required=True, help="a new or empty folder")
     parser.add_argument("--notebooks", metavar="FOLDER", default=None,
                         help=f"student notebooks to include (default: {RELEASED} if it exists)")
+    parser.add_argument("--rubric", metavar="FILE", default=None,
+                        help="the grading.yml whose submission limit the README states (default: the chapter's)")
 
 
 def run(args):
@@ -51,6 +63,8 @@ def run(args):
     notebooks_note = _notebooks(args.notebooks, out / NOTEBOOK_DEST)
     readme = (TEMPLATES / "README.md").read_text(encoding="utf-8")
     readme = readme.replace("@NOTEBOOKS@\n", _notebooks_section(out / NOTEBOOK_DEST))
+    readme = readme.replace("@SUBMISSIONS@\n", _submissions_section(Path(args.rubric or chapter.current().rubric)))
+    (out / VERSIONS_FILE).write_text(json.dumps(grader_versions(), indent=1) + "\n", encoding="utf-8")
     (out / "README.md").write_text(readme, encoding="utf-8")
     shutil.copyfile(TEMPLATES / "pyproject.toml", out / "pyproject.toml")
     shutil.copyfile(TEMPLATES / "gitignore", out / ".gitignore")
@@ -63,6 +77,25 @@ def run(args):
     print("next: push it as the course's template repository; set AUTOGRADER_REPOSITORY and "
           "AUTOGRADER_DEPLOY_KEY (docs/ci-and-gradescope.md)")
     return 0
+
+
+def grader_versions():
+    """The versions the grader runs with (this environment's): Python, torch, NumPy."""
+    import numpy
+    import torch
+
+    return {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__,
+            "written_by": "python -m autograder release: the versions the course's autograder uses"}
+
+
+def _submissions_section(rubric_path):
+    from autograder import gradescope_limits, rubric
+
+    try:
+        limit = rubric.load(rubric_path).submissions
+    except rubric.RubricError as e:
+        raise UsageError(str(e)) from None
+    return "" if limit is None else f"**Submission limit.** {gradescope_limits.student_text(limit)}\n\n"
 
 
 def _copy_tree(source, dest):

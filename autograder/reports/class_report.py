@@ -8,6 +8,10 @@ escaped (names, messages, problems). misconceptions.csv has one row per misconce
 
     records: [(student, results, problem)]: a results_json record per student, and the problem
              that kept the submission from being graded ('' when none), as the gradebook holds them
+    late:    {student: lateness.Late} when the batch had a due date: a "Late work" section and the
+             final score beside each student's score (nothing of it without a due date)
+    moves:   [(student, before, after, {part: (before, after)})]: whose score the latest grading run
+             moved (gradebook.moves): a "Regrades" section when there are any
 """
 import csv
 import io
@@ -254,22 +258,24 @@ def _slow_section(stats, records):
     return "\n".join(lines)
 
 
-def _class_table(records, stats):
+def _class_table(records, stats, late=None):
     parts = list(stats)
     head = "".join(f'<th class="num" aria-label="{esc(p)}">{breakable(p)}</th>' for p in parts)
+    final_head = '<th class="num">final (late policy)</th>' if late else ""
     rows = []
     for student, results, problem in records:
         cells = "".join(f'<td class="num">{fmt((results.get("parts") or {}).get(p, {}).get("score", 0))}</td>'
                         for p in parts)
+        final = f'<td class="num">{_final(late.get(student))}</td>' if late else ""
         link = f'<a href="feedback/{esc(quote(student))}.html">{esc(student)}</a>'
         if (problem or "").startswith(NOT_GRADED):  # the machine's doing: no score stands (runner.NOT_GRADED)
-            rows.append(f'<tr><td>{link}</td><td class="num"></td>' + '<td class="num"></td>' * len(parts)
+            rows.append(f'<tr><td>{link}</td><td class="num"></td>' + '<td class="num"></td>' * (len(parts) + bool(late))
                         + '<td>not graded: the machine was overloaded</td></tr>')
             continue
-        rows.append(f'<tr><td>{link}</td><td class="num">{fmt(results.get("score", 0))}</td>{cells}'
+        rows.append(f'<tr><td>{link}</td><td class="num">{fmt(results.get("score", 0))}</td>{final}{cells}'
                     f'<td>{"could not be read" if problem else ""}</td></tr>')
-    return (f'<div class="wide"><table class="compact"><tr><th>student</th><th class="num">score</th>{head}'
-            f'<th></th></tr>\n' + "\n".join(rows) + "</table></div>")
+    return (f'<div class="wide"><table class="compact"><tr><th>student</th><th class="num">score</th>{final_head}'
+            f'{head}<th></th></tr>\n' + "\n".join(rows) + "</table></div>")
 
 
 def breakable(name):
@@ -278,30 +284,66 @@ def breakable(name):
     return "_<wbr>".join(esc(piece) for piece in str(name).split("_"))
 
 
-def class_report(records):
+def _final(row):
+    if row is None:
+        return ""
+    days = "" if not row.late_days else f' <span class="muted">({row.late_days} d late, -{fmt(row.penalty)}%)</span>'
+    return f"{fmt(row.final_score)}{days}"
+
+
+def _late_section(late):
+    """Every student with a late day or no known time: when, due, days, penalty, final score, why."""
+    shown = {s: row for s, row in sorted(late.items()) if row.late_days or row.late_days is None or row.note}
+    on_time = len(late) - len(shown)
+    if not shown:
+        return f'<p class="ok">All {len(late)} submission(s) on time.</p>'
+    head = ('<table><tr><th>student</th><th>submitted (UTC)</th><th>due (UTC)</th><th class="num">days late</th>'
+            '<th class="num">penalty</th><th class="num">final score</th><th>note</th></tr>')
+    rows = [f'<tr><td>{esc(s)}</td><td>{esc(row.cells()[0] or "unknown")}</td><td>{esc(row.cells()[1])}</td>'
+            f'<td class="num">{esc(row.cells()[2])}</td><td class="num">{fmt(row.penalty)}%</td>'
+            f'<td class="num">{fmt(row.final_score)}</td><td>{esc(row.note)}</td></tr>' for s, row in shown.items()]
+    return "\n".join([head, *rows, "</table>", f'<p class="muted">{on_time} other submission(s) on time.</p>'])
+
+
+def _regrades_section(moves):
+    head = ('<table><tr><th>student</th><th class="num">before</th><th class="num">after</th>'
+            '<th>parts that moved</th></tr>')
+    rows = [f'<tr><td>{esc(s)}</td><td class="num">{fmt(before)}</td><td class="num">{fmt(after)}</td>'
+            f'<td>{esc("; ".join(f"{p} {fmt(b)} -> {fmt(a)}" for p, (b, a) in parts.items()))}</td></tr>'
+            for s, before, after, parts in moves]
+    return "\n".join([head, *rows, "</table>", '<p class="muted">Also in regrades.csv; every grade is in the '
+                       "gradebook's history (python -m autograder history OUT --student NAME).</p>"])
+
+
+def class_report(records, late=None, moves=None):
     """report.html's text for records [(student, results, problem)] (every student of the gradebook)."""
     records = sorted(records, key=lambda r: r[0])
     scored = [r for r in records if not (r[2] or "").startswith(NOT_GRADED)]  # no score stands for the others
     stats = part_stats(scored)
     summary, _ = _summary(scored)
     body = ["<h1>Chapter 3: class report</h1>",
-            "<h2>Score distribution</h2>", summary,
-            "<h2>Per-part means</h2>", _parts_section(stats),
-            "<h2>Most frequent misconceptions</h2>", _misconceptions_section(misconceptions(records)),
-            "<h2>Unreadable submissions and parts that crashed</h2>", _problems_section(problems(records)),
-            "<h2>Tampering: sources that reach into the grader</h2>", _tampering_section(tampering(records)),
-            "<h2>Slowest parts</h2>", _slow_section(stats, records),
-            "<h2>Every student</h2>", _class_table(records, stats)]
+            "<h2>Score distribution</h2>", summary]
+    if moves:
+        body += ["<h2>Regrades: scores the latest grading run moved</h2>", _regrades_section(moves)]
+    if late:
+        body += ["<h2>Late work</h2>", _late_section(late)]
+    body += ["<h2>Per-part means</h2>", _parts_section(stats),
+             "<h2>Most frequent misconceptions</h2>", _misconceptions_section(misconceptions(records)),
+             "<h2>Unreadable submissions and parts that crashed</h2>", _problems_section(problems(records)),
+             "<h2>Tampering: sources that reach into the grader</h2>", _tampering_section(tampering(records)),
+             "<h2>Slowest parts</h2>", _slow_section(stats, records),
+             "<h2>Every student</h2>", _class_table(records, stats, late)]
     return page("Chapter 3: class report", "\n".join(body))
 
 
-def write_class_report(out, records):
+def write_class_report(out, records, late=None, moves=None):
     """OUT/report.html and OUT/misconceptions.csv, each replaced whole (never half written) -> their paths."""
     import os
     import tempfile
 
     paths = []
-    for name, content in (("report.html", class_report(records)), ("misconceptions.csv", misconceptions_csv(records))):
+    for name, content in (("report.html", class_report(records, late, moves)),
+                          ("misconceptions.csv", misconceptions_csv(records))):
         path = Path(out) / name
         with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, encoding="utf-8", newline="") as tmp:
             tmp.write(content)

@@ -8,9 +8,14 @@ Modules are imported by their plain names (`causal`, `mha`, ...) from the submis
 fresh, so that a module of the same name imported earlier from somewhere else never stands in.
 A test that reaches code raising NotImplementedError fails with "not implemented yet: <what>"; a wrong
 result that matches a common mistake is named as that mistake (_diagnose.py), in one message.
+
+grader_versions.json (beside this file, written by the course's release) holds the Python, torch
+and NumPy versions the grader uses: the header of every run shows them, and a warning (never a
+failure) says when yours differ in their major or minor version.
 """
 import importlib
 import json
+import platform
 import sys
 import traceback
 from pathlib import Path
@@ -39,6 +44,62 @@ def pytest_configure(config):
     folder = config.getoption("submission")
     if folder and not Path(folder).is_dir():
         raise pytest.UsageError(f"--submission {folder}: no such folder")
+
+
+def grader_versions():
+    """{python, torch, numpy} the grader uses, or {} when this folder has no grader_versions.json."""
+    try:
+        found = json.loads((HERE / "grader_versions.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return {k: str(found[k]) for k in ("python", "torch", "numpy") if isinstance(found, dict) and k in found}
+
+
+def local_versions():
+    import numpy
+
+    return {"python": platform.python_version(), "torch": torch.__version__, "numpy": numpy.__version__}
+
+
+def _major_minor(version):
+    return tuple(version.split("+")[0].split(".")[:2])
+
+
+def version_differences():
+    """'Python 3.10.2 here, 3.11.7 on the grader; ...' for each that differs in major.minor ('' if none)."""
+    grader, here = grader_versions(), local_versions()
+    names = {"python": "Python", "torch": "torch", "numpy": "NumPy"}
+    found = [f"{names[k]} is {here[k]} here, {grader[k]} on the grader" for k in names
+             if k in grader and _major_minor(grader[k]) != _major_minor(here[k])]
+    return "; ".join(found)
+
+
+def version_warning():
+    """The warning shown at the start of a run where the versions differ ('' when they do not)."""
+    found = version_differences()
+    if not found:
+        return ""
+    return (f"warning: your {found}. Tests that pass here can still differ on the grader in the last digits of "
+            "floating-point results (the checks allow small tolerances), in default dtypes and in what an "
+            "operation accepts or warns about; the grader's run is the one that counts.")
+
+
+def pytest_report_header(config):
+    grader = grader_versions()
+    if not grader:
+        return None
+    here = local_versions()
+    line = ", ".join(f"{k} {here[k]}" for k in ("python", "torch", "numpy"))
+    their = ", ".join(f"{k} {grader[k]}" for k in ("python", "torch", "numpy") if k in grader)
+    return [f"chapter 3: this machine has {line}; the grader has {their}"]
+
+
+def pytest_sessionstart(session):
+    """The version warning, before any test runs (also with -q, which hides the header); never a failure."""
+    message = version_warning()
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if message and reporter is not None:
+        reporter.write_line(message, yellow=True)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,242 @@
+"""Due dates, extensions and late penalties for `batch` (issue 29).
+
+    policy = lateness.LatePolicy(due=parse_time("2026-12-01T23:59:00+01:00", "--due"),
+                                 percent_per_day=10, max_days=3,
+                                 times=read_csv_times(Path("times.csv"), "submitted_at"),
+                                 extensions=read_csv_times(Path("ext.csv"), "due"))
+    late = policy.judge("alice", score=80.0, collected=None)   # -> Late
+
+Times
+    Every time is ISO-8601 (`2026-12-01T23:59:00+01:00`, `...Z`, a space for the `T`, fractions of a
+    second). A time written without an offset is read as UTC, wherever the grader runs (never the
+    machine's local zone); nbgrader's `timestamp.txt` (`2026-12-01 22:59:00.123456 UTC`) is read the
+    same way. Times are compared as instants, so `23:59+01:00` and `22:59Z` are the same due date.
+
+Where a submission time comes from, first found wins
+    1. TIMES.csv (`student,submitted_at`), exported from where the class was collected (an LMS);
+    2. nbgrader's collected `timestamp.txt` (CLASS/<student>/<assignment>/timestamp.txt, or
+       CLASS/<student>/timestamp.txt): this project's `nbgrader collect` writes it from the time the
+       kernel recorded (nbgrader_exchange.VerifiedCollect); read from folders only, never from a zip;
+    3. Canvas's `LATE` marker in a file name Canvas wrote (`smithjane_LATE_1234_5678_causal.py`; the
+       entry's own name or a name directly in its folder): late, time unknown; counted as 1 day
+       late, the least a late submission is (not charged when the student has an extension, since
+       Canvas judged it against its own due date).
+    A submission's own file times (mtime, ctime) are never read: a student sets them at will.
+    A student with no time from any of these is not charged, and the row says why. A timestamp.txt
+    that says "on time" where the LATE marker says late is not taken (the marker counts), so no file
+    a student could plant in a folder lowers a penalty: without it they would be charged the same or
+    (no time at all) nothing.
+
+Penalty
+    late_days = the number of started days (24 hours each) after the student's due date: 0 up to and
+    including the due instant, 1 from one microsecond after it up to exactly 24 h after it, 2 after
+    that, ... The penalty is PERCENT of the score per started day (at most 100 %). With --late-days N,
+    a submission more than N started days late gets 0 and the row says why: exactly N days (N x 24 h)
+    after the due date still counts as N days and is penalised, not zeroed. final_score is rounded
+    to 2 decimals.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from autograder import text
+
+DAY = timedelta(days=1)
+TIMESTAMP_FILE = "timestamp.txt"
+TIMESTAMP_LIMIT = 200  # bytes of timestamp.txt read at most
+CANVAS_LATE = re.compile(r"_LATE_\d+_", re.IGNORECASE)  # Canvas: name_LATE_<user id>_<submission id>_file
+COLUMNS = ["submitted_at", "due", "late_days", "penalty", "final_score"]  # added to grades.csv
+
+
+class LateInputError(ValueError):
+    """A malformed time or CSV: str() names the file (or option) and the line."""
+
+
+def parse_time(value: str, where: str) -> datetime:
+    """An aware datetime from ISO-8601 text; naive times are UTC. LateInputError names `where`."""
+    raw = value.strip()
+    cleaned = raw[:-4].rstrip() if raw.upper().endswith(" UTC") else raw
+    cleaned = cleaned[:-1] + "+00:00" if cleaned[-1:] in ("Z", "z") else cleaned
+    try:
+        parsed = datetime.fromisoformat(cleaned)
+    except ValueError:
+        raise LateInputError(f"{where}: {text.excerpt(raw, 80)!r} is not an ISO-8601 time "
+                             f"(e.g. 2026-12-01T23:59:00+01:00; without an offset it is read as UTC)") from None
+    return parsed.replace(tzinfo=timezone.utc) if parsed.tzinfo is None else parsed
+
+
+def iso(moment: datetime | None) -> str:
+    """The instant in UTC, to the second (microseconds when it has them): how grades.csv writes times."""
+    if moment is None:
+        return ""
+    moment = moment.astimezone(timezone.utc)
+    return moment.isoformat(timespec="microseconds" if moment.microsecond else "seconds")
+
+
+def read_csv_times(path: Path, column: str) -> dict[str, datetime]:
+    """{student: time} from a CSV with a header naming `student` and `column` (other columns are
+    ignored). A missing column, a bad time, an empty student or a student twice is a LateInputError
+    naming the file and line: nothing is dropped silently."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as f:  # utf-8-sig: a spreadsheet's byte-order mark
+            rows = list(csv.reader(f))
+    except (OSError, UnicodeDecodeError, csv.Error) as e:
+        raise LateInputError(f"{path}: cannot be read as a UTF-8 CSV ({e})") from None
+    if not rows:
+        raise LateInputError(f"{path}: empty (expected a header line: student,{column})")
+    header = [name.strip().lower() for name in rows[0]]
+    missing = [name for name in ("student", column) if name not in header]
+    if missing:
+        raise LateInputError(f"{path}, line 1: no column {' or '.join(missing)} in the header "
+                             f"(expected student,{column}; found {','.join(rows[0])})")
+    who, when = header.index("student"), header.index(column)
+    found: dict[str, datetime] = {}
+    lines: dict[str, int] = {}
+    for number, row in enumerate(rows[1:], start=2):
+        if not any(cell.strip() for cell in row):
+            continue  # a blank line
+        if len(row) <= max(who, when):
+            raise LateInputError(f"{path}, line {number}: {len(row)} cell(s); expected a {column} for the student")
+        student = row[who].strip()
+        if not student:
+            raise LateInputError(f"{path}, line {number}: no student name")
+        if student in found:
+            raise LateInputError(f"{path}, line {number}: {student!r} is also on line {lines[student]}: "
+                                 f"give one {column} per student")
+        found[student] = parse_time(row[when], f"{path}, line {number}")
+        lines[student] = number
+    return found
+
+
+def late_days(submitted: datetime, due: datetime) -> int:
+    """Started days (24 h) after due: 0 up to and including due, then 1, 2, ... (exact, in microseconds)."""
+    late = submitted - due
+    return 0 if late <= timedelta(0) else -(-late // DAY)
+
+
+@dataclass(frozen=True)
+class Late:
+    """One student's row: the time used and where it came from, and what it costs."""
+
+    submitted_at: datetime | None
+    due: datetime
+    late_days: int | None  # None: no time known
+    penalty: float  # percent of the score taken off
+    final_score: float
+    note: str = ""  # why, when there is something to say (no time known, past the late window, ...)
+
+    def cells(self) -> list[str]:
+        """grades.csv's added cells, in COLUMNS order."""
+        days = "" if self.late_days is None else str(self.late_days)
+        return [iso(self.submitted_at), iso(self.due), days, f"{self.penalty:g}", f"{self.final_score:g}"]
+
+
+@dataclass(frozen=True)
+class Collected:
+    """What the class folder itself says of one submission's time (read by collected_time)."""
+
+    time: datetime | None = None
+    canvas_late: bool = False
+    where: str = ""
+
+
+@dataclass
+class LatePolicy:
+    due: datetime
+    percent_per_day: float = 0.0
+    max_days: int | None = None  # --late-days: more started days late than this scores 0
+    times: dict = field(default_factory=dict)  # student -> submitted_at (TIMES.csv)
+    extensions: dict = field(default_factory=dict)  # student -> their own due date (EXT.csv)
+
+    def due_for(self, student: str) -> datetime:
+        return self.extensions.get(student, self.due)
+
+    def judge(self, student: str, score: float, collected: Collected | None = None) -> Late:
+        """The student's late row for `score` (what the code earned)."""
+        due = self.due_for(student)
+        collected = collected or Collected()
+        submitted = self.times.get(student)
+        if submitted is None and collected.time is not None:
+            # a timestamp.txt saying "on time" where Canvas's marker says late is not taken: no file a
+            # student could have written lowers a penalty (without it the marker alone would count)
+            if not (collected.canvas_late and late_days(collected.time, due) == 0):
+                submitted = collected.time
+        if submitted is None and collected.canvas_late:
+            if student in self.extensions:
+                return Late(None, due, None, 0.0, score, "Canvas marked it LATE against its own due date, but the "
+                            "student has an extension and no submission time is known: not charged (give the time "
+                            "in TIMES.csv)")
+            return self._charge(None, due, 1, score, "Canvas marked it LATE; the submission time is unknown: "
+                                "counted as 1 day late (give the time in TIMES.csv to count it exactly)")
+        if submitted is None:
+            return Late(None, due, None, 0.0, score, "no submission time known (TIMES.csv, nbgrader's timestamp.txt "
+                        "or Canvas's LATE marker): not charged")
+        note = "" if student in self.times or not collected.where else f"time from {collected.where}"
+        return self._charge(submitted, due, late_days(submitted, due), score, note)
+
+    def _charge(self, submitted, due, days, score, note):
+        if self.max_days is not None and days > self.max_days:
+            why = f"{days} days late, more than the {self.max_days} day(s) late work is accepted: final score 0"
+            return Late(submitted, due, days, 100.0, 0.0, f"{note}; {why}" if note else why)
+        penalty = min(100.0, self.percent_per_day * days)
+        return Late(submitted, due, days, penalty, round(score * (100.0 - penalty) / 100.0, 2), note)
+
+
+def collected_time(path: Path) -> Collected:
+    """The time nbgrader's collect wrote beside a folder submission, or Canvas's LATE marker in a
+    name Canvas wrote. Reads at most TIMESTAMP_LIMIT bytes of a regular file (never a link, a FIFO or
+    a device); never raises; never looks at a file's own times."""
+    path = Path(path)
+    names = [path.name]
+    if path.is_dir() and not path.is_symlink():
+        try:
+            names += [entry.name for entry in os.scandir(path)]
+        except OSError:
+            pass
+        for candidate in _timestamp_files(path):
+            moment = _read_timestamp(candidate)
+            if moment is not None:
+                return Collected(moment, False, f"nbgrader's {candidate.relative_to(path.parent)}")
+    return Collected(None, any(CANVAS_LATE.search(name) for name in names), "")
+
+
+def _timestamp_files(folder: Path) -> list[Path]:
+    """folder/timestamp.txt, else the one of folder/<assignment>/timestamp.txt (nbgrader's submitted/ layout)."""
+    found = [folder / TIMESTAMP_FILE]
+    try:
+        subfolders = [e for e in os.scandir(folder) if e.is_dir(follow_symlinks=False)]
+    except OSError:
+        subfolders = []
+    if len(subfolders) == 1:
+        found.append(Path(subfolders[0].path) / TIMESTAMP_FILE)
+    return found
+
+
+def _read_timestamp(path: Path) -> datetime | None:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        raw = os.read(fd, TIMESTAMP_LIMIT).decode("utf-8", "replace")
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    try:
+        return parse_time(raw.splitlines()[0] if raw.strip() else "", str(path))
+    except (LateInputError, IndexError):
+        return None
+
+
+def penalty_is_valid(percent: float) -> bool:
+    return math.isfinite(percent) and 0 <= percent <= 100

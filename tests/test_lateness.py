@@ -1,0 +1,175 @@
+"""Due dates, extensions and late penalties (autograder/lateness.py): times, boundaries, bad input.
+
+No grading here: the policy is judged on scores given by the test (test_regrades.py runs it in a batch)."""
+import os
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from autograder import cli, lateness
+from autograder.lateness import Collected, LateInputError, LatePolicy, late_days, parse_time
+
+DUE = parse_time("2026-12-01T23:59:00+01:00", "--due")  # 22:59 UTC
+MICRO = timedelta(microseconds=1)
+
+
+def test_offsets_compare_as_instants_and_naive_times_are_utc():
+    assert DUE == datetime(2026, 12, 1, 22, 59, tzinfo=timezone.utc)
+    assert parse_time("2026-12-01T22:59:00Z", "x") == DUE
+    assert parse_time("2026-12-01 22:59:00", "x") == DUE  # naive: UTC, whatever the machine's zone
+    assert parse_time("2026-12-01 22:59:00.000000 UTC", "x") == DUE  # nbgrader's timestamp.txt
+    assert parse_time("2026-12-01T17:59:00-05:00", "x") == DUE
+    assert lateness.iso(parse_time("2026-12-02T00:00:00+01:00", "x")) == "2026-12-01T23:00:00+00:00"
+    assert lateness.iso(DUE + MICRO) == "2026-12-01T22:59:00.000001+00:00"
+
+
+def test_naive_times_do_not_follow_the_machines_time_zone(monkeypatch):
+    import time
+
+    monkeypatch.setenv("TZ", "Asia/Kolkata")
+    time.tzset()
+    try:
+        assert parse_time("2026-12-01 22:59", "x") == DUE
+    finally:
+        monkeypatch.delenv("TZ")
+        time.tzset()
+
+
+@pytest.mark.parametrize("after, days", [
+    (timedelta(0), 0),                    # at the due instant: on time
+    (-timedelta(days=3), 0),              # early
+    (MICRO, 1),                           # one microsecond late: a started day
+    (timedelta(hours=24), 1),             # exactly 24 h late: still the first day
+    (timedelta(hours=24) + MICRO, 2),     # then the second day starts
+    (timedelta(days=3), 3),
+    (timedelta(days=3) + MICRO, 4),
+])
+def test_late_days_count_started_days(after, days):
+    assert late_days(DUE + after, DUE) == days
+
+
+def policy(**kwargs):
+    return LatePolicy(due=DUE, **kwargs)
+
+
+def test_penalty_per_started_day_and_the_window_boundary():
+    late = policy(percent_per_day=10, max_days=3, times={
+        "ontime": DUE, "oneday": DUE + MICRO, "threedays": DUE + timedelta(days=3),
+        "past": DUE + timedelta(days=3) + MICRO})
+    assert late.judge("ontime", 80).cells() == ["2026-12-01T22:59:00+00:00", "2026-12-01T22:59:00+00:00", "0", "0", "80"]
+    assert (late.judge("oneday", 80).late_days, late.judge("oneday", 80).penalty, late.judge("oneday", 80).final_score) \
+        == (1, 10.0, 72.0)
+    exactly = late.judge("threedays", 80)  # exactly N days late: penalised, not zeroed
+    assert (exactly.late_days, exactly.penalty, exactly.final_score, exactly.note) == (3, 30.0, 56.0, "")
+    past = late.judge("past", 80)  # one microsecond more: past the window, 0, and the row says why
+    assert (past.late_days, past.penalty, past.final_score) == (4, 100.0, 0.0)
+    assert past.note == "4 days late, more than the 3 day(s) late work is accepted: final score 0"
+
+
+def test_late_days_zero_accepts_no_late_work_and_the_penalty_stops_at_100_percent():
+    assert policy(max_days=0, times={"a": DUE + MICRO}).judge("a", 90).final_score == 0.0
+    assert policy(max_days=0, times={"a": DUE}).judge("a", 90).final_score == 90.0
+    steep = policy(percent_per_day=40, times={"a": DUE + timedelta(days=5)}).judge("a", 90)
+    assert (steep.penalty, steep.final_score) == (100.0, 0.0)
+    assert policy(percent_per_day=12.5, times={"a": DUE + MICRO}).judge("a", 47.5).final_score == 41.56  # 2 decimals
+
+
+def test_an_extension_moves_that_students_due_date_only():
+    late = policy(percent_per_day=10, times={"a": DUE + timedelta(hours=30), "b": DUE + timedelta(hours=30)},
+                  extensions={"a": DUE + timedelta(days=2)})
+    assert (late.judge("a", 50).late_days, late.judge("a", 50).final_score) == (0, 50.0)
+    assert lateness.iso(late.judge("a", 50).due) == "2026-12-03T22:59:00+00:00"
+    assert (late.judge("b", 50).late_days, late.judge("b", 50).final_score) == (2, 40.0)
+
+
+def test_where_a_time_comes_from():
+    late = policy(percent_per_day=10, times={"listed": DUE}, extensions={"extended": DUE + timedelta(days=1)})
+    collected = Collected(DUE + timedelta(hours=1), False, "nbgrader's alice/ch03/timestamp.txt")
+    assert late.judge("listed", 50, collected).late_days == 0  # TIMES.csv wins over timestamp.txt
+    from_nbgrader = late.judge("other", 50, collected)
+    assert (from_nbgrader.late_days, from_nbgrader.note) == (1, "time from nbgrader's alice/ch03/timestamp.txt")
+    marked = late.judge("marked", 50, Collected(None, True))
+    assert (marked.late_days, marked.final_score, marked.submitted_at) == (1, 45.0, None)
+    assert "Canvas marked it LATE" in marked.note and "counted as 1 day late" in marked.note
+    extended = late.judge("extended", 50, Collected(None, True))
+    assert (extended.late_days, extended.final_score) == (None, 50.0) and "not charged" in extended.note
+    planted = Collected(DUE - timedelta(hours=1), True, "nbgrader's x/timestamp.txt")  # "on time" vs Canvas's LATE
+    assert late.judge("marked", 50, planted).late_days == 1 and "Canvas marked it LATE" in late.judge(
+        "marked", 50, planted).note
+    later = Collected(DUE + timedelta(days=1, seconds=1), True, "nbgrader's x/timestamp.txt")
+    assert late.judge("marked", 50, later).late_days == 2  # a time that agrees with the marker counts exactly
+    unknown = late.judge("nobody", 50)
+    assert (unknown.late_days, unknown.penalty, unknown.final_score) == (None, 0.0, 50.0)
+    assert unknown.cells() == ["", "2026-12-01T22:59:00+00:00", "", "0", "50"]
+    assert unknown.note.startswith("no submission time known")
+
+
+def test_collected_time_reads_nbgraders_file_and_canvas_names_never_file_times(tmp_path):
+    nb = tmp_path / "alice" / "ch03"
+    nb.mkdir(parents=True)
+    (nb / "timestamp.txt").write_text("2026-12-01 23:30:00.5 UTC\n")
+    os.utime(nb / "timestamp.txt", (0, 0))  # the file's own time is never read
+    found = lateness.collected_time(tmp_path / "alice")
+    assert found.time == datetime(2026, 12, 1, 23, 30, 0, 500000, tzinfo=timezone.utc)
+    assert found.where == "nbgrader's alice/ch03/timestamp.txt"
+    canvas = tmp_path / "smithjane"
+    canvas.mkdir()
+    (canvas / "smithjane_LATE_1234_5678_causal.py").write_text("")
+    assert lateness.collected_time(canvas) == Collected(None, True, "")
+    plain = tmp_path / "bob"
+    plain.mkdir()
+    (plain / "causal.py").write_text("")
+    os.utime(plain / "causal.py", (2**31, 2**31))
+    assert lateness.collected_time(plain) == Collected(None, False, "")
+    assert lateness.collected_time(tmp_path / "latecomer.zip").canvas_late is False
+
+
+def test_a_fifo_or_link_named_timestamp_is_never_read(tmp_path):
+    fifo = tmp_path / "mallory"
+    fifo.mkdir()
+    os.mkfifo(fifo / "timestamp.txt")  # opening it for reading would block a batch
+    assert lateness.collected_time(fifo) == Collected(None, False, "")
+    link = tmp_path / "trudy"
+    link.mkdir()
+    (tmp_path / "elsewhere.txt").write_text("2020-01-01 00:00:00 UTC\n")
+    (link / "timestamp.txt").symlink_to(tmp_path / "elsewhere.txt")
+    assert lateness.collected_time(link).time is None
+
+
+@pytest.mark.parametrize("content, message", [
+    ("", "times.csv: empty (expected a header line: student,submitted_at)"),
+    ("name,when\nalice,2026-12-01\n", "times.csv, line 1: no column student or submitted_at in the header"),
+    ("student,submitted_at\nalice,2026-12-01T10:00Z\nbob,yesterday\n", "times.csv, line 3: 'yesterday' is not an ISO-8601 time"),
+    ("student,submitted_at\nalice,2026-12-01T10:00Z\n\nalice,2026-12-01T11:00Z\n",
+     "times.csv, line 4: 'alice' is also on line 2: give one submitted_at per student"),
+    ("student,submitted_at\n,2026-12-01T10:00Z\n", "times.csv, line 2: no student name"),
+    ("student,submitted_at\ncarol\n", "times.csv, line 2: 1 cell(s); expected a submitted_at for the student"),
+])
+def test_a_malformed_csv_names_the_file_and_the_line(tmp_path, content, message):
+    path = tmp_path / "times.csv"
+    path.write_text(content)
+    with pytest.raises(LateInputError) as e:
+        lateness.read_csv_times(path, "submitted_at")
+    assert str(e.value).startswith(str(tmp_path / message.split(":")[0].split(",")[0]))
+    assert message.split("times.csv", 1)[1] in str(e.value)
+
+
+def test_a_spreadsheets_byte_order_mark_and_extra_columns_are_fine(tmp_path):
+    path = tmp_path / "ext.csv"
+    path.write_bytes("\ufeffStudent,Name,due\nalice,Alice,2026-12-03T23:59:00+01:00\n".encode("utf-8"))
+    assert lateness.read_csv_times(path, "due") == {"alice": DUE + timedelta(days=2)}
+
+
+def test_the_batch_command_refuses_bad_options_before_grading(tmp_path, capsys):
+    (tmp_path / "class").mkdir()
+    (tmp_path / "times.csv").write_text("student,submitted_at\nalice,soon\n")
+    cases = [(["--late-penalty", "10"], "--late-penalty needs --due"),
+             (["--due", "tomorrow"], "--due: 'tomorrow' is not an ISO-8601 time"),
+             (["--due", "2026-12-01T23:59Z", "--late-penalty", "120"], "--late-penalty must be a percent from 0 to 100"),
+             (["--due", "2026-12-01T23:59Z", "--late-days", "-1"], "--late-days must be 0 or more"),
+             (["--due", "2026-12-01T23:59Z", "--submitted-at", str(tmp_path / "times.csv")],
+              f"{tmp_path / 'times.csv'}, line 2: 'soon' is not an ISO-8601 time")]
+    for options, message in cases:
+        status = cli.main(["batch", str(tmp_path / "class"), "--out", str(tmp_path / "out"), *options])
+        assert status == 2 and message in capsys.readouterr().err, options
+    assert not (tmp_path / "out").exists()  # nothing was graded or written
