@@ -228,10 +228,10 @@ def with_dependencies(sandbox, place, submission, part, limits):
         child.close()
         session, child = fresh_child(sandbox, session, folder, key, limits)
         student = Student(child, attributes)
-    sources = dependencies.substitutes(found)
-    if sources and not child.died:
+    stand_ins = dependencies.substitutes(found)
+    if stand_ins and not child.died:
         try:
-            student.substitute(sources)
+            student.substitute(stand_ins)
         except (StudentError, SessionDied):
             pass
     return session, child, student, found
@@ -246,7 +246,7 @@ def run_dependent_check(part, name, fn, student, fixtures, found):
     if result.passed or not student.substituted or not {"wrong", "raises"} & set(found.values()):
         return result
     try:
-        student.substitute({})
+        student.substitute(())
         own = run_check(part, name, fn, student, fixtures)
         student.substitute(dependencies.substitutes(found))
     except (StudentError, SessionDied):

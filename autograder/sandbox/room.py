@@ -30,7 +30,7 @@ INSIDE = "/run/ch03"  # where the runtime files appear in the room
 HOST_TMP = "/run/ch03-host"  # parts of the Python installation that live under the host's /tmp
 RUNTIME = ("__init__.py", "protocol.py", "sandbox/__init__.py", "sandbox/child.py", "sandbox/counting.py",
            "sandbox/zygote.py", "sandbox/isolation.py", "sandbox/syscalls.py", "sandbox/part_reset.py",
-           "sandbox/gpu.py")
+           "sandbox/gpu.py", "sandbox/stand_in.py")
 SYSTEM_LIBS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/libx32")
 TOP_LEVEL_LINKS = ("/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin")
 FILES = ("/etc/ld.so.cache",)
