@@ -17,9 +17,11 @@ why and what to do), unless the grader was asked to run without one (--unsafe-no
 """
 import os
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 from autograder import PACKAGE_DIR, protocol, text
@@ -129,6 +131,16 @@ def cuda_devices():
     return _CUDA["count"]
 
 
+_WRITABLE = []
+
+
+def _writable_folders():
+    """The folders any user may write (container.writable_folders), found once per process."""
+    if not _WRITABLE:
+        _WRITABLE.extend(container.writable_folders() or ["/tmp"])
+    return list(_WRITABLE)
+
+
 def _first_uid():
     """This run's uids: drawn once (a random block of 10^7 above 10^6), handed to the workers."""
     if UIDS_ENV not in os.environ:
@@ -159,7 +171,11 @@ class Sandbox:
         if self.unsafe:
             print(f"WARNING: --unsafe-no-sandbox: student code runs without isolation ({self.plan['why']})",
                   file=sys.stderr)
+        self.writable = _writable_folders() if self.container else []
+        if self.container:  # the submission's orphans come to the grader, which waits for them (Session.close)
+            container.become_subreaper()
         self._uid_key, self._uid_next = None, _first_uid() + self.slot * UIDS_PER_SLOT
+        self._uid_first = self._uid_next
         self.uid = self._uid_next
         self.session_group = None  # set when the server is shared: this door's sessions are capped there
         if server is None:
@@ -196,7 +212,7 @@ class Sandbox:
         self.info = None
         # its configuration now (read once it has warmed up): other doors may be attached behind it
         protocol.send_message(self.control, {"seccomp": self.plan["seccomp"], "namespaces": self.in_room,
-                                             "container": self.container,
+                                             "container": self.container, "writable": self.writable,
                                              "user_namespace": self.plan["user_namespace"], "device": self.device})
 
     def attach(self, slot):
@@ -249,13 +265,14 @@ class Sandbox:
         uid = self._uid_for(key if key is not None else str(submission))
         blob = os.memfd_create("submission")
         os.write(blob, isolation.pack(_read_tree(submission)))
+        scratch = None if self.in_room else private_scratch(uid if self.container else None)
         leader, theirs = protocol.control_pair()
         try:
-            protocol.send_message(self.control, {"op": "open", "uid": uid}, [theirs.fileno(), blob])
+            protocol.send_message(self.control, {"op": "open", "uid": uid, "scratch": scratch}, [theirs.fileno(), blob])
         finally:
             theirs.close()
             os.close(blob)
-        return Session(self, leader, uid)
+        return Session(self, leader, uid, scratch)
 
     def open(self, submission, timeout, memory_mb):
         """One part on a fresh session (closed with the part): the simplest way to run checks."""
@@ -270,7 +287,11 @@ class Sandbox:
         return self.pidfd is not None and not select.select([self.pidfd], [], [], 0)[0]
 
     def close(self):
-        """End the fork server (an attached door only closes itself: the server is its owner's)."""
+        """End the fork server (an attached door only closes itself: the server is its owner's). In
+        container mode no process of any uid this door handed out is left (killed, waited for)."""
+        if self.container:
+            for uid in range(self._uid_first, self._uid_next):
+                container.clear_uid(uid, self.writable)
         if self.owner:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
@@ -293,11 +314,22 @@ class Sandbox:
         self.close()
 
 
+def private_scratch(uid=None):
+    """The session's folder where there is no room (container mode, --unsafe-no-sandbox): the grader's,
+    0700; in container mode its group is the submission's uid (which reads its submission there and
+    writes nothing: 02750, files 0640). Removed when the session closes."""
+    folder = tempfile.mkdtemp(prefix="ch03-session-")
+    if uid is not None:
+        os.chown(folder, 0, uid)
+        os.chmod(folder, 0o2750)
+    return folder
+
+
 class Session:
     """One leader (one submission): part() until close()."""
 
-    def __init__(self, sandbox, sock, uid):
-        self.sandbox, self.sock, self.uid = sandbox, sock, uid
+    def __init__(self, sandbox, sock, uid, scratch=None):
+        self.sandbox, self.sock, self.uid, self.scratch = sandbox, sock, uid, scratch
         self.leader_pidfd, self.died, self.protections = None, "", []
         deadline = time.monotonic() + 60
         try:
@@ -361,12 +393,20 @@ class Session:
                 pass
 
     def close(self):
+        """End the session; where there is no room, nothing of it is left: in container mode no process
+        of its uid (killed and waited for) and nothing that uid wrote where others may write; the
+        session's folder (its copy of the submission) removed."""
         self.kill()
         self.sock.close()
         if self.leader_pidfd is not None:
             os.close(self.leader_pidfd)
             self.leader_pidfd = None
         self.died = self.died or "closed"
+        if self.sandbox.container:
+            container.clear_uid(self.uid, self.sandbox.writable)
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
 
 class Part:

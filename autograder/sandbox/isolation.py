@@ -127,6 +127,7 @@ def enter_session(request, submission_fd, in_namespaces):
     else:
         os.setpgid(0, 0)
         workspace = os.path.join(request["scratch"], "submission")
+        os.umask(0o027)  # the scratch's group (container mode: the submission's uid) reads, nobody else
         os.makedirs(workspace)
         _write_tree(files, workspace)
         protections += ["process group", "private temporary folder"]

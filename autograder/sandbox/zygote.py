@@ -137,9 +137,12 @@ def lead(request, leader_fd, submission_fd, in_namespaces):
     try:
         request = {**request, "parent": os.getppid(), "seccomp": CONFIG.get("seccomp"),
                    "device": CONFIG.get("device", "cpu"), "container": bool(CONFIG.get("container")),
-                   "scratch": None if in_namespaces else tempfile.mkdtemp(prefix="ch03-session-")}
-        if request["container"]:  # the child's uid passes through to its (read-only) submission
-            os.chmod(request["scratch"], 0o711)
+                   "writable": list(CONFIG.get("writable", ())),
+                   "scratch": None if in_namespaces else request.get("scratch") or tempfile.mkdtemp(prefix="ch03-session-")}
+        if request["container"]:  # the part's orphans come to this leader, which reaps them
+            from autograder.sandbox import container  # (never in the room: imported where it is used)
+
+            container.become_subreaper()
         isolation.close_all_but({leader_fd, submission_fd})
         workspace, protections = isolation.enter_session(request, submission_fd, in_namespaces)
         isolation.deaf_to_signals()
@@ -189,10 +192,10 @@ def fork_part(sock, output_fd, request, workspace, in_namespaces):
         os.close(fd)
     _, status = os.waitpid(pid, 0)
     _clear_up(pid, in_namespaces)
-    if request.get("container"):  # leftovers that left the process group: all of the submission's uid
-        from autograder.sandbox import container  # (never in the room: imported where it is used)
+    if request.get("container"):  # leftovers that left the process group: all of the submission's uid,
+        from autograder.sandbox import container  # and what it wrote where anyone may write (never in the room)
 
-        container.kill_uid(int(request["uid"]))
+        container.clear_uid(int(request["uid"]), request["writable"])
     return os.waitstatus_to_exitcode(status)
 
 
