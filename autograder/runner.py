@@ -276,44 +276,21 @@ def run_check(part, name, fn, student, fixtures):
     return result
 
 
-def _suite_numbers(module):
-    """Every whole number written in a suite module's source, as a literal or inside a string (cached):
-    the numbers of the specification and of the grader's own messages (12 heads, 768 dims, 1024
-    tokens, Exercise 3.2)."""
-    if module not in _SUITE_NUMBERS:
-        import ast
-        import sys
-
-        numbers = set()
-        for node in ast.walk(ast.parse(inspect.getsource(sys.modules[module]))):
-            if isinstance(node, ast.Constant) and type(node.value) in (int, float):
-                numbers.add(float(node.value))
-            elif isinstance(node, ast.Constant) and isinstance(node.value, str):  # "head_dim 64" in a message
-                numbers.update(float(n.replace(",", "")) for n in _NUMBER.findall(node.value))
-        _SUITE_NUMBERS[module] = frozenset(numbers)
-    return _SUITE_NUMBERS[module]
-
-
-_SUITE_NUMBERS = {}
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]*\d)")
+# numbers that are part of a name, never a value: the same whatever the child does
+_NAMES = re.compile(r"\bGPT-2\b|\b(?:Exercise|exercise|section|Section|Figure|figure|Listing) \d+(?:\.\d+)*")
 
 
-def grader_numbers_only(message, fn):
-    """A message about a child that has seen a hidden input, with every number that is not written in
-    the check's own suite module (so the child could have picked it: a width, a count of parameters,
-    num_heads=..., how far off its output is) replaced by '#': what the child chooses cannot spell out
-    an input."""
-    import sys
-
-    suites = [name for name in sys.modules if name.startswith("autograder.suites.")]  # the messages' helpers too
-    known = frozenset().union(*(_suite_numbers(name) for name in suites + [fn.__module__])) | {0.0, 1.0, 2.0}
-
-    def keep(match):
-        try:
-            return match.group() if float(match.group().replace(",", "")) in known else "#"
-        except ValueError:
-            return "#"
-    return _NUMBER.sub(keep, message)
+def grader_numbers_only(message, fn=None):
+    """A message about a child that has seen a hidden input, with every number replaced by '#' (but
+    for the few that are part of a name: GPT-2, Exercise 3.2, section 3.5.1). Masking by value would
+    let the child pick which of the grader's own numbers appears (12, 768 or 7 heads): after a
+    hidden input no number of a message depends on what the child answered, whatever it is."""
+    names = _NAMES.findall(message)
+    masked = _NUMBER.sub("#", _NAMES.sub("\0", message))
+    for name in names:
+        masked = masked.replace("\0", name, 1)
+    return masked
 
 
 def _run_check(part, name, fn, student, fixtures):

@@ -79,7 +79,8 @@ def test_a_wrong_exercise_still_costs_points_when_mha_is_renamed(engine, tmp_pat
                         ("exercises", "num_heads=12)", "num_heads=8)"))
     result = grade(engine, folder, ["exercises"])
     assert scores(result)["exercises"] < 8
-    assert any("num_heads=8" in m for m in failed(result, "exercises").values())
+    # the check ran after a hidden input: the number the student's code chose is not shown (runner.grader_numbers_only)
+    assert any("num_heads=#" in m for m in failed(result, "exercises").values()), failed(result, "exercises")
 
 
 def test_a_part_never_receives_its_own_reference():
