@@ -277,13 +277,15 @@ def run_check(part, name, fn, student, fixtures):
 
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]*\d)")
-# numbers that are part of a name, never a value: the same whatever the child does
-_NAMES = re.compile(r"\bGPT-2\b|\b(?:Exercise|exercise|section|Section|Figure|figure|Listing) \d+(?:\.\d+)*")
+# numbers that are part of a name or of a formula, never a value: the same whatever the child does
+_NAMES = re.compile(r"\bGPT-2\b|\b(?:Exercise|exercise|section|Section|Figure|figure|Listing) \d+(?:\.\d+)*"
+                    r"|\b1/sqrt\(|\*\* ?0\.5\b|\[-?\d\]|\b(?:dim|axis|diagonal)=-?\d\b")
 
 
 def grader_numbers_only(message, fn=None):
     """A message about a child that has seen a hidden input, with every number replaced by '#' (but
-    for the few that are part of a name: GPT-2, Exercise 3.2, section 3.5.1). Masking by value would
+    for the few that are part of a name or a formula: GPT-2, Exercise 3.2, 1/sqrt(d_k), d_k ** 0.5,
+    keys.shape[-1], dim=-1). Masking by value would
     let the child pick which of the grader's own numbers appears (12, 768 or 7 heads): after a
     hidden input no number of a message depends on what the child answered, whatever it is."""
     names = _NAMES.findall(message)
