@@ -156,3 +156,32 @@ def test_replaying_fixed_answers_earns_nothing_in_numpy(engine, tmp_path):
     assert grade.parts["numpy_attention"]["score"] == 0, [(c.name, c.passed, c.message) for c in grade.checks]
     gpt3 = next(c for c in grade.checks if c.name == "numpy_block_params_gpt3")
     assert gpt3.message == grading.GATED and gpt3.score == 0  # replayed, and its gate took the point
+
+
+ZERO_WRAPPER = '''
+
+class _Zeros(torch.nn.Module):
+    def forward(self, x):
+        return torch.zeros(*x.shape[:-1], 2)
+
+
+def two_dim_wrapper(d_in, context_length, dropout=0.0):  # no call to the wrapper: judged by what it returns
+    return _Zeros()
+'''
+
+
+def test_zeros_from_the_exercise_and_its_own_wrapper_earn_nothing(engine, tmp_path):
+    """Round 4, class 4: two_dim_wrapper returns a module of zeros and mha's wrapper gives zeros too,
+    so the re-run with the student's own code compares zeros with zeros; Exercise 3.2 earns none of
+    its 4 points (the grader's wrapper is never zeros, and no output without attention is right),
+    Exercise 3.3 keeps its 4."""
+    rubric, suites, sandbox = engine
+    folder = zeroed(tmp_path / "zeros", ["mha"])
+    path = folder / "exercises.py"
+    path.write_text("import torch\n" + path.read_text() + ZERO_WRAPPER)
+    grade = grading.grade_submission(folder, Rubric(rubric.path, {"exercises": rubric.parts["exercises"]}), suites,
+                                     sandbox)
+    failed = {c.name: c.message for c in grade.checks if not c.passed}
+    assert set(failed) == {"ex32_book_example", "ex32_two_heads_of_width_one"}, failed
+    assert "holds no attention" in failed["ex32_two_heads_of_width_one"]
+    assert grade.parts["exercises"]["score"] == 4

@@ -212,6 +212,21 @@ def degenerate(value):
     return not isinstance(value, torch.Tensor) or not torch.isfinite(value).all() or bool((value.abs() <= 1e-6).all())
 
 
+def uninformative(value, *inputs):
+    """True for an output that shows no attention was computed: degenerate (above), one value
+    everywhere, or (the leading columns of) one of the inputs handed back."""
+    if degenerate(value):
+        return True
+    flat = value.double()
+    if flat.numel() > 1 and float(flat.max() - flat.min()) <= 1e-6:
+        return True
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.dim() == value.dim() and x.shape[:-1] == value.shape[:-1] \
+                and x.shape[-1] >= value.shape[-1] and torch.allclose(x[..., :value.shape[-1]].double(), flat, atol=1e-6):
+            return True
+    return False
+
+
 def call_keeping_arguments(student, function, *args):
     """Call function(*args) in the child and read the same argument objects back afterwards.
 
