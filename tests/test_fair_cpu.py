@@ -106,3 +106,27 @@ def test_a_loop_is_ended_at_its_cpu_time_limit(engine, tmp_path, monkeypatch, cl
     without_group_clock(monkeypatch, clock)
     run = run_one(engine, tmp_path, "def work():\n    while True:\n        pass\n")
     assert run.timed_out and "timed out after 2 s of CPU time" in run.results[0].message
+
+
+HELPER = '''import os
+import time
+
+
+def work():
+    """A helper process burns CPU (never reaped: no wait) while this one only waits."""
+    if os.fork() == 0:
+        while True:
+            pass
+    time.sleep(12)
+    return "done"
+'''
+
+
+@pytest.mark.parametrize("clock", ["group", "proc"])
+def test_cpu_burned_in_an_unreaped_helper_counts(engine, tmp_path, monkeypatch, clock):
+    """Round 4, class 6: without a control group (clock "proc", as without root) the part's time is
+    the CPU time of every process of its session, so a helper the child never reaps, spinning while
+    the child sleeps, ends the part at its CPU-time limit (2 s), long before the wall clock (18 s)."""
+    without_group_clock(monkeypatch, clock)
+    run = run_one(engine, tmp_path, HELPER)
+    assert run.timed_out and "timed out after 2 s of CPU time" in run.results[0].message, run.results[0].message

@@ -25,7 +25,7 @@ import tempfile
 import time
 
 from autograder import PACKAGE_DIR, protocol, text
-from autograder.sandbox import cgroup, container, gpu_watch, isolation, room, syscalls
+from autograder.sandbox import cgroup, container, gpu_watch, isolation, room, session_cpu, syscalls
 
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 OUTPUT_CAP = 64 << 10
@@ -428,6 +428,7 @@ class Part:
         self.requests_w, self.replies_r, self.pidfd, self.output_fd = fds or (None, None, None, None)
         self.output_from, self.host_pid, self.gpu_killed = 0, 0, None
         self.cpu_out = False  # the last deadline was the CPU-time limit's (else the wall clock's)
+        self.clock = None  # where no control group counts: the session's processes, from /proc
         self._limits(timeout, memory_mb)
         if fds:
             self._hello()
@@ -456,18 +457,16 @@ class Part:
 
     def _cpu(self):
         """CPU seconds so far of the session's control group (the child and everything it started:
-        no neighbour's), or else of the child and the children it has reaped; None when neither
-        can be read (then the wall clock stands in)."""
+        no neighbour's), or else of every process below the session's leader (session_cpu.py: the
+        child, its helpers whether reaped or not, orphans); None when neither can be read (then the
+        wall clock stands in)."""
         used = self.group.cpu_seconds() if self.group is not None else None
         if used is not None or self.pidfd is None:
             return used
-        self.host_pid = self.host_pid or _host_pid(self.pidfd)
-        try:
-            with open(f"/proc/{self.host_pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-        except (OSError, ValueError, IndexError):
-            return None
+        if self.clock is None:
+            leader = _host_pid(self.session.leader_pidfd) if self.session.leader_pidfd is not None else 0
+            self.clock = session_cpu.SessionClock(leader) if leader else None
+        return self.clock.seconds() if self.clock is not None else None
 
     def spent(self):
         """Seconds the part has used: the child's CPU time (wall time where it cannot be read)."""
