@@ -13,6 +13,8 @@ time, so a submission that kills its worker again is recorded as such. grades.cs
 student found in DIR, with a `problem` column) is written whatever happens; then a summary.
 A rerun grades only what changed (the fingerprint: `digest`).
 """
+from __future__ import annotations
+
 import csv
 import gc
 import hashlib
@@ -30,12 +32,17 @@ import traceback
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
 
-from autograder import PARTS, PROJECT_ROOT, reports, submission, text
+from autograder import PARTS, chapter, reports, submission, text
+from autograder.engine import Engine
 from autograder.gradebook import Gradebook
 from autograder.reports import class_report, html_feedback, plots
+from autograder.settings import Settings
 
-_worker = {}
+if TYPE_CHECKING:
+    from autograder.sandbox.client import Sandbox
+
 INTERNAL = ("The autograder could not grade this submission because of an internal error; your instructor "
             "can see the details.")
 RETRY = "retry:"  # a fingerprint kept with this prefix is graded again on the next run
@@ -45,7 +52,7 @@ NAME_LIMIT = 80  # characters of a student's name kept in its file names (result
 SAFE = re.compile(r"[^A-Za-z0-9_.@+-]")
 
 
-def find_submissions(folder):
+def find_submissions(folder: str | Path) -> list[tuple[str, Path, str]]:
     """[(student name, path, problem)] for each subfolder or .zip in folder, sorted by name.
 
     A name keeps the characters a file name can safely hold (the others become _) and at most
@@ -53,7 +60,7 @@ def find_submissions(folder):
     still names one entry. Two entries that would get the same name (`a b` and `a_b`, `c` and
     `c.zip`) are ambiguous: neither takes that name; each is recorded under the name and a hash of
     its own file name, with the problem, and graded once one of them is renamed."""
-    by_name = {}
+    by_name: dict[str, list[Path]] = {}
     for entry in sorted(Path(folder).iterdir()):
         if entry.name.startswith(".") or entry.is_symlink():
             continue
@@ -80,7 +87,7 @@ def _hashed(name, entry):
     return f"{name}~{hashlib.sha256(os.fsencode(entry.name)).hexdigest()[:10]}"
 
 
-def digest(path):
+def digest(path: str | Path) -> str:
     """A fingerprint of what was handed in: regrade only when it changes.
 
     Bounded like staging: the files staging could read (submission.read_limit) count by name and a
@@ -115,58 +122,56 @@ def _file_hash(path):
     return h.digest()
 
 
-_servers = {}  # slot -> that worker's door to the batch's one fork server, started before torch is imported here
-
-
-def _start_fork_servers(count):
-    """Start the batch's fork server now, before this process imports torch (both start-ups
-    overlap), with a door of its own for each of count workers: torch is imported once in the
-    room for the whole batch. Where it cannot start, each worker starts (and reports) its own."""
+def start_fork_servers(count: int, settings: Settings) -> list[Sandbox]:
+    """The batch's fork server, started now, before this process imports torch (both start-ups
+    overlap), and a door of its own for each of count workers -> [door per slot] (slot 0: the
+    server's owner): torch is imported once in the room for the whole batch. Where it cannot start:
+    [] (each worker starts, and reports, its own)."""
     from autograder.sandbox.client import Sandbox
 
+    doors: list = []
     if count < 1:
-        return
+        return doors
     try:
-        _servers[0] = Sandbox(slot=0)
+        doors.append(Sandbox(slot=0, settings=settings.sandbox))
         for slot in range(1, count):
-            _servers[slot] = _servers[0].attach(slot)
+            doors.append(doors[0].attach(slot))
     except Exception:  # noqa: BLE001  (the workers will try again and say why)
-        _stop_fork_servers()
+        stop_fork_servers(doors)
+    return doors
 
 
-def _stop_fork_servers():
-    while _servers:  # the attached doors first, the server's owner (slot 0) last
-        _servers.popitem()[1].close()
+def stop_fork_servers(doors: list[Sandbox]) -> None:
+    while doors:  # the attached doors first, the server's owner (slot 0) last
+        doors.pop().close()
 
 
-def _check_environment(rubric, suites, rubric_path):
-    """envcheck.ensure on the batch's fork server (or, where it could not start, on one of its
-    own); the workers forked after it copy the record into every results.json."""
-    from autograder import envcheck
-    from autograder.sandbox.client import Sandbox
-
-    sandbox = _servers.get(0) or Sandbox(slot=0)
+def _check_environment(engine: Engine, doors: list) -> None:
+    """The environment check on the batch's fork server (or, where it could not start, on one of its
+    own); the workers' engines copy the record into every results.json."""
+    engine.start_sandbox(slot=0, sandbox=doors[0] if doors else None)
     try:
-        _worker["environment_check"] = envcheck.ensure(sandbox, rubric, suites, rubric_path)
+        engine.check_environment()
     finally:
-        if sandbox is not _servers.get(0):
-            sandbox.close()
+        engine.close()  # the batch's server (a door of doors) stays; one of the engine's own is stopped
 
 
-def _init_worker(slot_queue, hide, rubric_path, batch_pid):
+_worker_engine: Engine | None = None  # in a worker process: its engine (made by _init_worker)
+
+
+def _init_worker(slot_queue, doors, hide, parent: Engine, batch_pid):
     import torch
 
-    from autograder import grading
     from autograder.sandbox import isolation
-    from autograder.sandbox.client import Sandbox
 
     isolation.die_with_parent(batch_pid)  # and its fork server with it, and that one's children
     torch.set_num_threads(1)  # a forked copy of a parent's thread pool can deadlock; one per core anyway
+    global _worker_engine
     slot = slot_queue.get()
-    _worker["sandbox"] = _servers.get(slot) or Sandbox(hide=hide, slot=slot)
-    _worker["sandbox"].environment_check = _worker.get("environment_check")
-    multiprocessing.util.Finalize(None, _worker["sandbox"].close, exitpriority=10)  # run as the worker exits
-    _worker["rubric"], _worker["suites"] = grading.load_rubric(rubric_path)
+    engine = parent.for_worker(doors[slot] if slot < len(doors) else None, slot, hide)
+    assert engine.sandbox is not None
+    multiprocessing.util.Finalize(None, engine.sandbox.close, exitpriority=10)  # run as the worker exits
+    _worker_engine = engine
 
 
 def _ready():
@@ -176,11 +181,10 @@ def _ready():
 
 def _grade_one(student, path):
     """-> (student, results or None, problem, internal detail): never raises for a submission."""
-    from autograder import grading
     from autograder.submission import SubmissionError
 
     try:
-        grade = grading.grade_submission(path, _worker["rubric"], _worker["suites"], _worker["sandbox"])
+        grade = _worker_engine.grade(path)
         return student, reports.results_json(grade), "", ""
     except SubmissionError as e:
         return student, None, text.clean(str(e)), ""
@@ -190,18 +194,20 @@ def _grade_one(student, path):
         return student, None, INTERNAL, text.excerpt(f"{type(e).__name__}: {e}")
 
 
-def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.stderr, summary=None):
+def run_batch(folder: str | Path, out: str | Path, jobs: int = 2, force: bool = False,
+              rubric_path: str | Path | None = None, progress: TextIO | None = sys.stderr,
+              summary: TextIO | None = None, settings: Settings | None = None) -> int:
     """Grade every submission of folder into out -> the number of submissions in the gradebook.
 
     progress: a stream for the progress bar (drawn only on a terminal); summary: a stream for the
-    end-of-batch summary (after grades.csv is written)."""
+    end-of-batch summary (after grades.csv is written); settings: the run's (default: the environment's)."""
     out = Path(out)
     for sub in ("results", "feedback"):
         (out / sub).mkdir(parents=True, exist_ok=True)
-    rubric_path = rubric_path or PROJECT_ROOT / "grading.yml"  # grading.RUBRIC_PATH (grading imports torch)
+    engine = Engine(settings, rubric_path or chapter.current().rubric)
     progress = progress if progress is not None and progress.isatty() else None
     book = Gradebook(out / "gradebook.db")
-    found, todo = None, []
+    found, todo, doors = None, [], []
     try:
         found = find_submissions(folder)
         for student, path, problem in found:
@@ -209,12 +215,10 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
             if not problem and (force or book.graded_digest(student) != fingerprint):
                 todo.append((student, path, fingerprint))
         known = book.students()
-        _start_fork_servers(min(jobs, len(todo)))  # before torch is imported here: both start-ups overlap
-        from autograder import grading
-
-        rubric, suites = grading.load_rubric(rubric_path)
+        doors = start_fork_servers(min(jobs, len(todo)), engine.settings)  # before torch is imported here
+        rubric = engine.load_rubric()
         if todo:  # the reference first, once for the batch (EnvironmentFailed: nobody is graded)
-            _check_environment(rubric, suites, rubric_path)
+            _check_environment(engine, doors)
         for student, path, problem in found:
             if problem:  # recorded, not graded: the problem is the student's to fix (a rename)
                 _store(book, out, student, RETRY + digest(path), reports.broken_results(rubric, problem), problem)
@@ -222,11 +226,11 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
         # object this process holds, torch's included, unless they are set apart first
         gc.freeze()
         try:
-            graded = _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress)
+            graded = _grade_all(todo, (folder, out, jobs), engine, doors, book, progress)
         finally:
             gc.unfreeze()  # a caller that goes on (the ci command, tests) collects as before
     finally:
-        _stop_fork_servers()
+        stop_fork_servers(doors)
         write_csv(book, out / "grades.csv", None if found is None else [student for student, _, _ in found])
     class_report.write_class_report(out, book.records())  # report.html, misconceptions.csv
     count = book.count()
@@ -236,11 +240,14 @@ def run_batch(folder, out, jobs=2, force=False, rubric_path=None, progress=sys.s
     return count
 
 
-def _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress):
+def _grade_all(todo, where, engine, doors, book, progress):
     """Grade todo [(student, path, fingerprint)] in worker processes -> the students graded now.
+    where: (the class folder, the output folder, the number of workers); doors: the batch's fork
+    server's doors (start_fork_servers), emptied when a worker dies.
 
     A pool that breaks (a worker died) is replaced by one worker grading one submission at a time;
     there the submission being graded when the worker dies is recorded with that problem."""
+    folder, out, jobs = where
     total, started, graded = len(todo), time.monotonic(), []
     pending = {s: (p, f) for s, p, f in todo}
     _progress(progress, 0, total, started, "")
@@ -248,8 +255,8 @@ def _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress):
     def finish(student, results, problem, internal):
         path, fingerprint = pending.pop(student)
         if results is None:
-            results = reports.broken_results(rubric, problem)
-            results["environment_check"] = reports.environment_check(_worker.get("environment_check"))
+            results = reports.broken_results(engine.rubric, problem)
+            results["environment_check"] = reports.environment_check(engine.environment_check)
         if internal:  # not the student's doing: kept for the instructor, graded again on the next run
             problem, fingerprint = f"{problem} ({internal})", RETRY + fingerprint
         _store(book, out, student, fingerprint, results, problem)
@@ -260,7 +267,7 @@ def _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress):
     while pending:
         current = None
         try:
-            with _pool(1 if one_at_a_time else jobs, folder, out, rubric_path) as pool:
+            with _pool(1 if one_at_a_time else jobs, (folder, out), engine, doors) as pool:
                 if one_at_a_time:
                     pool.submit(_ready).result()
                     for student, (path, _) in list(pending.items()):
@@ -272,7 +279,7 @@ def _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress):
                     for future in as_completed(futures):
                         finish(*future.result())
         except BrokenProcessPool as e:
-            _stop_fork_servers()  # a worker died: the next workers start fork servers of their own
+            stop_fork_servers(doors)  # a worker died: the next workers start fork servers of their own
             if one_at_a_time and current is None:
                 raise RuntimeError(f"the grading workers cannot start ({e})") from None
             if current is not None:  # the worker died on this submission alone: recorded, the batch goes on
@@ -283,14 +290,16 @@ def _grade_all(todo, folder, out, jobs, rubric, rubric_path, book, progress):
     return graded
 
 
-def _pool(jobs, folder, out, rubric_path):
+def _pool(jobs, folders, engine, doors):
+    """jobs workers forked from here (the initializer's arguments are inherited, not pickled: the
+    doors' sockets and the engine go as they are), each taking a slot and its door."""
     ctx = multiprocessing.get_context("fork")
     slots = ctx.Queue()
     for slot in range(jobs):
         slots.put(slot)
+    hide = [str(Path(folder).resolve()) for folder in folders]
     return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                               initargs=(slots, [str(Path(folder).resolve()), str(Path(out).resolve())],
-                                         str(rubric_path), os.getpid()))
+                               initargs=(slots, list(doors), hide, engine, os.getpid()))
 
 
 def _store(book, out, student, fingerprint, results, problem):
@@ -310,7 +319,7 @@ def _store(book, out, student, fingerprint, results, problem):
             pass  # the gradebook itself refuses: the student is missing from grades.csv, graded on the next run
 
 
-def write_csv(book, path, students=None):
+def write_csv(book: Gradebook, path: Path, students: list[str] | None = None) -> None:
     """grades.csv: student, score, max_score, one column per part, problem (why a submission could
     not be graded; empty when it was); one row per student of `students` (default: the gradebook's)."""
     parts = [p for p in PARTS]
@@ -326,7 +335,8 @@ def write_csv(book, path, students=None):
     os.replace(tmp.name, path)
 
 
-def summary_text(book, folder, out, students, graded, known):
+def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students: list[str], graded: list[str],
+                 known: list[str]) -> str:
     """What the batch did, for the instructor: graded now, up to date, the submissions not graded
     with the reason, the score spread, and who is in the gradebook but no longer in folder."""
     rows = {student: (score, max_score) for student, score, max_score, _ in book.rows()}

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import torch
 
-from autograder import PROJECT_ROOT
+from autograder import chapter
 
-BOOK = PROJECT_ROOT / "assignments" / "ch03" / "tests" / "book_examples.json"
-REFERENCE = PROJECT_ROOT / "solutions" / "ch03"
+BOOK = chapter.current().book_examples
+REFERENCE = chapter.current().solutions
 ATOL = 1e-4  # the book prints 4 decimals
 
 

@@ -4,17 +4,16 @@ A command module defines HELP (one line), add_arguments(parser) and run(args) ->
 """
 import argparse
 import importlib
-import os
 import sys
+from dataclasses import replace
 
+from autograder import settings as settings_mod
 from autograder.envcheck import EnvironmentFailed
-from autograder.secret import draw_secret
-from autograder.sandbox.client import DEVICE_ENV, UNSAFE_ENV, SandboxUnavailable, check_device
-from autograder.sandbox.container import ENV as CONTAINER_ENV
+from autograder.sandbox.client import SandboxUnavailable, check_device
+from autograder.settings import SEED_ENV, Settings  # noqa: F401 (SEED_ENV: the variable's name, for callers)
 
 COMMANDS = ["grade", "batch", "selftest", "stubs", "release", "ci", "gradescope", "notebooks", "book-check"]
 GRADING = ("grade", "batch", "selftest", "ci", "gradescope")  # the commands that run student code
-SEED_ENV = "CH03_SEED"  # the run's secret, read by runner.default_fixtures in every worker
 
 
 class UsageError(Exception):
@@ -40,7 +39,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         if args.command in GRADING:
-            _apply_sandbox_arguments(args)
+            args.settings = settings_from(args)
         return modules[args.command].run(args) or 0
     except UsageError as e:
         print(f"error: {e}", file=sys.stderr)
@@ -69,18 +68,21 @@ def _add_sandbox_arguments(parser):
                              "inside the sandbox, and the checks' own reference math stays on the CPU")
 
 
-def _apply_sandbox_arguments(args):
-    """Both reach the workers (and only the grader: the sandbox's environment is scrubbed)."""
+def settings_from(args) -> Settings:
+    """The run's settings: the environment's (settings.from_environment), overridden by the flags; the
+    run's secret drawn once here when neither gives one. The engine hands them to every worker."""
+    settings = settings_mod.from_environment()
     if args.unsafe_no_sandbox:
-        os.environ[UNSAFE_ENV] = "1"
+        settings = settings.with_sandbox(unsafe=True)
     if args.container:
-        os.environ[CONTAINER_ENV] = "1"
-    if args.device:
-        try:
-            os.environ[DEVICE_ENV] = check_device(args.device)
-        except ValueError as e:
-            raise UsageError(str(e)) from None
-    if args.seed is not None:
-        os.environ[SEED_ENV] = str(args.seed)
-    elif SEED_ENV not in os.environ:
-        os.environ[SEED_ENV] = str(draw_secret())
+        settings = settings.with_sandbox(container=True)
+    try:
+        settings = settings.with_sandbox(device=check_device(args.device or settings.sandbox.device))
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    return (replace(settings, seed=args.seed) if args.seed is not None else settings).with_secret()
+
+
+def settings_of(args) -> Settings:
+    """The settings main() made for a grading command (a caller that built args itself: the environment's)."""
+    return getattr(args, "settings", None) or settings_mod.from_environment()

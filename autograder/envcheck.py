@@ -7,13 +7,15 @@ in the same sandbox, on the same device, with the same rubric and limits as the 
 full score is remembered per environment (the cache key: everything that could change the
 verdict), so a batch pays once and a repeated run only hashes; anything less raises
 EnvironmentFailed, naming the failing checks and the likely cause, and no student is graded.
-The record is kept on the sandbox (sandbox.environment_check) and goes into every results.json
+The engine keeps the record (engine.Engine.environment_check) and puts it into every results.json
 under `environment_check`.
 
 The cache is a folder only the grader's user can write (0700, owned by it; refused otherwise):
-$CH03_ENVCHECK_CACHE, else /var/cache/ch03-autograder as root, else ~/.cache/ch03-autograder.
+settings.Settings.envcheck_cache ($CH03_ENVCHECK_CACHE), else /var/cache/ch03-autograder as root, else ~/.cache/ch03-autograder.
 Student code never sees it (the room shows no /var/cache or home), and only full scores are kept.
 """
+from __future__ import annotations
+
 import hashlib
 import json
 import os
@@ -23,10 +25,15 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from autograder import PACKAGE_DIR, PROJECT_ROOT
+from autograder import PACKAGE_DIR, chapter, settings
+from autograder.settings import CACHE_ENV  # noqa: F401 (the variable's name, for callers)
 
-CACHE_ENV = "CH03_ENVCHECK_CACHE"
+if TYPE_CHECKING:
+    from autograder.grading import Grade
+    from autograder.rubric import Rubric
+
 VERSION = 1
 STUDENT_MESSAGE = ("This submission was not graded: the autograder's environment failed its own check (it "
                    "could not give the reference solutions full marks), so no score was recorded. This is not "
@@ -37,38 +44,39 @@ class EnvironmentFailed(RuntimeError):
     """The reference solutions did not get full marks here; str() names the failing checks and the likely cause.
     .record: the environment_check record (passed False)."""
 
-    def __init__(self, message, record):
+    def __init__(self, message: str, record: dict) -> None:
         super().__init__(message)
         self.record = record
 
 
-def reference_folder():
+def reference_folder() -> Path:
     """The reference solutions this copy of the grader ships with (the repository's, the bundle's)."""
-    return PROJECT_ROOT / "solutions" / "ch03"
+    return chapter.current().solutions
 
 
-def ensure(sandbox, rubric, suites, rubric_path, reference=None):
+def ensure(sandbox: Any, rubric: Rubric, suites: dict[str, list], rubric_path: str | Path,
+           reference: str | Path | None = None, cache: str | Path | None = None, seed: int | None = None) -> dict:
     """The environment_check record for this sandbox, from the cache or by grading the reference
-    now; EnvironmentFailed when the reference loses any point. Kept as sandbox.environment_check."""
+    now; EnvironmentFailed when the reference loses any point. cache: the verdicts' folder (default:
+    cache_folder()); seed: the run's secret for the reference's unseen inputs (default: drawn)."""
     reference = Path(reference or reference_folder())
     if not reference.is_dir():
         raise EnvironmentFailed(f"the environment check cannot run: the reference solutions are missing "
                                 f"({reference}); this copy of the grader is incomplete", _record(sandbox, None))
     key = cache_key(sandbox, rubric_path, reference)
-    record = _cached(key)
+    folder = cache_folder(cache)
+    record = _cached(key, folder)
     if record is None:
-        record = _grade_reference(sandbox, rubric, suites, reference)
+        record = _grade_reference(sandbox, rubric, suites, reference, seed)
         if record["passed"]:
-            _store(key, record)
-    record = {**record, "cached": record.get("cached", False)}
-    sandbox.environment_check = record
-    return record
+            _store(key, record, folder)
+    return {**record, "cached": record.get("cached", False)}
 
 
-def _grade_reference(sandbox, rubric, suites, reference):
+def _grade_reference(sandbox, rubric, suites, reference, seed=None):
     from autograder import grading
 
-    grade = grading.grade_submission(reference, rubric, suites, sandbox, figures=False)
+    grade = grading.grade_submission(reference, rubric, suites, sandbox, figures=False, seed=seed)
     record = _record(sandbox, grade)
     if not record["passed"]:
         raise EnvironmentFailed(failure_message(grade, sandbox.device), record)
@@ -87,7 +95,7 @@ def _record(sandbox, grade):
     return record
 
 
-def failure_message(grade, device):
+def failure_message(grade: Grade, device: str) -> str:
     failed = [c for c in grade.checks if not c.passed]
     lines = [f"the grader's environment failed its own check: the reference solutions scored "
              f"{grade.score:g} / {grade.max_score:g} here (device {device}), so no student is graded. Failing checks:"]
@@ -98,7 +106,7 @@ def failure_message(grade, device):
     return "\n".join(lines)
 
 
-def likely_cause(grade, device):
+def likely_cause(grade: Grade, device: str) -> str:
     problems = " ".join(p.get("problem") or "" for p in grade.parts.values())
     if "could not start the sandbox" in problems or "lost" in problems:
         return "the sandbox cannot run code here (its fork server or session did not start)"
@@ -114,7 +122,7 @@ def likely_cause(grade, device):
 
 # ---------------------------------------------------------------- the cache
 
-def cache_key(sandbox, rubric_path, reference):
+def cache_key(sandbox: Any, rubric_path: str | Path, reference: str | Path) -> str:
     """A hash of everything the verdict depends on."""
     import numpy
     import torch
@@ -151,13 +159,14 @@ def _gpus():
     return {"count": cuda_devices(), "cards": named}
 
 
-def cache_folder():
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
+def cache_folder(cache: str | Path | None = None) -> Path:
+    """cache, else the settings' (from the environment), else root's or the user's cache folder."""
+    cache = cache or settings.from_environment().envcheck_cache
+    if cache:
+        return Path(cache)
     if os.geteuid() == 0:
         return Path("/var/cache/ch03-autograder")
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "ch03-autograder"
+    return Path(settings.user_cache_home()) / "ch03-autograder"
 
 
 def _ours(path):
@@ -170,9 +179,10 @@ def _ours(path):
         and not stat.S_ISLNK(info.st_mode)
 
 
-def _cached(key):
-    path = cache_folder() / f"envcheck-{key}.json"
-    if not (_ours(cache_folder()) and _ours(path)):
+def _cached(key, folder=None):
+    folder = folder or cache_folder()
+    path = folder / f"envcheck-{key}.json"
+    if not (_ours(folder) and _ours(path)):
         return None
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -181,8 +191,8 @@ def _cached(key):
     return {**record, "cached": True} if isinstance(record, dict) and record.get("passed") is True else None
 
 
-def _store(key, record):
-    folder = cache_folder()
+def _store(key, record, folder=None):
+    folder = folder or cache_folder()
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not _ours(folder):

@@ -5,14 +5,19 @@
 The returned Grade holds one ScoredCheck per rubric check, part totals, the sandbox's
 protections and anything staging had to say; autograder/reports/ turns it into tables and files.
 """
+from __future__ import annotations
+
 import os
 import tempfile
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
-from autograder import PROJECT_ROOT, rubric as rubric_mod, runner
+from autograder import chapter, rubric as rubric_mod, runner
+from autograder.rubric import Rubric
 from autograder.submission import stage
 
-RUBRIC_PATH = PROJECT_ROOT / "grading.yml"
+RUBRIC_PATH = chapter.current().rubric
 
 
 @dataclass
@@ -27,7 +32,7 @@ class ScoredCheck:
     detail: str = ""       # instructor only
     student_text: str = ""  # what the student's code raised, cleaned; never shown for hidden checks
     diagnosis: str = "shown"  # grading.yml's `diagnosis`: "withheld" keeps a hidden check's message from students
-    figure: dict = None     # the student's and the expected weights on the book's example (suites/figures.py)
+    figure: dict | None = None  # the student's and the expected weights on the book's example (suites/figures.py)
 
 
 @dataclass
@@ -38,28 +43,31 @@ class Grade:
     protections: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     output: dict = field(default_factory=dict)    # part -> what the student's code printed
-    seed: int = None                              # the run's secret behind the unseen inputs (instructors only)
-    environment_check: dict = None                # envcheck.ensure's record: the reference graded here first
+    seed: int | None = None                       # the run's secret behind the unseen inputs (instructors only)
+    environment_check: dict | None = None         # envcheck.ensure's record: the reference graded here first
 
     @property
-    def score(self):
+    def score(self) -> float:
         return round(sum(p["score"] for p in self.parts.values()), 4)
 
     @property
-    def max_score(self):
+    def max_score(self) -> float:
         return round(sum(p["max_score"] for p in self.parts.values()), 4)
 
 
-def load_rubric(path=RUBRIC_PATH):
+def load_rubric(path: str | Path = RUBRIC_PATH) -> tuple[Rubric, dict[str, list]]:
     suites = runner.discover()
     return rubric_mod.load(path, {part: [name for name, _ in checks] for part, checks in suites.items()}), suites
 
 
-def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, seed=None, figures=True):
+def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list], sandbox: Any,
+                     fixtures: dict | None = None, parts: list[str] | None = None, seed: int | None = None,
+                     figures: bool = True, environment_check: dict | None = None) -> Grade:
     """Grade the submission at path; parts (names) limits grading to those parts of the rubric.
 
     seed: the run's secret (runner.draw_secret() when None); kept in grade.seed, for instructors only.
     figures: draw the pictures of failed weight checks (runner.draw_figures); False where nobody sees them.
+    environment_check: envcheck.ensure's record for this sandbox (engine.Engine passes it), kept in the grade.
     """
     key = os.path.basename(os.path.normpath(str(path)))
     fixtures = fixtures or runner.default_fixtures(seed, key)
@@ -67,7 +75,7 @@ def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, s
         staged = stage(path, tmp)
         # the submission by its name: reports never show the grader's own paths
         grade = Grade(staged.source, notes=list(staged.notes), seed=fixtures.get("secret"),
-                      environment_check=getattr(sandbox, "environment_check", None))
+                      environment_check=environment_check)
         runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path), figures=figures)
         for part_name, run in runs.items():
             grade.protections = grade.protections or run.protections
@@ -77,7 +85,7 @@ def grade_submission(path, rubric, suites, sandbox, fixtures=None, parts=None, s
     return grade
 
 
-def score_part(grade, part, run):
+def score_part(grade: Grade, part: rubric_mod.Part, run: runner.PartRun) -> None:
     by_name = {r.name: r for r in run.results}
     group_share = {name: points / len(members) for name, (points, members) in part.groups.items()}
     total = 0.0
@@ -103,7 +111,7 @@ GATED = ("passes here, but the same code fails the checks on inputs only the gra
          "are worth nothing)")
 
 
-def gated(result, required):
+def gated(result: runner.CheckResult, required: list[runner.CheckResult]) -> runner.CheckResult:
     """A passed check whose grading.yml `requires` lists a check that failed counts as failed, with a
     fixed message (the required checks' own messages say what is wrong)."""
     if not result.passed or all(r.passed for r in required):

@@ -117,9 +117,6 @@ class RestoreCellRoles(NbGraderPreprocessor):
         return cell, resources
 
 
-_shared = {}
-
-
 class OverwriteCellsQuietly(OverwriteCells):
     """nbgrader's OverwriteCells, without its false alarm: the gradebook keeps each graded cell's source
     (and checksum) with its hidden tests, the released cell has them cleared, so every untouched graded
@@ -147,25 +144,21 @@ def released_source(source, config=None):
     return cell.source
 
 
-def shared_engine(hide, rubric_path=None):
-    """(sandbox, rubric, suites) for this process: the fork server starts on first use (hiding `hide`
-    from student code) and stops at exit; the rubric is read once."""
-    if "sandbox" not in _shared:
-        from autograder import envcheck, grading
-        from autograder.sandbox.client import Sandbox
+_engine = None  # this process's engine (shared_engine): nbgrader autogrades many notebooks in one process
 
-        sandbox = Sandbox(hide=hide)
-        atexit.register(sandbox.close)
-        try:
-            rubric_path = rubric_path or grading.RUBRIC_PATH
-            _shared["rubric"], _shared["suites"] = grading.load_rubric(rubric_path)
-            # the reference first, once per process (and cached): a failure stops autograde, nobody scored
-            envcheck.ensure(sandbox, _shared["rubric"], _shared["suites"], rubric_path)
-        except BaseException:
-            sandbox.close()
-            raise
-        _shared["sandbox"] = sandbox
-    return _shared["sandbox"], _shared["rubric"], _shared["suites"]
+
+def shared_engine(hide, rubric_path=None, settings=None):
+    """The engine (engine.Engine) of this process: made on first use (its fork server hiding `hide`
+    from student code, stopped at exit; the rubric read and the environment checked once: a failure
+    stops autograde, nobody scored), then the same for every notebook."""
+    global _engine
+    if _engine is None:
+        from autograder.engine import Engine
+
+        engine = Engine.open(settings, rubric_path, hide=hide)
+        atexit.register(engine.close)
+        _engine = engine
+    return _engine
 
 
 def _fmt(number):
@@ -240,18 +233,17 @@ class GradeInSandbox(NbGraderPreprocessor):
     def _grade(self, modules, parts, resources):
         """Grade the modules on the parts of the rubric in the sandbox -> (grade, the parts graded);
         refuses where the sandbox could not isolate student code and isolation is required."""
+        from autograder.settings import from_environment
+
+        settings = from_environment()
         if not self.require_isolation:  # the sandbox may then run student code without isolation, warned
-            from autograder.sandbox.client import UNSAFE_ENV
-
-            os.environ[UNSAFE_ENV] = "1"
-        sandbox, rubric, suites = shared_engine(self._hidden_paths(resources), self.rubric or None)
-        graded = [part for part in parts if part in rubric.parts]
-        from autograder import grading
-
+            settings = settings.with_sandbox(unsafe=True)
+        engine = shared_engine(self._hidden_paths(resources), self.rubric or None, settings)
+        graded = [part for part in parts if part in engine.rubric.parts]
         with tempfile.TemporaryDirectory(prefix="nbgrader-modules-") as tmp:
             for module, code in modules.items():
                 (Path(tmp) / f"{module}.py").write_text(code)
-            grade = grading.grade_submission(tmp, rubric, suites, sandbox, parts=graded)
+            grade = engine.grade(tmp, parts=graded)
         if self.require_isolation and grade.protections and self.NAMESPACES not in grade.protections:
             raise RuntimeError(f"GradeInSandbox: the sandbox could not isolate student code (it had: "
                                f"{', '.join(grade.protections)}); no score recorded for {self.where}")

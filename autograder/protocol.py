@@ -5,6 +5,8 @@ Arrays (torch tensors, NumPy arrays) travel as {"__array__": index, "kind", "dty
 entries in the JSON, their bytes concatenated in the payload. Nothing is ever pickled: the
 grader rebuilds every array itself from dtype, shape and bytes, after checking all three.
 """
+from __future__ import annotations
+
 import json
 import math
 import os
@@ -12,8 +14,13 @@ import select
 import struct
 import sys
 import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import socket  # imported where it is used: the child's side loads no more than it needs
 
 HEAD = struct.Struct(">IQ")
 DTYPES = ("float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool")
@@ -32,7 +39,7 @@ class Deadline(Exception):
     """The peer did not answer in time."""
 
 
-def encode(obj, fallback=None):
+def encode(obj: Any, fallback: Callable | None = None) -> tuple[Any, list]:
     """obj -> (json-able structure, list of byte buffers).
 
     Objects that are not data go to fallback(value) -> JSON dict (the child turns them into
@@ -99,7 +106,7 @@ def _other(value, depth, walk, fallback):
 ARRAY_KEYS = frozenset({"__array__", "kind", "dtype", "shape"})
 
 
-def decode(structure, payload, handle_factory=None):
+def decode(structure: Any, payload: bytes, handle_factory: Callable | None = None) -> Any:
     """Inverse of encode, validating every array against its declared dtype and shape."""
     specs = []
 
@@ -178,13 +185,13 @@ def _hashable(key):
     raise ProtocolError("dictionary keys must be plain values")
 
 
-def pack(header, buffers=()):
+def pack(header: Any, buffers: Sequence = ()) -> bytes:
     head = json.dumps(header, separators=(",", ":")).encode()
     payload = b"".join(buffers)
     return HEAD.pack(len(head), len(payload)) + head + payload
 
 
-def send(fd, header, buffers=(), deadline=None):
+def send(fd: int, header: Any, buffers: Sequence = (), deadline: float | None = None) -> None:
     """Write one frame to a file descriptor, giving up at deadline (time.monotonic() value)."""
     data = memoryview(pack(header, buffers))
     while data:
@@ -198,7 +205,7 @@ def send(fd, header, buffers=(), deadline=None):
         data = data[written:]
 
 
-def receive(fd, deadline=None, max_payload=MAX_PAYLOAD):
+def receive(fd: int, deadline: float | None = None, max_payload: int = MAX_PAYLOAD) -> tuple[Any, bytes]:
     """Read one frame -> (header, payload bytes). Raises Deadline, or ProtocolError on EOF/garbage."""
     head_len, payload_len = HEAD.unpack(_read_exact(fd, HEAD.size, deadline))
     if head_len > MAX_HEADER or payload_len > max_payload:
@@ -246,13 +253,13 @@ def _wait(fd, deadline, write):
 MAX_MESSAGE = 1 << 16
 
 
-def control_pair():
+def control_pair() -> tuple[socket.socket, socket.socket]:
     import socket
 
     return socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 
 
-def send_message(sock, header, fds=()):
+def send_message(sock: socket.socket, header: dict, fds: Sequence[int] = ()) -> None:
     import socket
 
     data = json.dumps(header, allow_nan=False).encode()
@@ -261,7 +268,7 @@ def send_message(sock, header, fds=()):
     socket.send_fds(sock, [data], list(fds))
 
 
-def receive_message(sock, deadline=None, max_fds=4):
+def receive_message(sock: socket.socket, deadline: float | None = None, max_fds: int = 4) -> tuple[dict, list[int]]:
     """-> (header dict, [fds]). Never trusts the peer: the size, the JSON and the number of
     descriptors are all bounded; descriptors beyond max_fds are closed by the kernel (MSG_CTRUNC)."""
     import socket

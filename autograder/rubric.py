@@ -14,7 +14,10 @@
 
 Every error names the file and the line.
 """
+from __future__ import annotations
+
 import math
+from pathlib import Path
 from dataclasses import dataclass, field
 
 import yaml
@@ -55,7 +58,7 @@ class Part:
     groups: dict = field(default_factory=dict)  # name -> (points, [check names])
 
     @property
-    def max_score(self):
+    def max_score(self) -> float:
         return sum(c.points for c in self.checks.values() if not c.group) + sum(p for p, _ in self.groups.values())
 
 
@@ -65,11 +68,11 @@ class Rubric:
     parts: dict  # name -> Part, in file order
 
     @property
-    def max_score(self):
+    def max_score(self) -> float:
         return sum(p.max_score for p in self.parts.values())
 
 
-def load(path, suites=None):
+def load(path: str | Path, suites: dict[str, list[str]] | None = None) -> Rubric:
     """Parse and validate; suites maps part -> list of check names the hidden suites define."""
     try:
         text = open(path, encoding="utf-8").read()

@@ -6,13 +6,18 @@ and judges the plain data that comes back here, raising AssertionError with a me
 for the student. Fixtures a check can ask for by parameter name: `student`, `book` (the book's
 printed values), `rng` (a seeded torch.Generator for fresh inputs).
 """
+from __future__ import annotations
+
 import importlib
 import inspect
 import os
 import re
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -21,6 +26,11 @@ from autograder.sandbox.client import SessionDied
 from autograder.secret import check_seed, draw_secret
 from autograder.student import Student, StudentError, source_attributes
 from autograder.suites import dependencies, expect
+
+if TYPE_CHECKING:
+    from autograder.rubric import Rubric
+    from autograder.sandbox.client import PartChild, Sandbox, Session
+    from autograder.submission import Staged
 
 
 @dataclass
@@ -35,7 +45,7 @@ class CheckResult:
     message: str = ""
     detail: str = ""
     student_text: str = ""
-    figure: dict = None  # the student's and the expected weights on public inputs (suites/figures.py)
+    figure: dict | None = None  # the student's and the expected weights on public inputs (suites/figures.py)
     cause: str = ""      # the misconception its message names (expect.Mismatch.cause), if any
     unexplained: bool = False  # its values are wrong and it could name no cause (part_diagnosis may)
 
@@ -53,12 +63,30 @@ class PartRun:
     diagnosis: str = ""         # the cause that explains most of its failed checks (part_diagnosis)
 
 
-def discover(parts=PARTS):
+@dataclass
+class SubmissionContext:
+    """What the runner needs of a staged submission while it runs its parts."""
+    folder: str | Path
+    key: str | None          # the submission's key (its uid in the sandbox); None: its folder
+    attributes: dict         # the names its modules define (student.source_attributes)
+    known: dict = field(default_factory=dict)  # its verdicts on the parts other parts use (suites/dependencies.py)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """A turn's limits: seconds of CPU time and MiB of memory for the part, and the seconds the
+    child may take in all (the parts still to come in it)."""
+    timeout: float
+    memory_mb: int
+    budget: float
+
+
+def discover(parts: tuple[str, ...] | list[str] = PARTS) -> dict[str, list[tuple[str, Callable]]]:
     """part -> [(check name, function)] in the order they are written."""
     suites = {}
     for part in parts:
         module = importlib.import_module(f"autograder.suites.test_{part}")
-        checks = [(name[5:], fn) for name, fn in vars(module).items()
+        checks: list[tuple[str, Callable]] = [(name[5:], fn) for name, fn in vars(module).items()
                   if name.startswith("test_") and inspect.isfunction(fn) and fn.__module__ == module.__name__]
         suites[part] = sorted(checks, key=lambda item: item[1].__code__.co_firstlineno)
     return suites
@@ -67,7 +95,8 @@ def discover(parts=PARTS):
 VISIBILITY_ORDER = ("visible", "after_due_date", "hidden")
 
 
-def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=None, figures=True):
+def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dict[str, list], fixtures: dict,
+                   parts: list[str] | None = None, key: str | None = None, figures: bool = True) -> dict[str, PartRun]:
     """Every check of a staged submission -> {part: PartRun}.
 
     The checks run in one sandboxed session, one visibility after the other (visible, then
@@ -80,8 +109,7 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
     its later checks are not run.
     """
     runs = {name: PartRun(name) for name in rubric.parts if parts is None or name in parts}
-    attributes = source_attributes(staged.folder)
-    known = {}  # the submission's verdicts on the parts other parts use (suites/dependencies.py)
+    context = SubmissionContext(staged.folder, key, source_attributes(staged.folder))
     turns = []  # (run, part, its checks of one visibility), in the order they run
     for visibility in VISIBILITY_ORDER:
         for name, run in runs.items():
@@ -98,9 +126,9 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
             run.results += [CheckResult(run.part, n, False, reason) for n, _ in checks]
             continue
         ahead = {r.part: p.timeout - r.cpu_seconds for r, p, _ in turns[at:] if not r.timed_out}
-        limits = (part.timeout - run.cpu_seconds, part.memory_mb, sum(ahead.values()))
+        limits = Limits(part.timeout - run.cpu_seconds, part.memory_mb, sum(ahead.values()))
         hidden = any(part.checks[n].visibility == "hidden" for n, _ in checks)
-        session, child = run_checks(sandbox, session, child, (staged.folder, key, attributes, known), run, checks,
+        session, child = run_checks(sandbox, session, child, context, run, checks,
                                     limits, fixtures, last=at == len(turns) - 1, hidden=hidden)
     if child is not None:
         child.close()
@@ -113,11 +141,11 @@ def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=No
     return runs
 
 
-def part_diagnosis(run):
+def part_diagnosis(run: PartRun) -> None:
     """One bug, one explanation: the cause named by most of the part's failed checks is the part's
     diagnosis (causes named equally often are all given, as possibilities); a failed check that could
     name none (its numbers are just wrong) is told that cause as the likely one."""
-    counts = {}
+    counts: dict[str, int] = {}
     for result in run.results:
         if not result.passed and result.cause:
             counts[result.cause] = counts.get(result.cause, 0) + 1
@@ -131,7 +159,8 @@ def part_diagnosis(run):
 FIGURE_SECONDS = 10  # at most, for all of a submission's pictures: a picture never costs a part its time or points
 
 
-def draw_figures(sandbox, folder, key, runs, rubric, fixtures):
+def draw_figures(sandbox: Sandbox, folder: str | Path, key: str | None, runs: dict[str, PartRun], rubric: Rubric,
+                 fixtures: dict) -> None:
     """After every check: for each part where a check about attention weights failed, the part's probe
     (suites/figures.py) runs in a fresh session that has seen no hidden input, on the book's example
     only; its figure goes to the first such failed check (a visible one first; never one whose
@@ -167,23 +196,22 @@ def draw_figures(sandbox, folder, key, runs, rubric, fixtures):
         session.close()
 
 
-def run_checks(sandbox, session, child, submission, run, checks, limits, fixtures, last=False, hidden=False):
+def run_checks(sandbox: Sandbox, session: Session | None, child: PartChild | None, submission: SubmissionContext,
+               run: PartRun, checks: list[tuple[str, Callable]], limits: Limits, fixtures: dict, last: bool = False,
+               hidden: bool = False) -> tuple[Session | None, PartChild | None]:
     """Some checks of one part, in `child` (reset after the part before) or a fresh child of the
     session (a new session when it has died); a crash fails the rest of these checks.
-    submission: (staged folder, key, attributes, verdicts on the parts others use); last: no part
+    submission: its SubmissionContext; limits: the turn's Limits; last: no part
     follows in this child (it is ended, not reset); hidden: the checks send hidden inputs (the child is
-    marked: whatever is said of it from then on is a fixed phrase, see client.Part.saw_hidden and
+    marked: whatever is said of it from then on is a fixed phrase, see client.PartChild.saw_hidden and
     student.StudentError). -> (session, the child when it can take the next part)."""
-    folder, key, attributes, known = submission
-    timeout, memory_mb, budget = limits
     clock = time.monotonic()
     if child is not None:
-        child.next_part(timeout, memory_mb)
+        child.next_part(limits.timeout, limits.memory_mb)
     else:
-        session, child = fresh_child(sandbox, session, folder, key, (timeout, memory_mb, budget))
+        session, child = fresh_child(sandbox, session, submission, limits)
     child.saw_hidden = child.saw_hidden or hidden
-    session, child, student, found = with_dependencies(sandbox, (session, child), submission, run.part,
-                                                       (timeout, memory_mb, budget))
+    session, child, student, found = with_dependencies(sandbox, (session, child), submission, run.part, limits)
     run.protections = run.protections or child.protections
     child.saw_hidden = child.saw_hidden or hidden  # a child that replaced one the probe ended, too
     for name, fn in checks:
@@ -201,33 +229,35 @@ def run_checks(sandbox, session, child, submission, run, checks, limits, fixture
     return session, child if end["reusable"] else None
 
 
-def fresh_child(sandbox, session, folder, key, limits):
+def fresh_child(sandbox: Sandbox, session: Session | None, submission: SubmissionContext,
+                limits: Limits) -> tuple[Session, PartChild]:
     """A new child of the session (of a new session when it has died) -> (session, child)."""
-    timeout, memory_mb, budget = limits
     for attempt in (1, 2):
         if session is None or session.died:
             if session is not None:
                 session.close()
-            session = sandbox.session(folder, key)
-        child = session.part(timeout, memory_mb, budget)
+            session = sandbox.session(submission.folder, submission.key)
+        child = session.part(limits.timeout, limits.memory_mb, limits.budget)
         if not (child.died and session.died) or attempt == 2:
             break
+    assert session is not None  # the loop opened one
     return session, child
 
 
-def with_dependencies(sandbox, place, submission, part, limits):
+def with_dependencies(sandbox: Sandbox, place: tuple[Session | None, PartChild], submission: SubmissionContext,
+                      part: str, limits: Limits) -> tuple[Session | None, PartChild, Student, dict[str, str]]:
     """The part's Student, with the grader's own code in place of each part it uses that is not right
     on its own (suites/dependencies.py) -> (session, child, student, {module: verdict}). A probe that
     ran past its time ended the child: the part goes on in a fresh one."""
-    (session, child), (folder, key, attributes, known) = place, submission
-    student = Student(child, attributes)
+    session, child = place
+    student = Student(child, submission.attributes)
     if part not in dependencies.DEPENDS or child.died:
         return session, child, student, {}
-    found = dependencies.verdicts(student, part, known)
+    found = dependencies.verdicts(student, part, submission.known)
     if child.died:
         child.close()
-        session, child = fresh_child(sandbox, session, folder, key, limits)
-        student = Student(child, attributes)
+        session, child = fresh_child(sandbox, session, submission, limits)
+        student = Student(child, submission.attributes)
     stand_ins = dependencies.substitutes(found)
     if stand_ins and not child.died:
         try:
@@ -237,7 +267,8 @@ def with_dependencies(sandbox, place, submission, part, limits):
     return session, child, student, found
 
 
-def run_dependent_check(part, name, fn, student, fixtures, found):
+def run_dependent_check(part: str, name: str, fn: Callable, student: Student, fixtures: dict,
+                        found: dict[str, str]) -> CheckResult:
     """One check; where the grader's code stands in for a part found wrong or raising (not hanging),
     a failed check is run again with the student's own code, which may be written for it (a transfer
     that writes sa_v1.W_q where v1 names its matrix so; exercises that import mha's class under the
@@ -254,22 +285,25 @@ def run_dependent_check(part, name, fn, student, fixtures, found):
     return own if own.passed else result
 
 
-def run_part(sandbox, submission, part, checks, limits, fixtures, missing=""):
+def run_part(sandbox: Sandbox, submission: str, part: str, checks: list[tuple[str, Callable]], limits: Any,
+             fixtures: dict, missing: str = "") -> PartRun:
     """All given checks of one part in one fresh session (tests and tools that need no rubric)."""
     run = PartRun(part)
     if missing:
         run.problem = missing
         run.results = [CheckResult(part, name, False, missing) for name, _ in checks]
         return run
-    session, child = run_checks(sandbox, None, None, (submission, None, source_attributes(submission), {}), run, checks,
-                                (limits.timeout, limits.memory_mb, limits.timeout), fixtures)
+    context = SubmissionContext(submission, None, source_attributes(submission))
+    session, child = run_checks(sandbox, None, None, context, run, checks,
+                                Limits(limits.timeout, limits.memory_mb, limits.timeout), fixtures)
     if child is not None:
         child.close()
-    session.close()
+    if session is not None:
+        session.close()
     return run
 
 
-def run_check(part, name, fn, student, fixtures):
+def run_check(part: str, name: str, fn: Callable, student: Student, fixtures: dict) -> CheckResult:
     result = _run_check(part, name, fn, student, fixtures)
     if getattr(student, "saw_hidden", False) and result.message:
         result.message = grader_numbers_only(result.message, fn)
@@ -282,7 +316,7 @@ _NAMES = re.compile(r"\bGPT-2\b|\b(?:Exercise|exercise|section|Section|Figure|fi
                     r"|\b1/sqrt\(|\*\* ?0\.5\b|\[-?\d\]|\b(?:dim|axis|diagonal)=-?\d\b")
 
 
-def grader_numbers_only(message, fn=None):
+def grader_numbers_only(message: str, fn: Callable | None = None) -> str:
     """A message about a child that has seen a hidden input, with every number replaced by '#' (but
     for the few that are part of a name or a formula: GPT-2, Exercise 3.2, 1/sqrt(d_k), d_k ** 0.5,
     keys.shape[-1], dim=-1). Masking by value would
@@ -324,7 +358,7 @@ def _fixture(fixtures, parameter, part, name):
     return fixtures[parameter]()
 
 
-def default_fixtures(secret=None, key=""):
+def default_fixtures(secret: int | None = None, key: str = "") -> dict[str, Any]:
     """Fixture factories, called afresh for every check that names them: `book` (the book's printed
     values), and `seed` / `rng` (an int and a torch.Generator for the check's unseen inputs, drawn
     from the run's secret, the submission and the check's name: a table of answers captured in one
@@ -332,8 +366,11 @@ def default_fixtures(secret=None, key=""):
     from autograder.suites import book
 
     values = book.values()
-    if secret is None:  # the run's secret: --seed, or drawn once by the command for all its workers
-        secret = int(os.environ["CH03_SEED"]) if os.environ.get("CH03_SEED", "").isdigit() else draw_secret()
+    if secret is None:  # the run's secret: the engine passes its own; else the environment's, or a fresh draw
+        from autograder.settings import from_environment
+
+        secret = from_environment().seed
+        secret = draw_secret() if secret is None else secret
     secret = int(secret)
     fixtures = {"book": lambda: values, "secret": secret, "key": key}
     fixtures["seed"] = lambda check=("", ""): check_seed(secret, key, *check)

@@ -10,11 +10,12 @@ import ast
 import json
 from pathlib import Path
 
+from autograder import chapter
+
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 
-MODULES = ["simple_attention", "self_attention_v1", "self_attention_v2", "weight_transfer",
-           "causal", "mha", "exercises", "numpy_attention"]
+MODULES = list(chapter.current().parts)
 
 # What a student sees when calling an unwritten function: one line, keyed by qualified name.
 HINTS = {
@@ -165,9 +166,13 @@ def make_stub(source, module_name, filename=None):
 
 
 def stub_texts(solutions_dir):
-    """{module file name: stub text} for the chapter's modules in solutions_dir."""
+    """{file name: text} of the assignment folder: the stub of each of the chapter's modules in
+    solutions_dir, and the released copy of the chapter manifest (tests/chapter.json: the public
+    tests read the chapter's parts there)."""
     paths = {name: Path(solutions_dir) / f"{name}.py" for name in MODULES}
-    return {path.name: make_stub(path.read_text(), name, str(path)) for name, path in paths.items()}
+    texts = {path.name: make_stub(path.read_text(), name, str(path)) for name, path in paths.items()}
+    texts[chapter.RELEASED_COPY] = json.dumps(chapter.current().released_copy(), indent=1) + "\n"
+    return texts
 
 
 def generate(solutions_dir, out_dir):
@@ -177,6 +182,7 @@ def generate(solutions_dir, out_dir):
     written = []
     for filename, text in stub_texts(solutions_dir).items():
         path = out_dir / filename
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         written.append(path)
     return written

@@ -19,6 +19,8 @@ subfolder but hidden ones such as .ipynb_checkpoints) is read as JSON, never run
 its solution cells is written as <module>.py by grade_id (autograder.submitted_notebooks.extract_modules, one
 call over all the notebooks, so a module in two notebooks is an error naming both).
 """
+from __future__ import annotations
+
 import os
 import re
 import stat
@@ -26,7 +28,7 @@ import struct
 import tempfile
 import zipfile
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 
 from autograder import PARTS, text
 
@@ -61,7 +63,7 @@ class Staged:
     notes: list = field(default_factory=list)     # what was skipped, and why
     notebooks: list = field(default_factory=list)  # the notebooks the modules came from, as shown to people
 
-    def missing(self, part):
+    def missing(self, part: str) -> str:
         if part in self.found:
             return ""
         if self.notebooks:
@@ -70,7 +72,7 @@ class Staged:
         return f"{part}.py was not found in the submission"
 
 
-def read_limit(name):
+def read_limit(name: str) -> int:
     """The largest file called `name` that staging ever reads, in bytes; 0 for files it never reads."""
     suffix = PurePosixPath(name).suffix
     if suffix in SUFFIXES:
@@ -78,12 +80,12 @@ def read_limit(name):
     return {".ipynb": MAX_NOTEBOOK_BYTES, ".zip": MAX_ZIP_BYTES}.get(suffix, 0)
 
 
-def shown(name, limit=200):
+def shown(name: str | PurePath, limit: int = 200) -> str:
     """A file name from a submission, safe and short enough for a message."""
     return text.excerpt(str(name), limit)
 
 
-def stage(path, into):
+def stage(path: str | Path, into: str | Path) -> Staged:
     """Stage a folder, zip or notebook into the (new) folder `into` and return a Staged.
 
     SubmissionError (with the reason, for the student) when nothing can be staged."""
@@ -108,7 +110,7 @@ def stage(path, into):
 
 # --- folders ------------------------------------------------------------------------------------
 
-def walk(root, limit=MAX_ENTRIES):
+def walk(root: Path, limit: int = MAX_ENTRIES) -> list[tuple[PurePosixPath, dict[str, int]]]:
     """[(folder relative to root, {file name: size})] of the regular files under root, folders in
     path order (depth first). Links, hidden and dunder folders and anything but regular files are
     skipped; SubmissionError past `limit` entries or MAX_DEPTH levels of folders."""
@@ -241,7 +243,7 @@ _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # unrolled: 
 _JSON_BRACKETS = re.compile(rb"[\[\]{}]")
 
 
-def json_shape_problem(data):
+def json_shape_problem(data: bytes) -> str:
     """'' when the JSON text `data` (bytes) parses into a bounded number of Python objects, else why
     not: too many objects and arrays, too many values, or nesting too deep. Counted on the text with
     its strings blanked out, before anything is parsed (a few C-speed passes, no Python objects per

@@ -80,7 +80,7 @@ def check(log):
     install(log)
     os.environ["CH03_DEVICE"], os.environ["CH03_UNSAFE_NO_SANDBOX"] = "cuda", "1"
     sys.path.insert(0, ROOT)
-    from autograder import batch, grading
+    from autograder import batch, grading, settings
     from autograder.reports import plots
     from autograder.sandbox import client
 
@@ -88,19 +88,19 @@ def check(log):
     wires = f"sys.path.append({os.path.dirname(os.path.abspath(__file__))!r}); import cuda_tripwire; " \
             f"cuda_tripwire.install({log!r}); "
     client.BOOT = client.BOOT.replace("from autograder.sandbox.zygote", wires + "from autograder.sandbox.zygote")
-    batch._start_fork_servers(2)
+    doors = batch.start_fork_servers(2, settings.from_environment())
     try:
         grading.load_rubric(os.path.join(ROOT, "grading.yml"))
         plots.warm_up()  # the batch loads matplotlib while its workers grade
-        server = batch._servers[0].process.pid
+        server = doors[0].process.pid
         with tempfile.TemporaryDirectory() as folder:
             with open(os.path.join(folder, "probe.py"), "w") as f:
                 f.write("VALUE = 3\n")
-            part = batch._servers[1].open(folder, timeout=60, memory_mb=512)
+            part = doors[1].open(folder, timeout=60, memory_mb=512)
             reply, _ = part.call({"op": "getattr", "target": {"module": "probe", "attr": "VALUE"}})
             part.close()
     finally:
-        batch._stop_fork_servers()
+        batch.stop_fork_servers(doors)
     return verdict(log, os.getpid(), server, reply)
 
 

@@ -4,7 +4,6 @@ The book's own Exercise 3.1 answer, nn.Parameter(sa_v2.W_query.weight.T), shares
 sa_v2: it keeps full marks, and the grade says so in a visible note (grade.notes, printed by every
 report). The solutions, which copy the weights, get no note.
 """
-import pytest
 
 from autograder import grading, reports, runner, selftest
 from autograder.runner import CheckResult

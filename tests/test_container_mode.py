@@ -3,9 +3,10 @@ here (tests/docker_like.py): root without CAP_SYS_ADMIN and Docker's other dropp
 and a seccomp filter refusing unshare, setns, mount, pivot_root and clone/clone3 with namespace
 flags. The Gradescope bundle runs there as Gradescope runs it (run_autograder, which passes
 --container): the reference gets full marks (graded first, by the environment check, in the same
-container mode), results.json lists the walls that stood and says the container is relied on for the rest, and a submission that reaches for the hidden suites, the
-rubric, the reference solutions, results.json or the grader's memory reaches nothing. Without
---container the grader refuses there as before, naming what the kernel refuses."""
+container mode), results.json lists the walls that stood and says the container is relied on for
+the rest, and a submission that reaches for the hidden suites, the rubric, the reference solutions,
+results.json or the grader's memory reaches nothing. Without --container the grader refuses there
+as before, naming what the kernel refuses."""
 import json
 import os
 import secrets

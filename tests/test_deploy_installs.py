@@ -2,8 +2,8 @@
 nothing else, then graded as deployed:
 
 - the Gradescope bundle: its setup.sh (run whole, with AUTOGRADER_PYTHON pointing at the fresh
-  environment; it ends with the environment check, whose verdict each submission then finds), then run_autograder on the reference (full marks) and on the stubs (0, with the
-  teaching messages);
+  environment; it ends with the environment check, whose verdict each submission then finds), then
+  run_autograder on the reference (full marks) and on the stubs (0, with the teaching messages);
 - the released workflow: the install step and the grading step of the generated grade.yml,
   read from the file and run with bash as the runner would (`sudo` is the identity here: the
   tests run as root).

@@ -7,7 +7,6 @@ applied, and states the score per part and the message it expects.
 import re
 from pathlib import Path
 
-import pytest
 import torch
 
 from autograder import grading, runner, selftest

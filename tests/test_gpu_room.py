@@ -117,7 +117,7 @@ def test_bubblewrap_builds_the_room_with_a_fake_driver_and_the_loader_path(tmp_p
     argv = room.command(["-I", "-S", "-c", look], user_namespace=os.geteuid() != 0, device="cuda")
     done = subprocess.run(argv, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.split() == [str(driver), f"libcuda.so.{V}", "driver", f"['libcuda.so.1',", f"'libcuda.so.{V}']"]
+    assert done.stdout.split() == [str(driver), f"libcuda.so.{V}", "driver", "['libcuda.so.1',", f"'libcuda.so.{V}']"]
 
 
 def test_a_non_root_room_opens_the_bound_device_nodes(monkeypatch):

@@ -297,7 +297,8 @@ def test_student_modules_loads_a_folder_or_a_saved_notebook_and_names_what_is_mi
     shutil.copyfile(SOURCE / CHAPTER[2], tmp_path / "numpy.ipynb")
     out = run_tools(tmp_path, f"loaded = student_modules({str(ROOT / 'solutions' / 'ch03')!r}, ['causal', 'mha'])\n"
                               "import mha\n"
-                              "print(sorted(loaded), mha is loaded['mha'], mha.MultiHeadAttention(4, 4, 3, 0.0, 2)(torch.rand(1, 3, 4)).shape)\n"
+                              "print(sorted(loaded), mha is loaded['mha'], "
+                              "mha.MultiHeadAttention(4, 4, 3, 0.0, 2)(torch.rand(1, 3, 4)).shape)\n"
                               "try:\n    student_modules('numpy.ipynb', ['causal', 'numpy_attention'])\n"
                               "except ModuleNotFoundError as e:\n    print(e)\n")
     assert out.splitlines() == ["['causal', 'mha'] True torch.Size([1, 3, 4])", "numpy.ipynb: no code for causal"]

@@ -32,8 +32,8 @@ from autograder.reports import common
 # the modules (the package's attributes of the same names are their main functions)
 feedback_md, job_log, markdown = (importlib.import_module(f"autograder.reports.{name}")
                                   for name in ("feedback_md", "job_log", "markdown"))
-from autograder.rubric import RubricError, load
-from autograder.runner import CheckResult, PartRun
+from autograder.rubric import RubricError, load  # noqa: E402
+from autograder.runner import CheckResult, PartRun  # noqa: E402
 
 RUBRIC = """\
 version: 1
@@ -402,12 +402,12 @@ class _EngineReached(Exception):
 
 def _reach_the_engine(monkeypatch, require_isolation):
     """GradeInSandbox.preprocess as a non-root user, up to the point where it starts the sandbox ->
-    the CH03_UNSAFE_NO_SANDBOX value it had set by then (or None when it refused before that)."""
+    whether the settings it passes allow running without isolation (or None when it refused before that)."""
     pytest.importorskip("nbgrader")
     import nbformat
 
     from autograder import nbgrader_plugins
-    from autograder.sandbox.client import UNSAFE_ENV
+    from autograder.settings import UNSAFE_ENV
 
     monkeypatch.setenv(UNSAFE_ENV, "0")
     monkeypatch.setattr("os.geteuid", lambda: 1000)
@@ -416,8 +416,8 @@ def _reach_the_engine(monkeypatch, require_isolation):
                                            "task": set()})
     seen = {}
 
-    def engine(hide, rubric_path=None):
-        seen["unsafe"] = os.environ.get(UNSAFE_ENV)
+    def engine(hide, rubric_path=None, settings=None):
+        seen["unsafe"] = settings.sandbox.unsafe
         raise _EngineReached
 
     monkeypatch.setattr(nbgrader_plugins, "shared_engine", engine)
@@ -433,11 +433,11 @@ def _reach_the_engine(monkeypatch, require_isolation):
 def test_grade_in_sandbox_needs_no_root(monkeypatch):
     """The sandbox works without root (it refuses by itself where it cannot isolate): a non-root
     `nbgrader autograde` reaches it, still requiring isolation."""
-    assert _reach_the_engine(monkeypatch, require_isolation=True) == "0"
+    assert _reach_the_engine(monkeypatch, require_isolation=True) is False
 
 
 def test_grade_in_sandbox_without_required_isolation_allows_the_unsafe_fallback(monkeypatch):
-    assert _reach_the_engine(monkeypatch, require_isolation=False) == "1"
+    assert _reach_the_engine(monkeypatch, require_isolation=False) is True
 
 
 def test_a_graded_cell_reports_like_every_other_channel(rubric):

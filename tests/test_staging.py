@@ -11,7 +11,6 @@ import json
 import shutil
 import struct
 import zipfile
-from pathlib import Path
 
 import pytest
 

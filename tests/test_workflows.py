@@ -93,7 +93,7 @@ def test_every_action_is_pinned_by_full_hash_with_a_version_comment(workflow_fil
                 continue
             uses = step["uses"]
             assert PINNED.match(uses), f"{path.name}: {uses} is not pinned to a full commit hash"
-            line = next(l for l in text.splitlines() if uses in l)
+            line = next(ln for ln in text.splitlines() if uses in ln)
             assert VERSION_COMMENT.search(line), f"{path.name}: `{line.strip()}` lacks a '# vX.Y.Z' comment"
             action, sha = uses.split("@")
             pins.setdefault(action, set()).add(sha)

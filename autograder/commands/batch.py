@@ -4,7 +4,7 @@ import sys
 from pathlib import Path
 
 from autograder.batch import run_batch
-from autograder.cli import UsageError
+from autograder.cli import UsageError, settings_of
 from autograder.rubric import RubricError
 
 HELP = "grade every student (subfolder, .zip or notebook folder) of DIR into OUT: results, feedback, grades.csv, gradebook.db"
@@ -25,7 +25,8 @@ def run(args):
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     try:  # the summary (stdout) is printed once grades.csv is written
-        run_batch(folder, args.out, jobs=args.jobs, force=args.force, rubric_path=args.rubric, summary=sys.stdout)
+        run_batch(folder, args.out, jobs=args.jobs, force=args.force, rubric_path=args.rubric, summary=sys.stdout,
+                  settings=settings_of(args))
     except RubricError as e:
         raise UsageError(str(e)) from None
     return 0

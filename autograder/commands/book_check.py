@@ -1,15 +1,17 @@
 """python -m autograder book-check [FOLDER]"""
 from pathlib import Path
 
+from autograder import chapter
 from autograder.cli import UsageError
 
-HELP = "check a folder of modules (default: the reference, solutions/ch03) against the values the book prints"
+SOLUTIONS = chapter.current().folders["solutions"]
+HELP = f"check a folder of modules (default: the reference, {SOLUTIONS}) against the values the book prints"
 
 
 def add_arguments(parser):
     parser.add_argument("folder", nargs="?", metavar="FOLDER", default=None,
                         help="modules to check, imported into this process: only code you trust "
-                             "(default: solutions/ch03)")
+                             f"(default: {SOLUTIONS})")
 
 
 def run(args):

@@ -24,14 +24,16 @@ import os
 import sys
 from pathlib import Path
 
+from autograder import chapter
 from autograder.cli import UsageError
 
 HELP = "grade PATH inside a GitHub Actions job: results.json, step summary, step outputs, PR comment body"
-DEFAULT_RUBRIC = Path(__file__).resolve().parents[2] / "grading.yml"
+DEFAULT_RUBRIC = chapter.current().rubric
 
 
 def add_arguments(parser):
-    parser.add_argument("path", help="folder of student modules (e.g. the checkout's assignments/ch03), .zip or notebooks")
+    parser.add_argument("path", help=f"folder of student modules (e.g. the checkout's "
+                                     f"{chapter.current().folders['assignments']}), .zip or notebooks")
     parser.add_argument("--json", metavar="FILE",
                         help="write results.json here (Gradescope schema; hidden checks keep their points and "
                              "diagnosis but lose their names, since CI artifacts are readable by the student)")
@@ -51,29 +53,19 @@ def run(args):
     outputs = [p for p in (args.json, args.comment) if p]
     for p in outputs:
         Path(p).resolve().parent.mkdir(parents=True, exist_ok=True)
-    from autograder.sandbox.client import Sandbox
+    from autograder import envcheck, reports
+    from autograder.commands import open_engine
+    from autograder.submission import SubmissionError
 
-    # the child must not see our outputs, nor the runner's command files (GITHUB_OUTPUT, GITHUB_ENV, ...)
-    sandbox = Sandbox(hide=outputs + ghactions.runner_file_folders(environ))
-    try:
-        from autograder import envcheck, grading, reports
-        from autograder.rubric import RubricError
-        from autograder.submission import SubmissionError
-
+    try:  # the child must not see our outputs, nor the runner's command files (GITHUB_OUTPUT, GITHUB_ENV, ...)
+        engine = open_engine(args, hide=outputs + ghactions.runner_file_folders(environ))
+    except envcheck.EnvironmentFailed as e:
+        return not_graded(args, environ, e)
+    with engine:
         try:
-            rubric, suites = grading.load_rubric(args.rubric)
-        except RubricError as e:
-            raise UsageError(str(e)) from None
-        try:
-            envcheck.ensure(sandbox, rubric, suites, args.rubric)
-        except envcheck.EnvironmentFailed as e:
-            return not_graded(args, environ, e)
-        try:
-            grade = grading.grade_submission(path, rubric, suites, sandbox)
+            grade = engine.grade(path)
         except SubmissionError as e:
             raise UsageError(str(e)) from None
-    finally:
-        sandbox.close()
 
     # every file first: a report that cannot be printed must not cost the others
     student = reports.markdown(grade)  # what a student may see: hidden checks unnamed, no secret

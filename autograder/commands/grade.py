@@ -1,10 +1,11 @@
 """python -m autograder grade PATH [--json FILE] [--junit FILE] [--markdown FILE] [--rubric FILE]"""
 from pathlib import Path
 
+from autograder import chapter
 from autograder.cli import UsageError
 
 HELP = "grade one submission (a folder of modules, a .zip, or notebooks) and print the score table"
-DEFAULT_RUBRIC = Path(__file__).resolve().parents[2] / "grading.yml"
+DEFAULT_RUBRIC = chapter.current().rubric
 
 
 def add_arguments(parser):
@@ -28,27 +29,17 @@ def run(args):
     path = Path(args.path)
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder")
-    from autograder.sandbox.client import Sandbox
+    from autograder import reports
+    from autograder.commands import open_engine
+    from autograder.submission import SubmissionError
 
-    # the fork server imports torch while this process does the same: the two starts overlap
     outputs = [p for p in (args.json, args.junit, args.markdown) if p]
-    sandbox = Sandbox(hide=outputs + beside(path))
-    try:
-        from autograder import envcheck, grading, reports
-        from autograder.rubric import RubricError
-        from autograder.submission import SubmissionError
-
+    # the reference first (EnvironmentFailed stops here); the fork server imports torch meanwhile
+    with open_engine(args, hide=outputs + beside(path)) as engine:
         try:
-            rubric, suites = grading.load_rubric(args.rubric)
-        except RubricError as e:
-            raise UsageError(str(e)) from None
-        envcheck.ensure(sandbox, rubric, suites, args.rubric)  # the reference first: EnvironmentFailed stops here
-        try:
-            grade = grading.grade_submission(path, rubric, suites, sandbox)
+            grade = engine.grade(path)
         except SubmissionError as e:
             raise UsageError(str(e)) from None
-    finally:
-        sandbox.close()
     reports.write(grade, args.json, args.junit, args.markdown)  # files first: printing cannot cost them
     reports.emit(reports.table(grade))  # the instructor's table: everything, and the run's secret
     return 0

@@ -1,7 +1,7 @@
 """python -m autograder gradescope --out autograder.zip | --out DIR | --run [--root DIR]
 
 --out FILE.zip  builds the bundle Gradescope asks for: setup.sh and run_autograder at the root of
-                the zip (executable), the grading package with its hidden suites, grading.yml,
+                the zip (executable), the grading package with its hidden suites, chapter.yml, grading.yml,
                 requirements.txt, the reference solutions (solutions/ch03: the environment
                 check grades them first, envcheck.py) and a README. Nothing else of this
                 repository goes in (no mutant corpora, no notebooks).
@@ -24,14 +24,13 @@ grader keeps every other wall and relies on the throw-away container for the res
 (sandbox/container.py); anywhere else the full room is built as usual.
 """
 import os
-import shutil
 import stat
 import sys
 import traceback
 import zipfile
 from pathlib import Path
 
-from autograder import PACKAGE_DIR, PROJECT_ROOT
+from autograder import PACKAGE_DIR, PROJECT_ROOT, chapter
 from autograder.cli import UsageError
 
 HELP = "build the Gradescope autograder bundle (--out autograder.zip) or grade inside Gradescope (--run)"
@@ -60,16 +59,16 @@ def add_arguments(parser):
                            "runs it at image build, so each submission finds it cached); exit 3 when it fails")
     parser.add_argument("--root", metavar="DIR", default=None,
                         help="with --run: the Gradescope folder (default: $AUTOGRADER_ROOT or /autograder)")
-    parser.add_argument("--rubric", metavar="FILE", default=str(PROJECT_ROOT / "grading.yml"),
+    parser.add_argument("--rubric", metavar="FILE", default=str(chapter.current().rubric),
                         help="with --out: the grading.yml to put in the bundle")
 
 
 def run(args):
     if args.run:
         root = Path(args.root or os.environ.get("AUTOGRADER_ROOT") or "/autograder")
-        return grade_in_gradescope(root)
+        return grade_in_gradescope(root, args)
     if args.check:
-        return check_environment()
+        return check_environment(args)
     files = bundle_files(Path(args.rubric))
     out = Path(args.out)
     if out.suffix == ".zip":
@@ -91,10 +90,12 @@ def bundle_files(rubric):
         files.append((name, (TEMPLATES / name).read_bytes(), True))
     files.append(("README.md", (TEMPLATES / "README.md").read_bytes(), False))
     files.append(("requirements.txt", ("\n".join(REQUIREMENTS) + "\n").encode(), False))
-    files.append(("grading.yml", rubric.read_bytes(), False))
+    manifest = chapter.current()
+    files.append((chapter.MANIFEST, (manifest.root / chapter.MANIFEST).read_bytes(), False))
+    files.append((manifest.rubric_name, rubric.read_bytes(), False))
     # the reference solutions: the environment check grades them before the first student (envcheck.py)
-    for path in sorted((PROJECT_ROOT / "solutions" / "ch03").glob("*.py")):
-        files.append((f"solutions/ch03/{path.name}", path.read_bytes(), False))
+    for path in sorted(manifest.solutions.glob("*.py")):
+        files.append((f"{manifest.folders['solutions']}/{path.name}", path.read_bytes(), False))
     for path in sorted(PACKAGE_DIR.rglob("*")):
         rel = path.relative_to(PACKAGE_DIR)
         if any(part in EXCLUDE_DIRS for part in rel.parts) or path.is_dir() or path.is_symlink():
@@ -130,7 +131,7 @@ def write_folder(files, out):
 
 # --- grading inside Gradescope --------------------------------------------------------------
 
-def grade_in_gradescope(root):
+def grade_in_gradescope(root, args=None):
     results_dir = root / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(results_dir, 0o700)
@@ -139,7 +140,7 @@ def grade_in_gradescope(root):
         os.chmod(PROJECT_ROOT, 0o700)  # the unpacked bundle: hidden suites, rubric
     log = ""
     try:
-        results, log = _grade(root)
+        results, log = _grade(root, args)
     except Exception as e:  # the student must see a message, whatever failed
         traceback.print_exc()
         results = failure_results("The autograder could not grade this submission because of an internal "
@@ -164,44 +165,36 @@ def close_gradescope_folder(root):
         os.chmod(root, 0o700)
 
 
-def _grade(root):
+def _grade(root, args=None):
     """-> (results.json's content, the instructor's table for stdout)."""
-    from autograder import envcheck, grading, reports
-    from autograder.sandbox.client import Sandbox
+    from autograder import envcheck, reports
+    from autograder.cli import settings_of
+    from autograder.engine import Engine
     from autograder.submission import SubmissionError
 
     submission = root / "submission"
     if not submission.is_dir():
         return failure_results(f"No submission was found ({submission} is missing)."), ""
-    # the whole Gradescope folder is covered inside the child: bundle, results, harness files
-    sandbox = Sandbox(hide=[str(root)])
-    try:
-        rubric, suites = grading.load_rubric(PROJECT_ROOT / "grading.yml")
+    try:  # the whole Gradescope folder is covered inside the child: bundle, results, harness files
+        engine = Engine.open(settings_of(args), chapter.current().rubric, hide=[str(root)])
+    except envcheck.EnvironmentFailed as e:  # nobody is charged for the grader's environment
+        return reports.not_graded_results(envcheck.STUDENT_MESSAGE, e.record, gradescope=True), f"error: {e}"
+    with engine:
         try:
-            envcheck.ensure(sandbox, rubric, suites, PROJECT_ROOT / "grading.yml")
-        except envcheck.EnvironmentFailed as e:  # nobody is charged for the grader's environment
-            return reports.not_graded_results(envcheck.STUDENT_MESSAGE, e.record, gradescope=True), f"error: {e}"
-        try:
-            grade = grading.grade_submission(submission, rubric, suites, sandbox)
+            grade = engine.grade(submission)
         except SubmissionError as e:
-            grade = reports.broken_grade(rubric, f"The submission could not be read: {e}")
-    finally:
-        sandbox.close()
+            grade = reports.broken_grade(engine.rubric, f"The submission could not be read: {e}")
     # Gradescope's results.json is shown to the student: no secret there, nor in the log beside it
     return reports.gradescope_results(grade), reports.table(grade, seed=False)
 
 
-def check_environment():
+def check_environment(args=None):
     """The environment check alone (EnvironmentFailed reaches the command line: exit 3)."""
-    from autograder import envcheck, grading
-    from autograder.sandbox.client import Sandbox
+    from autograder.cli import settings_of
+    from autograder.engine import Engine
 
-    sandbox = Sandbox()
-    try:
-        rubric, suites = grading.load_rubric(PROJECT_ROOT / "grading.yml")
-        record = envcheck.ensure(sandbox, rubric, suites, PROJECT_ROOT / "grading.yml")
-    finally:
-        sandbox.close()
+    with Engine.open(settings_of(args), chapter.current().rubric) as engine:
+        record = engine.environment_check
     print(f"environment check: the reference scored {record['score']:g} / {record['max_score']:g} "
           f"(device {record['device']}, torch {record['torch']}){', cached' if record['cached'] else ''}")
     return 0

@@ -1,8 +1,9 @@
 """python -m autograder notebooks [--check] | --extract NOTEBOOKS --out DIR"""
-from autograder import notebooks, submitted_notebooks
+from autograder import chapter, notebooks, submitted_notebooks
 from autograder.cli import UsageError
 
-HELP = ("regenerate the nbgrader source notebooks in source/ch03 from the templates and solutions/ch03 "
+HELP = (f"regenerate the nbgrader source notebooks in {chapter.current().folders['source']} from the templates "
+        f"and {chapter.current().folders['solutions']} "
         "(--check: only report drift; --extract: write the modules of notebooks' solution cells)")
 
 

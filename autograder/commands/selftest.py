@@ -2,7 +2,7 @@
 import sys
 import time
 
-from autograder.cli import UsageError
+from autograder.cli import UsageError, settings_of
 
 HELP = "grade the suites' corpus of mutants (bugs) and variants (correct alternatives); print the kill rate"
 
@@ -34,7 +34,8 @@ def run(args):
         if args.jobs < 1:
             raise UsageError("--jobs must be at least 1")
         started = time.monotonic()
-        outcomes = selftest.run_all(entries, jobs=args.jobs, progress=_print, all_parts=args.all_parts)
+        outcomes = selftest.run_all(entries, jobs=args.jobs, progress=_print, all_parts=args.all_parts,
+                                    settings=settings_of(args))
     except selftest.CorpusError as e:
         raise UsageError(str(e)) from None
     result = selftest.summary(outcomes)

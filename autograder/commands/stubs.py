@@ -1,13 +1,12 @@
 """python -m autograder stubs [--check]"""
-from pathlib import Path
-
-from autograder import stubs
+from autograder import chapter, stubs
 from autograder.cli import UsageError
 
-HELP = "regenerate the student stubs in assignments/ch03 from solutions/ch03 (--check: only report drift)"
-ROOT = Path(__file__).resolve().parents[2]
-SOLUTIONS = ROOT / "solutions" / "ch03"
-ASSIGNMENTS = ROOT / "assignments" / "ch03"
+HELP = (f"regenerate the student stubs in {chapter.current().folders['assignments']} from "
+        f"{chapter.current().folders['solutions']} (--check: only report drift)")
+ROOT = chapter.current().root
+SOLUTIONS = chapter.current().solutions
+ASSIGNMENTS = chapter.current().assignments
 
 
 def add_arguments(parser):

@@ -85,8 +85,8 @@ def problems(records):
         if problem:
             found.append((student, "submission", problem))
             continue
-        for part, text in ((results.get("extra_data") or {}).get("problems") or {}).items():
-            found.append((student, part, text))
+        for part, problem in ((results.get("extra_data") or {}).get("problems") or {}).items():
+            found.append((student, part, problem))
     return found
 
 
@@ -212,10 +212,10 @@ def write_class_report(out, records):
     import tempfile
 
     paths = []
-    for name, text in (("report.html", class_report(records)), ("misconceptions.csv", misconceptions_csv(records))):
+    for name, content in (("report.html", class_report(records)), ("misconceptions.csv", misconceptions_csv(records))):
         path = Path(out) / name
         with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, encoding="utf-8", newline="") as tmp:
-            tmp.write(text)
+            tmp.write(content)
         os.replace(tmp.name, path)
         paths.append(path)
     return paths

@@ -15,23 +15,27 @@ deadline or any sign of trouble the part's child is killed with SIGKILL from her
 pidfd), and the part reports what happened in words. Where the room cannot be built the Sandbox refuses to start (SandboxUnavailable, saying
 why and what to do), unless the grader was asked to run without one (--unsafe-no-sandbox).
 """
+from __future__ import annotations
+
 import os
 import select
 import shutil
+import socket
 import signal
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
 
-from autograder import PACKAGE_DIR, protocol, text
+from autograder import PACKAGE_DIR, protocol, settings as settings_mod, text
 from autograder.sandbox import cgroup, container, gpu_watch, isolation, room, session_cpu, syscalls
+from autograder.settings import DEVICE_ENV, UIDS_ENV, UNSAFE_ENV, SandboxSettings  # noqa: F401 (the names, for callers)
 
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 OUTPUT_CAP = 64 << 10
-UNSAFE_ENV = "CH03_UNSAFE_NO_SANDBOX"   # set by --unsafe-no-sandbox
-UIDS_ENV = "CH03_SANDBOX_UIDS"          # this run's first uid, shared with the batch's workers
-DEVICE_ENV = "CH03_DEVICE"              # set by --device: where the student's modules run
 UIDS_PER_SLOT = 100_000
 BOOT = ("import sys; sys.path[:0] = {paths!r}; "
         "from autograder.sandbox.zygote import main; main({fd}, {parent})")
@@ -45,23 +49,20 @@ class SandboxUnavailable(RuntimeError):
     """Student code cannot be isolated here; str() says why and how to fix it."""
 
 
-def scrubbed_environment():
+def scrubbed_environment() -> dict[str, str]:
     """Only harmless variables reach the fork server (and so any student code): no tokens."""
     env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
     env["OMP_NUM_THREADS"] = "1"
     return env
 
 
-def unsafe_requested():
-    return os.environ.get(UNSAFE_ENV) == "1"
+_PLAN: dict = {}
 
 
-_PLAN = {}
-
-
-def plan():
-    """How this machine isolates student code: {'room', 'user_namespace', 'seccomp', 'why'}.
-    Probed once per process: bubblewrap must start a program in the room."""
+def plan(container_allowed: bool = False) -> dict:
+    """How this machine isolates student code: {'room', 'user_namespace', 'seccomp', 'why', 'container'}.
+    Probed once per process: bubblewrap must start a program in the room. container_allowed: the
+    deployment allows container mode (--container) where the room cannot be built."""
     if _PLAN:
         return _PLAN
     root = os.geteuid() == 0
@@ -90,14 +91,14 @@ def plan():
             why = f"bubblewrap did not run ({type(e).__name__}: {e})"
     in_container = False
     if why and program and binary is not None:  # the room cannot be built: may a throw-away container stand in?
-        in_container, refusal = container.usable()
+        in_container, refusal = container.usable(container_allowed)
         why = f"{why}; container mode instead ({refusal})" if in_container else why
     _PLAN.update(room=not why, user_namespace=not root, seccomp=program.hex() if program else None, why=why,
                  container=in_container)
     return _PLAN
 
 
-def check_device(device):
+def check_device(device: str) -> str:
     """"cpu" or "cuda" (where torch sees a CUDA device) -> the device; anything else: ValueError.
     Never initialises CUDA in this process (see cuda_devices)."""
     if device == "cpu":
@@ -110,10 +111,10 @@ def check_device(device):
     return device
 
 
-_CUDA = {}
+_CUDA: dict[str, int] = {}
 
 
-def cuda_devices():
+def cuda_devices() -> int:
     """How many CUDA devices torch sees, asked without initialising CUDA here (the batch's workers
     are forked from this process): NVML's count where NVML answers, else torch.cuda.device_count()
     in a throwaway process. Once per process."""
@@ -131,39 +132,40 @@ def cuda_devices():
     return _CUDA["count"]
 
 
-_WRITABLE = []
+_WRITABLE: list[str] = []
 
 
-def _writable_folders():
+def _writable_folders() -> list[str]:
     """The folders any user may write (container.writable_folders), found once per process."""
     if not _WRITABLE:
         _WRITABLE.extend(container.writable_folders() or ["/tmp"])
     return list(_WRITABLE)
 
 
-def _first_uid():
-    """This run's uids: drawn once (a random block of 10^7 above 10^6), handed to the workers."""
-    if UIDS_ENV not in os.environ:
-        os.environ[UIDS_ENV] = str(1_000_000 + int.from_bytes(os.urandom(4), "big") % 200 * 10_000_000)
-    return int(os.environ[UIDS_ENV])
+def _first_uid() -> int:
+    """This run's first uid when the settings name none (settings.run_uids: drawn once per process)."""
+    return settings_mod.run_uids()
 
 
 class Sandbox:
     """One fork server in its room; sessions are opened on it one at a time. attach(slot) gives
     another worker its own door to the same server (one torch import in the room for a batch)."""
 
-    def __init__(self, hide=(), slot=0, device=None, server=None):
+    def __init__(self, hide: Iterable[str] = (), slot: int = 0, device: str | None = None, server: Sandbox | None = None,
+                 settings: SandboxSettings | None = None) -> None:
         # `hide` is accepted for callers written for the old deny-list: nothing of the host is in
-        # the room, whatever it is. device: where the student's modules run, "cpu" or "cuda"
-        # (default: $CH03_DEVICE, set by --device, else "cpu")
+        # the room, whatever it is. settings: the run's (default: what the environment gives,
+        # settings.from_environment); device: where the student's modules run, "cpu" or "cuda"
+        # (default: the settings')
+        self.settings = settings or settings_mod.from_environment().sandbox
         self.slot = int(slot)
-        self.device = check_device(device or os.environ.get(DEVICE_ENV) or "cpu")
-        self.plan = dict(plan())
+        self.device = check_device(device or self.settings.device)
+        self.plan = dict(plan(self.settings.container))
         self.in_room, self.container = self.plan["room"], self.plan.get("container", False)
         if self.container and container.check_grader_files():
             raise SandboxUnavailable(f"refusing to run student code: {container.check_grader_files()}")
         self.unsafe = not self.in_room and not self.container
-        if self.unsafe and not unsafe_requested():
+        if self.unsafe and not self.settings.unsafe:
             raise SandboxUnavailable(
                 f"refusing to run student code without a sandbox: {self.plan['why']}. "
                 f"To grade anyway, on a machine and with submissions you trust, add --unsafe-no-sandbox "
@@ -174,7 +176,8 @@ class Sandbox:
         self.writable = _writable_folders() if self.container else []
         if self.container:  # the submission's orphans come to the grader, which waits for them (Session.close)
             container.become_subreaper()
-        self._uid_key, self._uid_next = None, _first_uid() + self.slot * UIDS_PER_SLOT
+        first_uid = self.settings.first_uid or _first_uid()
+        self._uid_key, self._uid_next = None, first_uid + self.slot * UIDS_PER_SLOT
         self._uid_first = self._uid_next
         self.uid = self._uid_next
         self.session_group = None  # set when the server is shared: this door's sessions are capped there
@@ -202,7 +205,7 @@ class Sandbox:
             env["CH03_CGROUP_PROCS"] = " ".join(self.group.procs_files())
             command = ["/bin/sh", "-c", 'for f in $CH03_CGROUP_PROCS; do echo $$ > "$f"; done; exec "$@"',
                        "cgroup-join"] + command
-        debug = os.environ.get("CH03_SANDBOX_DEBUG") == "1"
+        debug = self.settings.debug
         self.process = subprocess.Popen(
             command, pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
             stdout=None if debug else subprocess.DEVNULL, stderr=None if debug else subprocess.DEVNULL,
@@ -215,12 +218,12 @@ class Sandbox:
                                              "container": self.container, "writable": self.writable,
                                              "user_namespace": self.plan["user_namespace"], "device": self.device})
 
-    def attach(self, slot):
+    def attach(self, slot: int) -> Sandbox:
         """Another door to this fork server, for the worker of that slot: its own control socket,
         uid block and control group for its sessions. Made before the workers fork."""
         if self.group and self.session_group is None:  # from now on this door's sessions leave the server's group
             self.session_group = self._new_group()
-        return Sandbox(slot=slot, device=self.device, server=self)
+        return Sandbox(slot=slot, device=self.device, server=self, settings=self.settings)
 
     def _attach(self, server):
         ours, theirs = protocol.control_pair()
@@ -237,7 +240,7 @@ class Sandbox:
         return cgroup.make(f"{cgroup.PREFIX}{os.getpid()}-{id(self) % 10**6}-{time.monotonic_ns() % 10**6}",
                            1 << 30, isolation.PROCESSES + 16)
 
-    def ready(self, timeout=120):
+    def ready(self, timeout: float = 120) -> dict:
         if self.info is None:
             try:
                 self.info, _ = protocol.receive_message(self.control, time.monotonic() + timeout, max_fds=0)
@@ -256,7 +259,7 @@ class Sandbox:
 
     # ------------------------------------------------------------ sessions
 
-    def session(self, submission, key=None):
+    def session(self, submission: str | Path, key: str | None = None) -> Session:
         """A leader for one submission (a staged folder)."""
         if not self.alive():  # the fork server died (the OOM killer?): this door starts one of its own
             self.close()
@@ -274,19 +277,19 @@ class Sandbox:
             os.close(blob)
         return Session(self, leader, uid, scratch)
 
-    def open(self, submission, timeout, memory_mb):
+    def open(self, submission: str | Path, timeout: float, memory_mb: int) -> PartChild:
         """One part on a fresh session (closed with the part): the simplest way to run checks."""
         session = self.session(submission)
         part = session.part(timeout, memory_mb)
         part.own_session = session
         return part
 
-    def alive(self):
+    def alive(self) -> bool:
         """The fork server runs (asked through its pidfd: a batch worker that inherited this object
         from the batch, which started the server, cannot wait for it)."""
         return self.pidfd is not None and not select.select([self.pidfd], [], [], 0)[0]
 
-    def close(self):
+    def close(self) -> None:
         """End the fork server (an attached door only closes itself: the server is its owner's). In
         container mode no process of any uid this door handed out is left (killed, waited for)."""
         if self.container:
@@ -307,10 +310,10 @@ class Sandbox:
                 cgroup.remove(group.folders)
         self.session_group = None
 
-    def __enter__(self):
+    def __enter__(self) -> Sandbox:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -328,7 +331,7 @@ def private_scratch(uid=None):
 class Session:
     """One leader (one submission): part() until close()."""
 
-    def __init__(self, sandbox, sock, uid, scratch=None):
+    def __init__(self, sandbox: Sandbox, sock: socket.socket, uid: int, scratch: str | None = None) -> None:
         self.sandbox, self.sock, self.uid, self.scratch = sandbox, sock, uid, scratch
         self.leader_pidfd, self.died, self.protections = None, "", []
         deadline = time.monotonic() + 60
@@ -352,12 +355,12 @@ class Session:
         except (protocol.Deadline, protocol.ProtocolError, OSError) as e:
             self.died = f"could not start the sandbox ({e})"
 
-    def part(self, timeout, memory_mb, budget=None):
+    def part(self, timeout: float, memory_mb: int, budget: float | None = None) -> PartChild:
         """A fresh child, begun on one part's checks with that part's time and memory. It may take
-        more parts of the same submission (Part.next_part); budget: the seconds all of them
+        more parts of the same submission (PartChild.next_part); budget: the seconds all of them
         may take together (the child's CPU-time limit), default the first part's."""
         if self.died:
-            return Part(self, None, timeout, self.died)
+            return PartChild(self, None, timeout, self.died)
         output = os.memfd_create("student-output")
         limit = max(timeout, budget or 0)
         try:
@@ -371,10 +374,10 @@ class Session:
             os.close(output)
             self.kill()
             self.died = f"the sandbox lost its session ({e})"
-            return Part(self, None, timeout, self.died)
-        return Part(self, fds + [output], timeout, memory_mb=memory_mb)
+            return PartChild(self, None, timeout, self.died)
+        return PartChild(self, fds + [output], timeout, memory_mb=memory_mb)
 
-    def ended(self, deadline):
+    def ended(self, deadline: float) -> int | None:
         """The leader's word that the part's child and all it started are gone -> exit code or None."""
         try:
             message, _ = protocol.receive_message(self.sock, deadline, max_fds=0)
@@ -385,14 +388,14 @@ class Session:
             self.died = "the sandbox lost its session"
             return None
 
-    def kill(self):
+    def kill(self) -> None:
         if self.leader_pidfd is not None:
             try:
                 signal.pidfd_send_signal(self.leader_pidfd, signal.SIGKILL)
             except OSError:
                 pass
 
-    def close(self):
+    def close(self) -> None:
         """End the session; where there is no room, nothing of it is left: in container mode no process
         of its uid (killed and waited for) and nothing that uid wrote where others may write; the
         session's folder (its copy of the submission) removed."""
@@ -409,22 +412,28 @@ class Session:
             self.scratch = None
 
 
-class Part:
+class PartChild:
     """One child: call() until close(); each call counts against the current part's time. After a
     part, next_part() resets the child for the submission's next part (part_reset.py)
     or says it cannot be reused."""
 
     RESET_SECONDS = 5  # for the child to forget a part: not the part's time (its checks are done)
 
-    def __init__(self, session, fds, timeout, died="", memory_mb=512):
+    def __init__(self, session: Session, fds: list[int] | None, timeout: float, died: str = "",
+                 memory_mb: int = 512) -> None:
         self.session = session
         self.protections = list(session.protections)
-        self.own_session = None
+        self.own_session: Session | None = None
         self.died = died
         # set by the runner before the first hidden input is sent: from then on every word about
         # this child (how it ended) comes from a fixed phrase, never a number or name it picked
         self.saw_hidden = False
-        self.end = None if fds else {"output": "", "output_bytes": 0}
+        self.end: dict | None = None if fds else {"output": "", "output_bytes": 0}
+        # the child's descriptors (None once it has ended: every use is behind a check of self.died)
+        self.requests_w: Any
+        self.replies_r: Any
+        self.pidfd: Any
+        self.output_fd: Any
         self.requests_w, self.replies_r, self.pidfd, self.output_fd = fds or (None, None, None, None)
         self.output_from, self.host_pid, self.gpu_killed = 0, 0, None
         self.cpu_out = False  # the last deadline was the CPU-time limit's (else the wall clock's)
@@ -470,7 +479,7 @@ class Part:
             self.clock = session_cpu.SessionClock(leader) if leader else None
         return self.clock.seconds() if self.clock is not None else None
 
-    def spent(self):
+    def spent(self) -> float:
         """Seconds the part has used: the child's CPU time (wall time where it cannot be read)."""
         now = self._cpu()
         if now is None or self.cpu_start is None:
@@ -490,7 +499,7 @@ class Part:
         except (protocol.Deadline, protocol.ProtocolError) as e:
             self._fail(e)
 
-    def call(self, header, buffers=(), limit=None):
+    def call(self, header: dict, buffers: Sequence = (), limit: float | None = None) -> tuple[dict, bytes]:
         """Send one request and wait for its reply -> (reply header, payload); SessionDied on trouble.
         limit: seconds of CPU time this call may take at most (within the part's time)."""
         if self.died:
@@ -532,7 +541,7 @@ class Part:
         if idle is not None:
             self.idle_left -= idle.used()
 
-    def finish(self):
+    def finish(self) -> dict:
         """End the current part -> {'output', 'output_bytes', 'reusable'}: what the part printed, and
         whether the child forgot it cleanly and may take the next part (else it is ended now)."""
         reusable = False
@@ -554,7 +563,7 @@ class Part:
             reusable = False
         return {"output": output, "output_bytes": size, "reusable": reusable}
 
-    def next_part(self, timeout, memory_mb):
+    def next_part(self, timeout: float, memory_mb: int) -> PartChild:
         """Begin the next part in this child (after finish() said it is reusable)."""
         self._limits(timeout, memory_mb)
         return self
@@ -587,7 +596,7 @@ class Part:
             status = "" if self.saw_hidden else f" with status {code}"
             self.died = f"exited{status} before returning (sys.exit/os._exit in the code?)"
 
-    def kill(self):
+    def kill(self) -> None:
         if self.pidfd is not None:
             try:
                 signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
@@ -606,7 +615,7 @@ class Part:
             self.requests_w = self.replies_r = self.pidfd = self.output_fd = None
         return self.end
 
-    def close(self):
+    def close(self) -> dict:
         """End the child (whatever it is doing) -> {'exitcode', 'output', 'output_bytes'}: the output
         of its current part."""
         self.kill()

@@ -25,14 +25,9 @@ import time
 
 from autograder import PROJECT_ROOT
 
-ENV = "CH03_CONTAINER"  # set by --container
 NAMESPACES = 0x00020000 | 0x04000000 | 0x08000000 | 0x20000000 | 0x40000000  # mount, UTS, IPC, PID, network
 PROTECTION = ("container mode (the kernel refused namespaces): the throw-away container is relied on for the "
               "file system, network and other processes; the grader's files root-only (0700)")
-
-
-def requested():
-    return os.environ.get(ENV) == "1"
 
 
 def kernel_refusal():
@@ -57,9 +52,10 @@ def kernel_refusal():
     return f"unshare of new namespaces refused ({os.strerror(code)})" if code else ""
 
 
-def usable():
-    """(True, why) where container mode may stand in for the room; (False, why not) elsewhere."""
-    if not requested():
+def usable(requested: bool) -> tuple[bool, str]:
+    """(True, why) where container mode may stand in for the room; (False, why not) elsewhere.
+    requested: the deployment allows it (--container, settings.SandboxSettings.container)."""
+    if not requested:
         return False, "--container not given"
     if os.geteuid() != 0:
         return False, "container mode needs root (to give student code a uid of its own)"

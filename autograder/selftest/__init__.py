@@ -6,7 +6,7 @@ alternatives (variants), each graded through the real engine.
     variants.yml  correct alternatives: each must keep full marks everywhere
 
 An entry is applied to a fresh copy of solutions/ch03 by exact find/replace (the text must occur
-exactly once), then graded by grading.grade_submission with one Sandbox per process.
+exactly once), then graded by the engine (engine.Engine, one per process, without the environment check).
 `python -m autograder selftest` and tests/test_suites.py both run the corpus through run_all.
 """
 import ast
@@ -20,12 +20,12 @@ from pathlib import Path
 
 import yaml
 
-from autograder import PACKAGE_DIR, PARTS, PROJECT_ROOT
+from autograder import PACKAGE_DIR, PARTS, chapter, settings as settings_mod
 
 HERE = Path(__file__).resolve().parent
 MUTANTS = HERE / "mutants.yml"
 VARIANTS = HERE / "variants.yml"
-SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
+SOLUTIONS = chapter.current().solutions
 ENTRY_KEYS = {"id", "module", "find", "replace", "edits", "part", "parts_losing", "message", "why"}
 
 
@@ -227,61 +227,57 @@ def judge(entry, grade):
     return outcome
 
 
-def run_entry(entry, rubric, suites, sandbox, all_parts=False):
-    """Grade one entry. Unless all_parts, only the parts it can affect (affected_parts) are graded."""
+def run_entry(entry, engine, all_parts=False):
+    """Grade one entry with the engine. Unless all_parts, only the parts it can affect (affected_parts) are graded."""
     import time
 
-    from autograder import grading
     from autograder.rubric import Rubric
 
     started = time.monotonic()
+    rubric = engine.rubric
     with tempfile.TemporaryDirectory(prefix=f"selftest-{entry.id}-") as tmp:
         folder = apply(entry, Path(tmp) / "submission")
         parts = list(rubric.parts) if all_parts else [p for p in rubric.parts if p in affected_parts(entry, folder)]
-        grade = grading.grade_submission(folder, Rubric(rubric.path, {p: rubric.parts[p] for p in parts}),
-                                         suites, sandbox, figures=False)  # nobody sees a picture here
+        grade = engine.grade(folder, rubric=Rubric(rubric.path, {p: rubric.parts[p] for p in parts}),
+                             figures=False)  # nobody sees a picture here
     outcome = judge(entry, grade)
     outcome.graded = parts
     outcome.seconds = time.monotonic() - started
     return outcome
 
 
-_worker = {}
+_worker_engine = None  # in a worker process: its engine (made by _init_worker)
 
 
-def _init_worker(slots, rubric_path, all_parts):
-    from autograder import grading
-    from autograder.sandbox.client import Sandbox
-
+def _init_worker(slots, settings, rubric_path):
     from multiprocessing import util
 
-    _worker["sandbox"] = Sandbox(slot=slots.get())
-    util.Finalize(_worker["sandbox"], _worker["sandbox"].close, exitpriority=10)
-    _worker["rubric"], _worker["suites"] = grading.load_rubric(rubric_path)
-    _worker["all_parts"] = all_parts
+    from autograder.engine import Engine
+
+    global _worker_engine
+    _worker_engine = Engine.open(settings, rubric_path, check=False, slot=slots.get())
+    util.Finalize(_worker_engine, _worker_engine.close, exitpriority=10)
 
 
-def _run_in_worker(entry):
-    return run_entry(entry, _worker["rubric"], _worker["suites"], _worker["sandbox"], _worker["all_parts"])
+def _run_in_worker(entry, all_parts):
+    return run_entry(entry, _worker_engine, all_parts)
 
 
-def run_all(entries, jobs=1, rubric_path=None, progress=None, all_parts=False):
+def run_all(entries, jobs=1, rubric_path=None, progress=None, all_parts=False, settings=None):
     """Grade every entry -> [Outcome] in the entries' order. jobs > 1: that many worker processes
-    (started fresh), each with its own fork server (sandbox slot 1..jobs)."""
-    from autograder import grading
+    (started fresh), each with its own fork server (sandbox slot 1..jobs). settings: the run's
+    (default: the environment's); the corpus is graded without the environment check."""
+    from autograder.engine import Engine
 
-    rubric_path = str(rubric_path or grading.RUBRIC_PATH)
+    settings = (settings or settings_mod.from_environment()).with_secret()  # one secret for every worker
     for entry in entries:  # fail fast on a find text that does not apply, before starting anything
         with tempfile.TemporaryDirectory() as tmp:
             apply(entry, tmp)
     if jobs <= 1:
-        from autograder.sandbox.client import Sandbox
-
-        rubric, suites = grading.load_rubric(rubric_path)
         outcomes = []
-        with Sandbox(slot=1) as sandbox:
+        with Engine.open(settings, rubric_path, check=False, slot=1) as engine:
             for entry in entries:
-                outcomes.append(run_entry(entry, rubric, suites, sandbox, all_parts))
+                outcomes.append(run_entry(entry, engine, all_parts))
                 if progress:
                     progress(outcomes[-1])
         return outcomes
@@ -292,9 +288,9 @@ def run_all(entries, jobs=1, rubric_path=None, progress=None, all_parts=False):
     for slot in range(1, jobs + 1):
         slots.put(slot)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                             initargs=(slots, rubric_path, all_parts)) as pool:
+                             initargs=(slots, settings, rubric_path)) as pool:
         outcomes = []
-        for outcome in pool.map(_run_in_worker, entries):
+        for outcome in pool.map(_run_in_worker, entries, [all_parts] * len(entries)):
             outcomes.append(outcome)
             if progress:
                 progress(outcome)

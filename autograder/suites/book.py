@@ -47,8 +47,9 @@ def compute_from_solutions(folder):
     import importlib
     import sys
 
-    modules = ("simple_attention", "self_attention_v1", "self_attention_v2", "weight_transfer", "causal", "mha",
-               "exercises", "numpy_attention")
+    from autograder.chapter import current
+
+    modules = current().parts  # simple_attention, self_attention_v1, v2, weight_transfer, causal, mha, ...
     _forget(modules)
     sys.path.insert(0, str(folder))
     try:
@@ -96,9 +97,9 @@ def compute_from_solutions(folder):
 if __name__ == "__main__":
     import sys
 
-    from autograder import PROJECT_ROOT
+    from autograder.chapter import current
 
     if sys.argv[1:] != ["--refresh"]:
         sys.exit("usage: python -m autograder.suites.book --refresh")
-    SNAPSHOT.write_text(json.dumps(compute_from_solutions(PROJECT_ROOT / "solutions" / "ch03"), indent=None) + "\n")
+    SNAPSHOT.write_text(json.dumps(compute_from_solutions(current().solutions), indent=None) + "\n")
     print(f"wrote {SNAPSHOT}")

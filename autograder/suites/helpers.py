@@ -9,7 +9,7 @@ import math
 
 import torch
 
-from autograder.student import RemoteObject, StudentError
+from autograder.student import StudentError
 from autograder.suites.expect import Mismatch, fail
 
 QKV = ("W_query", "W_key", "W_value")

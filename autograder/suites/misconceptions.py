@@ -55,7 +55,8 @@ def weights(scores, d_k, causal, *, divide_by=None, dim=-1, mask="-inf", diagona
 
     divide_by: what the scores are divided by (right: sqrt(d_k)); dim: the softmax dim (right: -1);
     mask: "-inf" (right), "zero" (future scores set to 0), "after" (future weights zeroed after the
-    softmax, rows not renormalized), "none" (no mask), "inverted" (the past hidden, the future kept); diagonal: the triu offset of the mask (right: 1);
+    softmax, rows not renormalized), "none" (no mask), "inverted" (the past hidden, the future kept);
+    diagonal: the triu offset of the mask (right: 1);
     scale_after: divide the weights, not the scores.
     """
     divide_by = math.sqrt(d_k) if divide_by is None else divide_by

@@ -22,7 +22,7 @@ from typing import Any
 
 import torch
 
-from autograder import PROJECT_ROOT, text
+from autograder import chapter, text
 
 MODULES = ("self_attention_v1", "self_attention_v2", "causal", "mha")  # in import order
 MAX_ARGUMENT = 4096          # any whole number given to a constructor
@@ -39,7 +39,7 @@ class Refused(ValueError):
 def solutions(folder: str | None = None) -> dict[str, Any]:
     """{module name: the reference solution's module}, loaded in this process from solutions/ch03
     under private names; `from causal import ...` inside them resolves among them."""
-    folder_path = Path(folder or PROJECT_ROOT / "solutions" / "ch03")  # the folder envcheck grades
+    folder_path = Path(folder or chapter.current().solutions)  # the folder envcheck grades
     loaded: dict[str, Any] = {}
 
     def chapter_import(name, globals=None, locals=None, fromlist=(), level=0):

@@ -21,8 +21,8 @@ import torch
 from _diagnose import Check
 
 HERE = Path(__file__).resolve().parent
-MODULES = ["simple_attention", "self_attention_v1", "self_attention_v2", "weight_transfer",
-           "causal", "mha", "exercises", "numpy_attention"]
+# the chapter's modules (its manifest's copy, written by `python -m autograder stubs`)
+MODULES = json.loads((HERE / "chapter.json").read_text(encoding="utf-8"))["parts"]
 
 
 def pytest_addoption(parser):

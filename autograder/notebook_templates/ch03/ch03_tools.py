@@ -29,8 +29,7 @@ import torch
 
 BOOK = {}  # the generator writes the book's values here
 
-CHAPTER_MODULES = ("simple_attention", "self_attention_v1", "self_attention_v2", "weight_transfer",
-                   "causal", "mha", "exercises", "numpy_attention")
+CHAPTER_MODULES = ()  # the generator writes the chapter's parts (chapter.yml) here
 TOKENS = ("Your", "journey", "starts", "with", "one", "step")  # the book's running example, one row each
 
 book = {name: value if isinstance(value, int) else torch.tensor(value) for name, value in BOOK.items()}

@@ -1,0 +1,115 @@
+"""The grading engine: what every entry point (grade, ci, gradescope, batch, selftest, nbgrader's
+GradeInSandbox) builds, in one place.
+
+    with Engine.open(settings, rubric_path, hide=[...]) as engine:   # sandbox, rubric, environment check
+        grade = engine.grade("path/to/submission")
+    reports.write(grade, ...)
+
+Engine.open starts the sandbox's fork server first (it imports torch in the room while this process
+imports the grader), then reads the rubric (RubricError) and grades the reference solutions
+(envcheck.ensure; EnvironmentFailed: nobody is graded). Every Grade it makes carries the run's
+secret (settings.seed, drawn once per engine when not given) and the environment check's record.
+A batch's workers each get an engine of their own on a door to the batch's one fork server
+(Engine.for_worker).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable
+
+from autograder import chapter as chapter_mod, settings as settings_mod
+from autograder.settings import Settings
+
+if TYPE_CHECKING:
+    from autograder.chapter import Chapter
+    from autograder.grading import Grade
+    from autograder.rubric import Rubric
+    from autograder.sandbox.client import Sandbox
+
+
+class Engine:
+    """One run's grader: its settings, chapter, rubric and suites, sandbox and environment check."""
+
+    def __init__(self, settings: Settings | None = None, rubric_path: str | Path | None = None,
+                 chapter: Chapter | None = None) -> None:
+        self.chapter = chapter or chapter_mod.current()
+        self.settings = (settings or settings_mod.from_environment()).with_secret()
+        self.rubric_path = Path(rubric_path) if rubric_path else self.chapter.rubric
+        self.sandbox: Sandbox | None = None
+        self.owns_sandbox = False
+        self.rubric: Rubric | None = None
+        self.suites: dict[str, list] | None = None
+        self.environment_check: dict[str, Any] | None = None
+
+    @classmethod
+    def open(cls, settings: Settings | None = None, rubric_path: str | Path | None = None,
+             hide: Iterable[str] = (), check: bool = True, slot: int = 0,
+             sandbox: Sandbox | None = None) -> Engine:
+        """An engine ready to grade: sandbox started (or the given one used), rubric read and, with
+        check, the environment checked. On any failure what was started is stopped again."""
+        engine = cls(settings, rubric_path)
+        engine.start_sandbox(hide, slot, sandbox)
+        try:
+            engine.load_rubric()
+            if check:
+                engine.check_environment()
+        except BaseException:
+            engine.close()
+            raise
+        return engine
+
+    def start_sandbox(self, hide: Iterable[str] = (), slot: int = 0, sandbox: Sandbox | None = None) -> Sandbox:
+        """The sandbox this engine grades in: the given one (its owner closes it) or a new fork server."""
+        if sandbox is None:
+            from autograder.sandbox.client import Sandbox
+
+            sandbox, self.owns_sandbox = Sandbox(hide=list(hide), slot=slot, settings=self.settings.sandbox), True
+        self.sandbox = sandbox
+        return sandbox
+
+    def load_rubric(self) -> Rubric:
+        from autograder import grading
+
+        self.rubric, self.suites = grading.load_rubric(self.rubric_path)
+        return self.rubric
+
+    def check_environment(self) -> dict[str, Any]:
+        """The reference solutions graded here first (envcheck.ensure); EnvironmentFailed stops the run."""
+        from autograder import envcheck
+
+        assert self.sandbox is not None and self.rubric is not None and self.suites is not None
+        self.environment_check = envcheck.ensure(self.sandbox, self.rubric, self.suites, self.rubric_path,
+                                                 reference=self.chapter.solutions,
+                                                 cache=self.settings.envcheck_cache, seed=self.settings.seed)
+        return self.environment_check
+
+    def grade(self, path: str | Path, parts: list[str] | None = None, figures: bool = True,
+              rubric: Rubric | None = None) -> Grade:
+        """Grade the submission at path (a folder, zip or notebooks): SubmissionError when it cannot be
+        staged. parts: only these parts; rubric: a rubric cut down from this one (selftest)."""
+        from autograder import grading
+
+        assert self.sandbox is not None and self.rubric is not None and self.suites is not None, "Engine.open() first"
+        return grading.grade_submission(path, rubric or self.rubric, self.suites, self.sandbox, parts=parts,
+                                        seed=self.settings.seed, figures=figures,
+                                        environment_check=self.environment_check)
+
+    def for_worker(self, sandbox: Sandbox | None, slot: int, hide: Iterable[str] = ()) -> Engine:
+        """An engine for a worker process of this run: the same settings, rubric file and environment
+        check, grading in `sandbox` (its door to the run's fork server) or a fork server of its own."""
+        worker = Engine(self.settings, self.rubric_path, self.chapter)
+        worker.environment_check = self.environment_check
+        worker.start_sandbox(hide, slot, sandbox)
+        worker.load_rubric()
+        return worker
+
+    def close(self) -> None:
+        if self.sandbox is not None and self.owns_sandbox:
+            self.sandbox.close()
+        self.sandbox, self.owns_sandbox = None, False
+
+    def __enter__(self) -> Engine:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
