@@ -37,6 +37,7 @@ QUICK = {
     "test_nbgrader_exchange.py": {"test_the_course_config_uses_these_classes",
                                   "test_a_file_in_one_students_zip_named_like_anothers_is_not_theirs"},
     "test_nbgrader_formgrader.py": None,
+    "test_nothing_left.py": None,
     "test_stand_ins.py": {"test_the_stand_ins_draw_compute_and_differentiate_as_the_solutions_do",
                           "test_student_code_finds_nothing_of_the_grader_s_code_behind_a_stand_in"},
     "test_syscall_filter.py": {"test_every_shared_state_call_is_refused_with_eperm",

@@ -11,7 +11,6 @@ import os
 import random
 import sys
 import traceback
-import types
 
 import numpy as np
 import torch

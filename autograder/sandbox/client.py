@@ -317,7 +317,7 @@ class Sandbox:
         self.close()
 
 
-def private_scratch(uid=None):
+def private_scratch(uid: int | None = None) -> str:
     """The session's folder where there is no room (container mode, --unsafe-no-sandbox): the grader's,
     0700; in container mode its group is the submission's uid (which reads its submission there and
     writes nothing: 02750, files 0640). Removed when the session closes."""
