@@ -103,7 +103,7 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
     after_due_date, then hidden), part by part, taking turns in one child: a child sees a hidden
     input only after every check a student may see has run, so no text a student may see was
     produced by code that had seen a hidden input. After each part the child forgets it
-    (sandbox/part_reset.py) and is replaced by a fresh one when anything of the part is left
+    (inside/part_reset.py) and is replaced by a fresh one when anything of the part is left
     over, when the part crashed, hung or ran out of memory (costing that part only), or when the
     session died. A part's time limit is shared by its visibilities: once a part has timed out,
     its later checks are not run.

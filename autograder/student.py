@@ -12,7 +12,8 @@ import builtins
 import re
 from pathlib import Path
 
-from autograder import protocol, text
+from autograder import text
+from autograder.inside import protocol
 from autograder.stubs import HINTS, MODULES
 from autograder.sandbox.client import SessionDied  # noqa: F401  (re-exported for the suites)
 from autograder.suites import stand_ins
@@ -122,7 +123,7 @@ class Student:
 
     def _exchange(self, header, buffers):
         """One request and its reply; on the way, every question a stand-in of the grader's classes
-        asks from inside the child (sandbox/stand_in.py) is answered here, in the grader's process,
+        asks from inside the child (inside/stand_in.py) is answered here, in the grader's process,
         within the same call's time."""
         limit, start = self.call_limit, self.session.spent() if self.call_limit is not None else 0.0
         reply, payload = self.session.call(header, buffers, limit)

@@ -1,7 +1,7 @@
 """Issue 28 item 2 and issue 27 item 5: the grader's classes stand in for another part with nothing of
 their code in the student's process.
 
-The child's stand-ins (sandbox/stand_in.py) hold the layout and tensors of the reference solutions'
+The child's stand-ins (inside/stand_in.py) hold the layout and tensors of the reference solutions'
 classes and ask the grader for every computation; the grader answers with solutions/ch03 itself
 (suites/stand_ins.py). Here: the stand-ins make the solutions' draws, outputs and gradients (the
 question and answer path run in this process over pipes, as the child runs it); the grader refuses
@@ -18,8 +18,9 @@ import pytest
 import torch
 from part_edits import failed, grade, scores, submission
 
-from autograder import PACKAGE_DIR, protocol, selftest
-from autograder.sandbox import stand_in
+from autograder import PACKAGE_DIR, selftest
+from autograder.inside import protocol
+from autograder.inside import stand_in
 from autograder.student import stand_in_answer
 from autograder.suites import stand_ins
 

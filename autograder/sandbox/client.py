@@ -30,15 +30,17 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from autograder import PACKAGE_DIR, protocol, settings as settings_mod, text
-from autograder.sandbox import cgroup, container, gpu_watch, isolation, room, session_cpu, syscalls
+from autograder import PACKAGE_DIR, settings as settings_mod, text
+from autograder.inside import protocol
+from autograder.sandbox import cgroup, container, gpu_watch, room, session_cpu
+from autograder.inside import isolation, syscalls
 from autograder.settings import DEVICE_ENV, UIDS_ENV, UNSAFE_ENV, SandboxSettings  # noqa: F401 (the names, for callers)
 
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 OUTPUT_CAP = 64 << 10
 UIDS_PER_SLOT = 100_000
 BOOT = ("import sys; sys.path[:0] = {paths!r}; "
-        "from autograder.sandbox.zygote import main; main({fd}, {parent})")
+        "from autograder.inside.zygote import main; main({fd}, {parent})")
 
 
 class SessionDied(Exception):

@@ -1,4 +1,4 @@
-"""The grader's end of the stand-ins (sandbox/stand_in.py): the reference solutions, run here.
+"""The grader's end of the stand-ins (inside/stand_in.py): the reference solutions, run here.
 
 Where a check of one part needs another part that is not right on its own, the child holds a
 StandIn of each of that part's classes: their layout and tensors, none of their code. Building one,

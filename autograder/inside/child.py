@@ -15,9 +15,8 @@ import traceback
 import numpy as np
 import torch
 
-from autograder import protocol
-from autograder.sandbox import gpu, part_reset, stand_in
-from autograder.sandbox.counting import count_ops
+from autograder.inside import gpu, part_reset, protocol, stand_in
+from autograder.inside.counting import count_ops
 
 WORKSPACE = None  # the folder holding the student's modules, set by serve()
 WORKSPACE_NAMES = ()  # the module names of its top-level .py files, set by serve()

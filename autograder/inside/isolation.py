@@ -22,7 +22,7 @@ import resource
 import signal
 import struct
 
-from autograder.sandbox import syscalls
+from autograder.inside import syscalls
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
