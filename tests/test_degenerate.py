@@ -185,3 +185,22 @@ def test_zeros_from_the_exercise_and_its_own_wrapper_earn_nothing(engine, tmp_pa
     assert set(failed) == {"ex32_book_example", "ex32_two_heads_of_width_one"}, failed
     assert "holds no attention" in failed["ex32_two_heads_of_width_one"]
     assert grade.parts["exercises"]["score"] == 4
+
+
+def test_a_submission_of_constants_earns_only_construction_checks(engine, tmp_path):
+    """Round 4, class 4: every function and forward returns one value everywhere (0.25): the
+    wrapper's checks against its own constant heads (in the re-run with the student's own code)
+    and every property check refuse it, as they refuse zeros; only the exercises, judged by the
+    arguments they give the chapter's classes, keep their 8 points."""
+    rubric, suites, sandbox = engine
+    folder = tmp_path / "constants"
+    shutil.copytree(SOLUTIONS, folder)
+    constant = ZEROED.replace("_torch.zeros_like(out)", "_torch.full_like(out, 0.25)").replace(
+        "_np.zeros_like(out)", "_np.full_like(out, 0.25)")
+    for module in PARTS:
+        path = folder / f"{module}.py"
+        path.write_text(path.read_text() + constant)
+    grade = grading.grade_submission(folder, rubric, suites, sandbox, figures=False)
+    assert {(c.part, c.name) for c in grade.checks if c.passed} == {
+        (part, name) for part, names in CONSTRUCTION.items() for name in names}
+    assert grade.score == 8
