@@ -33,6 +33,7 @@ class ScoredCheck:
     student_text: str = ""  # what the student's code raised, cleaned; never shown for hidden checks
     diagnosis: str = "shown"  # grading.yml's `diagnosis`: "withheld" keeps a hidden check's message from students
     figure: dict | None = None  # the student's and the expected weights on the book's example (suites/figures.py)
+    voided_by: tuple[str, ...] = ()  # the failed checks its grading.yml `requires` names: it passed, but earns nothing
 
 
 @dataclass
@@ -91,7 +92,9 @@ def score_part(grade: Grade, part: rubric_mod.Part, run: runner.PartRun) -> None
     total = 0.0
     for check in part.checks.values():
         # a rubric cut down to some checks (tests, tools) gates only on the checks it ran
-        result = gated(by_name[check.name], [by_name[r] for r in check.requires if r in by_name])
+        required = [by_name[r] for r in check.requires if r in by_name]
+        result = gated(by_name[check.name], required)
+        voided_by = tuple(r.name for r in required if not r.passed) if result is not by_name[check.name] else ()
         worth = group_share[check.group] if check.group else check.points
         earned = worth if result.passed else 0.0
         if result.passed and result.message:  # a passed check's note (suites.expect.Note) for the student
@@ -100,7 +103,8 @@ def score_part(grade: Grade, part: rubric_mod.Part, run: runner.PartRun) -> None
         total += earned
         grade.checks.append(ScoredCheck(part.name, check.name, result.passed, round(earned, 4),
                                         round(worth, 4), check.visibility, result.message,
-                                        result.detail, result.student_text, check.diagnosis, figure=result.figure))
+                                        result.detail, result.student_text, check.diagnosis, figure=result.figure,
+                                        voided_by=voided_by))
     grade.parts[part.name] = {"score": round(total, 4), "max_score": round(part.max_score, 4),
                               "problem": run.problem, "seconds": round(run.seconds, 3),
                               "diagnosis": run.diagnosis}  # the cause most failed checks name (runner.part_diagnosis)

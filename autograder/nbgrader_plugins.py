@@ -175,6 +175,8 @@ def _what_to_fix(checks, parts):
         lines.append(f"  - {item.label} (-{_fmt(item.points)}): {item.message}")
         if item.failed_in:
             lines.append(f"    {item.failed_in}")
+        if item.voided_note:
+            lines.append(f"    {item.voided_note}")
         if item.own_text:
             lines.append(f"    {OWN_TEXT}: {item.own_text}")
     return lines
@@ -362,14 +364,15 @@ class GradeInSandbox(NbGraderPreprocessor):
 
 
 def with_figures(outputs, grade, part):
-    """outputs with, before the score's execute_result, one image output per heatmap of the part's figures
-    (the student's attention weights and the expected ones on the book's example, drawn here by the
-    grader; reports/plots.py). The score stays the first execute_result; nbgrader's feedback HTML shows
-    the images. Nothing is added where matplotlib is missing."""
+    """outputs with, before the score's execute_result, one image output per panel of the part's figures:
+    the student's attention weights on the book's example left, the expected ones right, in one picture
+    drawn here by the grader (reports/plots.py), since a notebook (and nbgrader's feedback page) stacks
+    its outputs one under the other; its alt text says what it shows. The score stays the first
+    execute_result. Nothing is added where matplotlib is missing."""
     import base64
 
     from autograder.figure_data import FigureError, validate
-    from autograder.reports.plots import available, figure_pictures
+    from autograder.reports.plots import available, figure_pairs
 
     pictures = []
     for check in (c for c in grade.checks if c.part == part and c.figure is not None and available()):
@@ -377,11 +380,11 @@ def with_figures(outputs, grade, part):
             figure = validate(check.figure)
         except FigureError:
             continue
-        for name, got, want in figure_pictures(figure):
-            for png, whose in ((got, "your code"), (want, "expected")):
-                label = f"{whose}{f' ({name})' if name else ''}: {figure['title']}"
-                pictures.append(new_output("display_data", metadata={ENGINE_MARK: {"part": part}}, data={
-                    "image/png": base64.b64encode(png).decode("ascii"), "text/plain": label}))
+        for name, png in figure_pairs(figure):
+            said = (f"your attention weights{f' ({name})' if name else ''} (left) beside the expected ones (right): "
+                    f"{figure['title']}")
+            pictures.append(new_output("display_data", metadata={ENGINE_MARK: {"part": part}, "image/png": {"alt": said}},
+                                        data={"image/png": base64.b64encode(png).decode("ascii"), "text/plain": said}))
     at = next((i for i, out in enumerate(outputs) if out.get("output_type") == "execute_result"), len(outputs))
     return outputs[:at] + pictures + outputs[at:]
 
@@ -427,12 +430,15 @@ class ScrubHiddenTests(NbGraderPreprocessor):
         return cell, resources
 
 
-WRAP_CSS = "div.output_area pre, div.output_text pre { white-space: pre-wrap; overflow-wrap: anywhere; }"
+# wrap at spaces only (never inside a word); a word longer than the line scrolls in its own box
+WRAP_CSS = ("div.output_area pre, div.output_text pre { white-space: pre-wrap; overflow-wrap: normal; "
+            "word-break: normal; overflow-x: auto; }")
 
 
 class WrapOutputLines(NbGraderPreprocessor):
     """generate_feedback, after CSSHTMLHeaderPreprocessor: the page's outputs wrap their long lines
-    (a graded cell's "What to fix" is one line per diagnosis) instead of running off the page."""
+    (a graded cell's "What to fix" is one line per diagnosis) at spaces instead of running off the page
+    (issue 31: `overflow-wrap: anywhere` let a line break inside a word)."""
 
     def preprocess(self, nb, resources):
         resources.setdefault("inlining", {}).setdefault("css", []).append(WRAP_CSS)

@@ -82,8 +82,9 @@ def parse_template(text, filename="<template>"):
                                          is its code
         %% show <id>                     a read-only cell that prints and draws what the student's code
                                          computes (not a test: the graded cell does not rerun it)
-        %% editable <id>                 a code cell the student may change, never graded nor read by
-                                         the grader (the speed lab's settings and its stretch exercise)
+        %% editable <id>                 a plain code cell (no nbgrader metadata) the student may change,
+                                         never graded nor read by the grader, unknown to nbgrader's
+                                         gradebook (the speed lab's settings and its stretch exercise)
         %% score <module>                the graded cell of the module (grade_id score_<module>), locked,
                                          worth the part's points in grading.yml; the body may hold a
                                          ### BEGIN HIDDEN TESTS / ### END HIDDEN TESTS region
@@ -290,7 +291,10 @@ def build_notebook(template_path, solutions_dir=SOLUTIONS, book_path=BOOK_EXAMPL
         elif kind in ("show", "editable"):
             if "BEGIN HIDDEN TESTS" in body or "SOLUTION" in body:
                 raise ValueError(f"{where}: {kind} cells are visible and not graded: no hidden tests or solution region")
-            cells.append(_code(cell_id, body, _nbgrader(cell_id, locked=kind == "show")))
+            # an editable cell is a plain cell: nbgrader neither records nor checks it (with nbgrader
+            # metadata but neither locked nor graded, the gradebook would not know its grade_id and
+            # autograde would warn about a cell the student may change at will)
+            cells.append(_code(cell_id, body, _nbgrader(cell_id, locked=True) if kind == "show" else {}))
         elif kind == "check":
             if "BEGIN HIDDEN TESTS" in body or "SOLUTION" in body:
                 raise ValueError(f"{where}: a check cell is read-only and visible: no hidden tests or solution region")
@@ -370,7 +374,7 @@ def notebook_texts(solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, book_path=B
     for template in templates(templates_dir):
         notebook = build_notebook(template, solutions_dir, book_path, points=points)
         for cell in notebook["cells"]:
-            if cell["metadata"]["nbgrader"]["solution"]:
+            if cell["metadata"].get("nbgrader", {}).get("solution"):
                 if cell["id"] in seen:
                     raise ValueError(f"{template}: module {cell['id']} already has a solution cell in {seen[cell['id']]}")
                 seen[cell["id"]] = template.name
@@ -449,7 +453,10 @@ def student_notebook(notebook):
     cells = []
     for index, cell in enumerate(notebook["cells"]):
         cell = json.loads(json.dumps(cell))
-        meta = cell["metadata"]["nbgrader"]
+        meta = cell["metadata"].get("nbgrader")
+        if meta is None:  # a plain cell (the speed lab's editable ones): the student's to change
+            cells.append(cell)
+            continue
         where = f"cell {index} ({meta['grade_id']})"
         if meta["solution"]:
             source = cell["source"] + "\n"

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from autograder import PARTS
+from autograder import PARTS, import_failure
 from autograder.sandbox.client import SessionDied
 from autograder.secret import check_seed, draw_secret
 from autograder.student import Student, StudentError, source_attributes
@@ -135,6 +135,8 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
     if session is not None:
         session.close()
     for run in runs.values():
+        visible = {n for n, check in rubric.parts[run.part].checks.items() if check.visibility == "visible"}
+        import_failure.explain(run, staged.folder, visible)  # a module that does not import: one problem
         part_diagnosis(run)
     if figures:
         draw_figures(sandbox, staged.folder, key, runs, rubric, fixtures)

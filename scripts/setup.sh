@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Create .venv and install the project with everything its tests use.
-# torch: the CPU build. TORCH_SPEC picks the requirement (default torch==2.13.0). It comes from
-# PyTorch's CPU index (TORCH_INDEX, default https://download.pytorch.org/whl/cpu) when that index
-# answers within TORCH_INDEX_TIMEOUT seconds (default 5); otherwise from pip's default index and
-# configuration (this course's machines hold a local CPU wheel there; elsewhere on Linux the default
-# index gives the CUDA build). The script says which it used. TORCH_INDEX= (empty) or a
+# NumPy first, then torch: the CPU build. TORCH_SPEC picks the requirement (default torch==2.13.0, the
+# version the tests ran with: TESTED_TORCH in autograder/commands/gradescope.py, which the Gradescope
+# bundle's setup.sh installs too; a test keeps the two equal). It comes from PyTorch's CPU index
+# (TORCH_INDEX, default https://download.pytorch.org/whl/cpu) when that index answers within
+# TORCH_INDEX_TIMEOUT seconds (default 5); otherwise from pip's default index and configuration (this
+# course's machines hold a local CPU wheel there; elsewhere on Linux the default index gives the CUDA
+# build). The script says which it used. TORCH_INDEX= (empty) or a
 # PIP_INDEX_URL of your own skips the probe, e.g.
 #   TORCH_SPEC=torch PIP_INDEX_URL=https://download.pytorch.org/whl/cpu bash scripts/setup.sh
 set -euo pipefail
@@ -37,15 +39,21 @@ PY
   else
     echo "setup: PyTorch's CPU index ($index) cannot be reached (tried for up to ${wait}s): torch from pip's" \
          "default index and configuration. Without a local CPU wheel, Linux gets the CUDA build there:" \
-         "about 4.7 GB of environment instead of about 1 GB, a longer download, and nothing gained for" \
-         "grading on the CPU (TORCH_INDEX=URL names a CPU index that does answer)" >&2
+         "NVIDIA's libraries too, gigabytes more to download and store (the size is printed once installed)," \
+         "and nothing gained for grading on the CPU (TORCH_INDEX=URL names a CPU index that does answer)" >&2
   fi
 }
 
-# Print the torch this interpreter actually has: its version and whether it is the CPU or a CUDA build.
+# Print the torch this interpreter actually has: its version and whether it is the CPU or a CUDA build
+# (with the space torch and NVIDIA's libraries take).
 report_torch() {
-  "${1:-python3}" -c "import torch
+  "${1:-python3}" -c "import pathlib, torch
 build = 'CPU build' if torch.version.cuda is None else f'CUDA {torch.version.cuda} build'
+if torch.version.cuda is not None:
+    site = pathlib.Path(torch.__file__).parent.parent
+    size = sum(f.stat().st_size for d in [site / 'torch', *site.glob('nvidia*'), *site.glob('triton')]
+               for f in d.rglob('*') if f.is_file() and not f.is_symlink())
+    build += f', {size / 1e9:.1f} GB with its libraries'
 print(f'setup: installed torch {torch.__version__} ({build})')"
 }
 
@@ -56,6 +64,8 @@ main() {
     "$python" -m venv .venv
   fi
   local pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+  # NumPy before torch: torch looks for it when it is imported (and warns when it is missing)
+  "${pip[@]}" "numpy>=1.24"
   if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
     local spec=${TORCH_SPEC:-torch==2.13.0} index
     index=$(choose_torch_index .venv/bin/python)

@@ -1,30 +1,36 @@
 """`batch` writes a feedback page per student and the class report, and both render in a browser.
 
-A class of four, graded with --jobs 1: alice (the solutions), bob (attention_weights with the
+A class of five, graded with --jobs 1: alice (the solutions), bob (attention_weights with the
 softmax over dim 0), carol (a zip with simple_attention.py only and a member named like markup
-that leaves the folder: a note quotes the name) and dave (a file that is not a zip). Checked:
+that leaves the folder: a note quotes the name), dave (a file that is not a zip) and gus (a syntax
+error in mha.py: a crash, not a misconception). Checked:
 bob's page holds his weights and the expected ones as two images, alice's none, carol's note is
 escaped; report.html names the whole class, bob's misconception with him, dave as unreadable, the
 per-part means of the stored results and the parts' times; misconceptions.csv agrees.
-Then headless Chromium (Debian's `chromium`; skipped, saying why, where it is missing) opens a
-feedback page and report.html: no console message (the pages run no script and load nothing, so
-any message is an error or a blocked load), and every image decodes.
+Then headless Chromium (Debian's `chromium`, one browser for the module, tests/chromium.py; skipped,
+saying why, where it is missing) opens a feedback page, report.html and an nbgrader feedback page at
+1280 px: no horizontal overflow, no console message (the pages run no script and load nothing, so
+any message is an error or a blocked load), every image decodes, and the accessible text (headings,
+column headers, alt texts) is what a screen reader should get.
 """
 import csv
 import html
+import io
 import json
-import os
 import re
 import shutil
 import statistics
 import subprocess
 import sys
-import tempfile
 import zipfile
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
 from autograder import PROJECT_ROOT, selftest
+
+import chromium
 
 HOSTILE_MEMBER = "../<img src=x onerror=alert(1)>.py"
 IMG = re.compile(r'<img src="data:image/png;base64,[A-Za-z0-9+/=]+"')
@@ -42,6 +48,9 @@ def batch_out(tmp_path_factory):
         archive.write(selftest.SOLUTIONS / "simple_attention.py", "simple_attention.py")
         archive.writestr(HOSTILE_MEMBER, "x = 1\n")
     (folder / "dave.zip").write_bytes(b"not a zip")
+    shutil.copytree(selftest.SOLUTIONS, folder / "gus", ignore=shutil.ignore_patterns("__pycache__"))
+    mha = (folder / "gus" / "mha.py").read_text()
+    (folder / "gus" / "mha.py").write_text(mha.replace("    def forward(self, x):", "    def forward(self x):", 1))
     out = root / "out"
     run = subprocess.run([sys.executable, "-m", "autograder", "batch", str(folder), "--out", str(out), "--jobs", "1"],
                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
@@ -55,7 +64,7 @@ def student_names(out):
 
 def test_every_student_gets_a_feedback_page_and_only_the_wrong_softmax_has_pictures(batch_out):
     names = student_names(batch_out)
-    assert names == ["alice", "bob", "carol", "dave"]
+    assert names == ["alice", "bob", "carol", "dave", "gus"]
     pages = {n: (batch_out / "feedback" / f"{n}.html").read_text() for n in names}
     assert len(IMG.findall(pages["bob"])) == 2 and "the softmax runs over dim 0" in pages["bob"]
     bob = json.loads((batch_out / "results" / "bob.json").read_text())
@@ -74,6 +83,13 @@ def test_the_class_report_names_the_whole_class_and_what_went_wrong(batch_out):
     for name in names:
         assert f">{html.escape(name)}</a>" in page, name  # every student, linked to their page
     assert "<img src=x" not in page and re.search(r"<td>dave</td><td>submission</td><td>[^<]*not a valid zip file", page)
+    # issue 31 item 3: gus's syntax error is in the table of crashes, and with unfinished work, once
+    assert re.search(r"<td>gus</td><td>mha</td><td>mha.py does not import: SyntaxError: invalid syntax \(line \d+: "
+                     r"def forward\(self x\):\)</td>", page)
+    unfinished = page[page.index("<h3>Unfinished work"):page.index("<h2>Unreadable")]
+    [(count, who)] = re.findall(r'<tr><td class="num">(\d)</td><td>mha</td><td>did not run: [^<]*<br>'
+                                r'<span class="muted">[^<]*</span></td><td>([^<]*)</td>', unfinished)
+    assert (count, who) == ("2", "carol, gus")  # carol handed in no mha.py
     rows = re.findall(r'<tr><td class="num">(\d+)</td><td>([^<]*)</td><td>([^<]*)<br><span class="muted">seen by '
                       r'\d+ check\(s\): ([^<]*)</span></td><td>([^<]*)</td></tr>', page)
     softmax = [row for row in rows if row[2].startswith("the softmax runs over dim 0")]
@@ -88,6 +104,7 @@ def test_the_class_report_names_the_whole_class_and_what_went_wrong(batch_out):
     assert "Slowest runs: " in page and len(IMG.findall(page)) == 1  # the histogram
     with open(batch_out / "misconceptions.csv", newline="") as f:
         table = list(csv.DictReader(f))
+    assert not [r for r in table if "gus" in r["who"]]  # a module that does not import is no misconception
     bob_rows = [r for r in table if r["who"] == "bob"]
     assert bob_rows and all(r["part"] == "simple_attention" for r in bob_rows)
     [row] = [r for r in bob_rows if r["misconception"] == softmax[0][2]]
@@ -96,65 +113,143 @@ def test_the_class_report_names_the_whole_class_and_what_went_wrong(batch_out):
 
 # ---------------------------------------------------------------- in a browser
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium (Debian's `chromium`) is not installed")
+@pytest.fixture(scope="module")
+def browser():
+    """One headless Chromium for the module (tests/chromium.py: DevTools protocol over a pipe)."""
+    if chromium.CHROMIUM is None:
+        pytest.skip(chromium.SKIP_REASON)
+    started = chromium.Browser()
+    yield started
+    started.close()
 
 
-def chromium(*args, timeout=120, budget=5000):
-    # a profile of its own, no GPU, no sandbox (tests may run as root): only the page under test
-    with tempfile.TemporaryDirectory(prefix="chromium-") as profile:
-        command = [CHROMIUM, "--headless", "--disable-gpu", "--no-sandbox", "--no-first-run", f"--user-data-dir={profile}",
-                   "--enable-logging=stderr", "--v=0", f"--virtual-time-budget={budget}", *args]
-        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env={**os.environ, "HOME": profile})
-
-
-def console_messages(page):
-    """What the page logged to the console (Chromium prints each as an INFO:CONSOLE line)."""
-    done = chromium("--dump-dom", page.as_uri())
-    assert done.returncode == 0, done.stderr[-2000:]
-    return [line for line in done.stderr.splitlines() if ":CONSOLE" in line], done.stdout
-
-
-def decoded_images(page, tmp_path):
-    """[width x height or 'broken'] of every image of the page, read by a test page that frames it."""
-    probe = tmp_path / f"probe-{page.stem}.html"
-    probe.write_text(
-        '<!DOCTYPE html><html><body><pre id="out">pending</pre>'
-        f'<iframe id="f" src="{page.as_uri()}" width="1000" height="800"></iframe><script>'
-        'document.getElementById("f").addEventListener("load", () => {'
-        '  const images = Array.from(document.getElementById("f").contentDocument.images);'
-        '  Promise.all(images.map(i => i.decode().then(() => i.naturalWidth + "x" + i.naturalHeight, () => "broken")))'
-        '    .then(r => { document.getElementById("out").textContent = "images:" + JSON.stringify(r); });'
-        '});</script></body></html>')
-    for _ in range(3):  # on a loaded machine the framed page may still be loading when the DOM is dumped
-        done = chromium("--allow-file-access-from-files", "--dump-dom", probe.as_uri(), budget=30000)
-        found = re.search(r"images:(\[[^<]*\])", done.stdout)
-        if found:
-            return json.loads(found.group(1))
-    raise AssertionError(f"the probe page never reported: {done.stdout[-2000:]}")
-
-
-@needs_chromium
-def test_the_console_check_sees_a_blocked_load(tmp_path):
-    """The check below can fail: a page with our policy that asks for a file gets a console message."""
+def test_the_console_check_sees_a_blocked_load(browser, tmp_path):
+    """The checks below can fail: a page with our policy that asks for a file logs an error, and its
+    image does not load."""
     from autograder.reports.html_page import page
 
     bad = tmp_path / "bad.html"
-    bad.write_text(page("bad", '<img src="missing.png" alt="">'))
-    messages, _ = console_messages(bad)
-    assert any("Content Security Policy" in m for m in messages), messages
+    bad.write_text(page("bad", '<img src="missing.png" alt="a missing picture">'))
+    tab = browser.open(bad.as_uri())
+    assert any("Content Security Policy" in m for m in tab.console()), tab.console()
+    assert tab.images() == [["a missing picture", 0, 0]]
+    tab.close()
 
 
-@needs_chromium
 @pytest.mark.parametrize("which", ["feedback/bob.html", "report.html"])
-def test_the_pages_render_in_chromium_without_a_console_message(batch_out, tmp_path, which):
-    page = batch_out / which
-    messages, dom = console_messages(page)
-    assert messages == []
-    assert ("Chapter 3 feedback for bob" if "bob" in which else "Chapter 3: class report") in dom
-    sizes = decoded_images(page, tmp_path)
-    assert len(sizes) == (2 if "bob" in which else 1) and "broken" not in sizes
-    assert all(int(w) > 100 and int(h) > 100 for w, h in (s.split("x") for s in sizes))
+def test_the_pages_read_well_in_chromium_at_1280_pixels(batch_out, browser, which):
+    """Issue 31 item 6: at 1280 px no horizontal scrolling (the report's "Every student" table too),
+    every image decodes, nothing on the console, and what a screen reader gets: the headings, the
+    tables' column headers and every image's alt text."""
+    tab = browser.open((batch_out / which).as_uri(), width=1280)
+    assert tab.overflow() <= 0
+    assert tab.console() == []
+    images = tab.images()
+    assert images and all(width > 100 and height > 100 for _, width, height in images), images
+    said = tab.accessible()
+    headings = [name for role, name in said if role == "heading"]
+    headers = [name for role, name in said if role == "columnheader"]
+    alts = [name for role, name in said if role == "image"]
+    assert alts == [alt for alt, _, _ in images] and all(alts)
+    if which == "report.html":
+        assert headings[:3] == ["Chapter 3: class report", "Score distribution", "Per-part means"]
+        assert "Every student" in headings and "Unreadable submissions and parts that crashed" in headings
+        assert alts == ["histogram of the class's scores"]
+        assert {"self_attention_v1", "numpy_attention", "misconception", "who"} <= set(headers)  # whole names
+        wide = tab.evaluate("Array.from(document.querySelectorAll('.wide')).map(d => d.scrollWidth - d.clientWidth)")
+        assert wide == [0]  # the table itself fits: no scrolling inside its box either
+    else:
+        assert headings == ["Chapter 3 feedback for bob", "Parts", "What to fix"]
+        assert alts == ["your attention weights (attention_weights)", "expected attention weights (attention_weights)"]
+        assert headers == ["part", "score"]
+    tab.close()
+
+
+def test_the_nbgrader_feedback_page_wraps_between_words_with_its_pictures_side_by_side(batch_out, browser, tmp_path):
+    """Issue 31 item 5: bob's graded cell as nbgrader's generate_feedback writes it (its feedback
+    template, our preprocessors, sanitized HTML), at 1280 and at 700 px: the report's lines break
+    between words only, the picture is the two heatmaps side by side, it loads, nothing on the console."""
+    page = nbgrader_feedback_page(batch_out / "results" / "bob.json", tmp_path)
+    for width in (1280, 700):
+        tab = browser.open(page.as_uri(), width=width)
+        # nbgrader's page loads MathJax from its CDN, which a test machine may not reach: nothing else
+        assert [m for m in tab.console() if not re.search(r"\(https://cdnjs\.cloudflare\.com/ajax/libs/mathjax/", m)] == []
+        [(alt, picture_width, picture_height)] = tab.images()
+        assert alt.startswith("your attention weights (attention_weights) (left) beside the expected ones (right)")
+        assert picture_width > 1.8 * picture_height  # two square heatmaps in one row
+        report = "Array.from(document.querySelectorAll('div.output_text pre')).find(p => " \
+                 "p.textContent.startsWith('simple_attention: '))"
+        lines = tab.evaluate(f"(() => {{ const p = {report}; return Math.round(p.getBoundingClientRect().height / "
+                             f"parseFloat(getComputedStyle(p).lineHeight)); }})()")
+        assert lines > tab.evaluate(f"{report}.textContent.split('\\n').length")  # long lines did wrap
+        assert tab.evaluate(WORDS_SPLIT) == []
+        # the check can fail: a style that breaks anywhere splits words
+        tab.evaluate(f"{report}.style.wordBreak = 'break-all'")
+        assert tab.evaluate(WORDS_SPLIT) != []
+        tab.close()
+
+
+# the words of the graded cell's report that the browser breaks across two lines
+WORDS_SPLIT = r"""(() => {
+  const split = [];
+  for (const pre of document.querySelectorAll("div.output_text pre, div.output_area pre")) {
+    const walker = document.createTreeWalker(pre, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const re = /\S+/g;
+      let m;
+      while ((m = re.exec(node.data))) {
+        const range = document.createRange();
+        range.setStart(node, m.index);
+        range.setEnd(node, m.index + m[0].length);
+        const tops = new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top)));
+        if (tops.size > 1) split.push(m[0]);
+      }
+    }
+  }
+  return split;
+})()"""
+
+
+def nbgrader_feedback_page(record_path, tmp_path):
+    """The feedback page of one graded cell holding a stored record's simple_attention report and
+    pictures, made by nbconvert with nbgrader's feedback template and the preprocessors the course's
+    generate_feedback runs after GetGrades (nbgrader_config.py)."""
+    pytest.importorskip("nbgrader")
+    import nbformat
+    import nbgrader
+    from nbconvert.exporters import HTMLExporter
+    from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
+    from traitlets.config import Config
+
+    from autograder import nbgrader_plugins
+    from autograder.reports.records import checks_of, parts_of
+
+    record = json.loads(record_path.read_text())
+    checks = checks_of(record)
+    for check, test in zip(checks, record["tests"]):
+        check.figure = (test.get("extra_data") or {}).get("figure")
+    grade = SimpleNamespace(checks=checks, parts=parts_of(record), notes=[])
+    cell = nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\nassert True\n### END HIDDEN TESTS", metadata={
+        "nbgrader": {"grade": True, "grade_id": "score_simple_attention", "locked": True, "points": 10.0,
+                     "schema_version": 3, "solution": False, "task": False, "score": 5.0}})
+    outputs = nbgrader_plugins.GradeInSandbox()._outputs(cell, "simple_attention", grade, False, "")
+    cell.outputs = nbgrader_plugins.with_figures(outputs, grade, "simple_attention")
+    notebook = nbformat.v4.new_notebook(cells=[cell])
+    config = Config()  # as nbgrader's GenerateFeedback configures its exporter
+    formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
+    config.HTMLExporter.template_name = "feedback"
+    config.HTMLExporter.extra_template_basedirs = [str(formgrader / "templates")]
+    config.HTMLExporter.extra_template_paths = [str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css")]
+    config.HTMLExporter.sanitize_html = True  # as nbgrader_config.py sets it
+    resources = {"nbgrader": {"notebook": "01_self_attention", "score": 5.0, "max_score": 10.0, "late_penalty": 0},
+                 "config_dir": str(tmp_path)}  # no custom.css there
+    exporter = HTMLExporter(config=config)
+    for step in (nbgrader_plugins.ScrubHiddenTests, CSSHTMLHeaderPreprocessor, nbgrader_plugins.WrapOutputLines):
+        exporter.register_preprocessor(step, enabled=True)  # after the exporter's own, as nbgrader registers them
+    body, _ = exporter.from_notebook_node(notebook, resources=resources)
+    page = tmp_path / "feedback.html"
+    page.write_text(body)
+    return page
 
 
 def _record(parts_checks):
@@ -184,3 +279,63 @@ def test_unfinished_work_is_one_row_per_part_below_the_misconceptions():
     page = class_report.class_report(records)
     assert page.index("the weights are not transposed") < page.index("Unfinished work")
     assert page.count("not implemented yet</") + page.count("not implemented yet<br>") == 3
+
+
+def _full_record(parts_checks, problems=None):
+    """A record as results_json stores it: {part: [(check, passed, message, extra)]}, extra_data with the
+    part problems."""
+    tests = [{"name": f"{part}: {check}", "score": 1.0 if passed else 0.0, "max_score": 1.0,
+              "status": "passed" if passed else "failed", "visibility": "visible", "output": message,
+              "extra_data": {"part": part, "check": check, "message": message, **extra}}
+             for part, checks in parts_checks.items() for check, passed, message, extra in checks]
+    return {"score": 0, "max_score": 1, "tests": tests, "extra_data": {"problems": problems or {}}}
+
+
+def test_only_misconceptions_are_misconceptions_and_each_student_counts_once():
+    """Issue 31 item 3: crashes, timeouts and modules that do not import are unfinished work (one row per
+    part and kind); a voided check counts with the mistake that voids it; one student is one count
+    per misconception, whatever the checks' messages add before it."""
+    from autograder import grading
+    from autograder.reports import class_report
+
+    no_import = "mha.py does not import: SyntaxError: invalid syntax (line 26: def forward(self x):)"
+    timed_out = "the causal process timed out (its CPU time ran past 20 s)"
+    mistake = "the scores are not scaled by 1/sqrt(head_dim)"
+    ann = _full_record({
+        "mha": [("book", False, grading.GATED, {"voided_by": ["unseen"]}),  # passes, voided by unseen
+                ("unseen", False, f"MultiHeadAttention with 2 heads is wrong: {mistake}", {}),
+                ("dropout", False, f"MultiHeadAttention with dropout: changing later tokens changed earlier ones: "
+                                   f"{mistake}", {}),
+                ("shape", True, "", {})],
+        "causal": [("a", False, "your code raised an exception", {}), ("b", False, "your code raised TypeError "
+                                                                             "(in causal.py)", {})]})
+    ben = _full_record({
+        "mha": [(name, False, no_import, {}) for name in ("book", "unseen", "dropout", "shape")],
+        "causal": [("a", False, "not run: " + timed_out, {}), ("b", False, "not run: " + timed_out, {})]},
+        problems={"mha": no_import, "causal": timed_out})
+    cid = _full_record({
+        "mha": [("book", False, grading.GATED, {"detail": "required: unseen"}),  # an older record: the detail says
+                ("unseen", False, f"MultiHeadAttention with 2 heads is wrong: {mistake}", {}),
+                ("ctor", False, "your code raised TypeError: the constructor does not take the specified arguments", {}),
+                ("ctor_hidden", False, "your code raised an exception: the constructor does not take the specified "
+                                       "arguments", {})],
+        "causal": [("a", True, "", {}), ("b", True, "", {})]})
+    rows = class_report.misconceptions([("ann", ann, ""), ("ben", ben, ""), ("cid", cid, "")])
+    said = [(r["part"], r["message"], r["students"], r["checks"], bool(r["unfinished"])) for r in rows]
+    assert said == [
+        ("mha", mistake, ["ann", "cid"], ["book", "dropout", "unseen"], False),
+        ("mha", "your code raised TypeError: the constructor does not take the specified arguments", ["cid"],
+         ["ctor", "ctor_hidden"], False),
+        ("mha", class_report.DID_NOT_RUN, ["ben"], ["book", "dropout", "shape", "unseen"], True),
+        ("causal", class_report.CRASHED, ["ann"], ["a", "b"], True),
+        ("causal", class_report.DID_NOT_RUN, ["ben"], ["a", "b"], True)]
+    table = list(csv.DictReader(io.StringIO(class_report.misconceptions_csv([("ann", ann, ""), ("ben", ben, ""),
+                                                                              ("cid", cid, "")]))))
+    assert [(r["part"], r["misconception"], r["students"], r["who"]) for r in table] == [
+        ("mha", mistake, "2", "ann;cid"),
+        ("mha", "your code raised TypeError: the constructor does not take the specified arguments", "1", "cid")]
+    page = class_report.class_report([("ann", ann, ""), ("ben", ben, ""), ("cid", cid, "")])
+    crashes = page[page.index("<h2>Unreadable"):page.index("<h2>Slowest")]
+    assert "<td>ben</td><td>mha</td><td>mha.py does not import: SyntaxError: invalid syntax (line 26: def " \
+           "forward(self x):)</td>" in crashes and "<td>ben</td><td>causal</td>" in crashes
+    assert "passes here" not in page and "passes here" not in "".join(r["misconception"] for r in table)

@@ -235,3 +235,16 @@ def test_the_bundle_requires_what_the_project_requires():
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
     assert REQUIREMENTS == project
+
+
+def test_the_build_says_what_to_do_with_a_zip_or_a_folder(tmp_path, capsys):
+    """Issue 31: the folder form (the pull-request workflow's private repository) was told to upload
+    "the zip" to Gradescope."""
+    from autograder import cli
+
+    for out, then in ((tmp_path / "autograder.zip", "upload the zip to Gradescope"),
+                      (tmp_path / "ch03-autograder", "push it as the private autograder repository")):
+        assert cli.main(["gradescope", "--out", str(out)]) in (0, None)
+        said = capsys.readouterr().out
+        assert said.startswith(f"{out}: ") and then in said, said
+    assert "zip" not in said.split(";", 1)[1].replace("zip it for Gradescope", "")

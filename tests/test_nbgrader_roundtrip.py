@@ -365,8 +365,13 @@ def test_autograde_warns_only_about_cells_a_student_changed(course):
     log = course.autograde.stdout + course.autograde.stderr
     changed = re.findall(r"Attribute 'checksum' for cell (\S+) has changed", log)
     assert sorted(changed) == ["score_self_attention_v1", "test_softmax_naive"], log[-4000:]
-    warnings = [line for line in log.splitlines() if "Warning" in line]
-    assert not warnings, warnings[:10]
+    # every other warning is about a cell dave tampered with (dave_tampers); issue 31: none about the
+    # speed lab's editable cells, plain cells the gradebook never knew and the student may change
+    tampered = ("score_simple_attention", "score_self_attention_v2", "score_weight_transfer", "my_exercises",
+                "numpy_attention")
+    warnings = [line for line in log.splitlines() if "warning" in line.lower() and "checksum" not in line]
+    assert warnings and all(any(cell in line for cell in tampered) for line in warnings), warnings[:10]
+    assert "'settings'" not in log and "'stretch_exercise'" not in log
 
 
 def test_solutions_get_full_marks_and_stubs_get_zero(course):
@@ -412,9 +417,9 @@ def report(cell):
 def test_each_graded_cell_holds_the_report_and_the_score(course, module_form):
     cell = score_cell(course, "carol", NOTEBOOKS[1], "causal")
     kinds = [out["output_type"] for out in cell["outputs"]]
-    # the report, the pictures of carol's masked weights next to the expected ones, the score
-    assert kinds == ["display_data"] * 3 + ["execute_result"]
-    assert all(out["data"]["image/png"] for out in cell["outputs"][1:3])
+    # the report, the picture of carol's masked weights beside the expected ones (one image), the score
+    assert kinds == ["display_data"] * 2 + ["execute_result"]
+    assert cell["outputs"][1]["data"]["image/png"] and "beside the expected" in plain(cell["outputs"][1])
     recorded = course.scores["carol"]["causal"][0]
     assert float(plain(cell["outputs"][-1])) == recorded
     visible = [c for c in module_form["carol"].checks if c.part == "causal" and not c.passed and c.visibility == "visible"]
@@ -474,7 +479,7 @@ def test_feedback_for_every_notebook_of_every_student(course):
     assert f"Score: {float(total)} / {float(total)}" in first
     # carol's causal cell shows her masked weights next to the expected ones; alice's shows no picture
     raw = (course.root / "feedback" / "carol" / "ch03" / NOTEBOOKS[1].replace(".ipynb", ".html")).read_text()
-    assert len(re.findall(r'<img[^>]* src="data:image/png;base64,', raw)) == 2
+    assert len(re.findall(r'<img[^>]* src="data:image/png;base64,', raw)) == 1  # both heatmaps, side by side
     raw = (course.root / "feedback" / "alice" / "ch03" / NOTEBOOKS[1].replace(".ipynb", ".html")).read_text()
     assert "data:image/png;base64," not in raw
     # issue 22: the graded cells' report lines wrap on the page (the fix itself was cut off)

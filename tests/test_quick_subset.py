@@ -28,3 +28,49 @@ def test_most_files_have_a_quick_path():
     left_out = sorted(name for name, tests in QUICK.items() if tests == set())
     assert left_out == ["test_deploy_installs.py", "test_nbgrader_commands.py", "test_nbgrader_roundtrip.py",
                         "test_nbgrader_validate.py", "test_notebook_outputs.py"]
+
+
+def _outside_names(tree):
+    """Module-level names bound to a path outside the project: an expression that goes up from it
+    (`.parent` of the root, `parents[1] / ".."`) to a folder beside it."""
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            source = ast.unparse(node.value)
+            if "ROOT.parent" in source or "'..'" in source or '".."' in source:
+                names.add(node.targets[0].id)
+    return names
+
+
+def _skip_reasons(tree):
+    """Every skip reason written in a test file: pytest.skip(...)'s message and skipif's reason=."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        called = ast.unparse(node.func)
+        if called.endswith("skip") and node.args:
+            yield node.args[0]
+        if called.endswith("skipif"):
+            yield from (k.value for k in node.keywords if k.arg == "reason")
+
+
+def test_no_skip_reason_names_a_path_outside_the_project():
+    """Issue 31 item 7: in a clone outside the course's workspace the quick subset said where the
+    course's shared folder would be on this machine; a skip reason says ../shared instead."""
+    named = []
+    for path in sorted(HERE.glob("test_*.py")):
+        tree = ast.parse(path.read_text())
+        outside = _outside_names(tree)
+        for reason in _skip_reasons(tree):
+            used = {n.id for n in ast.walk(reason) if isinstance(n, ast.Name)}
+            named += [f"{path.name}: {name}" for name in sorted(used & outside)]
+            if "resolve()" in ast.unparse(reason):
+                named.append(f"{path.name}: a resolved path")
+    assert named == []
+
+
+def test_the_outside_path_rule_finds_one():
+    tree = ast.parse('BOOK = ROOT.parent / "shared" / "x.json"\n'
+                     'def test_x():\n    pytest.skip(f"not here ({BOOK})")\n')
+    assert _outside_names(tree) == {"BOOK"}
+    assert [ast.unparse(r) for r in _skip_reasons(tree)] == ["f'not here ({BOOK})'"]

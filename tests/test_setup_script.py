@@ -2,6 +2,8 @@
 default index otherwise, saying which. The choice is tested on its own (the script's
 choose_torch_index, sourced), against a local HTTP server standing in for the index."""
 import http.server
+import json
+import re
 import os
 import socket
 import subprocess
@@ -70,7 +72,7 @@ def test_the_default_is_pytorchs_cpu_index():
 
 def test_the_fallback_says_what_it_costs():
     _, said = choose(TORCH_INDEX=f"http://127.0.0.1:{closed_port()}/whl/cpu", TORCH_INDEX_TIMEOUT="1")
-    assert "CUDA build" in said and "4.7 GB" in said
+    assert "CUDA build" in said and "gigabytes more" in said and "the size is printed once installed" in said
 
 
 def test_setup_reports_the_torch_build_it_installed():
@@ -84,3 +86,98 @@ def test_setup_reports_the_torch_build_it_installed():
     script = SCRIPT.read_text()
     torch_install = [line for line in script.splitlines() if "torch_pip=(" in line][0]
     assert "--progress-bar on" in torch_install and "--quiet" not in torch_install  # pip's progress shows
+
+
+# ---------------------------------------------------------------- the Gradescope bundle's setup.sh (issue 31)
+
+def bundle_setup(tmp_path):
+    """The bundle's setup.sh as the bundle holds it (its tested torch filled in)."""
+    from autograder.commands import gradescope
+
+    [(_, text, _)] = [f for f in gradescope.bundle_files(ROOT / "grading.yml") if f[0] == "setup.sh"]
+    path = tmp_path / "setup.sh"
+    path.write_bytes(text)
+    return path
+
+
+ROOT = SCRIPT.parents[1]
+
+
+def test_both_setups_install_the_tested_torch_from_one_place(tmp_path):
+    from autograder.commands import gradescope
+
+    assert re.fullmatch(r"\d+\.\d+\.\d+", gradescope.TESTED_TORCH)
+    assert f"spec=${{TORCH_SPEC:-torch=={gradescope.TESTED_TORCH}}}" in SCRIPT.read_text()
+    setup = bundle_setup(tmp_path).read_text()
+    assert "@TESTED_TORCH@" not in setup and f'TESTED_TORCH="{gradescope.TESTED_TORCH}"' in setup
+    assert 'install_torch "$python" "${TORCH_SPEC:-torch==$TESTED_TORCH}"' in setup
+
+
+def test_numpy_is_installed_before_torch_in_both(tmp_path):
+    """torch warns "Failed to initialize NumPy" when it is imported without NumPy."""
+    ours = SCRIPT.read_text()
+    assert ours.index('"${pip[@]}" "numpy>=1.24"') < ours.index('"${torch_pip[@]}"')
+    setup = bundle_setup(tmp_path).read_text()
+    main = setup[setup.index("main() {"):]
+    assert main.index("grep -m1 '^numpy'") < main.index("install_torch ")
+
+
+def sourced(setup, script, env=None):
+    environment = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_", "PIP_INDEX"))}
+    environment.update(env or {})
+    return subprocess.run(["bash", "-c", f'source "{setup}"; {script}'], env=environment, capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.mark.parametrize("installs, verdict", [
+    ([("torch", "2.13.0+cpu"), ("numpy", "2.1.0")], "cpu"),
+    ([("torch", "2.13.0")], "cpu"),  # macOS and aarch64 wheels: no local version, no CUDA libraries
+    ([("torch", "2.13.0+cu128")], "cuda"),
+    ([("torch", "2.13.0"), ("nvidia-cublas-cu12", "12.8.4.1"), ("triton", "3.5.0")], "cuda"),
+])
+def test_pips_report_tells_a_cuda_build(tmp_path, installs, verdict):
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"install": [{"metadata": {"name": n, "version": v}} for n, v in installs]}))
+    done = sourced(bundle_setup(tmp_path), f'judge_report "{sys.executable}" < "{report}"')
+    assert done.stdout.strip() == verdict, done.stderr
+
+
+def test_a_cuda_build_is_refused_before_it_is_downloaded(tmp_path):
+    """Where PyTorch's CPU index cannot be reached and pip's own index would give the CUDA build, the
+    build stops, saying why and what to do; nothing is installed."""
+    setup = bundle_setup(tmp_path)
+    closed = f"http://127.0.0.1:{closed_port()}/whl/cpu"
+    script = f'torch_plan() {{ echo cuda; }}; install_torch "{sys.executable}" torch==2.13.0'
+    done = sourced(setup, script, {"TORCH_INDEX": closed, "TORCH_INDEX_TIMEOUT": "1"})
+    assert done.returncode == 1
+    assert "cannot be reached" in done.stderr and "would install the cuda build of torch==2.13.0" in done.stdout
+    assert "refused: a CUDA build brings NVIDIA's libraries" in done.stderr and "TORCH_ALLOW_CUDA=1" in done.stderr
+
+
+def fake_python(tmp_path, cuda):
+    """A python3 that installs nothing and reports a torch with CUDA `cuda` ('' for the CPU build)."""
+    path = tmp_path / "python"
+    path.write_text(f"""#!/bin/bash
+if [[ "$1" == -m ]]; then echo "pip $*" >> "{tmp_path}/pip.log"; exit 0; fi
+case "$2" in
+  *torch.version.cuda*) echo "{cuda}" ;;
+  *find_spec*) echo "5.6 GB" ;;
+esac
+""")
+    path.chmod(0o755)
+    return str(path)
+
+
+def test_a_cuda_build_that_got_installed_stops_the_build_or_says_its_size(tmp_path):
+    setup = bundle_setup(tmp_path)
+    python = fake_python(tmp_path, "12.8")
+    done = sourced(setup, f'torch_plan() {{ echo unknown; }}; install_torch "{python}" torch==2.13.0',
+                   {"TORCH_INDEX": ""})
+    assert done.returncode == 1 and "refused: pip installed a CUDA 12.8 build of torch (5.6 GB" in done.stderr
+    done = sourced(setup, f'torch_plan() {{ echo unknown; }}; install_torch "{python}" torch==2.13.0',
+                   {"TORCH_INDEX": "", "TORCH_ALLOW_CUDA": "1"})
+    assert done.returncode == 0, done.stderr
+    assert "a CUDA 12.8 build of torch, as TORCH_ALLOW_CUDA=1 allows: 5.6 GB of the image" in done.stdout
+    done = sourced(setup, f'install_torch "{fake_python(tmp_path, "")}" torch==2.13.0',
+                   {"TORCH_INDEX": f"http://127.0.0.1:{closed_port()}/whl/cpu", "TORCH_INDEX_TIMEOUT": "1"})
+    assert done.returncode == 0 and "refused" not in done.stderr + done.stdout

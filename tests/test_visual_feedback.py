@@ -283,26 +283,49 @@ def test_grade_markdown_writes_the_pictures_beside_the_report(graded, tmp_path):
     assert all(link.startswith("report_pictures/") for link in links)
     assert [(tmp_path / link).read_bytes()[:4] for link in links] == [b"\x89PNG"] * 2
     assert "wrong dim" in text
+    # issue 31 item 6: the picture section reads as written, in the file and where it renders: only
+    # what would change the rendering is escaped (reports.markdown.md_text), as in the rest of the report
+    section = text[text.index("### Your attention weights next to the expected ones"):]
+    [carrier] = [c for c in grade.checks if c.figure is not None]
+    title = carrier.figure["title"]
+    assert re.search(r"[()_]", title) and f"**causal**: {title}" in section, section[:400]
+    assert not re.search(r"\\[()_.!#+-]", section), section[:400]
+    assert "![your code (CausalAttention)](report_pictures/" in section
     assert markdown_pictures.markdown_pictures(graded("solutions"), tmp_path / "other.md") == ""
     assert not (tmp_path / "other_pictures").exists()
 
 
 def test_the_nbgrader_graded_cell_gets_the_pictures_before_its_score(graded):
+    """Issue 31: a notebook stacks its outputs, so the student's heatmap and the expected one are one
+    picture, side by side (twice as wide as one heatmap, as tall), with an alt text saying which is which."""
     nbformat = pytest.importorskip("nbformat")
     pytest.importorskip("nbgrader")
     from autograder.nbgrader_plugins import ENGINE_MARK, with_figures
+    from autograder.reports.plots import figure_pictures
 
     grade = graded("simple-weights-softmax-dim0")
     outputs = [nbformat.v4.new_output("display_data", data={"text/plain": "report"}),
                nbformat.v4.new_output("execute_result", data={"text/plain": "5.0"}, execution_count=None)]
     cell = nbformat.v4.new_code_cell("score", outputs=with_figures(outputs, grade, "simple_attention"))
     kinds = [o["output_type"] for o in cell.outputs]
-    assert kinds == ["display_data", "display_data", "display_data", "execute_result"]
-    images = [base64.b64decode(o["data"]["image/png"]) for o in cell.outputs[1:3]]
-    assert all(p.startswith(b"\x89PNG") for p in images) and images[0] != images[1]
-    assert all(ENGINE_MARK in o["metadata"] for o in cell.outputs[1:3])
+    assert kinds == ["display_data", "display_data", "execute_result"]
+    pair = base64.b64decode(cell.outputs[1]["data"]["image/png"])
+    [carrier] = [c for c in grade.checks if c.part == "simple_attention" and c.figure is not None]
+    [(_, one, _)] = figure_pictures(carrier.figure)
+    (width, height), (one_width, one_height) = png_size(pair), png_size(one)
+    assert pair.startswith(b"\x89PNG") and abs(width - 2 * one_width) <= 2 and height == one_height
+    alt = cell.outputs[1]["metadata"]["image/png"]["alt"]
+    assert alt.startswith("your attention weights (attention_weights) (left) beside the expected ones (right): ")
+    assert ENGINE_MARK in cell.outputs[1]["metadata"]
     nbformat.validate(nbformat.v4.new_notebook(cells=[cell]))
     assert with_figures(outputs, graded("solutions"), "simple_attention") == outputs
+
+
+def png_size(png):
+    """(width, height) of a PNG, from its IHDR chunk."""
+    import struct
+
+    return struct.unpack(">II", png[16:24])
 
 
 # ---------------------------------------------------------------- the class report, from records

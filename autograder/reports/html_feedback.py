@@ -60,6 +60,7 @@ def _item_html(item):
     points = f" (-{fmt(item.points)})" if item.points else ""
     own = f'<div class="muted">{esc(OWN_TEXT)}: <code>{esc(item.own_text)}</code></div>' if item.own_text else ""
     where = f'<div class="muted">{esc(item.failed_in)}</div>' if item.failed_in else ""
+    where += f'<div class="muted">{esc(item.voided_note)}</div>' if item.voided_note else ""
     return (f'<div class="fix"><div class="check">{esc(item.title)}{esc(points)}</div>'
             f"<div>{esc(item.message)}</div>{where}{own}</div>")
 
@@ -69,11 +70,12 @@ def _what_to_fix(results):
     carries them, or after the part's first item when that check is hidden (and not named)."""
     items = what_to_fix(checks_of(results), parts_of(results))
     figures = figures_by_part(results)
-    named = {(item.part, name) for item in items for name in item.checks}
+    named = {(item.part, name) for item in items for name in item.checks + item.voided}
     blocks = []
     for item in items:
         blocks.append(_item_html(item))
-        due = [(name, f) for name, f in figures.get(item.part, []) if name in item.checks or (item.part, name) not in named]
+        due = [(name, f) for name, f in figures.get(item.part, [])
+               if name in item.checks + item.voided or (item.part, name) not in named]
         if due:
             said = " ".join(other.message for other in items if other.part == item.part)
             blocks += [f'<div class="picture">{figure_html(figure, said)}</div>' for _, figure in due]

@@ -25,6 +25,8 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 figure { margin: 0; } figcaption { font-size: 0.85em; color: #57606a; text-align: center; }
 .diagnosis { font-weight: 600; } .muted { color: #57606a; font-size: 0.9em; }
 .ok { color: #1a7f37; font-weight: 600; }
+.wide { overflow-x: auto; max-width: 100%; }
+table.compact th, table.compact td { padding: 0.2em 0.45em; }
 """
 
 

@@ -87,6 +87,8 @@ def fix_section(items, heading):
         lines.append(f"- **{_title(item.title)}** (-{fmt(item.points)}): {md_text(item.message)}")
         if item.failed_in:
             lines.append(f"  {md_text(item.failed_in)}")
+        if item.voided_note:
+            lines.append(f"  {md_text(item.voided_note)}")
         if item.own_text:
             lines.append(f"  {OWN_TEXT}: {md_code(item.own_text)}")
     return lines

@@ -8,14 +8,15 @@ import re
 from pathlib import Path
 
 from autograder.figure_data import FigureError, validate
+from autograder.reports.markdown import md_text
 from autograder.reports.plots import available, figure_pictures
 
-_SPECIAL = re.compile(r"([\\`*_{}\[\]<>()#+!|~])")
 
 
 def _md(text):
-    """Grader text as literal Markdown (one line, specials backslash-escaped)."""
-    return _SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+    """Grader text as literal Markdown, escaped only where it would render (reports.markdown.md_text):
+    "torch.manual_seed(123)" reads as written, in the file and where it renders."""
+    return md_text(text, 300)
 
 
 def _slug(text):

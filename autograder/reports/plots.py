@@ -7,6 +7,7 @@ picture. Each function returns PNG bytes; data_uri() makes them embeddable in a 
 
     heatmap_png(matrix, labels, title, scale)   one attention-weight matrix, values in the cells
     figure_pictures(figure)                     [(panel name, student's PNG, expected PNG)] of a figure
+    figure_pairs(figure)                        [(panel name, one PNG of both side by side)] of a figure
     histogram_png(scores, max_score)            the class's score distribution
     available()                                 False where matplotlib is missing: the reports say so
                                                 in words instead of failing
@@ -62,13 +63,29 @@ def scale_of(*matrices):
 def heatmap_png(matrix, labels=(), title="", scale=(0.0, 1.0)):
     """matrix: rows of floats (None: not a finite number, drawn hatched and marked n/a), at most 16x16;
     labels: the tokens (rows: queries, columns: keys), used when there is one per row and column."""
+    side = max(len(matrix), max((len(row) for row in matrix), default=0))
+    figure = _canvas(1.2 + 0.42 * side, 1.0 + 0.42 * side)
+    _heatmap(figure.add_axes((0.26, 0.22, 0.70, 0.66)), matrix, labels, title, scale)
+    return _png(figure)
+
+
+def pair_png(got, want, labels=(), scale=(0.0, 1.0), titles=("your code", "expected")):
+    """The student's matrix and the expected one side by side in one picture (one color scale): for
+    channels that stack their images one under the other (a notebook's outputs)."""
+    side = max(len(got), max((len(row) for row in got), default=0))
+    width, height = 1.2 + 0.42 * side, 1.0 + 0.42 * side
+    figure = _canvas(2 * width, height)
+    for index, (matrix, title) in enumerate(((got, titles[0]), (want, titles[1]))):
+        _heatmap(figure.add_axes((0.13 + 0.5 * index, 0.22, 0.35, 0.66)), matrix, labels, title, scale)
+    return _png(figure)
+
+
+def _heatmap(ax, matrix, labels, title, scale):
     import numpy as np
 
     rows = np.array([[math.nan if v is None else float(v) for v in row] for row in matrix], dtype=float)
     n, m = rows.shape
     side = max(n, m)
-    figure = _canvas(1.2 + 0.42 * side, 1.0 + 0.42 * side)
-    ax = figure.add_axes((0.26, 0.22, 0.70, 0.66))
     ax.set_facecolor("#d0d0d0")
     masked = np.ma.masked_invalid(rows)
     ax.imshow(masked, cmap="Blues", vmin=scale[0], vmax=scale[1], aspect="equal")
@@ -87,7 +104,6 @@ def heatmap_png(matrix, labels=(), title="", scale=(0.0, 1.0)):
                 text = MISSING if math.isnan(value) else f"{value:.2f}" if abs(value) < 100 else f"{value:.0e}"
                 color = "white" if not math.isnan(value) and value > middle else "black"
                 ax.text(j, i, text, ha="center", va="center", fontsize=6.5, color=color)
-    return _png(figure)
 
 
 def figure_pictures(figure):
@@ -101,6 +117,13 @@ def figure_pictures(figure):
         want = heatmap_png(panel["want"], figure["labels"], "expected", scale)
         pictures.append((panel["name"], got, want))
     return pictures
+
+
+def figure_pairs(figure):
+    """A figure -> [(panel name, one PNG: the student's heatmap left, the expected one right)]."""
+    figure = validate(figure)
+    return [(panel["name"], pair_png(panel["got"], panel["want"], figure["labels"],
+                                     scale_of(panel["got"], panel["want"]))) for panel in figure["panels"]]
 
 
 def available():

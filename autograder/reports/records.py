@@ -5,7 +5,8 @@ never results_json, which writes them."""
 
 def checks_of(results):
     """The checks of a record written by results_json, as objects common.what_to_fix reads
-    (part, name, passed, score, max_score, visibility, message, student_text, detail, diagnosis)."""
+    (part, name, passed, score, max_score, visibility, message, student_text, detail, diagnosis,
+    voided_by)."""
     from types import SimpleNamespace
 
     checks = []
@@ -20,7 +21,7 @@ def checks_of(results):
             visibility=test.get("visibility", "visible"),
             message=message,
             student_text=extra.get("student_text", ""), detail=extra.get("detail", ""),
-            diagnosis=extra.get("diagnosis", "shown")))
+            diagnosis=extra.get("diagnosis", "shown"), voided_by=tuple(extra.get("voided_by") or ())))
     return checks
 
 

@@ -38,7 +38,8 @@ def results_json(grade):
             ("part", c.part), ("check", c.name), ("message", printable(c.message)),
             ("student_text", printable(c.student_text)), ("detail", printable(c.detail)),
             ("diagnosis", getattr(c, "diagnosis", "shown")),
-            ("figure", getattr(c, "figure", None))) if value}  # figure: numbers on public inputs (figure_data.py)
+            ("figure", getattr(c, "figure", None)),
+            ("voided_by", list(getattr(c, "voided_by", ())))) if value}  # figure: numbers on public inputs (figure_data.py)
         tests.append(test)
     results = _top(grade, tests)
     results["extra_data"] = {"protections": [printable(p, 200) for p in grade.protections],
@@ -118,6 +119,8 @@ def summary(grade):
             lines.append(f"- {item.title} (-{fmt(item.points)}): {item.message}")
             if item.failed_in:
                 lines.append(f"  {item.failed_in}")
+            if item.voided_note:
+                lines.append(f"  {item.voided_note}")
             if item.own_text:
                 lines.append(f"  {OWN_TEXT}: {item.own_text}")
     if grade.notes:

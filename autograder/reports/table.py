@@ -3,7 +3,7 @@
 Every field goes through common.printable at print time: one line, no control characters or
 escape sequences, capped, so that no text a submission produced can redraw the terminal.
 """
-from autograder.reports.common import OWN_TEXT, fmt, instructor_lines, printable, what_to_fix
+from autograder.reports.common import OWN_TEXT, fmt, instructor_lines, printable, said_with_problem, what_to_fix
 
 
 def table(grade, show_hidden=True, seed=True):
@@ -31,9 +31,11 @@ def _instructor_failures(grade):
         if part not in problems and not any(c.part == part for c in failed):
             continue
         lines.append(f"  {part}:")
-        if part in problems:
-            lines.append(f"    problem: {printable(problems[part])}")
-        for c in (c for c in failed if c.part == part):
+        said = [c for c in failed if c.part == part and said_with_problem(c, grade.parts)]
+        if part in problems:  # the checks that failed with it are counted, not listed again
+            lines.append(f"    problem: {printable(problems[part])}"
+                         + (f" ({len(said)} check{'s' if len(said) > 1 else ''} failed with it)" if said else ""))
+        for c in (c for c in failed if c.part == part and c not in said):
             hidden = "" if c.visibility == "visible" else f" [{c.visibility}]"
             first, *more = instructor_lines(c)
             lines.append(f"    - {c.name}{hidden} (0 / {fmt(c.max_score)}): {first}")
@@ -48,6 +50,8 @@ def _student_failures(grade):
     lines = ["", "What to fix:"]
     for item in items:
         lines.append(f"  - {item.title} (-{fmt(item.points)}): {item.message}")
+        if item.voided_note:
+            lines.append(f"      {item.voided_note}")
         if item.own_text:
             lines.append(f"      {OWN_TEXT}: {item.own_text}")
     return lines

@@ -1,0 +1,100 @@
+"""A part whose module does not import is one problem, said once: the error and its line.
+
+A module with a syntax error, or one that raises while it is being imported (a name it imports that
+does not exist, a NameError at the top level), cannot run a single check of its part: every check
+fails with the same error, and the hidden ones only say "your code raised an exception". Reported
+check by check, one mistake became several items, one of them advice about a check that never got
+to run. Here such a part gets the import error as its problem (PartRun.problem), and each failed
+check of it the same message, which every report says once for the part (reports.common.what_to_fix),
+and the class report lists with the parts that crashed.
+
+What is said comes from what the student may see anyway: a syntax error from the grader's own
+reading of the staged file (`ast.parse`, which runs nothing), and only when the child raised a
+syntax error at import too; an error raised at import from the student text of a check with
+visible inputs. Nothing else about the part is said.
+
+    explain(run, folder, visible)   run: a runner.PartRun (its checks run); folder: the staged
+                                    modules; visible: the names of the part's checks with visible inputs
+"""
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Collection
+from pathlib import Path
+from typing import Any, Protocol
+
+from autograder import text
+
+
+class PartRun(Protocol):
+    """What is read and written of a runner.PartRun (runner imports this module, not the other way)."""
+    part: str
+    problem: str
+    results: list[Any]  # runner.CheckResult: name, passed, message, student_text, cause, unexplained
+
+SYNTAX_KINDS = ("SyntaxError", "IndentationError", "TabError")
+# the end of StudentError.student_text() for an error raised by a module's top level
+AT_IMPORT = re.compile(r"\((\w+\.py), line \d+, in <module>\)$")
+SOURCE_LINE = 120  # the most of the offending line quoted
+
+
+def explain(run: PartRun, folder: str | Path, visible: Collection[str] = ()) -> None:
+    """Set run.problem (and every failed check's message) when the part's module does not import;
+    every check of the part must have failed, so a module that imports is never said not to."""
+    if run.problem or not run.results or any(r.passed for r in run.results):
+        return
+    said = syntax_error(run, Path(folder)) or error_at_import(run, visible)
+    if not said:
+        return
+    run.problem = said
+    for result in run.results:
+        result.message, result.cause, result.unexplained = said, "", False
+
+
+def syntax_error(run: PartRun, folder: Path) -> str:
+    """"<file> does not import: SyntaxError: <msg> (line N: <the line>)" when the child raised a syntax
+    error for a chapter file and the grader's own parse of that staged file finds one; else ''."""
+    raised = {_file_of(r.student_text) for r in run.results if r.student_text.startswith(SYNTAX_KINDS)}
+    raised.discard("")
+    for name in sorted(raised, key=lambda n: n != f"{run.part}.py"):  # the part's own module first
+        found = parse_error(folder / name)
+        if found:
+            return f"{name} does not import: {found}"
+    return ""
+
+
+def parse_error(path: Path) -> str:
+    """The syntax error the grader's parser finds in path ('' when it parses or cannot be read)."""
+    try:
+        source = path.read_bytes()
+    except OSError:
+        return ""
+    try:
+        ast.parse(source, filename=path.name)
+    except SyntaxError as e:
+        line = ""
+        if e.lineno:
+            lines = source.decode("utf-8", "replace").splitlines()
+            code = lines[e.lineno - 1].strip() if 0 < e.lineno <= len(lines) else ""
+            line = f"line {e.lineno}" + (f": {text.excerpt(code, SOURCE_LINE)}" if code else "")
+        return text.excerpt(f"{type(e).__name__}: {e.msg}" + (f" ({line})" if line else ""))
+    except (ValueError, RecursionError, MemoryError) as e:  # null bytes, nesting the parser refuses
+        return text.excerpt(f"SyntaxError: {type(e).__name__}: {e}")
+    return ""
+
+
+def error_at_import(run: PartRun, visible: Collection[str]) -> str:
+    """"<file> does not import: <the error>" when a check with visible inputs saw the module's top level
+    raise (the student may see that text); else ''."""
+    for result in run.results:
+        found = AT_IMPORT.search(result.student_text or "")
+        if found and result.name in visible:
+            return f"{found.group(1)} does not import: {result.student_text}"
+    return ""
+
+
+def _file_of(student_text: str) -> str:
+    """The chapter file a syntax error names: "SyntaxError: invalid syntax (mha.py, line 26)" -> mha.py."""
+    found = re.search(r"\((\w+\.py), line \d+", student_text)
+    return found.group(1) if found else ""

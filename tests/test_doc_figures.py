@@ -1,0 +1,150 @@
+"""Every figure the docs state holds (issue 31 item 4): README.md, docs/*.md, the students' README and
+the two templates' READMEs.
+
+A figure (a duration, a size, a ratio, a percentage, a count of tests) either stands in a section that
+gives the command that produced it, with the machine and the date, or is listed in CHECKED with the
+check that compares it with what the project defines or measures. A new figure that is in neither
+fails `test_every_figure_is_measured_or_checked`, naming it. The test suite's own size and duration are
+kept in one marked place of the README (`<!-- suite-figures -->`), refreshed at integration: a count
+of tests anywhere else would be stale as soon as someone adds a test.
+"""
+import ast
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")),
+        "assignments/ch03/README.md", "autograder/templates/release/README.md",
+        "autograder/templates/gradescope/README.md"]
+MEASURE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)?(?:-\d+(?:\.\d+)?)?\s?(?:ms|s|seconds?|minutes?|min|hours?|MB|GB|GiB|"
+                     r"MiB|KiB|KB|%|x)(?!\w)|\b\d+:\d\d\b|\b\d+ (?:passed|skipped|collected)\b"
+                     # counts and scores: "21/21 match", "80 characters", "400 training runs", "4 times"
+                     r"|(?<![\w./-])\d+/\d+(?![\w/])|\b\d+ (?:characters|training runs|times)\b")
+DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+COMMAND = re.compile(r"`(?:time |\.venv/bin/python |python |\.ci/run|scripts/)[^`]*`")
+MACHINE = re.compile(r"machine|\bH[12]00\b|\bcores?\b")
+SUITE = re.compile(r"<!-- suite-figures\b.*?<!-- /suite-figures -->", re.S)
+TESTS_COUNT = re.compile(r"\b\d+ (?:passed|skipped|collected|tests? (?:pass|run))\b|\bthe whole (?:test )?suite\b[^.]*"
+                         r"\b\d+(?:\.\d+)? (?:minutes|min|s)\b")
+
+
+def _source_constant(path, name):
+    """A module-level constant of a Python file, read without importing it."""
+    for node in ast.parse((ROOT / path).read_text()).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return ast.literal_eval(node.value)
+        if isinstance(node, ast.ClassDef):
+            for inner in node.body:
+                if isinstance(inner, ast.Assign) and isinstance(inner.targets[0], ast.Tuple) and \
+                        name in [t.id for t in inner.targets[0].elts]:
+                    names = [t.id for t in inner.targets[0].elts]
+                    return ast.literal_eval(inner.value)[names.index(name)]
+    raise AssertionError(f"{path}: no constant {name}")
+
+
+def _speed_lab_cpu_within(share):
+    """On the CPU every implementation of the speed lab is within `share` of SDPA, forward and backward
+    (the measured figures, benchmarks/speed_lab_figures.json)."""
+    ms = json.loads((ROOT / "benchmarks" / "speed_lab_figures.json").read_text())["cpu"]["ms"]
+    ratios = [times[k] / ms["sdpa"][k] for times in ms.values() for k in (0, 1)]
+    return len(ratios) == 10 and max(ratios) < 1 + share
+
+
+# (document, figure as written) -> the check that holds it
+CHECKED = {
+    ("README.md", "1.3x"): lambda: "1.3" in (ROOT / "autograder/notebook_templates/ch03/04_speed_lab.txt").read_text(),
+    ("README.md", "25%"): lambda: _speed_lab_cpu_within(0.25),
+    ("docs/ci-and-gradescope.md", "3.9 MB"):
+        lambda: '"Huge" * 975_000' in (ROOT / "tests/adversarial/cases/report_huge_class_name/simple_attention.py")
+        .read_text() and len("Huge" * 975_000) == 3_900_000,
+    ("docs/notebooks.md", "2.5 s"): lambda: _source_constant("tests/test_nbgrader_roundtrip.py", "ATTACK_SECONDS") == 2.5,
+    ("docs/notebooks.md", "0 s"):  # stock collect took the student's "2000-01-01": 0 s late; the test plants it
+        lambda: '"2000-01-01 00:00:00.000000 UTC"' in (ROOT / "tests/test_nbgrader_exchange.py").read_text(),
+    ("docs/sandbox.md", "10 s"): lambda: (_source_constant("autograder/sandbox/client.py", "WALL_FACTOR"),
+                                          _source_constant("autograder/sandbox/client.py", "WALL_SLACK")) == (4, 10),
+    ("docs/sandbox.md", "2 s"): lambda: _source_constant("autograder/suites/dependencies.py", "PROBE_SECONDS") == 2,
+    ("docs/sandbox.md", "512 MiB"): lambda: "512 << 20" in (ROOT / "tests/test_staging.py").read_text(),
+    ("docs/sandbox.md", "0.25 s"): lambda: _source_constant("autograder/sandbox/gpu_watch.py", "PERIOD") == 0.25,
+    ("docs/sandbox.md", "1 GiB"): lambda: _source_constant("autograder/inside/gpu.py", "CONTEXT_MB") == 1024,
+    ("docs/sandbox.md", "4 times"): lambda: _source_constant("autograder/sandbox/client.py", "WALL_FACTOR") == 4,
+    ("README.md", "21/21"):  # what `book-check` prints, asserted by its test
+        lambda: '"book values: 21/21 match\\n"' in (ROOT / "tests/test_book_check.py").read_text(),
+    ("README.md", "400 training runs"):
+        lambda: "def dropout_statistics(module, x, runs=400)" in (ROOT / "source/ch03/ch03_tools.py").read_text(),
+    ("README.md", "80 characters"): lambda: _source_constant("autograder/batch.py", "NAME_LIMIT") == 80,
+    # the form of gpu-check's summary line: the reference's and the stubs' scores out of the rubric's 100
+    ("README.md", "100/100"): lambda: _rubric_total() == 100 and "reference 100/100 sandboxed, 100/100 non-root; "
+                                      "stubs 0/100" in (ROOT / "scripts/gpu_check.py").read_text(),
+    ("README.md", "0/100"): lambda: _rubric_total() == 100,
+}
+
+
+def _rubric_total():
+    import yaml
+
+    rubric = yaml.safe_load((ROOT / "grading.yml").read_text())
+    default = rubric.get("defaults", {}).get("points", 1)
+    return sum(spec if isinstance(spec, (int, float)) else (spec.get("points", default) if isinstance(spec, dict)
+                                                             else default)
+               for part in rubric["parts"].values() for spec in part["checks"].values()) + sum(
+        group.get("points", 0) for part in rubric["parts"].values() for group in (part.get("groups") or {}).values())
+
+
+def sections(text):
+    return re.split(r"\n(?=#{1,4} )", text)
+
+
+def unmeasured(doc, text):
+    """The figures of `text` (one document) in sections that give no command, machine and date."""
+    found = []
+    for section in sections(SUITE.sub("", text)):
+        if DATE.search(section) and COMMAND.search(section) and MACHINE.search(section):
+            continue
+        found += [(doc, figure) for figure in MEASURE.findall(section)]
+    return found
+
+
+def test_every_figure_is_measured_or_checked():
+    loose = [found for doc in DOCS for found in unmeasured(doc, (ROOT / doc).read_text()) if found not in CHECKED]
+    assert loose == [], "figures with neither a command, machine and date nor a check in CHECKED"
+
+
+@pytest.mark.parametrize("doc, figure", sorted(CHECKED))
+def test_each_checked_figure_holds(doc, figure):
+    assert figure in (ROOT / doc).read_text(), f"{doc} no longer says {figure}: remove it from CHECKED"
+    assert CHECKED[doc, figure](), f"{doc}: {figure} is not what the project has"
+
+
+def test_the_rule_finds_a_figure_without_its_command():
+    assert unmeasured("x.md", "## Speed\n\nGrading takes 3.5 s per submission.\n") == [("x.md", "3.5 s")]
+    assert unmeasured("x.md", "## Speed\n\nOn the course's 2-core machine, 2026-11-26: `time .ci/run`: 7.5 "
+                              "minutes.\n") == []
+
+
+def test_the_suites_size_and_duration_are_in_one_marked_place():
+    readme = (ROOT / "README.md").read_text()
+    [block] = SUITE.findall(readme)
+    assert DATE.search(block) and "`time .ci/run`" in block and "`time .venv/bin/python -m pytest -m quick`" in block
+    assert "2-core machine" in block and "idle" in block  # what the figures assume
+    for doc in DOCS:
+        text = SUITE.sub("", (ROOT / doc).read_text())
+        assert TESTS_COUNT.findall(text) == [], doc
+
+
+def test_the_release_readme_says_what_a_student_sees_of_hidden_checks():
+    """Issue 31 item 4: it said "only their number"; the comment shows each hidden failure's diagnosis
+    (tests/test_one_mistake.py checks that its example is what the student's table says)."""
+    text = " ".join((ROOT / "autograder/templates/release/README.md").read_text().split())
+    assert "only their number" not in text and "says what they found wrong" in text
+
+
+def test_the_docs_say_what_happens_without_root():
+    """Issue 31 item 4: docs/ci-and-gradescope.md said the sandbox falls back to a process group and
+    rlimits without root; container mode refuses there (sandbox/container.py)."""
+    text = " ".join((ROOT / "docs/ci-and-gradescope.md").read_text().split())
+    assert "falls back to a process group" not in text
+    assert "it refuses to grade" in text and "container mode needs root" in text
+    assert "container mode needs root" in (ROOT / "autograder/sandbox/container.py").read_text()
