@@ -453,7 +453,7 @@ class PartChild:
         wall clock behind them (a child that sleeps uses none); its memory cap is the server's own
         memory plus memory_mb."""
         self.timeout, self.memory_mb = timeout, memory_mb
-        self.idle_left, self.idle_out = self.IDLE_AFTER_HIDDEN, False
+        self.idle_meter, self.idle_out = _IdleMeter(self, self.IDLE_AFTER_HIDDEN), False
         self.started = time.monotonic()
         self.deadline = self.started + timeout * self.WALL_FACTOR + self.WALL_SLACK
         sandbox = self.session.sandbox
@@ -525,23 +525,28 @@ class PartChild:
         """Wait until the reply begins: Deadline once the child has used cpu_limit seconds of CPU time
         in this part, or at the wall-clock deadline. A neighbour's load slows the wait, never ends it.
         After a hidden input, also once the child has been idle (neither on the CPU nor waiting for
-        it) for IDLE_AFTER_HIDDEN seconds in this part: how long it sleeps is then the child's only
-        choice, and the time a step takes is shown in a CI job log."""
-        idle = _IdleMeter(self) if self.saw_hidden else None
-        while not select.select([self.replies_r], [], [], 0)[0]:
-            now = time.monotonic()
-            if now >= deadline:
-                raise protocol.Deadline()
-            if select.select([self.replies_r], [], [], min(self.TICK, deadline - now))[0]:
-                break
-            if self.spent() > cpu_limit:
-                self.cpu_out = True
-                raise protocol.Deadline()
-            if idle is not None and idle.used() > self.idle_left:
-                self.idle_out = True
-                raise protocol.Deadline()
-        if idle is not None:
-            self.idle_left -= idle.used()
+        it) for IDLE_AFTER_HIDDEN seconds in this part (_IdleMeter): how long it sleeps is then the
+        child's only choice, and the time a step takes is shown in a CI job log."""
+        idle = self.idle_meter.call_begins() if self.saw_hidden else None
+        try:
+            while not select.select([self.replies_r], [], [], 0)[0]:
+                now = time.monotonic()
+                if now >= deadline:
+                    raise protocol.Deadline()
+                if select.select([self.replies_r], [], [], min(self.TICK, deadline - now))[0]:
+                    break
+                if self.spent() > cpu_limit:
+                    self.cpu_out = True
+                    raise protocol.Deadline()
+                if idle is not None and idle.over(waiting=True):
+                    self.idle_out = True
+                    raise protocol.Deadline()
+        finally:
+            if idle is not None:
+                idle.call_ends()
+        if idle is not None and idle.over(waiting=False):
+            self.idle_out = True
+            raise protocol.Deadline()
 
     def finish(self) -> dict:
         """End the current part -> {'output', 'output_bytes', 'reusable'}: what the part printed, and
@@ -629,13 +634,39 @@ class PartChild:
 
 
 class _IdleMeter:
-    """Seconds a part's child has been idle since this meter was made: wall time less the session's
-    CPU time (Part.spent) and less the time the child's thread waited for a CPU (its schedstat's run
-    delay: a busy machine is not the child's idleness)."""
+    """How long a part's child has been idle since its first call after a hidden input: the wall time
+    its calls took (not the grader's own time between them) less the session's CPU time (Part.spent)
+    and less the time the child's thread waited for a CPU (its schedstat's run delay: a busy machine
+    is not the child's idleness). Read while a call waits, and after a call only once another half
+    second of calls has passed, so a quick reply costs no read of /proc."""
 
-    def __init__(self, part):
-        self.part = part
-        self.start = (time.monotonic(), part.spent(), self._delay())
+    CHECK_EVERY = 0.5
+
+    def __init__(self, part, budget):
+        self.part, self.budget = part, budget
+        self.base = None  # (session CPU, run delay) at the first call after a hidden input
+        self.wall, self.checked, self.started = 0.0, 0.0, None
+
+    def call_begins(self):
+        if self.base is None:
+            self.base = (self.part.spent(), self._delay())
+        self.started = time.monotonic()
+        return self
+
+    def call_ends(self):
+        if self.started is not None:
+            self.wall += time.monotonic() - self.started
+            self.started = None
+
+    def over(self, waiting):
+        """Whether the child has been idle for more than the budget (after a call: checked only every
+        CHECK_EVERY seconds of calls)."""
+        if not waiting and self.wall - self.checked < self.CHECK_EVERY:
+            return False
+        self.checked = self.wall
+        wall = self.wall + (time.monotonic() - self.started if self.started is not None else 0.0)
+        cpu, delay = self.base
+        return wall - (self.part.spent() - cpu) - (self._delay() - delay) > self.budget
 
     def _delay(self):
         part = self.part
@@ -645,10 +676,6 @@ class _IdleMeter:
                 return int(f.read().split()[1]) / 1e9
         except (OSError, ValueError, IndexError):
             return 0.0
-
-    def used(self):
-        wall, cpu, delay = self.start
-        return max(0.0, (time.monotonic() - wall) - (self.part.spent() - cpu) - (self._delay() - delay))
 
 
 def _host_pid(pidfd):
