@@ -38,6 +38,7 @@ from autograder import PARTS, chapter, reports, submission, text
 from autograder.engine import Engine
 from autograder.gradebook import Gradebook
 from autograder.reports import class_report, html_feedback, plots
+from autograder.sandbox.death import NOT_GRADED
 from autograder.settings import Settings
 
 if TYPE_CHECKING:
@@ -181,11 +182,13 @@ def _ready():
 
 def _grade_one(student, path):
     """-> (student, results or None, problem, internal detail): never raises for a submission."""
+    from autograder import grading
     from autograder.submission import SubmissionError
 
     try:
         grade = _worker_engine.grade(path)
-        return student, reports.results_json(grade), "", ""
+        # the machine kept a part from running: recorded as not graded, graded again on the next run
+        return student, reports.results_json(grade), grading.not_graded_problem(grade), ""
     except SubmissionError as e:
         return student, None, text.clean(str(e)), ""
     except Exception as e:  # a failure of the grader on this submission: recorded; the others go on
@@ -259,6 +262,8 @@ def _grade_all(todo, where, engine, doors, book, progress):
             results["environment_check"] = reports.environment_check(engine.environment_check)
         if internal:  # not the student's doing: kept for the instructor, graded again on the next run
             problem, fingerprint = f"{problem} ({internal})", RETRY + fingerprint
+        elif problem.startswith(NOT_GRADED):  # the machine's doing (runner.NOT_GRADED): the same
+            fingerprint = RETRY + fingerprint
         _store(book, out, student, fingerprint, results, problem)
         graded.append(student)
         _progress(progress, len(graded), total, started, student)
@@ -330,9 +335,19 @@ def write_csv(book: Gradebook, path: Path, students: list[str] | None = None) ->
         writer.writerow(["student", "score", "max_score", *parts, "problem"])
         for student, score, max_score, by_part in book.rows():
             if wanted is None or student in wanted:
-                writer.writerow([text.csv_cell(student), f"{score:g}", f"{max_score:g}",
-                                 *(f"{by_part.get(p, 0):g}" for p in parts), text.csv_cell(problems.get(student, ""))])
+                problem = problems.get(student, "")
+                ungraded = set()
+                if problem.startswith(NOT_GRADED):  # no score stands, not even 0 (never a lower score)
+                    score = max_score = None
+                    ungraded = {p for p in parts if re.search(rf"\b{p}\b", problem)}
+                writer.writerow([text.csv_cell(student), _cell(score), _cell(max_score),
+                                 *(_cell(None if p in ungraded else by_part.get(p, 0)) for p in parts),
+                                 text.csv_cell(problem)])
     os.replace(tmp.name, path)
+
+
+def _cell(value: float | None) -> str:
+    return "" if value is None else f"{value:g}"
 
 
 def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students: list[str], graded: list[str],
@@ -347,10 +362,15 @@ def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students:
         lines.append(f"  graded now: {len(graded)}; up to date: {len(students) - len(graded)}")
     else:
         lines.append(f"  nothing to grade: {len(students)} up to date (unchanged since they were graded)")
-    broken = [(s, problems[s]) for s in present if problems.get(s)]
+    broken = [(s, problems[s]) for s in present if problems.get(s) and not problems[s].startswith(NOT_GRADED)]
     if broken:
         lines.append(f"  not graded, scored 0 ({len(broken)}):")
         lines += [f"    {s}: {text.excerpt(problem, 240)}" for s, problem in broken]
+    overloaded = [(s, problems[s]) for s in present if problems.get(s, "").startswith(NOT_GRADED)]
+    if overloaded:  # the machine's doing (runner.NOT_GRADED): no score stands, graded again on the next run
+        lines.append(f"  not graded, no score ({len(overloaded)}):")
+        lines += [f"    {s}: {text.excerpt(problem, 240)}" for s, problem in overloaded]
+    present = [s for s in present if not problems.get(s, "").startswith(NOT_GRADED)]
     if present:
         scores = [rows[s][0] for s in present]
         top = max(rows[s][1] for s in present)

@@ -108,6 +108,9 @@ def failure_message(grade: Grade, device: str) -> str:
 
 def likely_cause(grade: Grade, device: str) -> str:
     problems = " ".join(p.get("problem") or "" for p in grade.parts.values())
+    if grade.not_graded:  # sandbox/death.py measured no cause of the reference's own
+        return ("the machine was overloaded while the reference was graded (its processes were killed or kept "
+                "waiting by something else, again and again): grade again when the machine is quieter")
     if "could not start the sandbox" in problems or "lost" in problems:
         return "the sandbox cannot run code here (its fork server or session did not start)"
     if "timed out" in problems:

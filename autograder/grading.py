@@ -18,6 +18,15 @@ from autograder.rubric import Rubric
 from autograder.submission import stage
 
 RUBRIC_PATH = chapter.current().rubric
+NOT_GRADED_MESSAGE = ("This submission was not graded: the machine that graded it was overloaded (its processes were "
+                      "killed or kept waiting by something other than your code), so no score was recorded. This is "
+                      "not about your code; it will be graded again.")
+
+
+def not_graded_problem(grade: "Grade") -> str:
+    """The instructor's one line for a grade with parts the machine kept from being graded ('' when none)."""
+    found = grade.not_graded
+    return f"{runner.NOT_GRADED} (parts: {', '.join(found)}): graded again on the next run" if found else ""
 
 
 @dataclass
@@ -34,22 +43,30 @@ class ScoredCheck:
     diagnosis: str = "shown"  # grading.yml's `diagnosis`: "withheld" keeps a hidden check's message from students
     figure: dict | None = None  # the student's and the expected weights on the book's example (suites/figures.py)
     voided_by: tuple[str, ...] = ()  # the failed checks its grading.yml `requires` names: it passed, but earns nothing
+    not_graded: bool = False  # the machine kept it from running (runner.NOT_GRADED): nobody's score
 
 
 @dataclass
 class Grade:
     submission: str
     checks: list = field(default_factory=list)
-    parts: dict = field(default_factory=dict)     # part -> {"score", "max_score", "problem", "seconds"}
+    parts: dict = field(default_factory=dict)     # part -> {"score", "max_score", "problem", "seconds", "diagnosis"}
     protections: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     output: dict = field(default_factory=dict)    # part -> what the student's code printed
     seed: int | None = None                       # the run's secret behind the unseen inputs (instructors only)
     environment_check: dict | None = None         # envcheck.ensure's record: the reference graded here first
+    tampering: list = field(default_factory=list)  # reaches into the grader its source writes (instructors only)
 
     @property
     def score(self) -> float:
         return round(sum(p["score"] for p in self.parts.values()), 4)
+
+    @property
+    def not_graded(self) -> dict[str, str]:
+        """{part: why} for the parts the machine kept from being graded (runner.NOT_GRADED): a grade with
+        any is no grade at all, in every channel (never a lower score)."""
+        return {part: p["not_graded"] for part, p in self.parts.items() if p.get("not_graded")}
 
     @property
     def max_score(self) -> float:
@@ -77,6 +94,7 @@ def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list], 
         # the submission by its name: reports never show the grader's own paths
         grade = Grade(staged.source, notes=list(staged.notes), seed=fixtures.get("secret"),
                       environment_check=environment_check)
+        grade.tampering = tampering_in(staged.folder)
         runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path), figures=figures)
         for part_name, run in runs.items():
             grade.protections = grade.protections or run.protections
@@ -84,6 +102,21 @@ def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list], 
                 grade.output[part_name] = run.output
             score_part(grade, rubric.parts[part_name], run)
     return grade
+
+
+def tampering_in(folder: str | Path) -> list[str]:
+    """What the submission's source writes that reaches into the grader (dispatch modes, frames,
+    builtins, the counting machinery, the grader's modules), read here (suites/source_reading.py): for
+    the instructor, in results.json's extra_data and the batch's report; it costs no point by itself."""
+    from autograder.suites import source_reading
+
+    sources = {}
+    for path in sorted(Path(folder).glob("*.py"))[:64]:
+        try:
+            sources[path.stem] = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+    return source_reading.tampering(sources)
 
 
 def score_part(grade: Grade, part: rubric_mod.Part, run: runner.PartRun) -> None:
@@ -104,10 +137,11 @@ def score_part(grade: Grade, part: rubric_mod.Part, run: runner.PartRun) -> None
         grade.checks.append(ScoredCheck(part.name, check.name, result.passed, round(earned, 4),
                                         round(worth, 4), check.visibility, result.message,
                                         result.detail, result.student_text, check.diagnosis, figure=result.figure,
-                                        voided_by=voided_by))
+                                        voided_by=voided_by, not_graded=result.not_graded))
     grade.parts[part.name] = {"score": round(total, 4), "max_score": round(part.max_score, 4),
                               "problem": run.problem, "seconds": round(run.seconds, 3),
-                              "diagnosis": run.diagnosis}  # the cause most failed checks name (runner.part_diagnosis)
+                              "diagnosis": run.diagnosis,  # the cause most failed checks name (runner.part_diagnosis)
+                              "not_graded": run.not_graded}
 
 
 GATED = ("passes here, but the same code fails the checks on inputs only the grader knows: this check earns its "
@@ -121,4 +155,5 @@ def gated(result: runner.CheckResult, required: list[runner.CheckResult]) -> run
     if not result.passed or all(r.passed for r in required):
         return result
     return runner.CheckResult(result.part, result.name, False, GATED, detail="required: " + ", ".join(
-        r.name for r in required if not r.passed), figure=result.figure)
+        r.name for r in required if not r.passed), figure=result.figure,
+        not_graded=any(r.not_graded for r in required))

@@ -246,6 +246,10 @@ class GradeInSandbox(NbGraderPreprocessor):
             for module, code in modules.items():
                 (Path(tmp) / f"{module}.py").write_text(code)
             grade = engine.grade(tmp, parts=graded)
+        if grade.not_graded:  # the machine kept a part from running: no score, not a lower one (runner.NOT_GRADED)
+            from autograder import grading
+
+            raise RuntimeError(f"GradeInSandbox: {grading.not_graded_problem(grade)}; no score recorded for {self.where}")
         if self.require_isolation and grade.protections and self.NAMESPACES not in grade.protections:
             raise RuntimeError(f"GradeInSandbox: the sandbox could not isolate student code (it had: "
                                f"{', '.join(grade.protections)}); no score recorded for {self.where}")

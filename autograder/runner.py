@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from autograder import PARTS, import_failure
+from autograder.sandbox import death
 from autograder.sandbox.client import SessionDied
 from autograder.secret import check_seed, draw_secret
 from autograder.student import Student, StudentError, source_attributes
@@ -48,6 +49,8 @@ class CheckResult:
     figure: dict | None = None  # the student's and the expected weights on public inputs (suites/figures.py)
     cause: str = ""      # the misconception its message names (expect.Mismatch.cause), if any
     unexplained: bool = False  # its values are wrong and it could name no cause (part_diagnosis may)
+    not_graded: bool = False   # the machine, not the code, kept it from running (NOT_GRADED)
+    raised: bool = False       # it failed because the code raised (not on a judgement of its values)
 
 
 @dataclass
@@ -61,6 +64,7 @@ class PartRun:
     problem: str = ""           # set when the part's process died or could not start
     timed_out: bool = False     # the part used up its time limit: its later checks are not run
     diagnosis: str = ""         # the cause that explains most of its failed checks (part_diagnosis)
+    not_graded: str = ""        # why the part was not graded (NOT_GRADED): it is scored by nobody
 
 
 @dataclass
@@ -120,10 +124,10 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
     session = child = None
     for at, (run, part, checks) in enumerate(turns):
         missing = staged.missing(run.part)
-        if missing or run.timed_out:
-            reason = missing or f"not run: {run.problem}"
+        if missing or run.timed_out or run.not_graded:
+            reason = missing or run.not_graded or f"not run: {run.problem}"
             run.problem = run.problem or missing
-            run.results += [CheckResult(run.part, n, False, reason) for n, _ in checks]
+            run.results += [CheckResult(run.part, n, False, reason, not_graded=bool(run.not_graded)) for n, _ in checks]
             continue
         ahead = {r.part: p.timeout - r.cpu_seconds for r, p, _ in turns[at:] if not r.timed_out}
         limits = Limits(part.timeout - run.cpu_seconds, part.memory_mb, sum(ahead.values()))
@@ -146,11 +150,15 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
 def part_diagnosis(run: PartRun) -> None:
     """One bug, one explanation: the cause named by most of the part's failed checks is the part's
     diagnosis (causes named equally often are all given, as possibilities); a failed check that could
-    name none (its numbers are just wrong) is told that cause as the likely one."""
+    name none (its numbers are just wrong) is told that cause as the likely one. A cause that is only
+    one of several mistakes with the same numbers (expect.SEVERAL) counts where no check names one
+    cause alone: a softmax over dim 0 named by the weights' checks explains the context vectors'
+    "the softmax over dim 0, or the weights transposed"."""
+    causes = [result.cause for result in run.results if not result.passed and result.cause]
+    single = [cause for cause in causes if not cause.startswith(expect.SEVERAL)]
     counts: dict[str, int] = {}
-    for result in run.results:
-        if not result.passed and result.cause:
-            counts[result.cause] = counts.get(result.cause, 0) + 1
+    for cause in single or causes:
+        counts[cause] = counts.get(cause, 0) + 1
     top = [cause for cause, n in counts.items() if n == max(counts.values(), default=0)]
     run.diagnosis = top[0] if len(top) == 1 else ("one of: " + "; or ".join(top[:3]) if top else "")
     for result in run.results:
@@ -198,6 +206,10 @@ def draw_figures(sandbox: Sandbox, folder: str | Path, key: str | None, runs: di
         session.close()
 
 
+MACHINE_RETRIES = 2  # fresh children for a part whose child the machine killed, before it is not graded
+NOT_GRADED = death.NOT_GRADED
+
+
 def run_checks(sandbox: Sandbox, session: Session | None, child: PartChild | None, submission: SubmissionContext,
                run: PartRun, checks: list[tuple[str, Callable]], limits: Limits, fixtures: dict, last: bool = False,
                hidden: bool = False) -> tuple[Session | None, PartChild | None]:
@@ -206,7 +218,32 @@ def run_checks(sandbox: Sandbox, session: Session | None, child: PartChild | Non
     submission: its SubmissionContext; limits: the turn's Limits; last: no part
     follows in this child (it is ended, not reset); hidden: the checks send hidden inputs (the child is
     marked: whatever is said of it from then on is a fixed phrase, see client.PartChild.saw_hidden and
-    student.StudentError). -> (session, the child when it can take the next part)."""
+    student.StudentError). -> (session, the child when it can take the next part).
+
+    A child that died of something its own CPU time and memory do not explain (sandbox/death.py:
+    killed from outside, kept waiting for a CPU) is the machine's doing: the checks run again in a
+    fresh child, MACHINE_RETRIES times at most, and what that attempt said and used is forgotten;
+    if the machine kills every attempt, the part is not graded (never charged)."""
+    why = ""
+    for _ in range(MACHINE_RETRIES + 1):
+        mark = (len(run.results), run.cpu_seconds, run.output)
+        session, child, machine = _attempt(sandbox, session, child, submission, run, checks, limits, fixtures,
+                                           last, hidden)
+        if not machine:
+            return session, child
+        del run.results[mark[0]:]
+        run.cpu_seconds, run.output = mark[1], mark[2]
+        child, why = None, machine
+    run.not_graded = run.problem = f"{NOT_GRADED} (its process {why}, {MACHINE_RETRIES + 1} times)"
+    run.results += [CheckResult(run.part, n, False, run.not_graded, not_graded=True) for n, _ in checks]
+    return session, None
+
+
+def _attempt(sandbox: Sandbox, session: Session | None, child: PartChild | None, submission: SubmissionContext,
+             run: PartRun, checks: list[tuple[str, Callable]], limits: Limits, fixtures: dict, last: bool,
+             hidden: bool) -> tuple[Session | None, PartChild | None, str]:
+    """One try at the checks (run_checks) -> (session, reusable child or None, why the machine ended
+    it: '' when it did not)."""
     clock = time.monotonic()
     if child is not None:
         child.next_part(limits.timeout, limits.memory_mb)
@@ -225,10 +262,12 @@ def run_checks(sandbox: Sandbox, session: Session | None, child: PartChild | Non
     run.cpu_seconds += child.spent() if hasattr(child, "spent") else time.monotonic() - clock  # what its limit counts
     end = {**child.close(), "reusable": False} if last or student.substituted else child.finish()
     run.output += end["output"]
+    if child.died and getattr(child, "machine", False):
+        return session, None, child.died
     if child.died and child.died != "closed" and not run.problem:
         run.problem = f"the {run.part} process {child.died}"
         run.timed_out = "timed out" in child.died
-    return session, child if end["reusable"] else None
+    return session, child if end["reusable"] else None, ""
 
 
 def fresh_child(sandbox: Sandbox, session: Session | None, submission: SubmissionContext,
@@ -252,14 +291,14 @@ def with_dependencies(sandbox: Sandbox, place: tuple[Session | None, PartChild],
     on its own (suites/dependencies.py) -> (session, child, student, {module: verdict}). A probe that
     ran past its time ended the child: the part goes on in a fresh one."""
     session, child = place
-    student = Student(child, submission.attributes)
+    student = Student(child, submission.attributes, submission.folder)
     if part not in dependencies.DEPENDS or child.died:
         return session, child, student, {}
     found = dependencies.verdicts(student, part, submission.known)
     if child.died:
         child.close()
         session, child = fresh_child(sandbox, session, submission, limits)
-        student = Student(child, submission.attributes)
+        student = Student(child, submission.attributes, submission.folder)
     stand_ins = dependencies.substitutes(found)
     if stand_ins and not child.died:
         try:
@@ -274,7 +313,9 @@ def run_dependent_check(part: str, name: str, fn: Callable, student: Student, fi
     """One check; where the grader's code stands in for a part found wrong or raising (not hanging),
     a failed check is run again with the student's own code, which may be written for it (a transfer
     that writes sa_v1.W_q where v1 names its matrix so; exercises that import mha's class under the
-    name the student's mha gives it): the better verdict counts."""
+    name the student's mha gives it): the better verdict counts. When both fail and only the stand-in
+    run raised (the student's module imports a name the grader's stand-in lacks), the student's own
+    run's diagnosis is the one shown: it is about their code."""
     result = run_check(part, name, fn, student, fixtures)
     if result.passed or not student.substituted or not {"wrong", "raises"} & set(found.values()):
         return result
@@ -284,7 +325,7 @@ def run_dependent_check(part: str, name: str, fn: Callable, student: Student, fi
         student.substitute(dependencies.substitutes(found))
     except (StudentError, SessionDied):
         return result
-    return own if own.passed else result
+    return own if own.passed or (result.raised and not own.raised) else result
 
 
 def run_part(sandbox: Sandbox, submission: str, part: str, checks: list[tuple[str, Callable]], limits: Any,
@@ -307,9 +348,34 @@ def run_part(sandbox: Sandbox, submission: str, part: str, checks: list[tuple[st
 
 def run_check(part: str, name: str, fn: Callable, student: Student, fixtures: dict) -> CheckResult:
     result = _run_check(part, name, fn, student, fixtures)
+    if result.raised and not result.passed and getattr(student, "reordered", None) and student.reordered():
+        result = with_keywords(part, name, fn, student, fixtures, result)
     if getattr(student, "saw_hidden", False) and result.message:
         result.message = grader_numbers_only(result.message, fn)
     return result
+
+
+def with_keywords(part: str, name: str, fn: Callable, student: Student, fixtures: dict,
+                  result: CheckResult) -> CheckResult:
+    """A check that failed because the code raised, on a submission whose class takes the contract's
+    parameter names in another order (read from its source): run again calling those classes with
+    keywords, so that the rest of the class is still diagnosed. The order is still the mistake (the
+    book's positional calls break): the check stays failed, saying both."""
+    student.keywords = True
+    try:
+        again = _run_check(part, name, fn, student, fixtures)
+    except SessionDied:
+        return result
+    finally:
+        student.keywords = False
+    if again.raised:
+        return result
+    order = "; ".join(f"{cls}.__init__ takes ({', '.join(names)}) where the specification is "
+                      f"({', '.join(contract)})" for (_, cls), (names, contract) in student.reordered().items())
+    said = "called with keywords it passes this check" if again.passed else f"called with keywords: {again.message}"
+    return CheckResult(part, name, False, f"{result.message}: {order}, so a call in the specified order breaks; "
+                                          f"{said}", detail=again.detail, student_text=result.student_text,
+                       cause=again.cause, figure=again.figure, raised=True)
 
 
 _NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]*\d)")
@@ -344,7 +410,7 @@ def _run_check(part, name, fn, student, fixtures):
                            student_text=str(getattr(e, "student_text", "")), cause=str(getattr(e, "cause", "")),
                            unexplained=getattr(e, "unexplained", False) is True)
     except StudentError as e:
-        return CheckResult(part, name, False, e.explain(), student_text=e.student_text())
+        return CheckResult(part, name, False, e.explain(), student_text=e.student_text(), raised=True)
     except SessionDied as e:
         return CheckResult(part, name, False, f"the {part} process {e}")
     except Exception as e:  # a bug in the check itself: fail loudly, never silently pass

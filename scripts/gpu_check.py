@@ -7,8 +7,8 @@ Each check runs the grader as a user would (its command line, its exit status an
 for the GPU memory cases, through the sandbox's own client; none depends on code of another
 branch. The last line printed is the summary, e.g.
 
-    gpu: reference 100/100 sandboxed, 100/100 non-root; stubs 0/100; selftest 87/87 mutants,
-    20/20 variants; CPU/GPU parity ok; ...; efficient MHA 1.76x SDPA
+    gpu: reference 100/100 sandboxed, 100/100 non-root; stubs 0/100; selftest 88/88 mutants,
+    23/23 variants; CPU/GPU parity ok; ...; efficient MHA 1.76x SDPA
 
 (on one line), and the exit status is 0 only when every check holds. --dry-run (or a machine
 without a GPU) checks nothing and says so: exit 2.

@@ -281,6 +281,23 @@ def test_unfinished_work_is_one_row_per_part_below_the_misconceptions():
     assert page.count("not implemented yet</") + page.count("not implemented yet<br>") == 3
 
 
+def test_sources_that_reach_into_the_grader_are_listed_for_the_instructor():
+    """Issue 30 item 2: results_json's extra_data.tampering (the grader's reading of the source) reaches report.html."""
+    from autograder.reports import class_report as report
+
+    results = {"score": 19, "max_score": 22, "tests": [], "parts": {"mha": {"score": 19, "max_score": 22}},
+               "extra_data": {"tampering": ["mha.py, line 87: a dispatch mode (_python_dispatch)"]}}
+    clean = {**results, "extra_data": {}}
+    page = report.class_report([("mallory", results, ""), ("ann", clean, "")])
+    assert report.tampering([("mallory", results, ""), ("ann", clean, "")]) == [
+        ("mallory", "mha.py, line 87: a dispatch mode (_python_dispatch)")]
+    section = page[page.index("Tampering: sources that reach into the grader"):]
+    assert "mallory" in section.split("</table>")[0] and "ann" not in section.split("</table>")[0]
+    assert "mha.py, line 87: a dispatch mode (_python_dispatch)" in page
+    assert "No submission&#x27;s source reaches into the grader" in report.class_report([("ann", clean, "")]) or \
+        "No submission's source reaches into the grader" in report.class_report([("ann", clean, "")])
+
+
 def _full_record(parts_checks, problems=None):
     """A record as results_json stores it: {part: [(check, passed, message, extra)]}, extra_data with the
     part problems."""
@@ -339,3 +356,59 @@ def test_only_misconceptions_are_misconceptions_and_each_student_counts_once():
     assert "<td>ben</td><td>mha</td><td>mha.py does not import: SyntaxError: invalid syntax (line 26: def " \
            "forward(self x):)</td>" in crashes and "<td>ben</td><td>causal</td>" in crashes
     assert "passes here" not in page and "passes here" not in "".join(r["misconception"] for r in table)
+
+
+# edits to the solutions (tests/part_edits.py), each one bug that several checks of its part see differently
+DIAGONAL_0 = ("causal", "diagonal=1)", "diagonal=0)")  # the mask hides each token from itself, in both places
+WEIGHTS_DIM_0 = ("causal", "return torch.softmax(masked / d_k**0.5, dim=-1)", "return torch.softmax(masked / d_k**0.5, dim=0)")
+SIMPLE_DIM_0 = ("simple_attention", "return torch.softmax(scores, dim=-1)", "return torch.softmax(scores, dim=0)")
+CAUSAL_UNSCALED = ("causal", "torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)", "torch.softmax(attn_scores, dim=-1)")
+MHA_BY_D_OUT = ("mha", "attn_scores / self.head_dim**0.5", "attn_scores / self.d_out**0.5")
+
+
+def test_one_bug_is_one_row_whatever_its_checks_say(engine, tmp_path):
+    """Issue 31: one bug whose checks name it in different words (the softmax over dim 0 named by the
+    weights' checks, "that, or the weights transposed" by the context vectors'; an off-by-one mask's
+    own message, a degenerate dropout check, NaN where a column softmax meets a masked row) is one
+    row per student: the part's diagnosis (runner.part_diagnosis, kept in the record), with every
+    failed check of the part. A student with two mistakes in two parts is two rows. Graded for real."""
+    from part_edits import grade, submission
+
+    from autograder.reports import class_report
+    from autograder.reports.results_json import results_json
+
+    def record(name, *edits):
+        result = grade(engine, submission(tmp_path / name, *edits), sorted({module for module, _, _ in edits}))
+        return results_json(result)
+
+    ann, ben, cid, dee = (record("ann", DIAGONAL_0), record("ben", WEIGHTS_DIM_0), record("cid", SIMPLE_DIM_0),
+                          record("dee", CAUSAL_UNSCALED, MHA_BY_D_OUT))
+    records = [("ann", ann, ""), ("ben", ben, ""), ("cid", cid, ""), ("dee", dee, ""), ("eve", ann, "")]
+
+    def failed(results, part):
+        return sorted(t["extra_data"]["check"] for t in results["tests"]
+                      if t["status"] == "failed" and t["extra_data"]["part"] == part)
+
+    def messages(results, part):  # the checks' own diagnoses: several for each of these bugs
+        return {class_report.diagnosis(t["extra_data"]["message"]) for t in results["tests"]
+                if t["status"] == "failed" and t["extra_data"]["part"] == part and not t["extra_data"].get("voided_by")}
+
+    assert len(messages(ann, "causal")) >= 3 and len(messages(ben, "causal")) >= 2
+    assert len(messages(cid, "simple_attention")) == 2
+    diagnoses = {name: r["extra_data"]["diagnoses"] for name, r, _ in records}
+    assert "diagonal is off by one" in diagnoses["ann"]["causal"]
+    assert "wrong dim" in diagnoses["ben"]["causal"]
+    assert diagnoses["cid"]["simple_attention"].startswith("the softmax runs over dim 0")  # one cause, not "one of"
+    assert "not scaled" in diagnoses["dee"]["causal"] and "1/sqrt(d_out)" in diagnoses["dee"]["mha"]
+    rows = [(r["part"], r["message"], r["students"], r["checks"]) for r in class_report.misconceptions(records)]
+    assert rows == sorted([
+        ("causal", diagnoses["ann"]["causal"], ["ann", "eve"], failed(ann, "causal")),
+        ("causal", diagnoses["ben"]["causal"], ["ben"], failed(ben, "causal")),
+        ("simple_attention", diagnoses["cid"]["simple_attention"], ["cid"], failed(cid, "simple_attention")),
+        ("causal", diagnoses["dee"]["causal"], ["dee"], failed(dee, "causal")),
+        ("mha", diagnoses["dee"]["mha"], ["dee"], failed(dee, "mha"))],
+        key=lambda row: (-len(row[2]), -len(row[3]), row[0], row[1]))
+    table = list(csv.DictReader(io.StringIO(class_report.misconceptions_csv(records))))
+    assert [(r["part"], r["students"], r["who"]) for r in table] == [(p, str(len(who)), ";".join(who))
+                                                                    for p, _, who, _ in rows]
+    assert sum(int(r["students"]) for r in table) == 6  # ann, eve, ben, cid and dee twice

@@ -71,3 +71,20 @@ def test_a_mistake_with_large_numbers_is_named_whatever_the_draw():
     got = x.float() / x.float().sum()
     assert float(got.abs().max()) > 300
     assert named_mistake(got, torch.softmax(x, 0), [(x / x.sum(), "no exp")], atol=1e-5) == "no exp"
+
+
+def test_a_cause_named_alone_wins_over_several_possibilities():
+    """A check that can only say "one of these mistakes" (the same numbers) does not split the vote: the
+    cause another check names alone is the part's diagnosis, even named by fewer checks."""
+    from autograder.suites.expect import SEVERAL
+
+    several = SEVERAL + "A; or B"
+    run = runner.PartRun("simple_attention", [
+        runner.CheckResult("simple_attention", "a", False, "", cause="A"),
+        runner.CheckResult("simple_attention", "b", False, "", cause=several),
+        runner.CheckResult("simple_attention", "c", False, "", cause=several)])
+    runner.part_diagnosis(run)
+    assert run.diagnosis == "A"
+    only = runner.PartRun("simple_attention", [runner.CheckResult("simple_attention", "b", False, "", cause=several)])
+    runner.part_diagnosis(only)
+    assert only.diagnosis == several

@@ -12,7 +12,7 @@ import sys
 import pytest
 import torch
 
-from autograder import grading, runner, selftest
+from autograder import PROJECT_ROOT, grading, runner, selftest
 from autograder.inside import child
 from autograder.suites import efficiency
 
@@ -46,9 +46,9 @@ def failed(result):
     ("mha-softmax-per-head", "softmax once per head"),
 ])
 def test_a_loop_over_heads_is_named_by_the_batching_check_only(engine, tmp_path, entry_id, words):
-    # the check is feedback only (0 points in grading.yml): the counts come from the child's own process
+    # the check's 2 points (issue 30: the child's counts and the grader's reading of mha.py agree)
     result = grade(engine, ENTRIES[entry_id], tmp_path)
-    assert scores(result) == {"causal": 22, "mha": 22}
+    assert scores(result) == {"causal": 22, "mha": 20}
     assert list(failed(result)) == ["mha_batches_the_heads"]
     message = failed(result)["mha_batches_the_heads"]
     assert words in message
@@ -61,14 +61,14 @@ def test_a_loop_over_heads_is_named_by_the_batching_check_only(engine, tmp_path,
 ])
 def test_a_tensor_made_on_the_default_device_costs_the_device_check(engine, tmp_path, entry_id, part, check):
     result = grade(engine, ENTRIES[entry_id], tmp_path)
-    assert scores(result) == {"causal": 22, "mha": 22}  # feedback only: the meta run is the child's own
+    assert scores(result) == {"causal": 22, "mha": 22, part: 21}  # the device check's point
     assert list(failed(result)) == [check]
     assert "default device" in failed(result)[check] and "device=x.device" in failed(result)[check]
 
 
 def test_a_plain_attribute_mask_is_named_as_such(engine, tmp_path):
     result = grade(engine, ENTRIES["mha-mask-plain-attribute"], tmp_path)
-    assert scores(result) == {"causal": 22, "mha": 21}  # mha_structure's point; the device check is feedback
+    assert scores(result) == {"causal": 22, "mha": 20}  # mha_structure's point and the device check's
     assert sorted(failed(result)) == ["mha_runs_on_the_inputs_device", "mha_structure"]
     assert "plain attribute" in failed(result)["mha_runs_on_the_inputs_device"]
     assert "register_buffer" in failed(result)["mha_runs_on_the_inputs_device"]
@@ -80,6 +80,49 @@ def test_a_plain_attribute_mask_is_named_as_such(engine, tmp_path):
 def test_batched_and_device_safe_variants_keep_full_marks(engine, tmp_path, entry_id):
     result = grade(engine, ENTRIES[entry_id], tmp_path)
     assert (scores(result), failed(result)) == ({"causal": 22, "mha": 22}, {})
+
+
+MASK = "attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)"
+QUERIES = "queries = self.W_query(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)"
+LEGIT = {  # issue 30 item 2: more correct spellings the grader's reading of the source must accept
+    "new_ones": [("mha", MASK, "attn_scores.masked_fill_(x.new_ones(num_tokens, num_tokens).triu(1).bool(), -torch.inf)")],
+    "ones_like": [("mha", MASK, "attn_scores.masked_fill_(torch.ones_like(attn_scores[0, 0]).triu(1).bool(), -torch.inf)")],
+    "full_on_x_device": [("mha", MASK, "attn_scores = attn_scores + torch.full((num_tokens, num_tokens), "
+                                       "float('-inf'), device=x.device).triu(1)")],
+    "made_on_the_cpu_then_moved": [("mha", MASK, "future = torch.triu(torch.ones(num_tokens, num_tokens), 1)\n"
+                                                  "        future = future.to(x.device)\n"
+                                                  "        attn_scores.masked_fill_(future.bool(), -torch.inf)")],
+    "reshape_permute": [("mha", QUERIES, "queries = self.W_query(x).reshape(b, num_tokens, self.num_heads, "
+                                         "-1).permute(0, 2, 1, 3)")],
+    "a_loop_not_over_heads": [("mha", "b, num_tokens, d_in = x.shape", "b, num_tokens, d_in = [int(n) for n in x.shape]")],
+    "buffer_named_future": [("mha", 'self.register_buffer("mask",', 'self.register_buffer("future",'),
+                            ("mha", "self.mask.bool()", "self.future.bool()")],
+}
+
+
+@pytest.mark.parametrize("case", sorted(LEGIT))
+def test_more_batched_and_device_safe_spellings_keep_full_marks(engine, tmp_path, case):
+    entry = selftest.Entry(case, "variant", [selftest.Edit(*e) for e in LEGIT[case]])
+    result = grade(engine, entry, tmp_path)
+    assert (scores(result), failed(result), result.tampering) == ({"causal": 22, "mha": 22}, {}, [])
+
+
+def test_a_mask_made_with_arange_on_the_cpu_loses_the_device_point_only(engine, tmp_path):
+    entry = edit("mha", MASK, "attn_scores.masked_fill_(torch.arange(num_tokens)[:, None] < "
+                              "torch.arange(num_tokens)[None, :], -torch.inf)")
+    result = grade(engine, entry, tmp_path)
+    assert scores(result) == {"causal": 22, "mha": 21} and list(failed(result)) == ["mha_runs_on_the_inputs_device"]
+
+
+def test_the_grader_s_reading_alone_names_a_loop_the_counter_did_not_see(engine, tmp_path, monkeypatch):
+    """Where the child's counts say nothing grows (here: the grader's judgement of the counts is made
+    blind), the check still fails on the grader's own reading of mha.py, naming the line."""
+    from autograder.suites import efficiency
+
+    monkeypatch.setattr(efficiency, "growth_problem", lambda *args: "")
+    result = grade(engine, ENTRIES["mha-loop-over-heads"], tmp_path)
+    assert scores(result) == {"causal": 22, "mha": 20}
+    assert "loops over its heads in Python (mha.py, line" in failed(result)["mha_batches_the_heads"]
 
 
 def test_reading_values_in_forward_is_not_a_device_bug(engine, tmp_path):
@@ -114,7 +157,9 @@ def test_made_up_counts_earn_nothing_without_the_right_output(engine, tmp_path):
     entry = edit("mha", "from causal import CausalAttention\n", "from causal import CausalAttention\n" + LIAR)
     result = grade(engine, entry, tmp_path)
     assert sorted(failed(result)) == ["mha_batches_the_heads", "mha_runs_on_the_inputs_device"]
-    assert scores(result) == {"causal": 22, "mha": 22}  # neither check is worth a point
+    assert scores(result) == {"causal": 22, "mha": 19}  # both checks' points
+    assert [t.split(": ", 1)[1] for t in result.tampering] == ["the grader's modules (autograder)",
+                                                              "the counting machinery (count_ops)"]
 
 
 HIDDEN_LOOP = '''
@@ -142,19 +187,23 @@ MultiHeadAttention.forward = _looped_forward
 
 def test_a_head_loop_hidden_from_the_counter_earns_nothing(engine, tmp_path):
     """Round 3, class 4: a head loop run inside torch's _disable_current_modes() hides its operations
-    from the in-child counter (its own word). The checks judged on that word carry no point, so the
-    hidden loop scores exactly what the same loop scores in the open: hiding it buys nothing."""
+    from the in-child counter (its own word). The check passes only when the grader's own reading of
+    mha.py agrees, and that reading finds the loop (written onto the class from outside it): the hidden
+    loop scores exactly what the same loop scores in the open, and is reported as tampering."""
     rubric, suites, sandbox = engine
-    for part, check in (("mha", "mha_batches_the_heads"), ("mha", "mha_runs_on_the_inputs_device"),
-                        ("causal", "causal_runs_on_the_inputs_device")):
-        assert rubric.parts[part].checks[check].points == 0, check
+    for part, check, points in (("mha", "mha_batches_the_heads", 2), ("mha", "mha_runs_on_the_inputs_device", 1),
+                                ("causal", "causal_runs_on_the_inputs_device", 1)):
+        assert rubric.parts[part].checks[check].points == points, check
     hidden = tmp_path / "hidden"
     shutil.copytree(selftest.SOLUTIONS, hidden)
     (hidden / "mha.py").write_text((hidden / "mha.py").read_text() + HIDDEN_LOOP)
     forged = grading.grade_submission(hidden, rubric, suites, sandbox, fixtures=runner.default_fixtures(), parts=PARTS)
     in_the_open = grade(engine, ENTRIES["mha-loop-over-heads"], tmp_path)
     assert "mha_batches_the_heads" in failed(in_the_open)
-    assert scores(forged) == scores(in_the_open) == {"causal": 22, "mha": 22}, failed(forged)
+    assert scores(forged) == scores(in_the_open) == {"causal": 22, "mha": 20}, failed(forged)
+    assert "loops over its heads in Python (mha.py, line" in failed(forged)["mha_batches_the_heads"]
+    assert [t.split(": ", 1)[1] for t in forged.tampering] == ["a dispatch mode (_python_dispatch)"]
+    assert in_the_open.tampering == []
 
 
 # ---------------------------------------------------------------- the judgments, in this process
@@ -241,7 +290,7 @@ def test_the_meta_stand_in_runs_no_python_meta_kernel(tmp_path):
         "print(answer['shape'], answer['device'], answer['mixed_devices'], "
         "[m for m in ('torch._dynamo', 'sympy') if m in sys.modules])\n")
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True,
-                         cwd=str(selftest.PROJECT_ROOT)).stdout
+                         cwd=str(PROJECT_ROOT)).stdout
     assert out.split("\n")[0] == "[2, 5, 6] meta [] []"
 
 
@@ -258,7 +307,7 @@ def test_the_grader_loads_its_suites_without_pytest_and_they_keep_their_markers_
     probe = ("import sys; from autograder import grading; grading.load_rubric(); "
              "print('pytest' in sys.modules)")
     run = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         cwd=str(selftest.PROJECT_ROOT), timeout=120)
+                         cwd=str(PROJECT_ROOT), timeout=120)
     assert run.returncode == 0 and run.stdout.strip() == "False", run.stderr[-2000:]
     from autograder.suites import test_causal, test_mha
 

@@ -53,7 +53,7 @@ def run(args):
     outputs = [p for p in (args.json, args.comment) if p]
     for p in outputs:
         Path(p).resolve().parent.mkdir(parents=True, exist_ok=True)
-    from autograder import envcheck, reports
+    from autograder import envcheck, grading, reports
     from autograder.commands import open_engine
     from autograder.submission import SubmissionError
 
@@ -67,6 +67,9 @@ def run(args):
         except SubmissionError as e:
             raise UsageError(str(e)) from None
 
+    if grade.not_graded:  # the machine kept a part from running: nobody is scored (runner.NOT_GRADED)
+        return not_graded(args, environ, NotGraded(grading.not_graded_problem(grade), grade.environment_check),
+                          grading.NOT_GRADED_MESSAGE)
     # every file first: a report that cannot be printed must not cost the others
     student = reports.markdown(grade)  # what a student may see: hidden checks unnamed, no secret
     if args.json:
@@ -88,16 +91,25 @@ def run(args):
     return 0
 
 
-def not_graded(args, environ, failure):
-    """The grader's environment failed its own check (envcheck): nobody is scored. The student
-    reads that the submission was not graded and why it is not their doing; the job log (the
-    instructor's) names the failing checks. Exit status 3."""
+class NotGraded(RuntimeError):
+    """The machine kept a part from running: str() is the instructor's line, .record the environment check's."""
+
+    def __init__(self, message, record):
+        super().__init__(message)
+        self.record = record
+
+
+def not_graded(args, environ, failure, message=None):
+    """The grader's environment failed its own check (envcheck), or the machine kept a part from
+    running (message: the student's words for that): nobody is scored. The student reads that the
+    submission was not graded and why it is not their doing; the job log (the instructor's) names
+    the cause. Exit status 3."""
     from autograder import envcheck, ghactions, reports
 
-    student = f"## Not graded\n\n{envcheck.STUDENT_MESSAGE}\n"
+    message = message or envcheck.STUDENT_MESSAGE
+    student = f"## Not graded\n\n{message}\n"
     if args.json:
-        reports.write_text(args.json, reports.dumps(reports.not_graded_results(envcheck.STUDENT_MESSAGE,
-                                                                               failure.record)))
+        reports.write_text(args.json, reports.dumps(reports.not_graded_results(message, failure.record)))
     if args.comment:
         reports.write_text(args.comment, ghactions.comment_body(student, ghactions.event_context(environ), graded=False))
     ghactions.write_summary(environ, student)

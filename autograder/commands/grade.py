@@ -1,4 +1,5 @@
 """python -m autograder grade PATH [--json FILE] [--junit FILE] [--markdown FILE] [--rubric FILE]"""
+import sys
 from pathlib import Path
 
 from autograder import chapter
@@ -29,7 +30,7 @@ def run(args):
     path = Path(args.path)
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder")
-    from autograder import reports
+    from autograder import grading, reports
     from autograder.commands import open_engine
     from autograder.submission import SubmissionError
 
@@ -42,4 +43,7 @@ def run(args):
             raise UsageError(str(e)) from None
     reports.write(grade, args.json, args.junit, args.markdown)  # files first: printing cannot cost them
     reports.emit(reports.table(grade))  # the instructor's table: everything, and the run's secret
+    if grade.not_graded:  # the machine kept a part from running: no score stands (runner.NOT_GRADED)
+        print(f"error: {grading.not_graded_problem(grade)}", file=sys.stderr)
+        return 3
     return 0

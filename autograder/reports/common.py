@@ -19,6 +19,7 @@ import sys
 from dataclasses import dataclass, field
 
 from autograder import text
+from autograder.sandbox.death import NOT_GRADED
 
 WITHHELD = "hidden check failed"  # a hidden check whose diagnosis grading.yml withholds
 OWN_TEXT = "your error"             # the label of the text the student's own code raised
@@ -137,7 +138,9 @@ def _problem_items(checks, parts, holder):
             problems.setdefault(p["problem"], []).append(part)
     items = []
     for problem, names in problems.items():
-        items.append(Item(", ".join(names), points=sum(_lost(checks, n) for n in names), message=printable(problem)))
+        # a part the machine kept from running (runner.NOT_GRADED) costs nothing: no score stands
+        lost = 0 if problem.startswith(NOT_GRADED) else sum(_lost(checks, n) for n in names)
+        items.append(Item(", ".join(names), points=lost, message=printable(problem)))
         holder.update({(c.part, c.name): items[-1] for c in checks if c.part in names and not c.passed})
     return items
 

@@ -25,6 +25,12 @@ def checks_of(results):
     return checks
 
 
+def diagnoses_of(results: dict) -> dict[str, str]:
+    """{part: the part's diagnosis} (runner.part_diagnosis) of a record; {} for an older record."""
+    diagnoses = (results.get("extra_data") or {}).get("diagnoses") or {}
+    return {str(part): str(d) for part, d in diagnoses.items() if d} if isinstance(diagnoses, dict) else {}
+
+
 def parts_of(results):
     """{part: {"score", "max_score", "problem"}} of a record written by results_json."""
     problems = (results.get("extra_data") or {}).get("problems") or {}

@@ -3,7 +3,8 @@
     results_json(grade)        the instructor's record (`grade --json`, what `batch` stores): each
                                test's output says everything (diagnosis, the student's own text,
                                detail), its extra_data keeps them apart for the student's feedback;
-                               extra_data: protections, notes, part problems and the run's secret
+                               extra_data: protections, notes, part problems and diagnoses
+                               (runner.part_diagnosis) and the run's secret
     student_results(grade)     `ci --json` (CI artifacts are readable by the student): hidden checks
                                renamed "part: hidden check k", their diagnosis only; no detail, no secret
     gradescope_results(grade)  Gradescope's results.json: the top-level output is the score and what
@@ -47,12 +48,33 @@ def results_json(grade):
                              "problems": {part: printable(p["problem"]) for part, p in grade.parts.items()
                                           if p.get("problem")},
                              "seconds": {part: p.get("seconds", 0.0) for part, p in grade.parts.items()},
-                             "seed": grade.seed}
+                             # the cause most of a part's failed checks name (runner.part_diagnosis): one row
+                             # per student and misconception in the class report
+                             "diagnoses": {part: printable(p["diagnosis"]) for part, p in grade.parts.items()
+                                           if p.get("diagnosis")},
+                             "seed": grade.seed,
+                             "tampering": [printable(t, 200) for t in getattr(grade, "tampering", [])]}
+    if _not_graded(grade):  # the machine kept these parts from running: no score stands (runner.NOT_GRADED)
+        results["extra_data"]["not_graded"] = {part: printable(why) for part, why in _not_graded(grade).items()}
     return results
+
+
+def _not_graded(grade):
+    return getattr(grade, "not_graded", None) or {}
+
+
+def _machine_results(grade, gradescope=False):
+    """A grade some part of which the machine kept from running: like a run whose environment failed
+    its check, no score at all (never a lower one); the student reads why it is not their doing."""
+    from autograder.grading import NOT_GRADED_MESSAGE
+
+    return not_graded_results(NOT_GRADED_MESSAGE, getattr(grade, "environment_check", None), gradescope=gradescope)
 
 
 def student_results(grade):
     """What `ci` writes to results.json: no hidden check named, no student text of a hidden check."""
+    if _not_graded(grade):
+        return _machine_results(grade)
     names = anonymous_names(grade.checks)
     tests = [{**_test(c, names.get(id(c), f"{c.part}: {c.name}")), "output": student_output(c)}
              for c in grade.checks]
@@ -64,6 +86,8 @@ def student_results(grade):
 
 def gradescope_results(grade):
     """Gradescope's results.json (see the module's docstring)."""
+    if _not_graded(grade):
+        return _machine_results(grade, gradescope=True)
     # a check with a figure: its output in HTML, with the student's and the expected weights drawn
     tests = [gradescope_test({**_test(c, f"{c.part}: {c.name}"), "output": student_output(c)},
                              getattr(c, "figure", None)) for c in grade.checks]
@@ -110,7 +134,11 @@ def dumps(results):
 
 
 def summary(grade):
-    """The top-level output: the score, then what to fix as a student may see it, then the notes."""
+    """The top-level output: the score, then what to fix as a student may see it, then the notes. (The
+    instructor's record of a grade the machine kept from running says so instead of a score: its numbers
+    stay for the instructor, flagged in extra_data.not_graded, and stand as nobody's grade.)"""
+    if _not_graded(grade):
+        return f"Not graded: the machine was overloaded ({', '.join(_not_graded(grade))}): no score stands"
     lines = [f"Score: {fmt(grade.score)} / {fmt(grade.max_score)}"]
     items = what_to_fix(grade.checks, grade.parts)
     if items:

@@ -31,9 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from autograder import PACKAGE_DIR, settings as settings_mod, text
-from autograder.inside import protocol
-from autograder.sandbox import cgroup, container, gpu_watch, room, session_cpu
-from autograder.inside import isolation, syscalls
+from autograder.inside import isolation, protocol, syscalls
+from autograder.sandbox import cgroup, container, death, gpu_watch, room, session_cpu
 from autograder.settings import DEVICE_ENV, UIDS_ENV, UNSAFE_ENV, SandboxSettings  # noqa: F401 (the names, for callers)
 
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
@@ -440,6 +439,8 @@ class PartChild:
         self.output_from, self.host_pid, self.gpu_killed = 0, 0, None
         self.cpu_out = False  # the last deadline was the CPU-time limit's (else the wall clock's)
         self.clock = None  # where no control group counts: the session's processes, from /proc
+        self.machine = False  # it died of a cause its own time and memory do not explain (death.py)
+        self.asleep = None    # at a wall-clock deadline: was it mostly off the CPU by its own doing?
         self._limits(timeout, memory_mb)
         if fds:
             self._hello()
@@ -460,7 +461,10 @@ class PartChild:
         # a shared server's sessions have a group of their own, holding nothing of the server's
         group, baseline = (sandbox.session_group, 0) if sandbox.session_group else (sandbox.group, sandbox.baseline)
         self.group = group
+        if self.pidfd is not None:
+            self.host_pid = self.host_pid or _host_pid(self.pidfd)
         self.cpu_start = self._cpu()
+        self.gauge = death.Gauge.start(group, self.host_pid)  # what its death is compared with
         caps = group.set_memory(baseline + (int(memory_mb) << 20)) if group and not self.died else ""
         if caps and caps not in self.protections:
             self.protections.append(caps)
@@ -572,10 +576,13 @@ class PartChild:
 
     def next_part(self, timeout: float, memory_mb: int) -> PartChild:
         """Begin the next part in this child (after finish() said it is reusable)."""
+        self.cpu_out, self.asleep = False, None
         self._limits(timeout, memory_mb)
         return self
 
     def _fail(self, error):
+        if isinstance(error, protocol.Deadline) and not self.cpu_out:  # before the kill: slept, or waited for a CPU?
+            self.asleep = self.gauge.asleep(self.host_pid, time.monotonic() - self.started)
         self.kill()
         end = self._collect_end()
         code = end.get("exitcode")
@@ -583,25 +590,37 @@ class PartChild:
             self.died = (f"timed out: it waited or slept for more than {self.IDLE_AFTER_HIDDEN:g} s after an input only "
                          f"the grader knows (look for code that waits or sleeps)")
         elif isinstance(error, protocol.Deadline):
-            self.died = (f"timed out after {self.timeout:g} s of CPU time (the part's time limit): look for a loop that "
-                         f"never ends" if self.cpu_out else
-                         f"timed out after {self.deadline - self.started:g} s of waiting (the part's wall-clock limit): "
-                         f"look for code that waits or sleeps")
-        elif code is None:
-            self.died = "the sandbox lost the child"
+            self.died = self._deadline_cause()
+        elif code is None:  # the leader did not answer: nothing the child's code can do
+            self.machine, self.died = True, "the sandbox lost the child"
         elif isinstance(error, RecursionError) or isinstance(error, protocol.ProtocolError) and "closed" not in str(error):
             said = "" if self.saw_hidden else f" ({text.excerpt(error, 200)})"
             self.died = f"sent back something that is not an answer{said}"
         elif code == -signal.SIGKILL and self.gpu_killed:  # how much it held is the child's choice
             self.died = ("was killed (SIGKILL): it held more GPU memory than the part's limit" if self.saw_hidden
                          else f"was killed (SIGKILL): it {self.gpu_killed}")
-        elif code == -signal.SIGKILL:
-            self.died = "was killed (SIGKILL): most likely it used more memory than the part's limit"
+        elif code == -signal.SIGKILL and self.gauge.oom_killed(self.group):
+            self.died = (f"was killed by the kernel (SIGKILL): its processes together used more memory than the "
+                         f"part's limit ({self.memory_mb:g} MB)")
+        elif code == -signal.SIGKILL:  # not by us, not by its group's out-of-memory killer: not its doing
+            self.machine, self.died = True, death.MACHINE_KILLED
         elif code < 0:
             self.died = "was killed by a signal" if self.saw_hidden else f"was killed by signal {_signal_name(-code)}"
         else:
             status = "" if self.saw_hidden else f" with status {code}"
             self.died = f"exited{status} before returning (sys.exit/os._exit in the code?)"
+
+    def _deadline_cause(self) -> str:
+        """The words for a deadline, charged only where measured (death.py): the CPU-time limit (its CPU
+        time was read), the wall clock while it slept or waited of its own doing; else the machine's."""
+        if self.cpu_out and self.cpu_start is not None:
+            return (f"timed out after {self.timeout:g} s of CPU time (the part's time limit): look for a loop that "
+                    f"never ends")
+        if not self.cpu_out and self.asleep:
+            return (f"timed out after {self.deadline - self.started:g} s of waiting (the part's wall-clock limit): "
+                    f"look for code that waits or sleeps")
+        self.machine = True
+        return death.MACHINE_UNMEASURED if self.cpu_out or self.asleep is None else death.MACHINE_WAITED
 
     def kill(self) -> None:
         if self.pidfd is not None:

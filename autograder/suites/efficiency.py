@@ -17,16 +17,19 @@ the grader's own:
   .item() reads a zero; errors that have nothing to do with devices are not charged.
 
 The counts and the meta run come from the student's own process, which could report anything (a
-head loop run inside torch's _disable_current_modes() hides its operations from the counter): the
-checks that use them are worth 0 points in grading.yml, feedback only. They still require the right
-output from the same module on the same inputs before they judge anything, so their diagnosis is
-about code that computes the right thing.
+head loop run inside torch's _disable_current_modes() hides its operations from the counter). So
+the grader also reads the submitted source itself (suites/source_reading.py: parsed with ast here,
+never run): no Python loop over the heads in what MultiHeadAttention runs, no tensor made in forward
+without device=. A check passes only when the child's measurement and the grader's reading both
+do; code that reaches into the grader's machinery is reported to the instructor as tampering
+(grading.Grade.tampering). The checks also require the right output from the same module on the
+same inputs before they judge anything, so their diagnosis is about code that computes the right thing.
 """
 import re
 
 import torch
 
-from autograder.suites import expect
+from autograder.suites import expect, source_reading
 from autograder.student import StudentError
 
 # aten ops (overload packet names) that multiply matrices; einsum, linear and matmul reach the
@@ -119,3 +122,32 @@ def has_plain_mask(module):
         return isinstance(module.get("mask"), torch.Tensor)
     except StudentError:
         return False
+
+
+def unread(class_name, module):
+    return (f"the grader reads {class_name} in {module}.py itself to confirm what the measurement says, and found no "
+            f"class {class_name} written there: define it in {module}.py (class {class_name}(nn.Module): ...)")
+
+
+def source_loop_problem(source, class_name, module):
+    """'' when what class_name runs has no Python loop over the heads (the grader's own reading)."""
+    line = source_reading.loops_over_heads(source, class_name)
+    if line is None:
+        return unread(class_name, module)
+    if line:
+        return f"{class_name} loops over its heads in Python ({module}.py, line {line}): {LOOP_HINT}"
+    return ""
+
+
+def source_device_problem(source, class_name, module):
+    """'' when nothing class_name runs makes a tensor without device= (the grader's own reading)."""
+    found = source_reading.cpu_tensors(source, class_name)
+    if found is None:
+        return unread(class_name, module)
+    if found:
+        line, call = found[0]
+        return (f"{class_name} makes a tensor on the default device (the CPU) when it runs: {call}(...) without "
+                f"device= ({module}.py, line {line}); that works on a CPU and fails on a GPU. Create tensors with "
+                f"device=x.device (and dtype=x.dtype where it matters), or slice the registered mask buffer, which "
+                f"moves with the module")
+    return ""

@@ -12,6 +12,10 @@ import torch
 from autograder.student import RemoteObject
 
 
+# how a cause begins when several known mistakes give the very numbers a check saw (misconceptions.named_mistake)
+SEVERAL = "one of these mistakes, which give the same numbers here: "
+
+
 class Mismatch(AssertionError):
     """A failed check. message: the diagnosis, safe for any student; detail: instructor only;
     student_text: the student's exception text (the runner decides where it may be shown)."""

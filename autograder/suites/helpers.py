@@ -78,6 +78,23 @@ def state_of(module, what):
     return state
 
 
+def square_buffer(module, size):
+    """The module's registered (size, size) buffer, whatever its name (the classes may name their parts
+    as they like), read after the module is converted to float64: a registered buffer follows the
+    module, a plain attribute does not (and is not listed). -> the tensor, or None."""
+    try:
+        module.type("torch.DoubleTensor")
+        for name, shape, _ in module.describe()["buffers"]:
+            if tuple(shape) == (size, size):
+                mask = module.get(name)
+                if isinstance(mask, torch.Tensor) and mask.dtype == torch.float64:
+                    return mask
+    except StudentError as e:
+        if e.not_implemented:
+            raise
+    return None
+
+
 def parameter_order(module):
     """[(name, shape)] of the module's parameters in registration order."""
     return [(name, tuple(shape)) for name, shape, _ in module.describe()["parameters"]]
@@ -331,16 +348,20 @@ def student_error_hint(error, hint):
 def diagnose_errors(namespace, signature=""):
     """Wrap every check test_* of a suite module so that what the student's code raised is named as
     a misconception where one is recognized (misconceptions.error_diagnosis); the exception's own
-    text goes to student_text, never to the message. The checks keep their names and parameters."""
+    text goes to student_text, never to the message. The checks keep their names and parameters.
+    signature: the specified call the diagnoses quote, or a function of the check's name giving it
+    (a module with two classes: each check quotes the signature of the class it builds)."""
     from autograder.suites.misconceptions import error_diagnosis
 
     def wrap(check):
+        spec = signature(check.__name__) if callable(signature) else signature
+
         @functools.wraps(check)
         def diagnosed(*args, **kwargs):
             try:
                 return check(*args, **kwargs)
             except StudentError as e:
-                why = error_diagnosis(e, signature)
+                why = error_diagnosis(e, spec)
                 if not why:
                     raise
                 raise Mismatch(f"{e.explain()}: {why}", student_text=e.student_text()) from None

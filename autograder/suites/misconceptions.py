@@ -235,7 +235,7 @@ def named_mistake(got, want, mistakes, atol=1e-4):
         if why not in found and not matches(wrong, want, atol) and matches(got, wrong, atol * scale):
             found.append(why)
     if len(found) > 1:
-        return "one of these mistakes, which give the same numbers here: " + "; or ".join(found[:3])
+        return expect.SEVERAL + "; or ".join(found[:3])
     return found[0] if found else ""
 
 

@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from autograder.suites import expect, helpers, part_marker, reference
+from autograder.suites import expect, helpers, part_marker, reference, source_reading
 from autograder.suites.misconceptions import matches
 from autograder.student import StudentError
 
@@ -25,10 +25,25 @@ ALIASES = {"context_len": "context_length", "ctx_len": "context_length", "n_head
            "drop_rate": "dropout", "dropout_rate": "dropout", "bias": "qkv_bias"}
 
 
+OTHER_CLASSES = {"MultiHeadAttention", "CausalAttention"}
+
+
+def class_names(student, class_name):
+    """class_name and, for the wrapper, every other class exercises.py imports from mha (read from its
+    source here, never run): a wrapper the student's mha names otherwise (MultiHeadCausalAttentionWrapper)
+    is charged in mha only, never again here."""
+    names = [class_name]
+    if class_name == "MultiHeadAttentionWrapper":
+        names += [n for n in source_reading.imported_from(student.source(PART), "mha")
+                  if n[:1].isupper() and n not in OTHER_CLASSES | {class_name}]
+    return names
+
+
 def asked(student, function, class_name, *args, **kwargs):
-    """The arguments function(*args) passes to the chapter's class_name, as {contract name: value};
-    None when it does not call that class by its name (then the module it returns is judged)."""
-    patches = ((PART, class_name), ("mha", class_name))
+    """The arguments function(*args) passes to the chapter's class_name (or the wrapper under the
+    name exercises.py imports it by, class_names), as {contract name: value}; None when it does not
+    call that class by its name (then the module it returns is judged)."""
+    patches = tuple((module, name) for name in class_names(student, class_name) for module in (PART, "mha"))
     _, calls = student.record(function, *args, patches=patches, **kwargs)
     if len(calls) != 1:
         return None if not calls else {"calls": len(calls)}
@@ -86,20 +101,37 @@ def judge_two_dim(student, got, what, d_in, ctx, dropout, x, seed, call_seed, re
         expect.fail(f"{what} gives an output that holds no attention (all zero, one value everywhere, NaN or Inf, or "
                     f"its input handed back): two_dim_wrapper should return MultiHeadAttentionWrapper(d_in, 1, "
                     f"context_length, dropout, num_heads=2)")
-    own = student.module("mha").MultiHeadAttentionWrapper(d_in, 1, ctx, dropout, num_heads=2, _seed=seed)
-    if matches(got, expect.as_tensor(own(x, _seed=call_seed), "MultiHeadAttentionWrapper"), 1e-5):
-        return  # the right module (whatever mha.py's wrapper computes: graded in mha)
+    wrapper = own_wrapper(student)
+    if wrapper is None:  # no wrapper of mha.py to compare with (graded in mha): only the width is judged here
+        if got.dim() and got.shape[-1] == 2:
+            return
+    else:
+        own = wrapper(d_in, 1, ctx, dropout, num_heads=2, _seed=seed)
+        if matches(got, expect.as_tensor(own(x, _seed=call_seed), "MultiHeadAttentionWrapper"), 1e-5):
+            return  # the right module (whatever mha.py's wrapper computes: graded in mha)
     if got.dim() == 0 or got.shape[-1] != 2:
         width = got.shape[-1] if got.dim() else "none"
         expect.fail(f"{what} has output width {width}: Exercise 3.2 asks for 2 with num_heads=2, so each head "
                     f"needs d_out=1")
-    if dropout:
-        plain = student.module("mha").MultiHeadAttentionWrapper(d_in, 1, ctx, 0.0, num_heads=2, _seed=seed)
+    if dropout and wrapper is not None:
+        plain = wrapper(d_in, 1, ctx, 0.0, num_heads=2, _seed=seed)
         if matches(got, expect.as_tensor(plain(x, _seed=call_seed), "MultiHeadAttentionWrapper"), 1e-5):
             expect.fail(f"{what} ignores its dropout argument: pass it on to MultiHeadAttentionWrapper")
     expect.fail(f"{what} differs from MultiHeadAttentionWrapper(d_in, 1, context_length, dropout, num_heads=2) "
                          f"made after the same seed" + ("" if not reveal else
                                                          ": two_dim_wrapper should return exactly that module"))
+
+
+def own_wrapper(student):
+    """The student's own wrapper class in mha.py, under the name exercises.py uses for it (the first of
+    class_names that mha.py has), or None."""
+    for name in class_names(student, "MultiHeadAttentionWrapper"):
+        try:
+            getattr(student.module("mha"), name).get()
+            return getattr(student.module("mha"), name)
+        except StudentError:
+            continue
+    return None
 
 
 def two_dim_problem(found, d_in, ctx, dropout):

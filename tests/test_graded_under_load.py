@@ -1,0 +1,88 @@
+"""Issue 30 item 1 (d): the same scores alone, in a batch, under load and under two seeds.
+
+Twelve busy processes per core run (plain Python loops at normal priority, started and ended by
+this test, by pid) while `grade`, `ci` and `batch --jobs 2` grade at the same time: a correct
+submission gets full marks in each, or the entry point says plainly that it was not graded (the
+machine's doing, never a lower score); a submission with one bug scores what it scores alone.
+Nothing here waits for the load to peak or measures time: only the verdicts are compared.
+"""
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+from contextlib import contextmanager
+
+import pytest
+from part_edits import grade, scores, submission
+
+from autograder import PARTS, PROJECT_ROOT
+
+pytestmark = pytest.mark.load
+BUSY_PER_CORE = 12
+KEYS_BUG = ("mha", "keys = self.W_key(x)", "keys = self.W_query(x)")
+
+
+@contextmanager
+def busy_machine():
+    """BUSY_PER_CORE endless loops per core, ended (SIGKILL to each pid this test started) on the way out."""
+    loops = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(BUSY_PER_CORE * (os.cpu_count() or 1))]
+    try:
+        yield
+    finally:
+        for loop in loops:
+            os.kill(loop.pid, signal.SIGKILL)
+            loop.wait()
+
+
+def command(*args):
+    return subprocess.Popen([sys.executable, "-m", "autograder", *args], cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def finished(process):
+    out, err = process.communicate(timeout=1500)
+    return process.returncode, out + err
+
+
+def full_or_not_graded(code, output, results_path):
+    """A correct submission: 100 / 100, or exit 3 and a results.json with no score that says why."""
+    results = json.loads(results_path.read_text())
+    if code == 3:
+        assert "score" not in results and "machine was overloaded" in results["output"], output
+        return "not graded"
+    assert code == 0 and (results["score"], results["max_score"]) == (100, 100), output
+    return "full"
+
+
+def test_scores_alone_equal_scores_under_load_in_grade_ci_and_batch(engine, tmp_path):
+    good = submission(tmp_path / "good")
+    keys = submission(tmp_path / "keys", KEYS_BUG)
+    alone = {"good": scores(grade(engine, good, None)), "keys": scores(grade(engine, keys, None))}
+    assert sum(alone["good"].values()) == 100 and alone["keys"]["mha"] < 22
+    classroom = tmp_path / "class"
+    classroom.mkdir()
+    for name, folder in (("good", good), ("keys", keys)):
+        folder.rename(classroom / name)
+    # the environment check's cache is filled before the load (grading.yml may be new to this machine)
+    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(classroom / "good"), "--seed", "11"],
+                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0 and "100 / 100" in done.stdout, done.stdout + done.stderr
+    with busy_machine():
+        runs = {"grade": command("grade", str(classroom / "good"), "--seed", "11", "--json", str(tmp_path / "g.json")),
+                "ci": command("ci", str(classroom / "good"), "--seed", "12", "--json", str(tmp_path / "c.json")),
+                "batch": command("batch", str(classroom), "--out", str(tmp_path / "out"), "--jobs", "2", "--seed", "12")}
+        ended = {name: finished(process) for name, process in runs.items()}
+    full_or_not_graded(*ended["grade"], tmp_path / "g.json")
+    full_or_not_graded(*ended["ci"], tmp_path / "c.json")
+    code, output = ended["batch"]
+    assert code == 0, output
+    with open(tmp_path / "out" / "grades.csv", newline="") as f:
+        rows = {row["student"]: row for row in csv.DictReader(f)}
+    for name in ("good", "keys"):
+        row = rows[name]
+        if row["problem"].startswith("not graded: the machine was overloaded"):
+            assert row["score"] == "", row  # said plainly, with no score at all
+            continue
+        assert row["problem"] == "" and {p: float(row[p]) for p in PARTS} == alone[name], (name, row, output)

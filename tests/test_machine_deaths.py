@@ -1,0 +1,252 @@
+"""Issue 30 item 1: a child's death is charged only for a cause the grader measured.
+
+A child killed from outside (here: the test itself sends SIGKILL, once or every time, before the
+check's first call; nothing races) is the machine's doing: the part runs again in a fresh child
+and keeps full marks, or, when every attempt is killed, is "not graded" with no point lost and no
+score in any channel. A real memory hog (its control group's out-of-memory killer), a real CPU
+loop and a real sleep are still charged, each with the cause that was measured.
+"""
+import json
+import os
+import select
+import signal
+import types
+
+import pytest
+from part_edits import submission
+
+from autograder import grading, reports, runner
+from autograder.sandbox import client, death
+
+PART = "simple_attention"
+
+
+def kill_from_outside(student):
+    """SIGKILL to the part's child, as the host's OOM killer or an operator sends it; waits until it is gone."""
+    part = student.session
+    os.kill(client._host_pid(part.pidfd), signal.SIGKILL)
+    select.select([part.pidfd], [], [])  # a pidfd is readable once its process has ended
+
+
+def suites_killing(engine, times):
+    """The real suites, with the part's first check killing its child first, on its first `times` calls."""
+    rubric, suites, _ = engine
+    (name, check), rest = suites[PART][0], suites[PART][1:]
+    calls = []
+
+    def killer(student, book):
+        calls.append(1)
+        if len(calls) <= times:
+            kill_from_outside(student)
+        return check(student, book)
+
+    killer.__signature__ = __import__("inspect").signature(check)
+    return {**suites, PART: [(name, killer)] + rest}, calls
+
+
+def grade_with(engine, folder, suites):
+    rubric, _, sandbox = engine
+    return grading.grade_submission(folder, rubric, suites, sandbox, fixtures=runner.default_fixtures(),
+                                    parts=[PART], figures=False)
+
+
+def test_a_child_killed_from_outside_is_graded_again_in_a_fresh_one(engine, tmp_path):
+    suites, calls = suites_killing(engine, times=1)
+    grade = grade_with(engine, submission(tmp_path), suites)
+    assert len(calls) == 2  # killed once, then run again
+    assert grade.parts[PART]["score"] == grade.parts[PART]["max_score"] == 10
+    assert not grade.parts[PART]["problem"] and not grade.not_graded
+    assert all(c.passed for c in grade.checks), [(c.name, c.message) for c in grade.checks if not c.passed]
+
+
+def test_a_part_the_machine_kills_every_time_is_not_graded_and_loses_nothing(engine, tmp_path):
+    suites, calls = suites_killing(engine, times=99)
+    grade = grade_with(engine, submission(tmp_path), suites)
+    assert len(calls) == runner.MACHINE_RETRIES + 1
+    assert list(grade.not_graded) == [PART]
+    assert grade.not_graded[PART].startswith("not graded: the machine was overloaded (its process was killed "
+                                             "(SIGKILL) by something outside the part")
+    assert all(c.not_graded for c in grade.checks)
+    assert not any("memory than the part" in c.message for c in grade.checks)  # the student's cause is not guessed
+    # no channel gives a score: not a lower one, none
+    table = reports.table(grade)
+    assert "not graded" in table.splitlines()[4] and "NOT GRADED: the machine was overloaded" in table
+    for results in (reports.student_results(grade), reports.gradescope_results(grade)):
+        assert "score" not in results and results["tests"] == []
+        assert results["output"] == grading.NOT_GRADED_MESSAGE
+    assert reports.markdown(grade) == f"## Not graded\n\n{grading.NOT_GRADED_MESSAGE}\n"
+    record = reports.results_json(grade)  # the instructor's: the numbers kept, flagged, no score said
+    assert list(record["extra_data"]["not_graded"]) == [PART]
+    assert record["output"] == "Not graded: the machine was overloaded (simple_attention): no score stands"
+    assert grading.not_graded_problem(grade) == ("not graded: the machine was overloaded (parts: simple_attention): "
+                                                 "graded again on the next run")
+
+
+def test_the_batch_writes_no_score_for_a_part_not_graded(tmp_path):
+    """grades.csv: an empty score and part cell (never a 0) and the problem; the summary says so."""
+    from autograder import batch
+    from autograder.gradebook import Gradebook
+
+    book = Gradebook(tmp_path / "gradebook.db")
+    results = {"score": 90, "max_score": 100, "tests": [],
+               "parts": {"simple_attention": {"score": 0, "max_score": 10}, "causal": {"score": 22, "max_score": 22}}}
+    problem = "not graded: the machine was overloaded (parts: simple_attention): graded again on the next run"
+    book.record("ann", batch.RETRY + "x", results, problem)
+    batch.write_csv(book, tmp_path / "grades.csv")
+    row = (tmp_path / "grades.csv").read_text().splitlines()[1].split(",")
+    header = (tmp_path / "grades.csv").read_text().splitlines()[0].split(",")
+    cells = dict(zip(header, row))
+    assert cells["score"] == cells["max_score"] == cells["simple_attention"] == ""
+    assert cells["causal"] == "22" and cells["problem"].startswith("not graded: the machine")
+    said = batch.summary_text(book, "subs", tmp_path, ["ann"], ["ann"], [])
+    assert "not graded, no score (1):" in said and "scored 0" not in said
+    from autograder.reports import class_report
+
+    page = class_report.class_report([("ann", results, problem), ("bob", {**results, "score": 50}, "")])
+    assert "not graded: the machine was overloaded</td>" in page and "2 submission(s)" not in page
+    assert "1 submission(s); mean 50.0" in page  # ann's numbers count for nothing: no score stands
+    book.close()
+
+
+def run_one(engine, tmp_path, source, timeout=2, memory_mb=512):
+    _, _, sandbox = engine
+    folder = tmp_path / "task"
+    folder.mkdir()
+    (folder / "task.py").write_text(source, encoding="utf-8")
+
+    def test_work(student):
+        assert student.module("task").work() == "done"
+
+    limits = types.SimpleNamespace(timeout=timeout, memory_mb=memory_mb)
+    return runner.run_part(sandbox, str(folder), "task", [("work", test_work)], limits, runner.default_fixtures())
+
+
+HOG = """import os
+
+def work():
+    # 640 MiB in memory files (each under the 16 MiB file-size limit, none of it address space):
+    # charged to the part's control group, over its 512 MiB; this process is the only one the
+    # out-of-memory killer may take
+    kept = []
+    for _ in range(40):
+        fd = os.memfd_create("hog")
+        os.write(fd, b"\\1" * (16 << 20))
+        kept.append(fd)
+    return "done"
+"""
+
+
+def test_a_real_memory_hog_is_charged_with_the_measured_cause(engine, tmp_path):
+    run = run_one(engine, tmp_path, HOG, timeout=20)
+    if not any(p.startswith("control group (memory") for p in run.protections):
+        pytest.skip(f"no control group on this machine (protections: {run.protections})")
+    assert not run.not_graded and not run.results[0].passed
+    assert run.problem == ("the task process was killed by the kernel (SIGKILL): its processes together used more "
+                           "memory than the part's limit (512 MB)"), run.problem
+
+
+def test_a_real_cpu_loop_is_charged_with_its_cpu_time(engine, tmp_path):
+    run = run_one(engine, tmp_path, "def work():\n    while True:\n        pass\n", timeout=1)
+    assert run.timed_out and not run.not_graded
+    assert "timed out after 1 s of CPU time (the part's time limit)" in run.results[0].message
+
+
+def test_a_real_sleep_is_charged_with_the_wall_clock(engine, tmp_path, monkeypatch):
+    """The wall clock behind the CPU limit cut to 4 s (it is 4x + 10 s): the child sleeps, measured
+    as neither on a CPU nor waiting for one, so the waiting is its own (a busy machine that kept it
+    waiting for a CPU would need to do so for 2 of those 4 s to change that: it needs a few ms)."""
+    monkeypatch.setattr(client.PartChild, "WALL_FACTOR", 1)
+    monkeypatch.setattr(client.PartChild, "WALL_SLACK", 3)
+    run = run_one(engine, tmp_path, "import time\n\ndef work():\n    time.sleep(60)\n", timeout=1)
+    assert run.timed_out and not run.not_graded
+    assert "timed out after 4 s of waiting (the part's wall-clock limit): look for code that waits" in run.problem
+
+
+def test_waiting_for_a_cpu_is_the_machine_s(monkeypatch):
+    """The readings alone: runnable but not running for most of the wall clock is not sleeping."""
+    readings = iter([(0.1, 0.2), (0.6, 7.0)])
+    monkeypatch.setattr(death, "schedule", lambda pid: next(readings))
+    gauge = death.Gauge.start(None, 1)
+    assert gauge.asleep(1, 8.0) is False  # 0.5 s on a CPU, 6.8 s waiting for one: the machine's
+    readings = iter([(0.0, 0.0), (0.1, 0.3)])
+    gauge = death.Gauge.start(None, 1)
+    assert gauge.asleep(1, 8.0) is True
+    monkeypatch.setattr(death, "schedule", lambda pid: None)
+    assert death.Gauge.start(None, 1).asleep(1, 8.0) is None  # unmeasured: never charged
+
+
+def test_an_oom_kill_is_read_from_the_group(tmp_path):
+    for name, body in (("memory.events", "low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n"),
+                       ("memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")):
+        folder = tmp_path / name
+        folder.mkdir()
+        (folder / name).write_text(body)
+        group = types.SimpleNamespace(folders=[str(folder)])
+        gauge = death.Gauge(death.oom_kills(group), None)
+        assert gauge.oom_kills == 2 and not gauge.oom_killed(group)
+        (folder / name).write_text(body.replace("oom_kill 2", "oom_kill 3"))
+        assert gauge.oom_killed(group)
+    assert death.oom_kills(None) is None
+
+
+def test_results_json_of_a_graded_run_has_no_not_graded_key(engine, tmp_path):
+    suites, _ = suites_killing(engine, times=0)
+    grade = grade_with(engine, submission(tmp_path), suites)
+    assert grade.not_graded == {} and "not_graded" not in reports.results_json(grade)["extra_data"]
+    assert json.loads(reports.dumps(reports.student_results(grade)))["score"] == 10
+
+
+def test_the_environment_check_names_the_machine_when_the_reference_was_not_graded(engine, tmp_path):
+    from autograder import envcheck
+
+    suites, _ = suites_killing(engine, times=99)
+    grade = grade_with(engine, submission(tmp_path), suites)
+    assert envcheck.likely_cause(grade, "cpu").startswith("the machine was overloaded while the reference was graded")
+
+
+class _Engine:
+    """Stands in for the Engine of a command: its grade() gives the grade the machine kept from being graded."""
+
+    def __init__(self, grade):
+        self.result = grade
+
+    def grade(self, path, **_):
+        return self.result
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+
+def test_grade_and_ci_commands_give_no_score_and_exit_3(engine, tmp_path, monkeypatch, capsys):
+    from autograder import commands
+    from autograder.commands import ci as ci_command, grade as grade_command
+
+    suites, _ = suites_killing(engine, times=99)
+    folder = submission(tmp_path)
+    not_graded = grade_with(engine, folder, suites)
+    monkeypatch.setattr(commands, "open_engine", lambda *args, **kwargs: _Engine(not_graded))
+    for variable in ("GITHUB_STEP_SUMMARY", "GITHUB_OUTPUT", "GITHUB_ACTIONS"):
+        monkeypatch.delenv(variable, raising=False)
+    args = types.SimpleNamespace(path=str(folder), json=str(tmp_path / "g.json"), junit=None, markdown=None)
+    assert grade_command.run(args) == 3
+    said = capsys.readouterr()
+    assert "NOT GRADED: the machine was overloaded (simple_attention)" in said.out
+    assert "error: not graded: the machine was overloaded (parts: simple_attention)" in said.err
+    args = types.SimpleNamespace(path=str(folder), json=str(tmp_path / "c.json"), comment=str(tmp_path / "c.md"),
+                                 fail_under=None)
+    assert ci_command.run(args) == 3
+    results = json.loads((tmp_path / "c.json").read_text())
+    assert "score" not in results and results["output"] == grading.NOT_GRADED_MESSAGE
+    assert "## Not graded" in (tmp_path / "c.md").read_text() and grading.NOT_GRADED_MESSAGE in (tmp_path / "c.md").read_text()
+
+
+def test_a_student_s_feedback_counts_no_point_lost_for_a_part_not_graded(engine, tmp_path):
+    from autograder.reports.common import what_to_fix
+
+    suites, _ = suites_killing(engine, times=99)
+    grade = grade_with(engine, submission(tmp_path), suites)
+    items = what_to_fix(grade.checks, grade.parts)
+    assert [(i.title, i.points) for i in items] == [(PART, 0)] and items[0].message.startswith("not graded: the machine")
