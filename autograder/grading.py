@@ -43,6 +43,8 @@ class ScoredCheck:
     diagnosis: str = "shown"  # grading.yml's `diagnosis`: "withheld" keeps a hidden check's message from students
     figure: dict | None = None  # the student's and the expected weights on the book's example (suites/figures.py)
     voided_by: tuple[str, ...] = ()  # the failed checks its grading.yml `requires` names: it passed, but earns nothing
+    cause: str = ""           # the misconception its message names (runner.CheckResult.cause): what reports fold by
+    unexplained: bool = False  # wrong numbers, no cause named: the part's diagnosis is the likely one
     not_graded: bool = False  # the machine kept it from running (runner.NOT_GRADED): nobody's score
 
 
@@ -137,7 +139,8 @@ def score_part(grade: Grade, part: rubric_mod.Part, run: runner.PartRun) -> None
         grade.checks.append(ScoredCheck(part.name, check.name, result.passed, round(earned, 4),
                                         round(worth, 4), check.visibility, result.message,
                                         result.detail, result.student_text, check.diagnosis, figure=result.figure,
-                                        voided_by=voided_by, not_graded=result.not_graded))
+                                        voided_by=voided_by, cause=result.cause, unexplained=result.unexplained,
+                                        not_graded=result.not_graded))
     grade.parts[part.name] = {"score": round(total, 4), "max_score": round(part.max_score, 4),
                               "problem": run.problem, "seconds": round(run.seconds, 3),
                               "diagnosis": run.diagnosis,  # the cause most failed checks name (runner.part_diagnosis)

@@ -175,6 +175,8 @@ def _what_to_fix(checks, parts):
         lines.append(f"  - {item.label} (-{_fmt(item.points)}): {item.message}")
         if item.failed_in:
             lines.append(f"    {item.failed_in}")
+        if item.lost_note:
+            lines.append(f"    {item.lost_note}")
         if item.voided_note:
             lines.append(f"    {item.voided_note}")
         if item.own_text:

@@ -141,19 +141,22 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
     for run in runs.values():
         visible = {n for n, check in rubric.parts[run.part].checks.items() if check.visibility == "visible"}
         import_failure.explain(run, staged.folder, visible)  # a module that does not import: one problem
-        part_diagnosis(run)
+        part_diagnosis(run, {n for n, check in rubric.parts[run.part].checks.items()
+                             if getattr(check, "diagnosis", "shown") == "withheld"})
     if figures:
         draw_figures(sandbox, staged.folder, key, runs, rubric, fixtures)
     return runs
 
 
-def part_diagnosis(run: PartRun) -> None:
+def part_diagnosis(run: PartRun, withheld: set[str] | frozenset[str] = frozenset()) -> None:
     """One bug, one explanation: the cause named by most of the part's failed checks is the part's
     diagnosis (causes named equally often are all given, as possibilities); a failed check that could
     name none (its numbers are just wrong) is told that cause as the likely one. A cause that is only
     one of several mistakes with the same numbers (expect.SEVERAL) counts where no check names one
     cause alone: a softmax over dim 0 named by the weights' checks explains the context vectors'
-    "the softmax over dim 0, or the weights transposed"."""
+    "the softmax over dim 0, or the weights transposed". withheld: the checks whose diagnosis
+    grading.yml withholds; a diagnosis only they name is the instructor's (class report), never
+    told to a check a student reads."""
     causes = [result.cause for result in run.results if not result.passed and result.cause]
     single = [cause for cause in causes if not cause.startswith(expect.SEVERAL)]
     counts: dict[str, int] = {}
@@ -161,8 +164,10 @@ def part_diagnosis(run: PartRun) -> None:
         counts[cause] = counts.get(cause, 0) + 1
     top = [cause for cause, n in counts.items() if n == max(counts.values(), default=0)]
     run.diagnosis = top[0] if len(top) == 1 else ("one of: " + "; or ".join(top[:3]) if top else "")
+    said = {result.cause for result in run.results if not result.passed and result.name not in withheld}
+    shown = all(cause in said for cause in top)  # each cause it names, a check a student reads names too
     for result in run.results:
-        if run.diagnosis and result.unexplained and not result.passed:
+        if run.diagnosis and shown and result.unexplained and not result.passed:
             result.message += f" (most likely the cause named by this part's other failed checks: {run.diagnosis})"
 
 

@@ -11,6 +11,11 @@ The rule (every student channel applies it through `what_to_fix`):
                              hidden one, its name for a visible one; no diagnosis, no student text
     part problem          -> said once for the part (a missing module, a process that died),
                              not once per check
+    one cause             -> every failed check a cause explains is one item, led by the cause:
+                             the checks that name it, name it among several possibilities, or
+                             name none (runner.part_diagnosis); a check naming another cause is
+                             another item; a withheld check is never folded, and a cause only
+                             withheld checks name never leads
 
 Instructor channels (the `grade` table, JUnit, the stored results JSON) show everything:
 `instructor_lines`.
@@ -18,7 +23,7 @@ Instructor channels (the `grade` table, JUnit, the stored results JSON) show eve
 import sys
 from dataclasses import dataclass, field
 
-from autograder import text
+from autograder import causes, text
 from autograder.sandbox.death import NOT_GRADED
 
 WITHHELD = "hidden check failed"  # a hidden check whose diagnosis grading.yml withholds
@@ -52,6 +57,9 @@ class Item:
     places: list = field(default_factory=list)  # what each check ran ("MultiHeadAttention with 2 heads")
     voided: list = field(default_factory=list)  # visible checks that pass but earn nothing because of it
     voided_hidden: int = 0                       # how many hidden checks the same
+    lost: list = field(default_factory=list)     # (visible check, points) of an item that folds several messages
+    lost_hidden: float = 0.0                     # the points of its hidden checks
+    folded: bool = False                         # it holds checks whose own messages differ: listed in lost_note
 
     @property
     def label(self):
@@ -92,6 +100,19 @@ class Item:
         return printable(f"this also costs the points of {names}, which" + (VOIDED_ONE if one else VOIDED))
 
 
+    @property
+    def lost_note(self):
+        """'' or, for an item led by its part's diagnosis that holds checks with other messages, the line
+        naming each of its failed checks and what it cost (hidden ones counted, never named)."""
+        if not self.folded:
+            return ""
+        said = [f"{name} (-{fmt(points)})" for name, points in self.lost]
+        if self.hidden:
+            said.append(f"{self.hidden} hidden check{'s' if self.hidden > 1 else ''} (-{fmt(self.lost_hidden)})")
+        names = ", ".join(said[:-1]) + f" and {said[-1]}" if len(said) > 1 else said[0]
+        return printable(f"this one mistake fails {names}")
+
+
 WRONG = " is wrong: "  # the grader's "<what it ran> is wrong: <diagnosis>"
 
 
@@ -105,7 +126,8 @@ def what_to_fix(checks, parts):
     """[Item] for a student: part problems once, then one item per diagnosis of each part, listing
     the failed checks that said it, by the rule above. A check voided by its `requires` (it passed,
     but a check it requires failed) is no item of its own: its points go to the item of the mistake
-    that voids it, which names it (Item.voided_note): one mistake, one item.
+    that voids it, which names it (Item.voided_note): one mistake, one item. Likewise the failed
+    checks one cause explains, whatever each says, are one item led by it (Item.lost_note lists them).
 
     checks: ScoredChecks (anything with part, name, passed, score, max_score, visibility, message,
     student_text and optionally diagnosis and voided_by); parts: {part: {"problem", ...}}.
@@ -113,7 +135,7 @@ def what_to_fix(checks, parts):
     holder = {}  # (part, check) -> the item that says it
     items = _problem_items(checks, parts, holder)
     failed = [c for c in checks if not c.passed and not said_with_problem(c, parts)]
-    items += _diagnosis_items([c for c in failed if not voided_by(c)], holder)
+    items += _diagnosis_items([c for c in failed if not voided_by(c)], holder, _leads(failed, parts))
     for c in (c for c in failed if voided_by(c)):
         item = next((holder[c.part, name] for name in voided_by(c) if (c.part, name) in holder), None)
         if item is None:  # the check that voids it is not among these (a rubric cut down): said as it is
@@ -145,9 +167,37 @@ def _problem_items(checks, parts, holder):
     return items
 
 
-def _diagnosis_items(failed, holder):
-    """One Item per (part, diagnosis) of the failed checks, each check's name, place and points in it."""
-    items, by_diagnosis = [], {}
+def _leads(failed, parts):
+    """{part: (its diagnosis, the causes named alone by its failed checks a student may read)} for each
+    part without a problem (runner.part_diagnosis; a cause only withheld checks name is never said)."""
+    leads = {}
+    for part, p in parts.items():
+        named = [printable(c.cause) for c in failed if c.part == part and not _withheld(c)
+                 and getattr(c, "cause", "") and not c.cause.startswith(causes.SEVERAL)]
+        if named and not (p or {}).get("problem"):
+            leads[part] = (printable((p or {}).get("diagnosis") or ""), list(dict.fromkeys(named)))
+    return leads
+
+
+def _explained(check, leads):
+    """The cause that explains this failed check and leads its item ('' for none): the one cause it
+    names; of the several it names, the part's diagnosis or else the first a check names alone; for
+    wrong numbers without a cause, the part's diagnosis (causes.explains). A withheld check says only
+    that it failed: never why."""
+    diagnosis, named = leads.get(check.part, ("", []))
+    if not named or _withheld(check):
+        return ""
+    cause, unexplained = printable(getattr(check, "cause", "")), getattr(check, "unexplained", False) is True
+    for lead in ([diagnosis] if diagnosis in named else []) + named:
+        if causes.explains(lead, cause, unexplained and lead == diagnosis):
+            return lead
+    return ""
+
+
+def _diagnosis_items(failed, holder, leads=None):
+    """One Item per (part, diagnosis) of the failed checks, each check's name, place and points in it;
+    every check its part's diagnosis explains (leads: _leads) in one item led by that diagnosis."""
+    items, by_diagnosis, first = [], {}, {}  # first: the diagnosis of each item's first check
     for c in failed:
         visible = c.visibility == "visible"
         if visible and _withheld(c):
@@ -156,22 +206,28 @@ def _diagnosis_items(failed, holder):
             continue
         said = printable(c.message or "check failed") if visible else hidden_diagnosis(c)
         diagnosis, place = diagnosis_and_place(said)
-        item = by_diagnosis.get((c.part, diagnosis))
+        lead = _explained(c, leads or {})
+        key = (c.part, lead or diagnosis, bool(lead))
+        item = by_diagnosis.get(key)
         if item is None:
-            item = by_diagnosis[c.part, diagnosis] = Item(c.part, message=said)
+            item = by_diagnosis[key] = Item(c.part, message=said)
             items.append(item)
-        elif item.message != diagnosis:  # a second check said it: the place goes to the list
-            item.message = diagnosis
+            first[key] = diagnosis
+        else:  # a second check said it (or its part's diagnosis explains it): the place goes to the list
+            item.message = key[1]
+            item.folded = item.folded or bool(lead) and {diagnosis, first[key]} != {lead}
         holder[c.part, c.name] = item
         item.points += c.max_score
         item.places.append(f"{c.name} ({place})" if visible and place else c.name if visible else place)
         if visible:
             item.checks.append(c.name)
+            item.lost.append((c.name, c.max_score))
             item.check = item.check or c.name
             if c.student_text and not item.own_text:
                 item.own_text = text.excerpt(c.student_text)
         else:
             item.hidden += 1
+            item.lost_hidden += c.max_score
     return items
 
 

@@ -91,6 +91,8 @@ def fix_section(items, heading):
         lines.append(f"- **{_title(item.title)}** (-{fmt(item.points)}): {md_text(item.message)}")
         if item.failed_in:
             lines.append(f"  {md_text(item.failed_in)}")
+        if item.lost_note:
+            lines.append(f"  {md_text(item.lost_note)}")
         if item.voided_note:
             lines.append(f"  {md_text(item.voided_note)}")
         if item.own_text:

@@ -6,7 +6,7 @@ never results_json, which writes them."""
 def checks_of(results):
     """The checks of a record written by results_json, as objects common.what_to_fix reads
     (part, name, passed, score, max_score, visibility, message, student_text, detail, diagnosis,
-    voided_by)."""
+    voided_by, cause, unexplained)."""
     from types import SimpleNamespace
 
     checks = []
@@ -21,7 +21,8 @@ def checks_of(results):
             visibility=test.get("visibility", "visible"),
             message=message,
             student_text=extra.get("student_text", ""), detail=extra.get("detail", ""),
-            diagnosis=extra.get("diagnosis", "shown"), voided_by=tuple(extra.get("voided_by") or ())))
+            diagnosis=extra.get("diagnosis", "shown"), voided_by=tuple(extra.get("voided_by") or ()),
+            cause=str(extra.get("cause", "")), unexplained=extra.get("unexplained") is True))
     return checks
 
 
@@ -32,6 +33,8 @@ def diagnoses_of(results: dict) -> dict[str, str]:
 
 
 def parts_of(results):
-    """{part: {"score", "max_score", "problem"}} of a record written by results_json."""
+    """{part: {"score", "max_score", "problem", "diagnosis"}} of a record written by results_json."""
     problems = (results.get("extra_data") or {}).get("problems") or {}
-    return {part: {**p, "problem": problems.get(part, "")} for part, p in (results.get("parts") or {}).items()}
+    diagnoses = diagnoses_of(results)
+    return {part: {**p, "problem": problems.get(part, ""), "diagnosis": diagnoses.get(part, "")}
+            for part, p in (results.get("parts") or {}).items()}

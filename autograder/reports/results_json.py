@@ -40,7 +40,9 @@ def results_json(grade):
             ("student_text", printable(c.student_text)), ("detail", printable(c.detail)),
             ("diagnosis", getattr(c, "diagnosis", "shown")),
             ("figure", getattr(c, "figure", None)),
-            ("voided_by", list(getattr(c, "voided_by", ())))) if value}  # figure: numbers on public inputs (figure_data.py)
+            ("voided_by", list(getattr(c, "voided_by", ()))),
+            ("cause", printable(getattr(c, "cause", ""))),  # what the feedback folds by (common.what_to_fix)
+            ("unexplained", getattr(c, "unexplained", False) is True)) if value}  # figure: numbers on public inputs (figure_data.py)
         tests.append(test)
     results = _top(grade, tests)
     results["extra_data"] = {"protections": [printable(p, 200) for p in grade.protections],
@@ -147,6 +149,8 @@ def summary(grade):
             lines.append(f"- {item.title} (-{fmt(item.points)}): {item.message}")
             if item.failed_in:
                 lines.append(f"  {item.failed_in}")
+            if item.lost_note:
+                lines.append(f"  {item.lost_note}")
             if item.voided_note:
                 lines.append(f"  {item.voided_note}")
             if item.own_text:

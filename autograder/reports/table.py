@@ -57,6 +57,8 @@ def _student_failures(grade):
     lines = ["", "What to fix:"]
     for item in items:
         lines.append(f"  - {item.title} (-{fmt(item.points)}): {item.message}")
+        if item.lost_note:
+            lines.append(f"      {item.lost_note}")
         if item.voided_note:
             lines.append(f"      {item.voided_note}")
         if item.own_text:

@@ -12,8 +12,7 @@ import torch
 from autograder.student import RemoteObject
 
 
-# how a cause begins when several known mistakes give the very numbers a check saw (misconceptions.named_mistake)
-SEVERAL = "one of these mistakes, which give the same numbers here: "
+from autograder.causes import SEVERAL  # noqa: F401  (how a cause naming several possible mistakes begins)
 
 
 class Mismatch(AssertionError):

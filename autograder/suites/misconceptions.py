@@ -74,6 +74,13 @@ def weights(scores, d_k, causal, *, divide_by=None, dim=-1, mask="-inf", diagona
     return w
 
 
+# a mask's diagonal off by one, in the words of every check that sees it (one mistake, one cause)
+HIDES_DIAGONAL = ("the mask's diagonal is off by one: it also hides each token from itself; mask only what is above "
+                  "the diagonal (triu(..., diagonal=1))")
+SEES_NEXT = ("the mask's diagonal is off by one: each token still sees the next one; mask everything above the "
+             "diagonal (triu(..., diagonal=1))")
+
+
 @deferred
 def weight_mistakes(scores, d_k, causal, d_in=None):
     """The usual ways to get from scores to weights wrong, as (weights, explanation)."""
@@ -104,12 +111,8 @@ def weight_mistakes(scores, d_k, causal, d_in=None):
             (weights(scores, d_k, causal, mask="after"),
              "the mask is applied after the softmax without renormalizing: after zeroing the future "
              "weights, divide each row by its sum (or mask the scores with -inf before the softmax)"),
-            (weights(scores, d_k, causal, diagonal=0),
-             "the mask's diagonal is off by one: it also hides each token from itself; mask only "
-             "what is above the diagonal (triu(..., diagonal=1))"),
-            (weights(scores, d_k, causal, diagonal=2),
-             "the mask's diagonal is off by one: each token still sees the next one; mask everything "
-             "above the diagonal (triu(..., diagonal=1))"),
+            (weights(scores, d_k, causal, diagonal=0), HIDES_DIAGONAL),
+            (weights(scores, d_k, causal, diagonal=2), SEES_NEXT),
         ]
     return out
 

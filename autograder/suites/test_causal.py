@@ -10,7 +10,8 @@ import torch
 
 from autograder.suites import efficiency, expect, helpers, part_marker, reference
 from autograder.suites.helpers import QKV
-from autograder.suites.misconceptions import attention_mistakes, deferred, judge, matches, weight_mistakes, weights
+from autograder.suites.misconceptions import (HIDES_DIAGONAL, SEES_NEXT, attention_mistakes, deferred, judge, matches,
+                                              weight_mistakes, weights)
 from autograder.student import StudentError
 
 pytestmark = part_marker("causal")
@@ -83,10 +84,10 @@ def test_causal_mask_marks_the_future(student):
         expect.true(mask.dtype == torch.bool, f"causal_mask({n}) should be a bool tensor, got {mask.dtype}")
         if n > 1 and torch.equal(mask, torch.ones(n, n, dtype=torch.bool).triu(0)):
             expect.fail("causal_mask also hides the diagonal (off by one): a token must be allowed to attend "
-                                 "to itself (use triu with diagonal=1)")
+                        "to itself (use triu with diagonal=1)", cause=HIDES_DIAGONAL)
         if n > 1 and torch.equal(mask, torch.ones(n, n, dtype=torch.bool).triu(2)):
             expect.fail("causal_mask's diagonal is off by one: it lets each token see the next one (use triu "
-                                 "with diagonal=1)")
+                        "with diagonal=1)", cause=SEES_NEXT)
         if torch.equal(mask, ~want):
             expect.fail("causal_mask is inverted: True must mark the positions ABOVE the diagonal (the future)")
         expect.true(torch.equal(mask, want), f"causal_mask({n}) should be True exactly above the diagonal")
@@ -240,8 +241,10 @@ def test_causal_dropout_in_training_mode(student, rng):
     right = weights(probe_weights(state, T), T, True).expand(b, T, T)
     reference_weights = right if matches(own, right, 1e-5) else own
     if not torch.isfinite(own).all() or bool((own.abs() <= 1e-6).all()):
-        expect.fail(f"{what}: the eval-mode output is degenerate (all zero, NaN or Inf), so dropout cannot be judged; "
-                    f"fix the attention weights first")
+        error = expect.Mismatch(f"{what}: the eval-mode output is degenerate (all zero, NaN or Inf), so dropout "
+                                f"cannot be judged; fix the attention weights first")
+        error.unexplained = True  # the weights' own checks name why (runner.part_diagnosis)
+        raise error
     future = None if reference_weights is right else own[0].abs() > 1e-6
     attn.train()
     train = expect.shape(run(attn, x, what, _seed=5), (b, T, T), what)
@@ -278,6 +281,10 @@ def test_causal_mask_is_a_registered_buffer(student):
     if tuple(mask.shape) != (7, 7):
         expect.fail("CausalAttention's mask should be (context_length, context_length)", f"shape {tuple(mask.shape)}")
     above = torch.ones(7, 7, dtype=torch.bool).triu(1)
+    for diagonal, cause in ((0, HIDES_DIAGONAL), (2, SEES_NEXT)):
+        if torch.equal(mask != 0, torch.ones(7, 7, dtype=torch.bool).triu(diagonal)):
+            expect.fail(f"the mask buffer should mark the positions above the diagonal (ones above it, zeros on and "
+                        f"below it): {cause}", cause=cause)
     if not (torch.equal(mask != 0, above) or torch.equal(mask != 0, ~above)):
         expect.fail("the mask buffer should mark the positions above the diagonal (ones above it, zeros on and below "
                     "it)")

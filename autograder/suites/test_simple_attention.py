@@ -37,11 +37,13 @@ def context_mistakes(inputs, query_index):
     return out
 
 
+SOFTMAX_DIM0 = "the softmax runs over dim 0 (down the columns): use dim=-1 so that every row of weights sums to 1"
+
+
 @deferred
 def weights_mistakes(scores):
     return [
-        (torch.softmax(scores, dim=0), "the softmax runs over dim 0 (down the columns): use dim=-1 so that "
-                                       "every row of weights sums to 1"),
+        (torch.softmax(scores, dim=0), SOFTMAX_DIM0),
         (scores / scores.sum(dim=-1, keepdim=True), "the rows are divided by their sums without exp: use softmax"),
         (torch.softmax(scores.flatten(), 0).view_as(scores), "the softmax runs over the whole matrix at once: "
                                                              "normalize each row separately (dim=-1)"),
@@ -53,7 +55,7 @@ def vectors_mistakes(inputs):
     scores = inputs @ inputs.T
     return [
         (scores @ inputs, "the inputs are weighted by the raw scores: apply the softmax (attention_weights) first"),
-        (torch.softmax(scores, dim=0) @ inputs, "the weights come from a softmax over dim 0: use dim=-1"),
+        (torch.softmax(scores, dim=0) @ inputs, SOFTMAX_DIM0),  # the same words: one mistake, one cause
         (torch.softmax(scores, dim=-1).T @ inputs, "the weight matrix is transposed before weighting the inputs"),
     ]
 
