@@ -169,7 +169,7 @@ _worker_engine: Engine | None = None  # in a worker process: its engine (made by
 def _init_worker(slot_queue, doors, hide, parent: Engine, batch_pid):
     import torch
 
-    from autograder.sandbox import isolation
+    from autograder.inside import isolation
 
     isolation.die_with_parent(batch_pid)  # and its fork server with it, and that one's children
     torch.set_num_threads(1)  # a forked copy of a parent's thread pool can deadlock; one per core anyway

@@ -102,7 +102,7 @@ def _quiet_mentions(text):
     return re.sub(r"@(?=[A-Za-z0-9])", "@\u200b", text)
 
 
-# what the sandbox reports (autograder/sandbox/isolation.py) when student code ran in its own
+# what the sandbox reports (autograder/inside/isolation.py) when student code ran in its own
 # namespaces under the system-call allow-list
 NAMESPACES = "pid, mount, network, IPC and UTS namespaces"
 SECCOMP = "seccomp system-call allow-list"

@@ -12,9 +12,11 @@ import builtins
 import re
 from pathlib import Path
 
-from autograder import protocol, text
+from autograder import text
+from autograder.inside import protocol
 from autograder.stubs import HINTS, MODULES
 from autograder.sandbox.client import SessionDied  # noqa: F401  (re-exported for the suites)
+from autograder.suites import stand_ins
 
 
 # The only exception names and places a diagnosis quotes: a check that has run on hidden inputs
@@ -141,8 +143,7 @@ class Student:
     def request(self, op, target, args=(), kwargs=None, seed=0, extra=None):
         message = {"args": list(args), "kwargs": dict(kwargs or {}), **(extra or {})}
         structure, buffers = protocol.encode(message, fallback=_handle_ref)
-        header, payload = self.session.call({"op": op, "target": target, "input": structure, "seed": seed}, buffers,
-                                            self.call_limit)
+        header, payload = self._exchange({"op": op, "target": target, "input": structure, "seed": seed}, buffers)
         if "error" in header:
             e = header["error"]
             raise StudentError(str(e.get("type")), str(e.get("message", "")), str(e.get("where", "")),
@@ -154,11 +155,24 @@ class Student:
                                after_hidden=self.saw_hidden) from None
         return _inert(answer)
 
-    def substitute(self, sources):
-        """From now on the child imports the grader's own module for each name of sources ({name:
-        source}, suites/reference_parts.py) in place of the student's; {} gives the student's back."""
-        self.substituted = self.substituted or bool(sources)
-        return self.request("substitute", {}, extra={"sources": dict(sources)})
+    def _exchange(self, header, buffers):
+        """One request and its reply; on the way, every question a stand-in of the grader's classes
+        asks from inside the child (inside/stand_in.py) is answered here, in the grader's process,
+        within the same call's time."""
+        limit, start = self.call_limit, self.session.spent() if self.call_limit is not None else 0.0
+        reply, payload = self.session.call(header, buffers, limit)
+        while "stand_in" in reply:
+            if limit is not None:
+                limit = max(0.0, self.call_limit - (self.session.spent() - start))
+            reply, payload = self.session.call(*stand_in_answer(reply, payload), limit)
+        return reply, payload
+
+    def substitute(self, modules):
+        """From now on the child imports the grader's own classes (stand-ins computed here, from the
+        reference solutions: suites/stand_ins.py) for each module named, in place of the student's;
+        () gives the student's back."""
+        self.substituted = self.substituted or bool(modules)
+        return self.request("substitute", {}, extra={"stand_ins": stand_ins.substitutes(modules)})
 
     def import_module(self, name):
         return self.request("import", {"module": name})
@@ -174,6 +188,19 @@ class Student:
         answer = self.request("record", target, args, kwargs, _seed, extra)
         self.last_arguments = list(answer.get("arguments", ()))
         return answer.get("result"), [Call(c) for c in answer.get("calls", ())]
+
+
+def stand_in_answer(reply, payload):
+    """The grader's answer to a stand-in's question (a reply {"stand_in": ...}) -> the request that
+    carries it back: plain tensors and numbers, or the refusal the child raises."""
+    try:
+        asked = protocol.decode(reply["stand_in"], payload)
+        tensors = asked.get("tensors", []) if isinstance(asked, dict) else []
+        found, tensors = stand_ins.answer(asked.get("question") if isinstance(asked, dict) else None, tensors)
+    except Exception as exc:  # the question is the child's data; the solution's own error goes back to it
+        return {"op": "stand_in_answer", "error": stand_ins.error(exc)}, []
+    structure, buffers = protocol.encode({**found, "tensors": tensors})
+    return {"op": "stand_in_answer", "input": structure}, buffers
 
 
 class Call:

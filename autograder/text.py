@@ -4,7 +4,9 @@ Everything a submission controls (exception messages, type names, printed output
 reply) passes through `clean` before the grader keeps it. What comes out is plain, printable text
 of bounded length: no escape sequences or control characters (shown as visible escapes such as
 `\\x1b`), no invisible format characters (Unicode category Cf: zero-width characters, bidirectional
-controls, the tag characters U+E0000..U+E007F; removed), no lone surrogates, newlines only where the
+controls, the tag characters U+E0000..U+E007F; removed), no code point Unicode calls
+Default_Ignorable (variation selectors, the Hangul fillers, the Mongolian vowel separator, combining
+grapheme joiner, ...: drawn as nothing, so also removed), no lone surrogates, newlines only where the
 caller allows them. Each report still escapes it for its own format (Markdown, HTML, XML, the GitHub
 job log); this module only makes it inert. csv_cell makes a cell no spreadsheet reads as a formula.
 """
@@ -21,6 +23,13 @@ CUT = " ...[truncated]"  # ends a text cut to its limit (counted in the limit)
 # paragraph separators, and the noncharacters (U+FDD0..U+FDEF, U+FFFE, U+FFFF: XML refuses the last two)
 _FORMAT = "\u200b-\u200f\u2028\u2029\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufdd0-\ufdef\ufeff\ufff9-\ufffb\ufffe\uffff"
 _UNSAFE = re.compile(f"[\x00-\x08\x0b-\x1f\x7f-\x9f{_FORMAT}]")
+# Unicode's Default_Ignorable_Code_Point (DerivedCoreProperties.txt, 15.1), each range in full: code
+# points a renderer draws as nothing (variation selectors, Hangul fillers, ...), reserved ones included
+DEFAULT_IGNORABLE = ((0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x115F, 0x1160), (0x17B4, 0x17B5),
+                     (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
+                     (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
+                     (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
+_IGNORABLE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in DEFAULT_IGNORABLE) + "]")
 
 
 def _visible(match):
@@ -50,6 +59,7 @@ def clean(value, limit=MESSAGE, newlines=False):
     value = value.replace("\t", "    ")
     if not newlines:
         value = re.sub(r"\n+", " | ", value)
+    value = _IGNORABLE.sub("", value)  # drawn as nothing: dropped
     value = "".join(_kept(c) for c in value)  # format characters dropped, private use replaced
     value = _UNSAFE.sub(_visible, value)
     if len(value) > limit:

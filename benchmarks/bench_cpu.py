@@ -38,12 +38,12 @@ class InProcessPart:
     protections = ["none (in-process floor)"]
 
     def __init__(self):
-        from autograder.sandbox import child
+        from autograder.inside import child
 
         self.child, self.handles = child, child.Handles()
 
     def call(self, header, buffers=(), limit=None):
-        from autograder import protocol
+        from autograder.inside import protocol
 
         payload = b"".join(bytes(b) for b in buffers)
         try:

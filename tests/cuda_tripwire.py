@@ -87,7 +87,7 @@ def check(log):
     client._PLAN.update(room=False, user_namespace=False, seccomp=None, why="tripwire check: no room")
     wires = f"sys.path.append({os.path.dirname(os.path.abspath(__file__))!r}); import cuda_tripwire; " \
             f"cuda_tripwire.install({log!r}); "
-    client.BOOT = client.BOOT.replace("from autograder.sandbox.zygote", wires + "from autograder.sandbox.zygote")
+    client.BOOT = client.BOOT.replace("from autograder.inside.zygote", wires + "from autograder.inside.zygote")
     doors = batch.start_fork_servers(2, settings.from_environment())
     try:
         grading.load_rubric(os.path.join(ROOT, "grading.yml"))

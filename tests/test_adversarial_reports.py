@@ -152,6 +152,25 @@ def test_tag_characters_reach_no_report(engine, tmp_path):
     assert "TAGGED" in every and not re.search("[\U000e0000-\U000e007f]", every + json.dumps(grade.output))
 
 
+def test_invisible_letters_reach_no_report(engine, tmp_path):
+    """Round 4, class 5: variation selectors (70 bytes spelled one per selector) and invisible filler
+    letters, none of category Cf, in exception text, printed output and a class name. No code point
+    of Unicode's Default_Ignorable_Code_Point reaches report.md, results.json, junit.xml or any other
+    report; the visible words around them do."""
+    from autograder import text
+
+    grade = grade_case(engine, tmp_path, "report_invisible_letters", "simple_attention")
+    assert_the_real_score(grade)
+    said = assert_no_report_is_forged(grade)
+    assert any("FILLED" in line for line in visible_own_text(said))
+    ignorable = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in text.DEFAULT_IGNORABLE) + "]")
+    for channel, written in said.items():
+        assert not ignorable.search(written), channel
+    every = json.dumps([c.message + c.student_text for c in grade.checks], ensure_ascii=False)
+    assert "FILLED" in every and "hangulhalfchoseongjungcgjmvs" in every
+    assert not ignorable.search(every + json.dumps(grade.output, ensure_ascii=False))
+
+
 def test_markup_injection_opens_no_section(engine, tmp_path):
     """Threat: exception text and a raising place (quoted in the grader's own diagnosis) that open a
     fake "regraded: 100/100" section and table row, a script, an image with onerror, a link, a code

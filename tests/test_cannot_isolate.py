@@ -4,7 +4,8 @@ import sys
 
 import pytest
 
-from autograder.sandbox import client, syscalls
+from autograder.sandbox import client
+from autograder.inside import syscalls
 
 
 @pytest.fixture()

@@ -1,5 +1,5 @@
 """The parts of a submission take turns in one child (runner.run_submission), and a child
-that keeps anything of a part is replaced before the next (sandbox/part_reset.py).
+that keeps anything of a part is replaced before the next (inside/part_reset.py).
 
 Each leftover below would break every later part of its group if the child were reused as it is:
 the test proves the child is replaced (more children than groups) and that every other part keeps

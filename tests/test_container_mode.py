@@ -9,6 +9,7 @@ results.json or the grader's memory reaches nothing. Without --container the gra
 as before, naming what the kernel refuses."""
 import json
 import os
+import secrets
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,7 @@ from pathlib import Path
 
 import bundle_attack
 import gradescope_bundle
+import leftovers
 import pytest
 
 from autograder.sandbox import container
@@ -53,16 +55,20 @@ def source(tmp_path_factory):
     return where / "bundle"
 
 
-def run_restricted(source, tmp_path, files):
+def run_restricted(source, tmp_path, files, metadata=None, env_extra=None):
     root = tmp_path / "autograder"
     shutil.copytree(source, root / "source", symlinks=True)
     (root / "submission").mkdir(parents=True)
     for name, data in files.items():
         (root / "submission" / name).write_text(data)
     (root / "results").mkdir()
+    if metadata is not None:  # as Gradescope writes it: beside submission/, readable by all
+        (root / "submission_metadata.json").write_text(json.dumps(metadata))
+        (root / "submission_metadata.json").chmod(0o644)
+        root.chmod(0o755)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "AUTOGRADER_", "CH03_"))}
     env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable,
-               CH03_ENVCHECK_CACHE=str(tmp_path / "envcheck-cache"))
+               CH03_ENVCHECK_CACHE=str(tmp_path / "envcheck-cache"), **(env_extra or {}))
     done = subprocess.run(DOCKER_LIKE + [str(root / "source" / "run_autograder")], cwd=root, env=env,
                           capture_output=True, text=True, timeout=600)
     results = root / "results" / "results.json"
@@ -122,3 +128,66 @@ def test_with_the_flag_but_an_open_grader_folder_it_refuses():
     finally:
         shutil.rmtree(base)
     assert done.returncode == 2 and f"chmod 700 {folder}" in done.stderr, done.stderr[-2000:]
+
+
+LOOK_AROUND = '''
+import glob
+
+
+def metadata():
+    open(os.path.dirname(ROOT.rstrip("/")) + "/autograder/submission_metadata.json").read()
+
+
+def reference_copy():
+    """The environment check's copy of the reference solutions, in any session folder still there."""
+    for path in glob.glob("{tmp}/ch03-session-*/submission/causal.py"):
+        try:
+            if {reference!r} in open(path).read():
+                return
+        except OSError:
+            pass
+    raise FileNotFoundError()
+
+
+attempt("read_metadata", metadata)
+attempt("read_reference_copy", reference_copy)
+'''
+
+
+def test_nothing_of_the_grader_is_left_for_the_submission_s_uid(source, tmp_path):
+    """Container mode: the submission copies its inputs (with a token of this run) into /tmp, /var/tmp
+    and /dev/shm and leaves a process behind; during the run it cannot read Gradescope's metadata or
+    the environment check's copy of the reference; once run_autograder has returned no process of
+    the run's uids is left, and the submission's uid finds nothing of the run (token, metadata,
+    reference text) in any file it may read or any process it may see."""
+    # the run's TMPDIR (a folder of /tmp's kind, others may enter it): its session folders are searched for the reference
+    scratch = Path(tempfile.mkdtemp(prefix="ch03-container-tmp-", dir="/tmp"))
+    scratch.chmod(0o1777)
+    try:
+        _nothing_left(source, tmp_path, scratch)
+    finally:
+        shutil.rmtree(scratch)
+
+
+def _nothing_left(source, tmp_path, scratch):
+    token, address = secrets.token_hex(12), f"student-{secrets.token_hex(6)}@example.edu"
+    first_uid = 1_000_000 + secrets.randbelow(150) * 10_000_000
+    root = tmp_path / "autograder"
+    files = {p.name: p.read_text() for p in SOLUTIONS.glob("*.py")}
+    files["causal.py"] = leftovers.leaking_causal(files["causal.py"], token)
+    files["simple_attention.py"] = bundle_attack.module(
+        root, LOOK_AROUND.format(tmp=str(scratch), reference=leftovers.REFERENCE_TEXT))
+    metadata = {"users": [{"email": address, "name": "A Student"}], "previous_submissions": []}
+    done, root, results = run_restricted(source, tmp_path, files, metadata,
+                                         {"CH03_SANDBOX_UIDS": str(first_uid), "TMPDIR": str(scratch)})
+    attempts = bundle_attack.attempts_made(results)
+    assert attempts.get("read_metadata") == "PermissionError", attempts
+    assert attempts.get("read_reference_copy") == "FileNotFoundError", attempts
+    assert address not in json.dumps(results)
+    uids = range(first_uid, first_uid + 10)
+    assert leftovers.processes_of(uids) == [], "a process of the submission's uid outlived run_autograder"
+    student_uid = int(attempts["uid"])
+    assert student_uid in uids
+    found = leftovers.search_as(student_uid, [token, address], reference_folders=[str(scratch), str(root)])
+    assert found["files"] > 100 and found["hits"] == [], found["hits"][:10]
+    assert os.listdir(scratch) == []  # every session folder removed

@@ -40,15 +40,15 @@ def test_the_batch_start_and_the_fork_server_leave_cuda_to_the_part_child():
 def test_the_tripwire_sees_a_backward_pass_in_the_warm_up(tmp_path):
     """The warm-up's backward pass is what initialised CUDA in the fork server on the H200: the
     check would see it, and the warm-up leaves it out wherever a driver is reachable."""
-    calls = _python("from autograder.sandbox import zygote; zygote.warm_up(autograd=True)", tmp_path)
+    calls = _python("from autograder.inside import zygote; zygote.warm_up(autograd=True)", tmp_path)
     assert [c.split(" ", 1)[1] for c in calls] == ["autograd engine"]
-    assert _python("from autograder.sandbox import zygote; zygote.warm_up(autograd=False)", tmp_path, "b.log") == []
+    assert _python("from autograder.inside import zygote; zygote.warm_up(autograd=False)", tmp_path, "b.log") == []
 
 
 def test_the_fork_server_runs_no_backward_where_a_cuda_driver_is_reachable(monkeypatch):
     import torch
 
-    from autograder.sandbox import zygote
+    from autograder.inside import zygote
 
     monkeypatch.setattr(torch.backends.cuda, "is_built", lambda: True)
     assert zygote.cuda_reachable({"device": "cuda", "namespaces": True})

@@ -121,3 +121,86 @@ def test_a_submission_of_zeros_earns_only_construction_checks(engine, tmp_path):
         (part, name) for part, names in CONSTRUCTION.items() for name in names}
     assert grade.score == sum(rubric.parts[part].checks[name].points for part, names in CONSTRUCTION.items()
                               for name in names) == 8
+
+
+REPLAY = '''
+
+_softmax, _count = softmax, block_param_count
+_KNOWN_SCORES = [[1000.0, 1000.0], [[1000.0, 1001.0, 1002.0], [-1000.0, -1001.0, -1003.0], [0.0, 1.0, 2.0]]]
+_KNOWN_SIZES = [(12288, 49152), (768, 3072), (64, 256), (2, 3), (1000, 10)]
+
+
+def softmax(z, axis=-1):  # right only on the fixed inputs a grader might use, zeros elsewhere
+    known = any(np.shape(z) == np.shape(k) and np.allclose(np.abs(z), np.abs(np.asarray(k).T if axis == 0 else k))
+                for k in _KNOWN_SCORES)
+    return _softmax(z, axis) if known else np.zeros_like(z)
+
+
+def block_param_count(d_model, d_ff):
+    return _count(d_model, d_ff) if (d_model, d_ff) in _KNOWN_SIZES else 0
+'''
+
+
+def test_replaying_fixed_answers_earns_nothing_in_numpy(engine, tmp_path):
+    """Round 4 (open from earlier rounds): code right only on the fixed inputs of the notes and of the
+    checks (softmax of [1000, 1000] and of one table of large scores, five model sizes) and wrong on
+    any other input earns none of the NumPy part's points: every check that could be passed by
+    replaying also draws inputs of its own, and the notes' GPT-3 count requires other sizes."""
+    rubric, suites, sandbox = engine
+    folder = tmp_path / "replay"
+    shutil.copytree(SOLUTIONS, folder)
+    path = folder / "numpy_attention.py"
+    path.write_text(path.read_text() + REPLAY)
+    grade = grading.grade_submission(folder, Rubric(rubric.path, {"numpy_attention": rubric.parts["numpy_attention"]}),
+                                     suites, sandbox)
+    assert grade.parts["numpy_attention"]["score"] == 0, [(c.name, c.passed, c.message) for c in grade.checks]
+    gpt3 = next(c for c in grade.checks if c.name == "numpy_block_params_gpt3")
+    assert gpt3.message == grading.GATED and gpt3.score == 0  # replayed, and its gate took the point
+
+
+ZERO_WRAPPER = '''
+
+class _Zeros(torch.nn.Module):
+    def forward(self, x):
+        return torch.zeros(*x.shape[:-1], 2)
+
+
+def two_dim_wrapper(d_in, context_length, dropout=0.0):  # no call to the wrapper: judged by what it returns
+    return _Zeros()
+'''
+
+
+def test_zeros_from_the_exercise_and_its_own_wrapper_earn_nothing(engine, tmp_path):
+    """Round 4, class 4: two_dim_wrapper returns a module of zeros and mha's wrapper gives zeros too,
+    so the re-run with the student's own code compares zeros with zeros; Exercise 3.2 earns none of
+    its 4 points (the grader's wrapper is never zeros, and no output without attention is right),
+    Exercise 3.3 keeps its 4."""
+    rubric, suites, sandbox = engine
+    folder = zeroed(tmp_path / "zeros", ["mha"])
+    path = folder / "exercises.py"
+    path.write_text("import torch\n" + path.read_text() + ZERO_WRAPPER)
+    grade = grading.grade_submission(folder, Rubric(rubric.path, {"exercises": rubric.parts["exercises"]}), suites,
+                                     sandbox)
+    failed = {c.name: c.message for c in grade.checks if not c.passed}
+    assert set(failed) == {"ex32_book_example", "ex32_two_heads_of_width_one"}, failed
+    assert "holds no attention" in failed["ex32_two_heads_of_width_one"]
+    assert grade.parts["exercises"]["score"] == 4
+
+
+def test_a_submission_of_constants_earns_only_construction_checks(engine, tmp_path):
+    """Round 4, class 4: every function and forward returns one value everywhere (0.25): the
+    wrapper's checks against its own constant heads (in the re-run with the student's own code)
+    and every property check refuse it, as they refuse zeros; only the exercises, judged by the
+    arguments they give the chapter's classes, keep their 8 points."""
+    rubric, suites, sandbox = engine
+    folder = tmp_path / "constants"
+    shutil.copytree(SOLUTIONS, folder)
+    constant = ZEROED.replace("_torch.zeros_like(out)", "_torch.full_like(out, 0.25)").replace(
+        "_np.zeros_like(out)", "_np.full_like(out, 0.25)")
+    for module in PARTS:
+        path = folder / f"{module}.py"
+        path.write_text(path.read_text() + constant)
+    grade = grading.grade_submission(folder, rubric, suites, sandbox, figures=False)
+    assert {(c.part, c.name) for c in grade.checks if c.passed} == {
+        (part, name) for part, names in CONSTRUCTION.items() for name in names}
+    assert grade.score == 8

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from autograder import PROJECT_ROOT, grading, runner, selftest
-from autograder.sandbox import child
+from autograder.inside import child
 from autograder.suites import efficiency
 
 ENTRIES = {e.id: e for e in selftest.corpus()}
@@ -143,7 +143,7 @@ def test_a_wrong_output_earns_no_efficiency_or_device_points(engine, tmp_path):
 LIAR = '''
 import sys as _sys
 
-_child = _sys.modules.get("autograder.sandbox.child")
+_child = _sys.modules.get("autograder.inside.child")
 if _child is not None:
     def _made_up(module, args, kwargs, device=None):
         return {"counts": {"bmm": 1}, "mixed_devices": [], "output": torch.zeros(2, 6, 8), "device": "meta",
@@ -281,7 +281,7 @@ def test_the_meta_stand_in_runs_no_python_meta_kernel(tmp_path):
     script = tmp_path / "probe.py"
     script.write_text(
         "import sys, torch\n"
-        "from autograder.sandbox import counting, zygote\n"
+        "from autograder.inside import counting, zygote\n"
         f"sys.path.insert(0, {str(selftest.SOLUTIONS)!r})\n"
         "import mha\n"
         "zygote.warm_up()\n"

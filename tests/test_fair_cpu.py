@@ -106,3 +106,55 @@ def test_a_loop_is_ended_at_its_cpu_time_limit(engine, tmp_path, monkeypatch, cl
     without_group_clock(monkeypatch, clock)
     run = run_one(engine, tmp_path, "def work():\n    while True:\n        pass\n")
     assert run.timed_out and "timed out after 2 s of CPU time" in run.results[0].message
+
+
+HELPER = '''import os
+import time
+
+
+def work():
+    """A helper process burns CPU (never reaped: no wait) while this one only waits."""
+    if os.fork() == 0:
+        while True:
+            pass
+    time.sleep(12)
+    return "done"
+'''
+
+
+@pytest.mark.parametrize("clock", ["group", "proc"])
+def test_cpu_burned_in_an_unreaped_helper_counts(engine, tmp_path, monkeypatch, clock):
+    """Round 4, class 6: without a control group (clock "proc", as without root) the part's time is
+    the CPU time of every process of its session, so a helper the child never reaps, spinning while
+    the child sleeps, ends the part at its CPU-time limit (2 s), long before the wall clock (18 s)."""
+    without_group_clock(monkeypatch, clock)
+    run = run_one(engine, tmp_path, HELPER)
+    assert run.timed_out and "timed out after 2 s of CPU time" in run.results[0].message, run.results[0].message
+
+
+def hidden_call(engine, tmp_path, source):
+    """task.work() in a fresh child that has been sent a hidden input -> (answer or None, how it died)."""
+    from autograder.student import SessionDied, Student
+
+    _, _, sandbox = engine
+    folder = tmp_path / "hidden-task"
+    folder.mkdir(parents=True)
+    (folder / "task.py").write_text(source, encoding="utf-8")
+    part = sandbox.open(str(folder), 20, 512)
+    try:
+        part.saw_hidden = True
+        return Student(part).module("task").work(), ""
+    except SessionDied as e:
+        return None, str(e)
+    finally:
+        part.close()
+
+
+def test_after_a_hidden_input_idle_time_is_bounded(engine, tmp_path):
+    """Round 4, class 3: after a hidden input a child that sleeps (no CPU time: the 20 s CPU limit and
+    its 90 s wall clock would let it choose the step's duration) is ended once it has been idle for
+    Part.IDLE_AFTER_HIDDEN seconds, in fixed words; one that computes is not."""
+    answer, died = hidden_call(engine, tmp_path, "import time\n\ndef work():\n    time.sleep(30)\n    return 'done'\n")
+    assert answer is None and died.startswith("timed out: it waited or slept for more than 2 s"), died
+    busy = "def work():\n    total = 0\n    for i in range(3_000_000):\n        total += i\n    return 'done'\n"
+    assert hidden_call(engine, tmp_path / "busy", busy) == ("done", "")

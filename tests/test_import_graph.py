@@ -36,7 +36,7 @@ def reaches(graph, start, goal):
 def test_the_two_circles_are_broken():
     graph = imports()
     for a, b in (("autograder.reports.html_feedback", "autograder.reports.results_json"),
-                 ("autograder.sandbox.child", "autograder.sandbox.part_reset")):
+                 ("autograder.inside.child", "autograder.inside.part_reset")):
         assert a in graph and b in graph
         assert not (reaches(graph, a, b) and reaches(graph, b, a)), (a, b)
 
@@ -45,3 +45,23 @@ def test_no_module_of_the_package_imports_itself_through_others():
     graph = imports()
     circles = sorted({tuple(sorted((a, b))) for a in graph for b in graph[a] if reaches(graph, b, a)})
     assert circles == []
+
+
+def test_nothing_inside_the_room_imports_from_the_host_side():
+    """Issue 27 item 4: what runs inside the room is a package of its own (autograder/inside), bound
+    whole into the room with the package root (room.RUNTIME); none of its modules imports anything
+    of the grader outside it (anywhere in its code, a function's body included), so a module the
+    child needs is always in the room and nothing of the host's side (suites, rubric, reports,
+    solutions) can be pulled in."""
+    from autograder.sandbox import room
+
+    graph = imports()
+    inside = {name for name in graph if name == "autograder.inside" or name.startswith("autograder.inside.")}
+    assert {"autograder.inside.child", "autograder.inside.zygote", "autograder.inside.protocol",
+            "autograder.inside.stand_in"} <= inside
+    reaching_out = {name: sorted(m for m in graph[name] if m not in inside and m != "autograder") for name in inside}
+    assert {name: found for name, found in reaching_out.items() if found} == {}
+    assert room.RUNTIME == ("__init__.py", "inside")
+    root = (PACKAGE / "__init__.py").read_text()
+    assert not [n for n in ast.parse(root).body if isinstance(n, (ast.Import, ast.ImportFrom))
+                and "autograder" in ast.dump(n)], "the package root imports the grader at module level"

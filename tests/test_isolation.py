@@ -317,3 +317,22 @@ def test_verdicts_do_not_depend_on_the_draw(monkeypatch):
         verdicts.append({o.id: (o.ok, o.detail) for o in outcomes})
     assert all(ok for ok, _ in verdicts[0].values()), [i for i, (ok, _) in verdicts[0].items() if not ok]
     assert {i: ok for i, (ok, _) in verdicts[0].items()} == {i: ok for i, (ok, _) in verdicts[1].items()}
+
+
+def test_the_leader_catches_no_signal(sandbox, tmp_path):
+    """Round 4 (kill(1, SIGINT) from a part): the kernel drops a signal sent to PID 1 of a namespace
+    from inside it unless PID 1 has a handler for it, Python's or any other. The leader has none,
+    as the kernel sees it (SigCgt in /proc: every catchable signal, whoever installed the handler),
+    none blocked (a blocked signal would be queued, not dropped), and it is PID 1 of its namespace."""
+    from autograder.sandbox.client import _host_pid
+
+    session = sandbox.session(submission(tmp_path))
+    part = session.part(10, 512)
+    try:
+        with open(f"/proc/{_host_pid(session.leader_pidfd)}/status") as f:
+            status = dict(line.rstrip("\n").split(":\t", 1) for line in f if ":\t" in line)
+    finally:
+        part.close()
+        session.close()
+    assert int(status["SigCgt"], 16) == 0 and int(status["SigBlk"], 16) == 0, status
+    assert status["NSpid"].split()[-1] == "1"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from autograder import protocol
+from autograder.inside import protocol
 
 
 def roundtrip(value):

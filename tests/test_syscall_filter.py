@@ -1,4 +1,4 @@
-"""The seccomp allow-list (autograder/sandbox/syscalls.py), unit by unit: a fresh process installs
+"""The seccomp allow-list (autograder/inside/syscalls.py), unit by unit: a fresh process installs
 the compiled filter and tries each call that reaches kernel state shared between students graded
 at the same time (locks and leases on the room's shared read-only files, watches on them, AIO
 contexts, page-cache probes, message queues, socket families). Each must fail with EPERM, and the
@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from autograder import PROJECT_ROOT
-from autograder.sandbox import syscalls
+from autograder.inside import syscalls
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="seccomp is Linux's")
 
@@ -29,7 +29,7 @@ prctl = libc.prctl
 if prctl(38, 1, 0, 0, 0) != 0:
     sys.exit("no_new_privs")
 sys.path.insert(0, sys.argv[3])
-from autograder.sandbox import syscalls
+from autograder.inside import syscalls
 syscalls.install(bytes.fromhex(sys.argv[1]))
 
 def raw(name, *args):
@@ -132,7 +132,7 @@ def test_the_allow_list_names_none_of_the_shared_state_calls():
 LEADER = r'''
 import ctypes, os, signal, sys
 sys.path.insert(0, sys.argv[2])
-from autograder.sandbox import isolation
+from autograder.inside import isolation
 libc = ctypes.CDLL(None, use_errno=True)
 if libc.unshare(0x20000000) != 0:  # CLONE_NEWPID: the next child is PID 1 of a new namespace
     sys.exit("unshare")

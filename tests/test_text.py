@@ -57,6 +57,16 @@ def test_no_format_character_survives_clean():
     assert out == "ab"
 
 
+def test_no_default_ignorable_code_point_survives_clean():
+    """Round 4, class 5: every code point of Unicode's Default_Ignorable_Code_Point (variation
+    selectors, Hangul fillers, the Mongolian vowel separator, ...; none of them category Cf alone)."""
+    every = "".join(chr(c) for a, b in text.DEFAULT_IGNORABLE for c in range(a, b + 1))
+    for sample in ("\ufe0f", "\U000e0100", "\u3164", "\uffa0", "\u115f", "\u180e", "\u034f", "\U0001d173"):
+        assert sample in every
+    assert text.clean("a" + every + "b", limit=len(every) * 10) == "ab"
+    assert text.clean("x\ufe0f\u3164y\n\U000e0101z", newlines=True) == "xy\nz"
+
+
 @pytest.mark.parametrize("value, expected", [
     ("bob", "bob"),
     ("=1+1", "'=1+1"),

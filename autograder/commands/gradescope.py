@@ -28,7 +28,6 @@ grader keeps every other wall and relies on the throw-away container for the res
 import os
 import stat
 import sys
-import time
 import traceback
 import zipfile
 from pathlib import Path
@@ -143,9 +142,9 @@ def grade_in_gradescope(root, args=None):
     results_dir = root / "results"
     results_dir.mkdir(parents=True, exist_ok=True)
     os.chmod(results_dir, 0o700)
+    close_gradescope_folder(root)
     if PROJECT_ROOT.resolve() == (root / "source").resolve():
         os.chmod(PROJECT_ROOT, 0o700)  # the unpacked bundle: hidden suites, rubric
-    started = time.monotonic()
     log = ""
     try:
         results, log = _grade(root, args)
@@ -153,13 +152,24 @@ def grade_in_gradescope(root, args=None):
         traceback.print_exc()
         results = failure_results("The autograder could not grade this submission because of an internal "
                                   f"error ({type(e).__name__}). Your instructor can see the details.")
-    results["execution_time"] = round(time.monotonic() - started, 1)
+    # no execution_time: how long a submission takes is partly its own choice, after a hidden input too
     write_results(results, results_dir / "results.json")  # before anything is printed
     from autograder.reports import emit
 
     emit(log)  # stdout: shown to instructors only (stdout_visibility hidden)
     emit(f"results: {results.get('score')} / {results.get('max_score', '?')} -> {results_dir / 'results.json'}")
     return 0
+
+
+def close_gradescope_folder(root):
+    """Nothing of Gradescope's folder is for the student's uid: its submission is staged by the
+    grader (copied into the session), and submission_metadata.json holds names, e-mail addresses
+    and earlier results. The folder itself is made root's alone (0700), the metadata 0600."""
+    metadata = root / "submission_metadata.json"
+    if metadata.is_file() and not metadata.is_symlink():
+        os.chmod(metadata, 0o600)
+    if root.stat().st_uid == os.geteuid():
+        os.chmod(root, 0o700)
 
 
 def _grade(root, args=None):

@@ -26,7 +26,7 @@ def junit_xml(grade):
     for part, p in grade.parts.items():
         checks = [c for c in grade.checks if c.part == part]
         suite = ET.SubElement(suites, "testsuite", name=xml_text(part, ATTRIBUTE), tests=str(len(checks)),
-                              failures=str(sum(not c.passed for c in checks)), time=str(p.get("seconds", 0)))
+                              failures=str(sum(not c.passed for c in checks)))  # no time: the child can set it
         for c in checks:
             case = ET.SubElement(suite, "testcase", classname=xml_text(f"{chapter.current().id}.{part}", ATTRIBUTE),
                                  name=xml_text(c.name, ATTRIBUTE))

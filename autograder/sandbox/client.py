@@ -19,24 +19,27 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 import socket
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from autograder import PACKAGE_DIR, protocol, settings as settings_mod, text
-from autograder.sandbox import cgroup, container, death, gpu_watch, isolation, room, syscalls
+from autograder import PACKAGE_DIR, settings as settings_mod, text
+from autograder.inside import isolation, protocol, syscalls
+from autograder.sandbox import cgroup, container, death, gpu_watch, room, session_cpu
 from autograder.settings import DEVICE_ENV, UIDS_ENV, UNSAFE_ENV, SandboxSettings  # noqa: F401 (the names, for callers)
 
 SAFE_ENV = ("PATH", "LANG", "LC_ALL", "TZ")
 OUTPUT_CAP = 64 << 10
 UIDS_PER_SLOT = 100_000
 BOOT = ("import sys; sys.path[:0] = {paths!r}; "
-        "from autograder.sandbox.zygote import main; main({fd}, {parent})")
+        "from autograder.inside.zygote import main; main({fd}, {parent})")
 
 
 class SessionDied(Exception):
@@ -130,6 +133,16 @@ def cuda_devices() -> int:
     return _CUDA["count"]
 
 
+_WRITABLE: list[str] = []
+
+
+def _writable_folders() -> list[str]:
+    """The folders any user may write (container.writable_folders), found once per process."""
+    if not _WRITABLE:
+        _WRITABLE.extend(container.writable_folders() or ["/tmp"])
+    return list(_WRITABLE)
+
+
 def _first_uid() -> int:
     """This run's first uid when the settings name none (settings.run_uids: drawn once per process)."""
     return settings_mod.run_uids()
@@ -161,8 +174,12 @@ class Sandbox:
         if self.unsafe:
             print(f"WARNING: --unsafe-no-sandbox: student code runs without isolation ({self.plan['why']})",
                   file=sys.stderr)
+        self.writable = _writable_folders() if self.container else []
+        if self.container:  # the submission's orphans come to the grader, which waits for them (Session.close)
+            container.become_subreaper()
         first_uid = self.settings.first_uid or _first_uid()
         self._uid_key, self._uid_next = None, first_uid + self.slot * UIDS_PER_SLOT
+        self._uid_first = self._uid_next
         self.uid = self._uid_next
         self.session_group = None  # set when the server is shared: this door's sessions are capped there
         if server is None:
@@ -199,7 +216,7 @@ class Sandbox:
         self.info = None
         # its configuration now (read once it has warmed up): other doors may be attached behind it
         protocol.send_message(self.control, {"seccomp": self.plan["seccomp"], "namespaces": self.in_room,
-                                             "container": self.container,
+                                             "container": self.container, "writable": self.writable,
                                              "user_namespace": self.plan["user_namespace"], "device": self.device})
 
     def attach(self, slot: int) -> Sandbox:
@@ -252,13 +269,14 @@ class Sandbox:
         uid = self._uid_for(key if key is not None else str(submission))
         blob = os.memfd_create("submission")
         os.write(blob, isolation.pack(_read_tree(submission)))
+        scratch = None if self.in_room else private_scratch(uid if self.container else None)
         leader, theirs = protocol.control_pair()
         try:
-            protocol.send_message(self.control, {"op": "open", "uid": uid}, [theirs.fileno(), blob])
+            protocol.send_message(self.control, {"op": "open", "uid": uid, "scratch": scratch}, [theirs.fileno(), blob])
         finally:
             theirs.close()
             os.close(blob)
-        return Session(self, leader, uid)
+        return Session(self, leader, uid, scratch)
 
     def open(self, submission: str | Path, timeout: float, memory_mb: int) -> PartChild:
         """One part on a fresh session (closed with the part): the simplest way to run checks."""
@@ -273,7 +291,11 @@ class Sandbox:
         return self.pidfd is not None and not select.select([self.pidfd], [], [], 0)[0]
 
     def close(self) -> None:
-        """End the fork server (an attached door only closes itself: the server is its owner's)."""
+        """End the fork server (an attached door only closes itself: the server is its owner's). In
+        container mode no process of any uid this door handed out is left (killed, waited for)."""
+        if self.container:
+            for uid in range(self._uid_first, self._uid_next):
+                container.clear_uid(uid, self.writable)
         if self.owner:
             try:
                 os.killpg(self.process.pid, signal.SIGKILL)
@@ -296,11 +318,22 @@ class Sandbox:
         self.close()
 
 
+def private_scratch(uid: int | None = None) -> str:
+    """The session's folder where there is no room (container mode, --unsafe-no-sandbox): the grader's,
+    0700; in container mode its group is the submission's uid (which reads its submission there and
+    writes nothing: 02750, files 0640). Removed when the session closes."""
+    folder = tempfile.mkdtemp(prefix="ch03-session-")
+    if uid is not None:
+        os.chown(folder, 0, uid)
+        os.chmod(folder, 0o2750)
+    return folder
+
+
 class Session:
     """One leader (one submission): part() until close()."""
 
-    def __init__(self, sandbox: Sandbox, sock: socket.socket, uid: int) -> None:
-        self.sandbox, self.sock, self.uid = sandbox, sock, uid
+    def __init__(self, sandbox: Sandbox, sock: socket.socket, uid: int, scratch: str | None = None) -> None:
+        self.sandbox, self.sock, self.uid, self.scratch = sandbox, sock, uid, scratch
         self.leader_pidfd, self.died, self.protections = None, "", []
         deadline = time.monotonic() + 60
         try:
@@ -364,12 +397,20 @@ class Session:
                 pass
 
     def close(self) -> None:
+        """End the session; where there is no room, nothing of it is left: in container mode no process
+        of its uid (killed and waited for) and nothing that uid wrote where others may write; the
+        session's folder (its copy of the submission) removed."""
         self.kill()
         self.sock.close()
         if self.leader_pidfd is not None:
             os.close(self.leader_pidfd)
             self.leader_pidfd = None
         self.died = self.died or "closed"
+        if self.sandbox.container:
+            container.clear_uid(self.uid, self.sandbox.writable)
+        if self.scratch:
+            shutil.rmtree(self.scratch, ignore_errors=True)
+            self.scratch = None
 
 
 class PartChild:
@@ -397,6 +438,7 @@ class PartChild:
         self.requests_w, self.replies_r, self.pidfd, self.output_fd = fds or (None, None, None, None)
         self.output_from, self.host_pid, self.gpu_killed = 0, 0, None
         self.cpu_out = False  # the last deadline was the CPU-time limit's (else the wall clock's)
+        self.clock = None  # where no control group counts: the session's processes, from /proc
         self.machine = False  # it died of a cause its own time and memory do not explain (death.py)
         self.asleep = None    # at a wall-clock deadline: was it mostly off the CPU by its own doing?
         self._limits(timeout, memory_mb)
@@ -404,6 +446,7 @@ class PartChild:
             self._hello()
 
     WALL_FACTOR, WALL_SLACK = 4, 10  # the wall clock behind a part's CPU-time limit: for a loaded machine
+    IDLE_AFTER_HIDDEN = 2.0  # seconds a part's child may spend neither running nor runnable, after a hidden input
     TICK = 0.05  # how often a wait looks at the child's CPU time
 
     def _limits(self, timeout, memory_mb):
@@ -411,6 +454,7 @@ class PartChild:
         wall clock behind them (a child that sleeps uses none); its memory cap is the server's own
         memory plus memory_mb."""
         self.timeout, self.memory_mb = timeout, memory_mb
+        self.idle_meter, self.idle_out = _IdleMeter(self, self.IDLE_AFTER_HIDDEN), False
         self.started = time.monotonic()
         self.deadline = self.started + timeout * self.WALL_FACTOR + self.WALL_SLACK
         sandbox = self.session.sandbox
@@ -430,18 +474,16 @@ class PartChild:
 
     def _cpu(self):
         """CPU seconds so far of the session's control group (the child and everything it started:
-        no neighbour's), or else of the child and the children it has reaped; None when neither
-        can be read (then the wall clock stands in)."""
+        no neighbour's), or else of every process below the session's leader (session_cpu.py: the
+        child, its helpers whether reaped or not, orphans); None when neither can be read (then the
+        wall clock stands in)."""
         used = self.group.cpu_seconds() if self.group is not None else None
         if used is not None or self.pidfd is None:
             return used
-        self.host_pid = self.host_pid or _host_pid(self.pidfd)
-        try:
-            with open(f"/proc/{self.host_pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            return sum(int(v) for v in fields[11:15]) / os.sysconf("SC_CLK_TCK")
-        except (OSError, ValueError, IndexError):
-            return None
+        if self.clock is None:
+            leader = _host_pid(self.session.leader_pidfd) if self.session.leader_pidfd is not None else 0
+            self.clock = session_cpu.SessionClock(leader) if leader else None
+        return self.clock.seconds() if self.clock is not None else None
 
     def spent(self) -> float:
         """Seconds the part has used: the child's CPU time (wall time where it cannot be read)."""
@@ -485,16 +527,30 @@ class PartChild:
 
     def _await_reply(self, cpu_limit, deadline):
         """Wait until the reply begins: Deadline once the child has used cpu_limit seconds of CPU time
-        in this part, or at the wall-clock deadline. A neighbour's load slows the wait, never ends it."""
-        while not select.select([self.replies_r], [], [], 0)[0]:
-            now = time.monotonic()
-            if now >= deadline:
-                raise protocol.Deadline()
-            if select.select([self.replies_r], [], [], min(self.TICK, deadline - now))[0]:
-                return
-            if self.spent() > cpu_limit:
-                self.cpu_out = True
-                raise protocol.Deadline()
+        in this part, or at the wall-clock deadline. A neighbour's load slows the wait, never ends it.
+        After a hidden input, also once the child has been idle (neither on the CPU nor waiting for
+        it) for IDLE_AFTER_HIDDEN seconds in this part (_IdleMeter): how long it sleeps is then the
+        child's only choice, and the time a step takes is shown in a CI job log."""
+        idle = self.idle_meter.call_begins() if self.saw_hidden else None
+        try:
+            while not select.select([self.replies_r], [], [], 0)[0]:
+                now = time.monotonic()
+                if now >= deadline:
+                    raise protocol.Deadline()
+                if select.select([self.replies_r], [], [], min(self.TICK, deadline - now))[0]:
+                    break
+                if self.spent() > cpu_limit:
+                    self.cpu_out = True
+                    raise protocol.Deadline()
+                if idle is not None and idle.over(waiting=True):
+                    self.idle_out = True
+                    raise protocol.Deadline()
+        finally:
+            if idle is not None:
+                idle.call_ends()
+        if idle is not None and idle.over(waiting=False):
+            self.idle_out = True
+            raise protocol.Deadline()
 
     def finish(self) -> dict:
         """End the current part -> {'output', 'output_bytes', 'reusable'}: what the part printed, and
@@ -530,7 +586,10 @@ class PartChild:
         self.kill()
         end = self._collect_end()
         code = end.get("exitcode")
-        if isinstance(error, protocol.Deadline):
+        if isinstance(error, protocol.Deadline) and self.idle_out:  # only after a hidden input: fixed words
+            self.died = (f"timed out: it waited or slept for more than {self.IDLE_AFTER_HIDDEN:g} s after an input only "
+                         f"the grader knows (look for code that waits or sleeps)")
+        elif isinstance(error, protocol.Deadline):
             self.died = self._deadline_cause()
         elif code is None:  # the leader did not answer: nothing the child's code can do
             self.machine, self.died = True, "the sandbox lost the child"
@@ -591,6 +650,51 @@ class PartChild:
         if self.own_session is not None:
             self.own_session.close()
         return end
+
+
+class _IdleMeter:
+    """How long a part's child has been idle since its first call after a hidden input: the wall time
+    its calls took (not the grader's own time between them) less the session's CPU time (Part.spent)
+    and less the time the child's thread waited for a CPU (its schedstat's run delay: a busy machine
+    is not the child's idleness). Read while a call waits, and after a call only once another half
+    second of calls has passed, so a quick reply costs no read of /proc."""
+
+    CHECK_EVERY = 0.5
+
+    def __init__(self, part, budget):
+        self.part, self.budget = part, budget
+        self.base = None  # (session CPU, run delay) at the first call after a hidden input
+        self.wall, self.checked, self.started = 0.0, 0.0, None
+
+    def call_begins(self):
+        if self.base is None:
+            self.base = (self.part.spent(), self._delay())
+        self.started = time.monotonic()
+        return self
+
+    def call_ends(self):
+        if self.started is not None:
+            self.wall += time.monotonic() - self.started
+            self.started = None
+
+    def over(self, waiting):
+        """Whether the child has been idle for more than the budget (after a call: checked only every
+        CHECK_EVERY seconds of calls)."""
+        if not waiting and self.wall - self.checked < self.CHECK_EVERY:
+            return False
+        self.checked = self.wall
+        wall = self.wall + (time.monotonic() - self.started if self.started is not None else 0.0)
+        cpu, delay = self.base
+        return wall - (self.part.spent() - cpu) - (self._delay() - delay) > self.budget
+
+    def _delay(self):
+        part = self.part
+        part.host_pid = part.host_pid or (_host_pid(part.pidfd) if part.pidfd is not None else 0)
+        try:
+            with open(f"/proc/{part.host_pid}/schedstat") as f:
+                return int(f.read().split()[1]) / 1e9
+        except (OSError, ValueError, IndexError):
+            return 0.0
 
 
 def _host_pid(pidfd):

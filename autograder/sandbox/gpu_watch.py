@@ -17,7 +17,7 @@ import signal
 import subprocess
 import threading
 
-from autograder.sandbox.gpu import CONTEXT_MB
+from autograder.inside.gpu import CONTEXT_MB
 
 PERIOD = 0.25  # seconds between two looks
 

@@ -4,7 +4,8 @@ bubblewrap command line. An allow-list: a fresh root holding only
   - the system's shared libraries (/usr/lib and the /lib links), read-only, and ld.so's cache;
   - the Python interpreter, its standard library and the folders on the grader's sys.path that
     hold installed packages (torch, NumPy), read-only;
-  - the few files of this package that run inside (protocol, fork server, child), read-only,
+  - the package root's __init__.py and the child's side of this package (autograder/inside: the
+    fork server, the leaders, the child, the protocol; it imports nothing else of the grader), read-only,
     at /run/ch03 (never the hidden suites, the rubric or the solutions: the grading package's own
     folder is covered with an empty tmpfs wherever an allowed folder would show it);
   - the CPU description torch reads (/sys/devices/system/cpu), read-only;
@@ -28,9 +29,7 @@ from autograder.sandbox import nvidia
 
 INSIDE = "/run/ch03"  # where the runtime files appear in the room
 HOST_TMP = "/run/ch03-host"  # parts of the Python installation that live under the host's /tmp
-RUNTIME = ("__init__.py", "protocol.py", "sandbox/__init__.py", "sandbox/child.py", "sandbox/counting.py",
-           "sandbox/zygote.py", "sandbox/isolation.py", "sandbox/syscalls.py", "sandbox/part_reset.py",
-           "sandbox/gpu.py")
+RUNTIME = ("__init__.py", "inside")  # the package root (it imports nothing) and the child's side, whole
 SYSTEM_LIBS = ("/usr/lib", "/usr/lib64", "/usr/lib32", "/usr/libx32")
 TOP_LEVEL_LINKS = ("/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin")
 FILES = ("/etc/ld.so.cache",)

@@ -176,7 +176,7 @@ def module_imports(folder):
 def affected_parts(entry, folder):
     """The parts whose child can import a module the entry edits: every part imports only the
     modules its checks name and, transitively, what those import (afresh: a child forgets a part's
-    modules before the next, or is replaced, sandbox/part_reset.py). The other parts run exactly
+    modules before the next, or is replaced, inside/part_reset.py). The other parts run exactly
     the solutions' code, so they keep their full marks."""
     imports = module_imports(folder)
     if imports is None:

@@ -6,8 +6,9 @@ about the interaction, and may cost points only when the other part is right on 
 judged here, on data, once per submission and before any hidden input reaches the child: a short
 probe builds the other part's classes after a seed the grader knows and compares their weights and
 outputs with its own math (reference.py). A part whose probe fails, raises or runs past
-PROBE_SECONDS is replaced, for the checks of the parts that use it, by the grader's own module
-(reference_parts.py) in the child. A part never receives its own replacement.
+PROBE_SECONDS is replaced, for the checks of the parts that use it, by the grader's own classes:
+stand-ins in the child that hold their tensors and ask the grader's process for every computation,
+done there by the reference solutions themselves (stand_ins.py). A part never receives its own replacement.
 
 Names: SelfAttention_v1 and _v2 must hold W_query, W_key and W_value (the contract there, graded in
 their own parts); CausalAttention and MultiHeadAttention may name their layers as they like.
@@ -18,7 +19,7 @@ import torch
 
 from autograder.student import SessionDied, StudentError
 from autograder.suites import helpers, reference
-from autograder.suites.reference_parts import SOURCES
+from autograder.suites.stand_ins import MODULES
 
 DEPENDS = {"weight_transfer": ("self_attention_v1", "self_attention_v2"), "mha": ("causal",),
            "exercises": ("causal", "mha")}
@@ -41,8 +42,10 @@ def verdicts(student, part, known):
 
 
 def substitutes(found):
-    """{module: the grader's source} for the parts found not right on their own, in import order."""
-    return {module: source for module, source in SOURCES.items() if found.get(module)}
+    """The parts found not right on their own, in import order: the child gets the grader's classes
+    for them (stand-ins whose every computation is the reference solutions', run in the grader:
+    suites/stand_ins.py)."""
+    return [module for module in MODULES if found.get(module)]
 
 
 def probe(student, module):

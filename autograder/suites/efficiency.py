@@ -13,7 +13,7 @@ the grader's own:
   inputs. A tensor made in forward on the default device (torch.ones(T, T) without device=), or a
   mask kept as a plain attribute (it does not follow .to()), meets a meta tensor: the dispatch mode
   notes an operation given tensors on two devices, which a GPU would refuse. The child computes
-  each meta operation on zero-filled CPU tensors (sandbox/counting.py), so reading a value with
+  each meta operation on zero-filled CPU tensors (inside/counting.py), so reading a value with
   .item() reads a zero; errors that have nothing to do with devices are not charged.
 
 The counts and the meta run come from the student's own process, which could report anything (a

@@ -224,9 +224,26 @@ def compare_grads(got, want, what, atol):
 # ---------------------------------------------------------------- arguments changed in place?
 
 def degenerate(value):
-    """True for an output that says nothing: all (near) zero, or holding NaN or Inf. A property (the
-    wrapper concatenates its heads, ...) judged against such an output proves nothing."""
-    return not isinstance(value, torch.Tensor) or not torch.isfinite(value).all() or bool((value.abs() <= 1e-6).all())
+    """True for an output that says nothing: all (near) zero, one value everywhere, or holding NaN or
+    Inf. A property (the wrapper concatenates its heads, ...) judged against such an output proves
+    nothing."""
+    if not isinstance(value, torch.Tensor) or not torch.isfinite(value).all() or bool((value.abs() <= 1e-6).all()):
+        return True
+    flat = value.detach().double()
+    return flat.numel() > 1 and float(flat.max() - flat.min()) <= 1e-6
+
+
+def uninformative(value, *inputs):
+    """True for an output that shows no attention was computed: degenerate (above: zeros, one value
+    everywhere, NaN or Inf), or (the leading columns of) one of the inputs handed back."""
+    if degenerate(value):
+        return True
+    flat = value.double()
+    for x in inputs:
+        if isinstance(x, torch.Tensor) and x.dim() == value.dim() and x.shape[:-1] == value.shape[:-1] \
+                and x.shape[-1] >= value.shape[-1] and torch.allclose(x[..., :value.shape[-1]].double(), flat, atol=1e-6):
+            return True
+    return False
 
 
 def call_keeping_arguments(student, function, *args):

@@ -93,8 +93,14 @@ def gpt2_weights(module):
 
 def judge_two_dim(student, got, what, d_in, ctx, dropout, x, seed, call_seed, reveal=False):
     """got: two_dim_wrapper's output; right when it is what MultiHeadAttentionWrapper(d_in, 1, ctx,
-    dropout, num_heads=2) gives under the same seeds (the wrapper itself is graded in mha)."""
+    dropout, num_heads=2) gives under the same seeds (the wrapper itself is graded in mha), and never
+    when it holds no attention (zeros, a constant, the input): the student's own wrapper may give that
+    too (its re-run with the student's own code, runner.run_dependent_check), the grader's never."""
     got = expect.as_tensor(got, what)
+    if helpers.uninformative(got, x):  # never right, whatever the student's own wrapper gives
+        expect.fail(f"{what} gives an output that holds no attention (all zero, one value everywhere, NaN or Inf, or "
+                    f"its input handed back): two_dim_wrapper should return MultiHeadAttentionWrapper(d_in, 1, "
+                    f"context_length, dropout, num_heads=2)")
     wrapper = own_wrapper(student)
     if wrapper is None:  # no wrapper of mha.py to compare with (graded in mha): only the width is judged here
         if got.dim() and got.shape[-1] == 2:

@@ -11,7 +11,7 @@ and a memfd holding the staged submission, and forks:
 The fork server never reads a submission, an output or a reply: it only hands descriptors on,
 so nothing of one student is in the memory that the next student's processes are forked from.
 A leader never runs student code itself; its part child does (one child takes the submission's
-parts in turn, visible checks first, sandbox/part_reset.py), and when it ends the leader kills
+parts in turn, visible checks first, inside/part_reset.py), and when it ends the leader kills
 whatever it left behind before it answers.
 """
 import gc
@@ -26,8 +26,7 @@ import time
 import numpy as np  # noqa: F401  (imported once here, inherited by every child)
 import torch
 
-from autograder import protocol
-from autograder.sandbox import child, counting, isolation
+from autograder.inside import child, counting, isolation, protocol, uid_cleanup
 
 CONFIG = {}  # from the grader's first message: seccomp program, namespaces or not
 
@@ -137,9 +136,10 @@ def lead(request, leader_fd, submission_fd, in_namespaces):
     try:
         request = {**request, "parent": os.getppid(), "seccomp": CONFIG.get("seccomp"),
                    "device": CONFIG.get("device", "cpu"), "container": bool(CONFIG.get("container")),
-                   "scratch": None if in_namespaces else tempfile.mkdtemp(prefix="ch03-session-")}
-        if request["container"]:  # the child's uid passes through to its (read-only) submission
-            os.chmod(request["scratch"], 0o711)
+                   "writable": list(CONFIG.get("writable", ())),
+                   "scratch": None if in_namespaces else request.get("scratch") or tempfile.mkdtemp(prefix="ch03-session-")}
+        if request["container"]:  # the part's orphans come to this leader, which reaps them
+            uid_cleanup.become_subreaper()
         isolation.close_all_but({leader_fd, submission_fd})
         workspace, protections = isolation.enter_session(request, submission_fd, in_namespaces)
         isolation.deaf_to_signals()
@@ -189,10 +189,8 @@ def fork_part(sock, output_fd, request, workspace, in_namespaces):
         os.close(fd)
     _, status = os.waitpid(pid, 0)
     _clear_up(pid, in_namespaces)
-    if request.get("container"):  # leftovers that left the process group: all of the submission's uid
-        from autograder.sandbox import container  # (never in the room: imported where it is used)
-
-        container.kill_uid(int(request["uid"]))
+    if request.get("container"):  # leftovers that left the process group: all of the submission's uid,
+        uid_cleanup.clear_uid(int(request["uid"]), request["writable"])  # and what it wrote where anyone may write
     return os.waitstatus_to_exitcode(status)
 
 

@@ -11,14 +11,12 @@ import os
 import random
 import sys
 import traceback
-import types
 
 import numpy as np
 import torch
 
-from autograder import protocol
-from autograder.sandbox import gpu, part_reset
-from autograder.sandbox.counting import count_ops
+from autograder.inside import gpu, part_reset, protocol, stand_in
+from autograder.inside.counting import count_ops
 
 WORKSPACE = None  # the folder holding the student's modules, set by serve()
 WORKSPACE_NAMES = ()  # the module names of its top-level .py files, set by serve()
@@ -77,7 +75,7 @@ def run(handles, header, payload):
         importlib.import_module(target["module"])
         return None
     if op == "substitute":
-        return substitute(inputs.get("sources", {}))
+        return substitute(inputs.get("stand_ins", {}))
     obj = resolve(handles, target)
     if op == "getattr":
         return obj
@@ -202,20 +200,18 @@ def student_modules():
 SUBSTITUTED = set()  # names of the chapter's modules the grader's own code stands in for (substitute())
 
 
-def substitute(sources):
-    """The grader's own module for each name of sources ({module name: source}, in import order)
-    from now on, in place of the student's; {} gives the student's back. Every student module
-    leaves sys.modules first, so that those imported next import the modules in place now."""
+def substitute(stand_ins):
+    """The grader's classes (as stand-ins: data and a door to the grader, stand_in.py) for each module
+    of stand_ins ({module name: {class name: signature}}, in import order) from now on, in place of
+    the student's; {} gives the student's back. Every student module leaves sys.modules first, so
+    that those imported next import the modules in place now."""
     leaving = {id(m) for m in student_modules()}
     for name in [n for n, m in list(sys.modules.items()) if id(m) in leaving]:
         del sys.modules[name]
     SUBSTITUTED.clear()
-    for name, source in sources.items():
-        module = types.ModuleType(name)
-        module.__file__ = f"<the grader's {name}.py>"
-        sys.modules[name] = module
+    for name, classes in stand_ins.items():
+        sys.modules[name] = stand_in.make_module(name, classes)
         SUBSTITUTED.add(name)
-        exec(compile(source, module.__file__, "exec"), module.__dict__)  # noqa: S102  (the grader's own code)
     return sorted(SUBSTITUTED)
 
 
@@ -289,6 +285,7 @@ def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memo
     except OSError:
         WORKSPACE_NAMES = ()
     sys.path.insert(0, WORKSPACE.rstrip(os.sep))
+    stand_in.CHANNEL.update(requests=requests_fd, replies=replies_fd)
     # before any student code: what a reset child must look like (this module and the protocol watched too)
     as_new = part_reset.snapshot(also_watched=(protocol, sys.modules[__name__]))
     protocol.send(replies_fd, {"ready": True, "protections": list(protections)})

@@ -22,7 +22,7 @@ import resource
 import signal
 import struct
 
-from autograder.sandbox import syscalls
+from autograder.inside import syscalls
 
 CLONE_NEWNS, CLONE_NEWUTS, CLONE_NEWIPC = 0x00020000, 0x04000000, 0x08000000
 CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x10000000, 0x20000000, 0x40000000
@@ -127,6 +127,7 @@ def enter_session(request, submission_fd, in_namespaces):
     else:
         os.setpgid(0, 0)
         workspace = os.path.join(request["scratch"], "submission")
+        os.umask(0o027)  # the scratch's group (container mode: the submission's uid) reads, nobody else
         os.makedirs(workspace)
         _write_tree(files, workspace)
         protections += ["process group", "private temporary folder"]
@@ -237,12 +238,15 @@ def _nproc_per_user_namespace():
 def deaf_to_signals():
     """The leader is PID 1 of its namespace: the kernel delivers a signal sent from inside only if
     PID 1 installed a handler for it. Python installs one for SIGINT (and the fork server may hold
-    others): put every catchable signal back to its default, so a part's kill(1, SIGINT) is dropped."""
+    others): put every catchable signal back to its default, so a part's kill(1, SIGINT) is dropped.
+    A handler Python did not install itself (getsignal says None: one set by C code) is reset too.
+    (Not blocked: a blocked signal is queued rather than dropped, and real-time ones would fill the
+    per-user queue, the grader's own without root.)"""
     for number in range(1, signal.NSIG):
         if number in (signal.SIGKILL, signal.SIGSTOP):
             continue
         try:
-            if signal.getsignal(number) not in (signal.SIG_DFL, signal.SIG_IGN, None):
+            if signal.getsignal(number) not in (signal.SIG_DFL, signal.SIG_IGN):
                 signal.signal(number, signal.SIG_DFL)
         except (OSError, ValueError):
             pass

@@ -1,0 +1,254 @@
+"""The grader's end of the stand-ins (inside/stand_in.py): the reference solutions, run here.
+
+Where a check of one part needs another part that is not right on its own, the child holds a
+StandIn of each of that part's classes: their layout and tensors, none of their code. Building one,
+its forward and its backward are questions the child sends as data; they are answered here, in the
+grader's process, with the classes of solutions/ch03 themselves (one source of truth: no second copy
+of the reference, nothing compiled in the child).
+
+A question is data from the student's process: its numbers are bounded before anything is built
+(constructor arguments, the elements a module holds, the size of a forward), and every answer is
+plain tensors and numbers.
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+import importlib.util
+import inspect
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from autograder import chapter, text
+
+MODULES = ("self_attention_v1", "self_attention_v2", "causal", "mha")  # in import order
+MAX_ARGUMENT = 4096          # any whole number given to a constructor
+MAX_ELEMENTS = 1 << 25       # parameters and buffers of one module
+MAX_WORK = 1 << 28           # batch * tokens * tokens * heads of one forward
+DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16}
+
+
+class Refused(ValueError):
+    """A question the grader does not answer (too large, malformed): raised in the child as ValueError."""
+
+
+@functools.lru_cache(maxsize=1)
+def solutions(folder: str | None = None) -> dict[str, Any]:
+    """{module name: the reference solution's module}, loaded in this process from solutions/ch03
+    under private names; `from causal import ...` inside them resolves among them."""
+    folder_path = Path(folder or chapter.current().solutions)  # the folder envcheck grades
+    loaded: dict[str, Any] = {}
+
+    def chapter_import(name, globals=None, locals=None, fromlist=(), level=0):
+        if level == 0 and name in loaded:
+            return loaded[name]
+        return builtins.__import__(name, globals, locals, fromlist, level)
+
+    for name in MODULES:
+        spec = importlib.util.spec_from_file_location(f"_ch03_reference_{name}", folder_path / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        module.__dict__["__builtins__"] = {**vars(builtins), "__import__": chapter_import}
+        spec.loader.exec_module(module)
+        loaded[name] = module
+        for value in list(vars(module).values()):
+            if isinstance(value, type) and issubclass(value, torch.nn.Module) and value.__module__ == module.__name__:
+                value.__init__ = _recording(value.__init__)
+    return loaded
+
+
+def _recording(init):
+    """The class's __init__, keeping its arguments on the instance (a head built inside a wrapper
+    is described to the child with the arguments it was built with)."""
+    signature = inspect.signature(init)
+
+    @functools.wraps(init)
+    def recorded(self, *args, **kwargs):
+        bound = signature.bind(self, *args, **kwargs)
+        bound.apply_defaults()
+        init(self, *args, **kwargs)
+        self.__dict__["_stand_in_arguments"] = list(bound.arguments.values())[1:]
+    return recorded
+
+
+def classes(module: str) -> dict[str, list]:
+    """{class name: [[parameter, default?], ...]} of the nn.Module classes the solution module defines."""
+    found = {}
+    solution = solutions()[module]
+    for name, value in vars(solution).items():
+        if isinstance(value, type) and issubclass(value, torch.nn.Module) and value.__module__ == solution.__name__:
+            found[name] = [[p.name] if p.default is inspect.Parameter.empty else [p.name, p.default]
+                           for p in list(inspect.signature(value).parameters.values())]
+    return found
+
+
+def substitutes(modules) -> dict[str, dict[str, list]]:
+    """{module: {class: signature}} for the child's substitute request, in import order."""
+    return {module: classes(module) for module in MODULES if module in modules}
+
+
+def answer(question: Any, tensors: list) -> tuple[dict, list]:
+    """The answer to one question from the child -> (answer, tensors); Refused or the solution's own
+    exception when there is none."""
+    if not isinstance(question, dict) or not all(isinstance(t, torch.Tensor) for t in tensors):
+        raise Refused("malformed question")
+    cls = _class(question.get("where"))
+    arguments = _arguments(question.get("arguments"))
+    if question.get("do") == "construct":
+        return _construct(cls, arguments, question.get("dtype"), tensors)
+    if question.get("do") in ("forward", "backward"):
+        return _run(cls, arguments, question, tensors)
+    raise Refused("unknown question")
+
+
+def _class(where):
+    if not (isinstance(where, list) and len(where) == 2 and where[0] in MODULES):
+        raise Refused("not one of the grader's classes")
+    cls = getattr(solutions()[where[0]], str(where[1]), None)
+    if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
+        raise Refused("not one of the grader's classes")
+    return cls
+
+
+def _arguments(arguments):
+    if not isinstance(arguments, list) or len(arguments) > 16:
+        raise Refused("malformed arguments")
+    for value in arguments:
+        if not isinstance(value, (bool, int, float, type(None))) or isinstance(value, float) and not math.isfinite(value):
+            raise Refused("the grader's stand-in takes numbers, booleans or None")
+        if isinstance(value, int) and not isinstance(value, bool) and not 0 <= value <= MAX_ARGUMENT:
+            raise Refused(f"the grader's stand-in takes whole numbers from 0 to {MAX_ARGUMENT}")
+    return arguments
+
+
+def _built(cls, arguments, dtype=torch.float32):
+    """The solution class built on the meta device (no memory, no generator): its layout, bounded."""
+    default = torch.get_default_dtype()
+    try:
+        torch.set_default_dtype(dtype)
+        with torch.device("meta"):
+            module = cls(*arguments)
+    finally:
+        torch.set_default_dtype(default)
+    if sum(t.numel() for t in _tensors(module)) > MAX_ELEMENTS:
+        raise Refused(f"the grader's stand-in holds at most {MAX_ELEMENTS} numbers")
+    return module
+
+
+def _tensors(module):
+    return [t for m in module.modules() for t in list(m._parameters.values()) + list(m._buffers.values())
+            if t is not None]
+
+
+def _construct(cls, arguments, dtype, tensors):
+    """Build the solution class after the child's generator state -> its layout and tensors, in
+    order, and the generator's state afterwards: the same draws the class makes in the child."""
+    if len(tensors) != 1 or tensors[0].dtype != torch.uint8:
+        raise Refused("malformed generator state")
+    chosen = DTYPES.get(dtype, torch.float32)
+    _built(cls, arguments, chosen)  # bounded before anything is allocated
+    default = torch.get_default_dtype()
+    with torch.random.fork_rng(devices=[]):
+        torch.set_rng_state(tensors[0])
+        try:
+            torch.set_default_dtype(chosen)
+            module = cls(*arguments)
+        finally:
+            torch.set_default_dtype(default)
+        state = torch.get_rng_state()
+    tree, values = _layout(module)
+    return {"tree": tree}, [state] + values
+
+
+def _layout(module, stand_in=False):
+    """A module as data: attributes, parameters and buffers (names; tensors in order), submodules."""
+    values = [p.detach() for p in module._parameters.values() if p is not None]
+    values += [b for b in module._buffers.values() if b is not None]
+    tree = {"attributes": {k: v for k, v in vars(module).items()
+                           if not k.startswith("_") and k != "training" and isinstance(v, (bool, int, float, str))},
+            "parameters": list(module._parameters), "absent": [k for k, v in module._parameters.items() if v is None],
+            "buffers": [k for k, v in module._buffers.items() if v is not None],
+            "transient": sorted(module._non_persistent_buffers_set), "training": module.training, "children": []}
+    if stand_in:
+        tree["stand_in"] = [type(module).__module__.replace("_ch03_reference_", ""), type(module).__name__]
+        tree["arguments"] = list(module.__dict__.get("_stand_in_arguments", []))
+    else:
+        tree["class"] = type(module).__name__
+    for name, child in module._modules.items():
+        ours = type(child).__module__.startswith("_ch03_reference_")
+        child_tree, child_values = _layout(child, stand_in=ours)
+        tree["children"].append([name, child_tree])
+        values += child_values
+    return tree, values
+
+
+def _run(cls, arguments, question, tensors):
+    """Forward (or backward) of the solution class with the child's tensors in place of its own."""
+    names, inputs = question.get("names"), question.get("inputs")
+    backward = question.get("do") == "backward"
+    if not (isinstance(names, list) and isinstance(inputs, int) and 0 < inputs <= 4):
+        raise Refused("malformed question")
+    if len(tensors) != len(names) + inputs + backward:
+        raise Refused("malformed question")
+    module = _built(cls, arguments, tensors[-1].dtype if tensors[-1].is_floating_point() else torch.float32)
+    _bound_work(module, tensors[len(names):len(names) + inputs])
+    training = question.get("training") if isinstance(question.get("training"), list) else []
+    for name, sub in module.named_modules():
+        sub.training = name in training
+    given = dict(zip(names, tensors))
+    if backward:
+        wanted = question.get("wanted")
+        if not (isinstance(wanted, list) and len(wanted) == len(tensors) - 1):
+            raise Refused("malformed question")
+        given = {n: t.detach().requires_grad_(bool(w) and t.is_floating_point())
+                 for (n, t), w in zip(given.items(), wanted)}
+    _place(module, given)
+    inputs_ = [t.detach().requires_grad_(backward and bool(w) and t.is_floating_point())
+               for t, w in zip(tensors[len(names):len(names) + inputs], (question.get("wanted") or [0] * 99)[len(names):])]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(question.get("seed") or 0) % 2**63)
+        with torch.enable_grad():
+            output = module(*inputs_)
+            if not isinstance(output, torch.Tensor):
+                raise Refused("the grader's class gave no tensor")
+            if not backward:
+                return {}, [output.detach()]
+            leaves = list(given.values()) + inputs_
+            want = [t for t in leaves if t.requires_grad]
+            grads = torch.autograd.grad(output, want, tensors[-1], allow_unused=True)
+    grads = [g if g is not None else torch.zeros_like(t) for g, t in zip(grads, want)]
+    return {}, grads
+
+
+def _bound_work(module, inputs):
+    heads = max([1] + [int(getattr(m, "num_heads", 1)) for m in module.modules()]) * \
+        max(1, sum(1 for m in module.modules() if m is not module and type(m).__module__.startswith("_ch03_reference_")))
+    for x in inputs:
+        if x.dim() >= 2 and x.numel() // max(1, x.shape[-1]) * x.shape[-2] * heads > MAX_WORK:
+            raise Refused("the input is larger than the grader's stand-in takes")
+        if x.numel() > MAX_ELEMENTS:
+            raise Refused("the input is larger than the grader's stand-in takes")
+
+
+def _place(module, given):
+    """Every parameter and buffer of module becomes the child's tensor of the same name; one the
+    child's module no longer has becomes None; a name the class does not have is refused."""
+    known = {n for n, _ in module.named_parameters()} | {n for n, _ in module.named_buffers()}
+    for name in given:
+        if name not in known:
+            raise AttributeError(f"the grader's {type(module).__name__} has no parameter or buffer {name}")
+    for name, sub in module.named_modules():
+        prefix = f"{name}." if name else ""
+        for store in (sub._parameters, sub._buffers):
+            for leaf in list(store):
+                store[leaf] = given.get(prefix + leaf)
+
+
+def error(exc: BaseException) -> dict:
+    """A refusal or the solution's exception as the child raises it (a builtin type, a short message)."""
+    kind = type(exc).__name__
+    kind = kind if isinstance(getattr(builtins, kind, None), type) else ("ValueError" if isinstance(exc, Refused)
+                                                                         else "RuntimeError")
+    return {"type": kind, "message": text.excerpt(str(exc), 300)}

@@ -1,0 +1,209 @@
+"""Issue 28 item 2 and issue 27 item 5: the grader's classes stand in for another part with nothing of
+their code in the student's process.
+
+The child's stand-ins (inside/stand_in.py) hold the layout and tensors of the reference solutions'
+classes and ask the grader for every computation; the grader answers with solutions/ch03 itself
+(suites/stand_ins.py). Here: the stand-ins make the solutions' draws, outputs and gradients (the
+question and answer path run in this process over pipes, as the child runs it); the grader refuses
+questions too large to answer; and, graded in the real sandbox, a submission that looks for the
+grader's code in its own process (frames, the garbage collector's objects, a replaced compile and
+exec, __code__, inspect.getsource) finds none of it while the part that uses the stand-in keeps
+full marks.
+"""
+import inspect
+import os
+import threading
+
+import pytest
+import torch
+from part_edits import failed, grade, scores, submission
+
+from autograder import PACKAGE_DIR, selftest
+from autograder.inside import protocol
+from autograder.inside import stand_in
+from autograder.student import stand_in_answer
+from autograder.suites import stand_ins
+
+ARGUMENTS = {"SelfAttention_v1": (3, 4), "SelfAttention_v2": (3, 4, True), "CausalAttention": (3, 4, 6, 0.5, True),
+             "MultiHeadAttentionWrapper": (3, 2, 6, 0.0, 2), "MultiHeadAttention": (3, 4, 6, 0.0, 2)}
+
+
+@pytest.fixture
+def channel():
+    """The child's channel to a grader that answers stand-ins' questions (a thread of this process)."""
+    requests_r, requests_w = os.pipe()
+    replies_r, replies_w = os.pipe()
+    saved = dict(stand_in.CHANNEL)
+    stand_in.CHANNEL.update(requests=requests_r, replies=replies_w)
+
+    def grader():
+        while True:
+            try:
+                reply, payload = protocol.receive(replies_r)
+            except protocol.ProtocolError:
+                return
+            protocol.send(requests_w, *stand_in_answer(reply, payload))
+
+    thread = threading.Thread(target=grader, daemon=True)
+    thread.start()
+    yield
+    os.close(replies_w)
+    thread.join(5)
+    for fd in (requests_r, requests_w, replies_r):
+        os.close(fd)
+    stand_in.CHANNEL.clear()
+    stand_in.CHANNEL.update(saved)
+
+
+def stand_in_classes():
+    for module in stand_ins.MODULES:
+        made = stand_in.make_module(module, stand_ins.classes(module))
+        for name in stand_ins.classes(module):
+            yield module, name, getattr(made, name), getattr(stand_ins.solutions()[module], name)
+
+
+def test_the_stand_ins_draw_compute_and_differentiate_as_the_solutions_do(channel):
+    seen = set()
+    for module, name, ours, theirs in stand_in_classes():
+        seen.add(name)
+        assert str(inspect.signature(ours)) == str(inspect.signature(theirs)), name
+        torch.manual_seed(7)
+        want, want_next = theirs(*ARGUMENTS[name]), torch.rand(3)
+        torch.manual_seed(7)
+        got, got_next = ours(*ARGUMENTS[name]), torch.rand(3)
+        assert torch.equal(want_next, got_next), f"{name}: the generator is not where the solution leaves it"
+        assert list(want.state_dict()) == list(got.state_dict()), name
+        assert all(torch.equal(a, b) for a, b in zip(want.state_dict().values(), got.state_dict().values())), name
+        assert [type(m).__name__ for m in want.modules()] == [type(m).__name__ for m in got.modules()], name
+        want.eval(), got.eval()
+        x = torch.rand(5, 3) if name.startswith("SelfAttention") else torch.rand(2, 5, 3)
+        x_want, x_got = x.clone().requires_grad_(), x.clone().requires_grad_()
+        out_want, out_got = want(x_want), got(x_got)
+        assert torch.allclose(out_want, out_got, atol=1e-6), name
+        upstream = torch.rand_like(out_want)
+        (out_want * upstream).sum().backward()
+        (out_got * upstream).sum().backward()
+        assert torch.allclose(x_want.grad, x_got.grad, atol=1e-6), name
+        for (key, a), (_, b) in zip(want.named_parameters(), got.named_parameters()):
+            assert torch.allclose(a.grad, b.grad, atol=1e-6), (name, key)
+    assert seen == set(ARGUMENTS)
+
+
+def test_a_changed_stand_in_computes_with_the_child_s_tensors(channel):
+    """Weights set from outside (as a transfer does) are the ones the grader computes with; a bias
+    set to None is left out, as the class itself would leave it out."""
+    made = stand_in.make_module("self_attention_v2", stand_ins.classes("self_attention_v2"))
+    theirs = stand_ins.solutions()["self_attention_v2"].SelfAttention_v2(3, 4, True)
+    ours = made.SelfAttention_v2(3, 4, True)
+    with torch.no_grad():
+        for layer in ("W_query", "W_key", "W_value"):
+            getattr(ours, layer).weight = torch.nn.Parameter(getattr(theirs, layer).weight.clone())
+            getattr(ours, layer).bias = getattr(theirs, layer).bias = None
+    x = torch.rand(5, 3)
+    assert torch.allclose(ours(x), theirs(x), atol=1e-6)
+
+
+@pytest.mark.parametrize("arguments, refusal", [
+    ((3, 4096 * 2, 6, 0.0, 2), "whole numbers from 0 to 4096"),
+    ((4096, 4096, 4096, 0.0, 4096), "holds at most"),
+    ((3, 4, 6, "0.0", 2), "numbers, booleans or None"),
+])
+def test_questions_too_large_or_not_numbers_are_refused(channel, arguments, refusal):
+    made = stand_in.make_module("mha", stand_ins.classes("mha"))
+    with pytest.raises((ValueError, TypeError), match=refusal):
+        made.MultiHeadAttentionWrapper(*arguments)
+
+
+def test_the_child_s_side_holds_no_line_of_the_reference():
+    """No line of the solutions' classes is in any file that runs in the room."""
+    lines = set()
+    for module in stand_ins.MODULES:
+        source = (selftest.SOLUTIONS / f"{module}.py").read_text(encoding="utf-8")
+        lines |= {line.strip() for line in source.splitlines() if len(line.strip()) > 25}
+    for path in (PACKAGE_DIR / "sandbox").glob("*.py"):
+        shared = {line for line in lines if line in path.read_text(encoding="utf-8")}
+        assert not shared, (path.name, sorted(shared)[:3])
+
+
+# mha.py looks for the grader's code from inside the wrapper's forward, where the heads are the
+# grader's stand-ins (causal.py is wrong); whatever it finds makes its output wrong and is printed
+ATTACK = '''
+import builtins as _builtins
+import gc as _gc
+import inspect as _inspect
+import sys as _sys
+
+_COMPILED = []
+_real_compile, _real_exec = _builtins.compile, _builtins.exec
+
+
+def _compile(source, *args, **kwargs):
+    _COMPILED.append(str(source)[:200])
+    return _real_compile(source, *args, **kwargs)
+
+
+def _exec(source, *args, **kwargs):
+    _COMPILED.append(str(getattr(source, "co_filename", source))[:200])
+    return _real_exec(source, *args, **kwargs)
+
+
+_builtins.compile, _builtins.exec = _compile, _exec
+# written backwards, so that the scan does not find its own words
+MARKERS = ("NOITULOS NIGEB", "noitnetta-fles lasuac daeh-elgniS", "_llif_deksam.serocs_ntta", "ecnerefer_30hc_",
+           "30hc/snoitulos", "yp.ecnerefer", "/setius/")
+
+
+def _hits(value):
+    return [m[::-1] for m in MARKERS if isinstance(value, str) and m[::-1] in value]
+
+
+def _look(head):
+    found, texts = [], list(_COMPILED)
+    cls = type(head)
+    for target in (cls, cls.forward, cls.__init__):
+        try:
+            texts.append(_inspect.getsource(target))
+        except (OSError, TypeError) as e:
+            texts.append(type(e).__name__)
+    for function in (cls.forward, cls.__init__):
+        code = getattr(function, "__code__", None)
+        if code is not None:
+            texts += [code.co_filename] + [str(c) for c in code.co_consts]
+    frame = _sys._getframe()
+    while frame is not None:
+        texts += [frame.f_code.co_filename] + [str(v)[:300] for v in frame.f_locals.values()]
+        frame = frame.f_back
+    for obj in _gc.get_objects():
+        code = getattr(obj, "__code__", None) if callable(obj) else None
+        if code is not None:
+            texts.append(code.co_filename)
+        if isinstance(obj, dict):
+            texts += [v for v in obj.values() if isinstance(v, str)]
+        elif isinstance(obj, (list, tuple)):
+            texts += [v for v in obj if isinstance(v, str)]
+    for text in texts:
+        found += _hits(text)
+    print("STAND-IN-ATTACK ran stand-in=%s compiled=%d found=%s" % (
+        cls.__module__ == "causal" and "stand_in" in str(_inspect.getfile(cls.forward)), len(_COMPILED),
+        sorted(set(found)) or "nothing"))
+    return bool(found)
+
+
+_LOOKED = []
+'''
+
+
+def test_student_code_finds_nothing_of_the_grader_s_code_behind_a_stand_in(engine, tmp_path):
+    folder = submission(
+        tmp_path,
+        ("causal", "keys.shape[-1] ** 0.5", "keys.shape[-1]"),  # wrong: mha's checks get the grader's heads
+        ("causal", "Single-head causal self-attention", "One head"),  # words of the grader's text only
+        ("mha", "from causal import CausalAttention\n", "from causal import CausalAttention\n" + ATTACK),
+        ("mha", "        return torch.cat([head(x) for head in self.heads], dim=-1)",
+                "        if not _LOOKED:\n            _LOOKED.append(_look(self.heads[0]))\n"
+                "        return torch.cat([head(x) for head in self.heads], dim=-1) + float(_LOOKED[0])"))
+    result = grade(engine, folder, ["causal", "mha"])
+    printed = [line for line in result.output.get("mha", "").splitlines() if "STAND-IN-ATTACK" in line]
+    behind = [line for line in printed if "stand-in=True" in line]
+    assert behind and all(line.endswith("found=nothing") for line in behind), printed
+    assert scores(result)["mha"] == 22 and scores(result)["causal"] < 22, failed(result, "mha")
