@@ -394,7 +394,7 @@ def test_one_bug_is_one_row_whatever_its_checks_say(engine, tmp_path):
                 if t["status"] == "failed" and t["extra_data"]["part"] == part and not t["extra_data"].get("voided_by")}
 
     assert len(messages(ann, "causal")) >= 3 and len(messages(ben, "causal")) >= 2
-    assert len(messages(cid, "simple_attention")) == 2
+    assert len(messages(cid, "simple_attention")) >= 2  # hidden checks mask their numbers (dim #): more wordings
     diagnoses = {name: r["extra_data"]["diagnoses"] for name, r, _ in records}
     assert "diagonal is off by one" in diagnoses["ann"]["causal"]
     assert "wrong dim" in diagnoses["ben"]["causal"]
