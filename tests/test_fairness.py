@@ -103,7 +103,7 @@ def test_mha_without_mask_is_named_before_any_value(engine, tmp_path):
 def test_unscaled_heads_are_named_in_hidden_checks_without_hidden_numbers(engine, tmp_path):
     result = graded_entry(engine, tmp_path, "mha-unscaled")
     check = failed(result, "mha")["mha_scales_by_head_dim"]
-    assert check.message == ("MultiHeadAttention with head_dim > 1 and known weights is wrong: the scores are not "
+    assert check.message == ("MultiHeadAttention with several dimensions per head and known weights is wrong: the scores are not "
                              "scaled by 1/sqrt(head_dim)")
     assert "MultiHeadAttention(4, 8, 5, 0.0, num_heads=4" in check.detail
 

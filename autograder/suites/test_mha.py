@@ -385,7 +385,7 @@ def test_mha_matches_stacked_single_heads(student, rng):
 
 
 def test_mha_scales_by_head_dim(student, rng):
-    judge_known_mha(student, rng, 4, 8, 5, 4, 5, 2, False, "MultiHeadAttention with head_dim > 1 and known weights",
+    judge_known_mha(student, rng, 4, 8, 5, 4, 5, 2, False, "MultiHeadAttention with several dimensions per head and known weights",
                     "each head's scores are scaled by 1/sqrt(head_dim), head_dim = d_out // num_heads")
 
 
