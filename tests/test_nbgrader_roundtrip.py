@@ -434,13 +434,17 @@ def test_each_graded_cell_holds_the_report_and_the_score(course, module_form):
         assert f"  - {item.label} (-{item.points:g}): {item.message}" in shown
         assert not item.failed_in or f"\n    {item.failed_in}" in shown
         assert not item.own_text or f"\n    your error: {item.own_text}" in shown
-    for check in visible:
-        assert check.name in shown and diagnosis_and_place(printable(check.message))[0] in shown
+    for check in visible:  # named, under the item of the cause that explains it (one item per cause)
+        holder = next(item for item in items if check.name in item.checks)
+        assert check.name in shown and holder.message in shown
     # hidden checks: unnamed, counted under the diagnosis they gave, without the student's own text
     for check in hidden:
         assert check.name not in shown and diagnosis_and_place(printable(check.message))[0] in shown
         assert not check.student_text or check.student_text not in shown
-    counted = sum(int(n) for n in re.findall(r"(?:  - | and )(\d+) hidden checks? \(", shown))
+    # counted once each: on an item's line or its "failed in" line, not again on a folded item's
+    # "this one mistake fails ..." line (the same checks, with their points)
+    counted = sum(int(n) for line in shown.splitlines() if "this one mistake fails" not in line
+                  for n in re.findall(r"(?:  - | and )(\d+) hidden checks? \(", line))
     assert counted == len(hidden)
 
 
@@ -508,9 +512,12 @@ def test_feedback_holds_no_hidden_test(course, module_form):
     # the search does find what is there: the visible tests and carol's visible failures
     page = page_text(course, "carol", NOTEBOOKS[1])
     assert all(line in page for line in visible_lines if line)
-    visible = [c.message for c in module_form["carol"].checks if c.part == "causal" and c.visibility == "visible"
+    visible = [c.name for c in module_form["carol"].checks if c.part == "causal" and c.visibility == "visible"
                and not c.passed]
-    assert visible and all(diagnosis_and_place(printable(message))[0] in page for message in visible)
+    items = what_to_fix([c for c in module_form["carol"].checks if c.part == "causal"],
+                        {"causal": module_form["carol"].parts["causal"]})
+    holders = [next(item for item in items if name in item.checks) for name in visible]
+    assert visible and all(name in page for name in visible) and all(item.message in page for item in holders)
     # issue 12 item 4: the diagnoses of carol's failed hidden checks reach her feedback
     diagnoses = [diagnosis_and_place(printable(c.message))[0] for c in module_form["carol"].checks
                  if c.part == "causal" and c.visibility != "visible" and not c.passed]
