@@ -390,7 +390,7 @@ def test_fully_sandboxed_means_namespaces_and_the_syscall_filter(protections, fu
 
 def test_the_protection_names_are_the_sandboxs_own():
     """ghactions reads the strings autograder/inside/isolation.py reports: the same words."""
-    source = (Path(grading.__file__).parent / "sandbox" / "isolation.py").read_text()
+    source = (Path(grading.__file__).parent / "inside" / "isolation.py").read_text()
     assert f'"{ghactions.NAMESPACES}"' in source and f'"{ghactions.SECCOMP}"' in source
 
 
