@@ -40,6 +40,7 @@ from autograder import PARTS, PROJECT_ROOT, grading, reports
 from autograder.rubric import Rubric
 from autograder.sandbox.client import Sandbox
 from autograder.sandbox.client import UIDS_PER_SLOT, _first_uid
+from autograder.settings import UIDS_ENV
 
 CASES = Path(__file__).resolve().parent / "adversarial" / "cases"
 SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
@@ -839,8 +840,11 @@ def test_hostile_student_in_a_batch(outside, tmp_path):
     # from one that already ran torch's thread pool (this one) hang
     code = ("import sys; from autograder.batch import run_batch; "
             "print(run_batch(sys.argv[1], sys.argv[2], jobs=2, progress=None))")
+    # the batch's uids are this module's (settings: a process draws its own block otherwise, and the
+    # watch below would look for the wrong uids)
     returncode, stdout, stderr, seen = run_watching([sys.executable, "-c", code, str(classroom), str(out)],
-                                                    env={**os.environ, SECRET_NAME: SECRET})
+                                                    env={**os.environ, SECRET_NAME: SECRET,
+                                                         UIDS_ENV: str(SANDBOX_UID_BASE)})
     assert returncode == 0, stderr[-3000:]
     assert stdout.split() == ["3"]
     sandboxed = {p for p in seen if p[2] >= SANDBOX_UID_BASE}
