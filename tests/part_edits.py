@@ -7,7 +7,8 @@ from autograder import grading, runner, selftest
 def submission(tmp_path, *edits):
     """The solutions with each (module, find, replace) applied to every occurrence of find."""
     folder = tmp_path / "submission"
-    shutil.copytree(selftest.SOLUTIONS, folder)
+    # the modules alone: not a __pycache__ the grader's own imports of the solutions may have left
+    shutil.copytree(selftest.SOLUTIONS, folder, ignore=shutil.ignore_patterns("__pycache__"))
     for module, find, replace in edits:
         path = folder / f"{module}.py"
         text = path.read_text(encoding="utf-8")
