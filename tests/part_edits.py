@@ -1,5 +1,6 @@
 """Grading a copy of the solutions with edits written in a test, part by part (tests of issue 21)."""
 import shutil
+import types
 
 from autograder import grading, runner, selftest
 
@@ -29,3 +30,18 @@ def scores(result):
 
 def failed(result, part):
     return {c.name: c.message for c in result.checks if not c.passed and c.part == part}
+
+
+def run_one(engine, tmp_path, source, timeout=2, memory_mb=512):
+    """One check calling task.work() in a fresh child whose part may use `timeout` s of CPU time and
+    `memory_mb` of memory: the part's run (runner.PartRun), judged by the caller."""
+    _, _, sandbox = engine
+    folder = tmp_path / "task"
+    folder.mkdir()
+    (folder / "task.py").write_text(source, encoding="utf-8")
+
+    def test_work(student):
+        assert student.module("task").work() == "done"
+
+    limits = types.SimpleNamespace(timeout=timeout, memory_mb=memory_mb)
+    return runner.run_part(sandbox, str(folder), "task", [("work", test_work)], limits, runner.default_fixtures())

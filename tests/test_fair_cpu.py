@@ -10,12 +10,11 @@ import csv
 import shutil
 import subprocess
 import sys
-import types
 
 import pytest
-from part_edits import grade, scores, submission
+from part_edits import grade, run_one, scores, submission
 
-from autograder import PARTS, PROJECT_ROOT, runner, selftest
+from autograder import PARTS, PROJECT_ROOT, selftest
 from autograder.sandbox import cgroup
 
 ATTACK = PROJECT_ROOT / "tests" / "adversarial" / "cases" / "busy_processes" / "simple_attention.append.py"
@@ -72,18 +71,6 @@ def test_the_same_part_scores_alone_in_a_batch_under_load_and_under_two_seeds(en
             assert run[name] == alone[name], (name, run[name], alone[name])
 
 
-def run_one(engine, tmp_path, source, timeout=2):
-    """One check calling task.work() in a fresh child whose part may use `timeout` s of CPU time."""
-    _, _, sandbox = engine
-    folder = tmp_path / "task"
-    folder.mkdir()
-    (folder / "task.py").write_text(source, encoding="utf-8")
-
-    def test_work(student):
-        assert student.module("task").work() == "done"
-
-    limits = types.SimpleNamespace(timeout=timeout, memory_mb=512)
-    return runner.run_part(sandbox, str(folder), "task", [("work", test_work)], limits, runner.default_fixtures())
 
 
 def without_group_clock(monkeypatch, clock):

@@ -13,7 +13,7 @@ import signal
 import types
 
 import pytest
-from part_edits import submission
+from part_edits import run_one, submission
 
 from autograder import grading, reports, runner
 from autograder.sandbox import client, death
@@ -108,17 +108,6 @@ def test_the_batch_writes_no_score_for_a_part_not_graded(tmp_path):
     book.close()
 
 
-def run_one(engine, tmp_path, source, timeout=2, memory_mb=512):
-    _, _, sandbox = engine
-    folder = tmp_path / "task"
-    folder.mkdir()
-    (folder / "task.py").write_text(source, encoding="utf-8")
-
-    def test_work(student):
-        assert student.module("task").work() == "done"
-
-    limits = types.SimpleNamespace(timeout=timeout, memory_mb=memory_mb)
-    return runner.run_part(sandbox, str(folder), "task", [("work", test_work)], limits, runner.default_fixtures())
 
 
 HOG = """import os
