@@ -353,3 +353,46 @@ def test_a_student_s_feedback_counts_no_point_lost_for_a_part_not_graded(engine,
     grade = grade_with(engine, submission(tmp_path), suites)
     items = what_to_fix(grade.checks, grade.parts)
     assert [(i.title, i.points) for i in items] == [(PART, 0)] and items[0].message.startswith("not graded: the machine")
+
+
+# issue 37 item 1: idle means off the CPU by the child's own choice
+
+class _Clocks:
+    """Readings a test sets: the wall clock, the session's CPU time, the child's run delay, the grader
+    thread's own CPU time plus run delay."""
+
+    def __init__(self, monkeypatch):
+        self.wall = self.cpu = self.delay = self.grader = 0.0
+        monkeypatch.setattr(client.time, "monotonic", lambda: self.wall)
+        monkeypatch.setattr(client, "_run_delay", lambda pid: self.delay)
+        monkeypatch.setattr(client, "_own_schedule", lambda: self.grader)
+        self.part = types.SimpleNamespace(spent=lambda: self.cpu, host_pid=1, pidfd=None)
+
+    def call(self, wall, cpu, delay, grader):
+        meter = client._IdleMeter(self.part, 2.0)
+        meter.call_begins()
+        self.wall, self.cpu, self.delay, self.grader = wall, cpu, delay, grader
+        return meter.over(waiting=True)
+
+
+def test_waiting_for_a_cpu_or_for_the_grader_is_not_sleeping(monkeypatch):
+    """A 5 s call under load: the child ran 0.5 s and waited 1.5 s for a CPU; the grader's own thread
+    was on a CPU or waiting for one for 3 s of it (it noticed the reply late): 0 s idle, under the
+    2 s bound (counted as before, 3 s: "waited or slept for more than 2 s")."""
+    clocks = _Clocks(monkeypatch)
+    assert clocks.call(wall=5.0, cpu=0.5, delay=1.5, grader=3.0) is False
+
+
+def test_a_child_that_sleeps_after_a_hidden_input_is_still_idle(monkeypatch):
+    clocks = _Clocks(monkeypatch)
+    assert clocks.call(wall=5.0, cpu=0.1, delay=0.0, grader=0.05) is True
+
+
+def test_the_wall_clock_moves_on_while_the_machine_keeps_the_child_waiting(monkeypatch):
+    """At the part's wall-clock deadline a child measured running or runnable (not asleep) is given
+    more time, up to FAR_WALL x the wall clock; asleep, or unmeasured, it is not."""
+    for asleep, now, moved in ((False, 30.0, True), (True, 30.0, False), (None, 30.0, False),
+                               (False, 10 * 22.0 + 1, False)):
+        part = types.SimpleNamespace(started=0.0, deadline=22.0, FAR_WALL=client.PartChild.FAR_WALL, host_pid=1,
+                                     gauge=types.SimpleNamespace(asleep=lambda pid, wall, a=asleep: a))
+        assert client.PartChild._kept_waiting(part, now) is moved, (asleep, now)
