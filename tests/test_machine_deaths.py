@@ -396,3 +396,66 @@ def test_the_wall_clock_moves_on_while_the_machine_keeps_the_child_waiting(monke
         part = types.SimpleNamespace(started=0.0, deadline=22.0, FAR_WALL=client.PartChild.FAR_WALL, host_pid=1,
                                      gauge=types.SimpleNamespace(asleep=lambda pid, wall, a=asleep: a))
         assert client.PartChild._kept_waiting(part, now) is moved, (asleep, now)
+
+
+# issue 37 item 1, in batch: bounded regrades of a submission the machine kept from running; lateness
+
+NOT_GRADED_PROBLEM = "not graded: the machine was overloaded (parts: simple_attention): graded again on the next run"
+
+
+def _not_graded_results():
+    return {"score": 90, "max_score": 100, "tests": [], "output": "Not graded",
+            "parts": {"simple_attention": {"score": 0, "max_score": 10}, "causal": {"score": 22, "max_score": 22}},
+            "extra_data": {"not_graded": {"simple_attention": "not graded: the machine was overloaded"}}}
+
+
+def test_a_submission_not_graded_run_after_run_is_graded_as_it_stands_after_a_bound(tmp_path):
+    """Each run records it as not graded (graded again next run) until NOT_GRADED_RUNS runs have; that
+    run grades it as it stands, the parts the machine kept from running scored as failed, with a
+    note for the instructor; no run after regrades it (the same submission, the same grader)."""
+    from autograder import batch
+    from autograder.gradebook import Gradebook
+
+    book = Gradebook(tmp_path / "gradebook.db")
+    for run in range(1, batch.NOT_GRADED_RUNS + 1):
+        results = _not_graded_results()
+        fingerprint, problem = batch.settle(book, "ann", "abc", results, NOT_GRADED_PROBLEM, "")
+        book.record("ann", fingerprint, results, problem, "g1", "graded", run)
+        if run < batch.NOT_GRADED_RUNS:
+            assert (fingerprint, problem) == (batch.RETRY + "abc", NOT_GRADED_PROBLEM)
+            assert batch._why_grade(book.graded()["ann"], "abc", "g1", False) == \
+                "graded again: its last grading did not finish"
+    assert fingerprint == "abc" and problem == (
+        f"graded as it stands after {batch.NOT_GRADED_RUNS} runs in which parts were not graded (simple_attention: "
+        "scored as failed); regrade with --force once the machine is quiet")
+    assert "not_graded" not in results["extra_data"] and results["extra_data"]["charged_after_not_graded"]
+    assert batch._why_grade(book.graded()["ann"], "abc", "g1", False) is None  # no run after regrades it
+    batch.write_csv(book, tmp_path / "grades.csv")
+    lines = (tmp_path / "grades.csv").read_text().splitlines()
+    cells = dict(zip(lines[0].split(","), lines[1].split(",")))
+    assert cells["score"] == "90" and cells["simple_attention"] == "0"  # a score stands, the part failed
+    book.close()
+
+
+def test_lateness_applies_whether_or_not_a_grade_finished(tmp_path):
+    """A late submission the machine kept from running: its late days and penalty are in grades.csv
+    now (its final score waits, like its score, for a run that grades it)."""
+    from datetime import datetime, timezone
+
+    from autograder import batch, lateness
+    from autograder.gradebook import Gradebook
+
+    book = Gradebook(tmp_path / "gradebook.db")
+    book.record("ann", batch.RETRY + "abc", _not_graded_results(), NOT_GRADED_PROBLEM, "g1", "graded", 1)
+    due = datetime(2026, 1, 10, tzinfo=timezone.utc)
+    late = lateness.LatePolicy(due, percent_per_day=10, times={"ann": datetime(2026, 1, 12, 1, tzinfo=timezone.utc)})
+    folder = tmp_path / "ann"
+    folder.mkdir()
+    rows = batch._lateness(book, late, [("ann", folder, "")])
+    assert rows["ann"].late_days == 3 and rows["ann"].penalty == 30
+    batch.write_csv(book, tmp_path / "grades.csv", ["ann"], rows)
+    lines = (tmp_path / "grades.csv").read_text().splitlines()
+    cells = dict(zip(lines[0].split(","), lines[1].split(",")))
+    assert (cells["late_days"], cells["penalty"], cells["final_score"], cells["score"]) == ("3", "30", "", "")
+    assert book.lateness()["ann"]["penalty"] == 30
+    book.close()
