@@ -73,15 +73,25 @@ def machine_oom_kills() -> Optional[int]:
 
 
 def schedule(host_pid: int) -> Optional[tuple]:
-    """(seconds on a CPU, seconds runnable but waiting for one) of a process so far, or None."""
+    """(seconds on a CPU, seconds runnable but waiting for one) of a process so far, all its threads
+    together (a main thread blocked on a helper that waits for a CPU is kept waiting too), or None."""
     if host_pid <= 0:
         return None
     try:
-        with open(f"/proc/{host_pid}/schedstat") as f:
-            on_cpu, waiting = f.read().split()[:2]
-        return int(on_cpu) / 1e9, int(waiting) / 1e9
-    except (OSError, ValueError):
-        return None
+        threads = os.listdir(f"/proc/{host_pid}/task")
+    except OSError:
+        threads = []
+    total, read = [0.0, 0.0], False
+    for thread in threads:
+        try:
+            with open(f"/proc/{host_pid}/task/{thread}/schedstat") as f:
+                on_cpu, waiting = f.read().split()[:2]
+            total[0] += int(on_cpu) / 1e9
+            total[1] += int(waiting) / 1e9
+            read = True
+        except (OSError, ValueError):
+            continue
+    return (total[0], total[1]) if read else None
 
 
 @dataclass
