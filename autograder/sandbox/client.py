@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -152,12 +152,11 @@ class Sandbox:
     """One fork server in its room; sessions are opened on it one at a time. attach(slot) gives
     another worker its own door to the same server (one torch import in the room for a batch)."""
 
-    def __init__(self, hide: Iterable[str] = (), slot: int = 0, device: str | None = None, server: Sandbox | None = None,
+    def __init__(self, slot: int = 0, device: str | None = None, server: Sandbox | None = None,
                  settings: SandboxSettings | None = None) -> None:
-        # `hide` is accepted for callers written for the old deny-list: nothing of the host is in
-        # the room, whatever it is. settings: the run's (default: what the environment gives,
-        # settings.from_environment); device: where the student's modules run, "cpu" or "cuda"
-        # (default: the settings')
+        # settings: the run's (default: what the environment gives, settings.from_environment);
+        # device: where the student's modules run, "cpu" or "cuda" (default: the settings'). What
+        # student code sees follows from the mode alone (docs/sandbox.md, "What each mode hides")
         self.settings = settings or settings_mod.from_environment().sandbox
         self.slot = int(slot)
         self.device = check_device(device or self.settings.device)
