@@ -12,7 +12,9 @@ sandbox's mode, decided by the settings alone (docs/sandbox.md, "What each mode 
 point names folders to hide. Every Grade it makes carries the run's
 secret (settings.seed, drawn once per engine when not given) and the environment check's record.
 A batch's workers each get an engine of their own on a door to the batch's one fork server
-(Engine.for_worker).
+(Engine.for_worker). The engine's sandbox owns its fork server: one that dies (as it starts or
+later) is replaced when the next session opens, a bounded number of times (client.SERVER_STARTS);
+when none will start, the submission's parts are "not graded", the machine's doing.
 """
 from __future__ import annotations
 
