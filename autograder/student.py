@@ -241,6 +241,10 @@ class RemoteCallable:
         """The attribute's value (data, or a RemoteObject for anything else)."""
         return self._student.request("getattr", self._target)
 
+    def count_ops(self, *args, device=None, _seed=0):
+        """As RemoteObject.count_ops, for a function of a student module (e.g. on the emulated GPU)."""
+        return self._student.request("count_ops", self._target, args, {}, _seed, {"device": device})
+
 
 class RemoteObject:
     """An object that lives in the child (a module the student's code built)."""
@@ -281,7 +285,8 @@ class RemoteObject:
     def count_ops(self, *args, device=None, _seed=0):
         """self(*args) in the child under a mode that counts the tensor operations it issues ->
         {"counts": {aten op name: calls}, "output", "device", "dtype", "shape"} (output None off the
-        CPU). device: where the child moves the tensor arguments first (e.g. "meta").
+        CPU). device="emulated-cuda": the module and its arguments on the emulated GPU instead
+        (inside/emulated_gpu.py; no counts, no output data).
         The counts come from the student's process: judge them only together with a right output."""
         return self._student.request("count_ops", {"handle": self._id}, args, {}, _seed, {"device": device})
 

@@ -106,3 +106,15 @@ def test_every_device_mutant_fails_on_the_emulated_gpu_in_its_own_part(tmp_path)
                    for what, problem in found.items()):
             missed[entry.id] = found
     assert missed == {}
+
+
+def test_a_gpu_s_device_error_is_named_in_every_check_it_breaks():
+    """On a real GPU a tensor made on the CPU breaks every check that runs the code, not only the device
+    check: each says what it is (a device mutant then keeps its diagnosis on the GPU, issue 35's 2/6)."""
+    from autograder.student import StudentError
+    from autograder.suites.misconceptions import error_diagnosis
+
+    error = StudentError("RuntimeError", "Expected all tensors to be on the same device, but found at least two "
+                                         "devices, cuda:0 and cpu!", "causal.py, line 3")
+    assert "default device" in error_diagnosis(error) and "device=x.device" in error_diagnosis(error)
+    assert error_diagnosis(StudentError("RuntimeError", "shape mismatch")) == ""

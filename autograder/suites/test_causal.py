@@ -291,17 +291,28 @@ def test_causal_mask_is_a_registered_buffer(student):
 
 
 def test_causal_runs_on_the_inputs_device(student, rng):
-    """Right on the CPU first; then moved to the meta device (no data: a stand-in for a GPU) with
-    meta inputs it must still run: a tensor made in forward on the default device, or a mask that
-    does not follow .to(), fails there as it would on a GPU."""
+    """Right on the CPU first; then run on the emulated GPU (inside/emulated_gpu.py: parameters,
+    buffers and inputs on cuda as fake tensors): a tensor made in forward on the default device, or
+    a mask that does not follow .to(), fails there as it would on a GPU. masked_attention_weights
+    too, when it is right on the CPU (a mask it makes there must be made on the scores' device)."""
     d_in, d_out, ctx, T = 4, 3, 8, 6
     state = helpers.random_qkv_state(d_in, d_out, rng, scale=2.0)
     attn = known(student, d_in, d_out, ctx, 0.0, state)
     x = torch.rand(2, T, d_in, generator=rng)
     right_on(attn, x, state, "CausalAttention (before it is moved to another device)")
     problem = efficiency.device_problem(attn, x, (2, T, d_out), "CausalAttention", efficiency.has_plain_mask(attn))
-    # passes only when the grader's own reading of causal.py agrees with the child's meta run
+    # passes only when the grader's own reading of causal.py agrees with the child's emulated run
     problem = problem or efficiency.source_device_problem(student.source(PART), "CausalAttention", PART)
+    if not problem:
+        scores = torch.randn(2, T, T, generator=rng)
+        function = student.module(PART).masked_attention_weights
+        try:
+            got = expect.as_tensor(function(scores, 2), "masked_attention_weights")
+            right = matches(got.double(), weights(scores.double(), 2, True), 1e-5)
+        except (StudentError, AssertionError):
+            right = False  # its own checks say what is wrong with it
+        if right:
+            problem = efficiency.function_device_problem(function, (scores, 2), (2, T, T), "masked_attention_weights")
     if problem:
         expect.fail(problem)
 
