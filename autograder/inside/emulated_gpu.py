@@ -23,6 +23,7 @@ project's tests (tests/fake_cuda.py), which run the reference, every selftest va
 every device mutant under it.
 """
 import ctypes
+import logging
 import os
 
 import torch
@@ -68,6 +69,9 @@ class EmulatedGPU:
         # tensors on their own device: a CPU one then meets cuda as it would on a GPU
         self.mode = FakeTensorMode(allow_non_fake_inputs=True)
         self._grad = None
+        # FakeTensorMode logs a traceback for each operation whose shapes do not fit (the student's
+        # error, raised to the caller anyway): not on the child's stderr
+        logging.getLogger("torch._subclasses.fake_tensor").setLevel(logging.CRITICAL)
 
     def __enter__(self):
         self._grad = torch.is_grad_enabled()
