@@ -3,17 +3,13 @@ every device mutant run on the emulated GPU (autograder/inside/emulated_gpu.py, 
 FakeTensorMode with tensors on cuda:0; tests/fake_cuda.py runs each part's functions and classes).
 What a CUDA card refused in the reference (issue 35's H100 run) is refused here too."""
 import shutil
-import sys
-from pathlib import Path
 
+import fake_cuda
 import pytest
 import torch
 
 from autograder import selftest
 from autograder.inside import emulated_gpu
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import fake_cuda  # noqa: E402  (beside this file)
 
 SOLUTIONS = selftest.SOLUTIONS
 DEVICE_MESSAGES = ("default device", "register_buffer")  # scripts/gpu_check.py's device_mutants reads the same
