@@ -1,0 +1,94 @@
+"""Issue 34 items 1-3: code as learners write it keeps its points; forgeries earn nothing.
+
+Each case is a folder of tests/learner_code (the files one learner changed, laid over the solutions),
+graded through the engine in the parts it touches, with the score of each part, the checks failed and
+the tampering list it must get.
+"""
+import shutil
+from pathlib import Path
+
+import pytest
+
+from part_edits import failed, grade, scores, submission
+
+CASES = Path(__file__).parent / "learner_code"
+FULL = {"simple_attention": 10, "self_attention_v1": 10, "self_attention_v2": 10, "weight_transfer": 8,
+        "causal": 22, "mha": 22, "exercises": 8, "numpy_attention": 10}
+EX32 = {"ex32_book_example", "ex32_two_heads_of_width_one"}
+
+CORRECT = {  # case -> the parts graded (each must get full marks, no check failed, nothing listed as tampering)
+    "alias_v1": ["causal", "mha"],  # CausalAttention = CausalAttentionV1
+    "reexport": ["causal", "mha"],  # from attention_core import CausalSelfAttention as CausalAttention
+    "subclass": ["mha", "exercises"],  # MultiHeadAttention inherits forward from a base class
+    "redefined_later": ["mha"],  # a first draft (a head loop), then the final class under the same name
+    "assigned_after_decoy": ["mha"],  # a draft class, then MultiHeadAttention = MultiHeadAttentionV2
+    "demo_seeded": ["causal", "mha", "exercises"],  # torch.manual_seed(123) and layers built at import
+    "demo_unseeded": ["self_attention_v2", "weight_transfer", "mha"],  # torch.rand and a layer at import
+    "honest_comments": ["mha"],  # "autograder" and "eval()" in comments and a docstring
+}
+FORGED = {  # case -> (parts graded, {check: words of its message}, the tampering list's kinds)
+    "padded_head_loop": (["mha"], {"mha_batches_the_heads": "more matrix multiplications"}, []),
+    "dispatch_stack_loop": (["mha"], {"mha_batches_the_heads": "reaches into the machinery",
+                                      "mha_runs_on_the_inputs_device": "reaches into the machinery"},
+                            ["a dispatch mode (_len_torch_dispatch_stack)", "torch's private bindings (_C)"]),
+    "decoy_first": (["mha"], {"mha_batches_the_heads": "one matmul per head"}, []),
+    "exercises_deletes_wrapper": (["exercises"], {"ex32_book_example": "differs from MultiHeadAttentionWrapper",
+                                                  "ex32_two_heads_of_width_one": "differs from"}, []),
+}
+
+
+def case(tmp_path, name):
+    folder = submission(tmp_path)
+    for path in (CASES / name).glob("*.py"):
+        shutil.copy(path, folder / path.name)
+    return folder
+
+
+@pytest.mark.parametrize("name", sorted(CORRECT))
+def test_correct_learner_code_keeps_full_marks(engine, tmp_path, name):
+    parts = CORRECT[name]
+    result = grade(engine, case(tmp_path, name), parts)
+    lost = {part: failed(result, part) for part in parts if failed(result, part)}
+    assert (scores(result), lost, result.tampering) == ({p: FULL[p] for p in parts}, {}, [])
+
+
+@pytest.mark.parametrize("name", sorted(FORGED))
+def test_forgeries_earn_nothing_from_the_evidence_they_fake(engine, tmp_path, name, engine_points):
+    parts, lost, tampering = FORGED[name]
+    result = grade(engine, case(tmp_path, name), parts)
+    got = {check: message for part in parts for check, message in failed(result, part).items()}
+    assert sorted(got) == sorted(lost), got
+    for check, words in lost.items():
+        assert words in got[check], (check, got[check])
+    assert scores(result) == {p: FULL[p] - sum(engine_points[p].get(c, 0) for c in lost) for p in parts}
+    assert [t.split(": ", 1)[1] for t in result.tampering] == tampering
+
+
+@pytest.fixture()
+def engine_points(engine):
+    rubric = engine[0]
+    return {name: {check: c.points for check, c in part.checks.items()} for name, part in rubric.parts.items()}
+
+
+def test_demo_code_at_import_in_every_module_costs_nothing(engine, tmp_path):
+    """Item 2: the reference with `_demo = torch.rand(3)` and `torch.manual_seed(999)` at the end of every
+    module (run at import, after which the grader seeds) gets every point."""
+    folder = submission(tmp_path)
+    for path in folder.glob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        head = "" if "import torch\n" in text else "import torch\n"
+        path.write_text(head + text + "\n_demo = torch.rand(3)\ntorch.manual_seed(999)\n", encoding="utf-8")
+    result = grade(engine, folder, list(FULL))
+    assert (scores(result), [c.name for c in result.checks if not c.passed]) == (FULL, [])
+
+
+def test_the_grader_reads_the_class_python_uses_not_a_decoy_before_it(engine, tmp_path, monkeypatch):
+    """Item 3: a batched decoy class first, the class Python keeps (a head loop) after it. With the
+    child's counts made blind, the grader's own reading still finds the loop, in the second class."""
+    from autograder.suites import efficiency
+
+    monkeypatch.setattr(efficiency, "growth_problem", lambda *args: "")
+    monkeypatch.setattr(efficiency, "bound_problem", lambda *args: "")
+    result = grade(engine, case(tmp_path, "decoy_first"), ["mha"])
+    assert scores(result) == {"mha": 20}
+    assert "loops over its heads in Python (mha.py, line" in failed(result, "mha")["mha_batches_the_heads"]
