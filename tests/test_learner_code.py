@@ -25,6 +25,10 @@ CORRECT = {  # case -> the parts graded (each must get full marks, no check fail
     "demo_seeded": ["causal", "mha", "exercises"],  # torch.manual_seed(123) and layers built at import
     "demo_unseeded": ["self_attention_v2", "weight_transfer", "mha"],  # torch.rand and a layer at import
     "honest_comments": ["mha"],  # "autograder" and "eval()" in comments and a docstring
+    # causal.py is wrong (no scaling: the grader's stand-in takes its place for mha's checks) and mha.py
+    # imports a name of it the stand-in lacks, then draws at import: mha's checks rerun on the student's
+    # own modules, imported before the seed
+    "stand_in_path": ["mha"],
 }
 FORGED = {  # case -> (parts graded, {check: words of its message}, the tampering list's kinds)
     "padded_head_loop": (["mha"], {"mha_batches_the_heads": "more matrix multiplications"}, []),
@@ -32,6 +36,9 @@ FORGED = {  # case -> (parts graded, {check: words of its message}, the tamperin
                                       "mha_runs_on_the_inputs_device": "reaches into the machinery"},
                             ["a dispatch mode (_len_torch_dispatch_stack)", "torch's private bindings (_C)"]),
     "decoy_first": (["mha"], {"mha_batches_the_heads": "one matmul per head"}, []),
+    # a batched class under the name, then globals() rebinds it to a head loop calling itself by that name
+    "rebound_at_run_time": (["mha"], {"mha_batches_the_heads": "one matmul per head",
+                                      "mha_runs_on_the_inputs_device": "found no class bound to the name"}, []),
     "exercises_deletes_wrapper": (["exercises"], {"ex32_book_example": "differs from MultiHeadAttentionWrapper",
                                                   "ex32_two_heads_of_width_one": "differs from"}, []),
 }
@@ -92,3 +99,19 @@ def test_the_grader_reads_the_class_python_uses_not_a_decoy_before_it(engine, tm
     result = grade(engine, case(tmp_path, "decoy_first"), ["mha"])
     assert scores(result) == {"mha": 20}
     assert "loops over its heads in Python (mha.py, line" in failed(result, "mha")["mha_batches_the_heads"]
+
+
+def test_the_child_s_pointer_and_the_grader_s_reading_must_agree(engine, tmp_path, monkeypatch):
+    """Item 1: the reading finds the batched class written under the name; the child, asked which class
+    the name is bound to, points at another (a head loop bound through globals(), its __qualname__
+    forged: its forward's first line is none of the read class's). With the counts made blind, the
+    check still earns nothing: the grader's reading could not confirm what runs."""
+    from autograder.suites import efficiency
+
+    monkeypatch.setattr(efficiency, "growth_problem", lambda *args: "")
+    monkeypatch.setattr(efficiency, "bound_problem", lambda *args: "")
+    result = grade(engine, case(tmp_path, "rebound_at_run_time"), ["mha"])
+    assert scores(result) == {"mha": 19}  # the batching point and the device point
+    lost = failed(result, "mha")
+    assert sorted(lost) == ["mha_batches_the_heads", "mha_runs_on_the_inputs_device"]
+    assert all("found no class bound to the name MultiHeadAttention" in message for message in lost.values())
