@@ -115,3 +115,68 @@ def test_the_child_s_pointer_and_the_grader_s_reading_must_agree(engine, tmp_pat
     lost = failed(result, "mha")
     assert sorted(lost) == ["mha_batches_the_heads", "mha_runs_on_the_inputs_device"]
     assert all("found no class bound to the name MultiHeadAttention" in message for message in lost.values())
+
+
+# ---------------------------------------------------------------- the grader's reading, in this process
+
+def sources_of(name):
+    """The solutions' modules with a case's files laid over them, as the grader reads them."""
+    folder = Path(__file__).parents[1] / "solutions" / "ch03"
+    found = {p.stem: p.read_text(encoding="utf-8") for p in folder.glob("*.py")}
+    found.update({p.stem: p.read_text(encoding="utf-8") for p in (CASES / name).glob("*.py")} if name else {})
+    return found
+
+
+@pytest.mark.parametrize("name, module, class_name, where, written", [
+    ("", "mha", "MultiHeadAttention", "mha", "MultiHeadAttention"),
+    ("alias_v1", "causal", "CausalAttention", "causal", "CausalAttentionV1"),
+    ("reexport", "causal", "CausalAttention", "attention_core", "CausalSelfAttention"),
+    ("subclass", "mha", "MultiHeadAttention", "mha", "MultiHeadAttention"),
+    ("assigned_after_decoy", "mha", "MultiHeadAttention", "mha", "MultiHeadAttentionV2"),
+])
+def test_the_reading_follows_the_name_to_the_class_python_binds(name, module, class_name, where, written):
+    from autograder.suites import source_reading
+
+    found = source_reading.find(sources_of(name), module, class_name)
+    assert (found.module, found.node.name) == (where, written)
+    assert source_reading.loops_over_heads(sources_of(name), class_name, module) == ()
+
+
+def test_the_last_binding_counts_and_a_main_block_does_not():
+    from autograder.suites import source_reading
+
+    redefined = sources_of("redefined_later")
+    found = source_reading.find(redefined, "mha", "MultiHeadAttention")
+    lines = [n.lineno for n in source_reading.parse(redefined["mha"]).body if getattr(n, "name", "") == found.node.name]
+    assert len(lines) == 2 and found.node.lineno == lines[-1]
+    assert source_reading.loops_over_heads(redefined, "MultiHeadAttention", "mha") == ()
+    decoy = sources_of("decoy_first")
+    assert source_reading.loops_over_heads(decoy, "MultiHeadAttention", "mha") == ("mha", 99)
+    guarded = dict(redefined, mha=redefined["mha"] + "\n\nif __name__ == '__main__':\n    MultiHeadAttention = None\n")
+    assert source_reading.find(guarded, "mha", "MultiHeadAttention").node is not None
+    assert source_reading.find({"mha": "MultiHeadAttention = make()\n"}, "mha", "MultiHeadAttention") is None
+
+
+def test_a_pointer_that_disagrees_with_the_reading_leaves_nothing_read():
+    from autograder.suites import source_reading
+
+    rebound = sources_of("rebound_at_run_time")
+    found = source_reading.find(rebound, "mha", "MultiHeadAttention")
+    forward = next(n for n in found.node.body if getattr(n, "name", "") == "forward")
+    agree = {"module": "mha", "qualname": "MultiHeadAttention", "line": forward.lineno, "line_module": "mha"}
+    again = source_reading.find(rebound, "mha", "MultiHeadAttention", agree)
+    assert (again.module, again.node.lineno) == (found.module, found.node.lineno)
+    for lie in ({"qualname": "_Heads"}, {"line": forward.lineno + 60}, {"module": "causal"}):
+        assert source_reading.find(rebound, "mha", "MultiHeadAttention", {**agree, **lie}) is None
+
+
+def test_tampering_is_read_from_code_never_from_comments_or_strings():
+    from autograder.suites import source_reading
+
+    assert source_reading.tampering(sources_of("honest_comments")) == []
+    assert source_reading.tampering({"mha": '"""eval() and exec() and sys.modules and autograder."""\n'
+                                            "# torch._C._DisableTorchDispatch\nmodel.eval()\nx = torch.stack([y])\n"}) == []
+    assert source_reading.tampering({"mha": "import torch\nf = getattr(torch._C, '_pop_torch_dispatch_stack')\n"
+                                            "g = eval('1')\n"}) == [
+        "mha.py, line 2: a dispatch mode (_pop_torch_dispatch_stack)", "mha.py, line 2: torch's private bindings (_C)",
+        "mha.py, line 3: code made from text (eval())"]
