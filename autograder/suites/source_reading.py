@@ -6,7 +6,9 @@ running it. A check that judges efficiency or devices passes only when both agre
 Every function here takes source text and returns plain data; text that does not parse says nothing.
 """
 import ast
-from typing import Mapping, NamedTuple, Optional, Union
+import hashlib
+from contextlib import contextmanager
+from typing import Iterator, Mapping, NamedTuple, Optional, Union
 
 LIMIT = 8 << 20  # characters of a module read at most: the whole of any staged module (submission.MAX_BYTES);
 # a longer text says nothing (read whole or not at all: nothing can hide past the part read)
@@ -16,14 +18,41 @@ TENSOR_FACTORIES = {"ones", "zeros", "empty", "full", "arange", "eye", "rand", "
 # a 0-dim CPU tensor meets a GPU tensor without error
 LIKE = {"ones_like", "zeros_like", "empty_like", "full_like"}  # these take the device of the tensor they copy
 HEAD_WORDS = ("head",)  # a loop over range(self.num_heads) / self.heads / ... in forward
-FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+
+
+# the trees of the submission being graded, by the digest of the text parsed (per_submission); None: none kept
+_TREES: Optional[dict] = None
+
+
+@contextmanager
+def per_submission() -> Iterator[None]:
+    """While one submission is graded (grading.grade_submission), each module's text is parsed once:
+    the trees are kept by the text's SHA-256 and dropped when its grading ends, never shared with
+    another submission's. Nothing here changes a tree (every reader only walks it)."""
+    global _TREES
+    outer, _TREES = _TREES, {}
+    try:
+        yield
+    finally:
+        _TREES = outer
 
 
 def parse(source: str) -> Optional[ast.Module]:
+    """The module's tree; None when the text does not parse or is longer than LIMIT (read whole or not at all)."""
     if len(source) > LIMIT:
         return None
+    text = source
+    if _TREES is None:
+        return _parse(text)
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    if key not in _TREES:
+        _TREES[key] = _parse(text)
+    return _TREES[key]
+
+
+def _parse(text: str) -> Optional[ast.Module]:
     try:
-        return ast.parse(source)
+        return ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
