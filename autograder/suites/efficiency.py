@@ -195,8 +195,9 @@ def untrusted(sources, module):
     found = source_reading.tampering({m: sources[m] for m in source_reading.imported_modules(sources, module)})
     if not found:
         return ""
+    where = found[0].rsplit(" (", 1)[0]  # 'mha.py, line 12: a dispatch mode': no name the code chose
     return (f"the grader cannot take its measurement of this code as evidence: the code reaches into the machinery "
-            f"the measurement relies on ({found[0]})")
+            f"the measurement relies on ({where})")
 
 
 def source_loop_problem(sources, class_name, module, pointer=None):
