@@ -254,10 +254,6 @@ class RemoteCallable:
         """The attribute's value (data, or a RemoteObject for anything else)."""
         return self._student.request("getattr", self._target)
 
-    def count_ops(self, *args, device=None, _seed=0):
-        """As RemoteObject.count_ops, for a function of a student module (e.g. on the emulated GPU)."""
-        return self._student.request("count_ops", self._target, args, {}, _seed, {"device": device})
-
 
 class RemoteObject:
     """An object that lives in the child (a module the student's code built)."""

@@ -130,13 +130,6 @@ def test_a_mask_on_the_inputs_device_only_on_meta_earns_no_device_point(engine, 
     assert all("default device" in message for message in failed(result).values())
 
 
-def test_a_mask_made_on_the_cpu_in_masked_attention_weights_costs_the_causal_device_point(engine, tmp_path):
-    result = grade(engine, ENTRIES["causal-masked-weights-mask-on-cpu"], tmp_path)
-    assert scores(result) == {"causal": 21, "mha": 22}
-    assert list(failed(result)) == ["causal_runs_on_the_inputs_device"]
-    assert failed(result)["causal_runs_on_the_inputs_device"].startswith("masked_attention_weights mixes devices")
-
-
 def test_the_grader_s_reading_alone_names_a_loop_the_counter_did_not_see(engine, tmp_path, monkeypatch):
     """Where the child's counts say nothing grows (here: the grader's judgement of the counts is made
     blind), the check still fails on the grader's own reading of mha.py, naming the line."""

@@ -93,7 +93,7 @@ def test_every_selftest_variant_runs_on_the_emulated_gpu(tmp_path):
 
 def test_every_device_mutant_fails_on_the_emulated_gpu_in_its_own_part(tmp_path):
     mutants = [e for e in selftest.load(selftest.MUTANTS, "mutant") if e.message in DEVICE_MESSAGES]
-    assert len(mutants) >= 7 and {e.part for e in mutants} == {"causal", "mha"}
+    assert len(mutants) >= 6 and {e.part for e in mutants} == {"causal", "mha"}
     missed = {}
     for entry in mutants:
         folder = selftest.apply(entry, tmp_path / entry.id)

@@ -143,24 +143,6 @@ def device_problem(module, x, want_shape, class_name, mask_is_plain_attribute):
     return ""
 
 
-def function_device_problem(function, args, want_shape, name):
-    """Run a function of the student's module (already right on the CPU with these arguments) on the
-    emulated GPU -> '' or the misconception (a tensor it makes on the CPU meets its inputs on cuda)."""
-    try:
-        answer = function.count_ops(*args, device=EMULATED)
-    except StudentError:
-        return ""  # what it raises outside the emulated run is not about devices
-    if not isinstance(answer, dict) or answer.get("not_about_devices"):
-        return ""
-    if answer.get("mixed_devices"):
-        return (f"{name} mixes devices: it makes a tensor on the default device (the CPU), e.g. a mask from "
-                f"torch.ones(num_tokens, num_tokens) without device=, and combines it with its inputs; that works on a "
-                f"CPU and fails on a GPU. Make it on the inputs' device (device=scores.device)")
-    if answer.get("device") != "cuda" or list(answer.get("shape") or ()) != list(want_shape):
-        return f"{name}'s result does not stay on its inputs' device: keep every tensor on the inputs' device"
-    return ""
-
-
 def has_plain_mask(module):
     """True when 'mask' is a tensor attribute of the module that is not a registered buffer or parameter."""
     info = module.describe()
