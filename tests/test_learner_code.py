@@ -25,6 +25,7 @@ CORRECT = {  # case -> the parts graded (each must get full marks, no check fail
     "demo_seeded": ["causal", "mha", "exercises"],  # torch.manual_seed(123) and layers built at import
     "demo_unseeded": ["self_attention_v2", "weight_transfer", "mha"],  # torch.rand and a layer at import
     "honest_comments": ["mha"],  # "autograder" and "eval()" in comments and a docstring
+    "decorated_forward": ["mha"],  # @torch.enable_grad() on forward: its code object is torch's wrapper
     # causal.py is wrong (no scaling: the grader's stand-in takes its place for mha's checks) and mha.py
     # imports a name of it the stand-in lacks, then draws at import: mha's checks rerun on the student's
     # own modules, imported before the seed
