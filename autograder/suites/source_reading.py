@@ -1,6 +1,6 @@
 """The grader's own reading of the submitted source: parsed here with `ast`, never run.
 
-What the child reports of itself (its count of operations, its meta-device run) could be forged
+What the child reports of itself (its count of operations, its run on the emulated GPU) could be forged
 by code that reaches into the grader's machinery; what the source says cannot be changed by
 running it. A check that judges efficiency or devices passes only when both agree (efficiency.py).
 Every function here takes source text and returns plain data; text that does not parse says nothing.
