@@ -448,6 +448,9 @@ GRADER_HOOKS = {  # what the code names (an identifier it reads, calls, imports 
     "the grader's modules": r"^autograder\b|^sys\.modules$",
     "the counting machinery": r"^(?:count_ops|Counter\.__\w+)$",
     "code made from text": r"^(?:exec|eval|compile)\(\)$",
+    # the device checks run the code on an emulated GPU (inside/emulated_gpu.py): code that asks whether
+    # its tensors are fake or meta can behave there unlike on a GPU
+    "the device emulation": r"^(?:FakeTensor\w*|fake_tensor|_subclasses|is_fake|is_meta|in_kernel_invocation_manager)$",
 }
 LOOKUPS = {"getattr", "setattr", "delattr", "hasattr"}  # f(obj, "name"): the literal is an attribute's name
 IMPORTERS = {"import_module", "__import__"}  # f("module"): the literal is a module's name
