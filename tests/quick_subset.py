@@ -63,7 +63,9 @@ QUICK = {
     "test_lint.py": {"test_ruff_finds_nothing", "test_every_public_function_of_the_core_is_annotated",
                      "test_the_annotation_check_sees_a_missing_annotation"},  # mypy: the whole suite
     "test_machine_deaths.py": {"test_a_child_killed_from_outside_is_graded_again_in_a_fresh_one",
-                               "test_an_oom_kill_is_read_from_the_group"},
+                               "test_an_oom_kill_is_read_from_the_group",
+                               "test_a_part_that_kills_itself_is_charged_not_left_ungraded",
+                               "test_waiting_for_a_cpu_or_for_the_grader_is_not_sleeping"},
     "test_nbgrader_commands.py": set(),  # real nbgrader: `-m nbgrader`
     "test_nbgrader_roundtrip.py": set(),
     "test_nbgrader_validate.py": set(),
