@@ -27,6 +27,13 @@ CAUSAL_MASK = "        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :n
 MHA_DROPOUT = ("attn_weights = self.dropout(attn_weights)\n"
                "        context = (attn_weights @ values).transpose(1, 2)")
 CAUSAL_DROPOUT = "        attn_weights = self.dropout(attn_weights)\n        return attn_weights @ values"
+# the heads split straight to (b, num_heads, num_tokens, head_dim), without the transpose (its merge: MHA_MERGE)
+MHA_SPLIT = ("queries = self.W_query(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)\n"
+             "        keys = self.W_key(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)\n"
+             "        values = self.W_value(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)\n")
+MHA_SPLIT_WITHOUT_TRANSPOSE = MHA_SPLIT.replace("num_tokens, self.num_heads", "self.num_heads, num_tokens") \
+    .replace(".transpose(1, 2)", "")
+MHA_MERGE = ("context = (attn_weights @ values).transpose(1, 2)", "context = attn_weights @ values")
 DIAGONAL = "the mask hides too much: the diagonal (each token itself) is masked too"
 CAUSAL_BUFFER = 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))'
 
@@ -68,6 +75,15 @@ CASES = {
         "mha", MHA_SCALE, "attn_scores / self.d_out**0.5",
         {"test_multi_head_attention_book_example": "the scores are divided by sqrt(d_out)",
          "test_multi_head_attention_with_three_dims_per_head": "the scores are divided by sqrt(d_out)"}),
+    # issue 34 item 5: the commonest MHA mistake, both halves of the head split without the transpose
+    "mha split and merged without the transpose": (
+        "mha", MHA_SPLIT, MHA_SPLIT_WITHOUT_TRANSPOSE,
+        {name: f"{what} is wrong: the heads are split and merged without a transpose: view the projections as "
+               f"(b, num_tokens, num_heads, head_dim) and .transpose(1, 2) them"
+         for name, what in (("test_multi_head_attention_book_example",
+                             "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)"),
+                            ("test_multi_head_attention_with_three_dims_per_head",
+                             "MultiHeadAttention(4, 6, 8, 0.0, num_heads=2) on (2, 5, 4), compared with its own layers"))}),
     "mha without the mask": (
         "mha", CAUSAL_MASK, "",
         {"test_multi_head_attention_book_example": "is wrong: no causal mask in the heads",
@@ -157,6 +173,8 @@ def test_a_common_bug_fails_locally_naming_the_misconception(tmp_path, case):
     if case.startswith("causal dropout on the scores"):  # the dropout removed above goes onto the scores
         buggy_copy(tmp_path, module, CAUSAL_MASK, "        attn_scores = self.dropout(attn_scores)\n" + CAUSAL_MASK,
                    folder)
+    if case == "mha split and merged without the transpose":  # and merged back by a plain view too
+        buggy_copy(tmp_path, module, *MHA_MERGE, folder)
     output, outcomes = public_run(tmp_path, folder, module)
     failed = {name: message for name, message in outcomes.items() if message is not None}
     assert sorted(failed) == sorted(expected), output

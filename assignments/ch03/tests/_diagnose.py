@@ -202,6 +202,11 @@ def multi_head_output(module, x, num_heads, split="transpose", merge="transpose"
     return module.out_proj(context) if project else context
 
 
+SPLIT_AND_MERGE = ("the heads are split and merged without a transpose: view the projections as (b, num_tokens, "
+                   "num_heads, head_dim) and .transpose(1, 2) them; after the attention .transpose(1, 2) the context "
+                   "back before the .contiguous().view(b, num_tokens, d_out)")
+
+
 def multi_head_mistakes(module, x, num_heads):
     """The usual ways to get MultiHeadAttention wrong, as (output, explanation)."""
     d_out = module.W_query.out_features
@@ -216,6 +221,7 @@ def multi_head_mistakes(module, x, num_heads):
         (dict(mask="zero"), ZERO_FILL),
         (dict(mask="after"), MASK_AFTER),
         (dict(offset=0), DIAGONAL),
+        (dict(split="reshape", merge="reshape"), SPLIT_AND_MERGE),
         (dict(split="reshape"), "the heads are split without a transpose: view the projections as (b, num_tokens, "
                                 "num_heads, head_dim), then .transpose(1, 2)"),
         (dict(merge="reshape"), "the heads are merged without a transpose: .transpose(1, 2) the context back to "
