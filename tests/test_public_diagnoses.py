@@ -88,8 +88,24 @@ CASES = {
         "mha", CAUSAL_MASK, "",
         {"test_multi_head_attention_book_example": "is wrong: no causal mask in the heads",
          "test_multi_head_attention_with_three_dims_per_head": "is wrong: no causal mask in the heads",
+         # the eval-mode weights are wrong already: the dropout test names no mask of its own (issue 34 item 6)
          "test_multi_head_attention_drops_attention_weights_in_training_mode":
-         "some weights of future tokens are not 0: mask the scores"}),
+         "the eval-mode attention weights are already wrong (the module's other tests say how)"}),
+    # issue 34 item 6: dropout on the masked scores (a right mask): NaN is not a mask's weight on the future
+    "mha dropout on the scores before the softmax": (
+        "mha", "attn_weights = torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)\n"
+               "        attn_weights = self.dropout(attn_weights)",
+        "attn_weights = torch.softmax(self.dropout(attn_scores) / self.head_dim**0.5, dim=-1)",
+        {"test_multi_head_attention_drops_attention_weights_in_training_mode":
+         "MultiHeadAttention(6, 12, 6, dropout=0.5, num_heads=1) in training mode: with dropout on, some attention "
+         "weights are NaN: dropout acts on the masked scores before the softmax (-inf times 0 is NaN); apply it to "
+         "the attention weights, after the softmax"}),
+    "causal dropout still active in eval mode": (
+        "causal", CAUSAL_DROPOUT, "        attn_weights = torch.nn.functional.dropout(attn_weights, self.dropout.p)\n"
+                                  "        return attn_weights @ values",
+        {"test_no_dropout_in_eval_mode": "in eval mode on batch is wrong at",
+         "test_dropout_drops_attention_weights_in_training_mode":
+         "after .eval() the same tokens get different outputs: dropout is still active in eval mode"}),
     "causal softmax over dim=1": (
         "causal", CAUSAL_SOFTMAX, CAUSAL_SOFTMAX.replace("dim=-1", "dim=1"),
         {"test_causal_attention_book_example": "(batch) is wrong: the softmax runs over the wrong dim",
