@@ -16,6 +16,7 @@ CAUSES = {
     "scaled-by-d_out": [r"sqrt\(d_out\)"],
     "softmax-dim": [r"softmax runs over (the wrong dim|dim 0)"],
     "no-mask": [r"no causal mask"],
+    "masked-fill-discarded": [r"result of masked_fill is discarded"],
     "zero-fill": [r"set to (0|#) instead of -inf"],
     "mask-after-softmax": [r"zeroed after the softmax", r"mask is applied after the softmax"],
     "hides-diagonal": [r"mask hides too much", r"diagonal is off by one: it also hides", r"also hides the diagonal",

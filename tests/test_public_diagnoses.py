@@ -100,6 +100,14 @@ CASES = {
          "MultiHeadAttention(6, 12, 6, dropout=0.5, num_heads=1) in training mode: with dropout on, some attention "
          "weights are NaN: dropout acts on the masked scores before the softmax (-inf times 0 is NaN); apply it to "
          "the attention weights, after the softmax"}),
+    # issue 34 item 7: masked_fill's result thrown away, named as such (the public tests read the class's code)
+    "causal masked_fill discarded": (
+        "causal", CAUSAL_MASK, CAUSAL_MASK.replace("masked_fill_", "masked_fill"),
+        {"test_causal_attention_book_example": "(batch) is wrong: the result of masked_fill is discarded: masked_fill "
+                                               "returns a new tensor",
+         "test_no_dropout_in_eval_mode": "is wrong: the result of masked_fill is discarded",
+         "test_shorter_inputs_and_no_look_ahead": "(they must not look ahead) is wrong at (",
+         "test_dropout_drops_attention_weights_in_training_mode": "the eval-mode attention weights are already wrong"}),
     "causal dropout still active in eval mode": (
         "causal", CAUSAL_DROPOUT, "        attn_weights = torch.nn.functional.dropout(attn_weights, self.dropout.p)\n"
                                   "        return attn_weights @ values",

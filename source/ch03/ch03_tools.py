@@ -19,7 +19,9 @@ solution cells is read, so nothing you change here changes a grade.
 * `modules_from_notebook` loads your modules from the saved solution cells of another notebook (the speed
   lab times the MultiHeadAttention of part 2 with it).
 """
+import ast
 import contextlib
+import inspect
 import json
 import math
 import sys
@@ -242,10 +244,32 @@ def head_mistakes(queries, keys, values, causal):
             if not same(w @ values, right)]
 
 
+DISCARDED_MASKED_FILL = ("the result of masked_fill is discarded: masked_fill returns a new tensor and leaves the "
+                         "scores as they were; use masked_fill_ (in place) or assign it (scores = scores.masked_fill(...))")
+
+
+def discards_masked_fill(module):
+    """Does the module's class have a statement calling masked_fill whose result nobody uses?"""
+    try:
+        tree = ast.parse(inspect.getsource(type(module)).strip() + "\n")
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return False
+    return any(isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+               and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "masked_fill"
+               for node in ast.walk(tree))
+
+
+def no_mask_named(mistakes, module):
+    """The mistakes, with "no causal mask" said as the discarded masked_fill where the module's code shows it."""
+    if not discards_masked_fill(module):
+        return mistakes
+    return [(output, DISCARDED_MASKED_FILL if why.startswith("no causal mask") else why) for output, why in mistakes]
+
+
 @torch.no_grad()
 def linear_head_mistakes(module, x, causal):
     """head_mistakes of a module with nn.Linear layers W_query, W_key, W_value (SelfAttention_v2, CausalAttention)."""
-    return head_mistakes(module.W_query(x), module.W_key(x), module.W_value(x), causal)
+    return no_mask_named(head_mistakes(module.W_query(x), module.W_key(x), module.W_value(x), causal), module)
 
 
 @torch.no_grad()
@@ -310,7 +334,7 @@ def multi_head_mistakes(module, x, num_heads):
     ]
     right = multi_head_output(module, x, num_heads)  # a variant giving the right math is no mistake here (head_dim 1)
     found = [(multi_head_output(module, x, num_heads, **options), why) for options, why in variants]
-    return [(output, why) for output, why in found if not same(output, right)]
+    return no_mask_named([(output, why) for output, why in found if not same(output, right)], module)
 
 
 # --- dropout, judged by statistics -------------------------------------------------------------------
