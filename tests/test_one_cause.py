@@ -266,3 +266,12 @@ def test_a_wrong_number_is_not_told_a_cause_only_a_withheld_check_names(tmp_path
     run = PartRun("simple_attention", [unseen, book])
     runner.part_diagnosis(run)  # not withheld: told
     assert book.message == f"v is wrong (most likely the cause named by this part's other failed checks: {SECRET})"
+
+
+def test_the_class_report_has_one_row_for_the_split_and_merge(grades):
+    """Issue 34 item 5: the heads split and merged without the transpose were 10 one-student rows of the
+    class report's misconceptions; now one, for the one cause."""
+    from autograder.reports import class_report
+
+    rows = class_report.misconceptions([("eve", reports.results_json(grades["split_and_merge"]), "")])
+    assert [(row["part"], row["message"], len(row["students"])) for row in rows] == [("mha", SPLIT_AND_MERGE, 1)]
