@@ -33,6 +33,8 @@ QUICK = {
                              "test_tampering_is_read_from_code_never_from_comments_or_strings"},
     "test_false_alarms.py": {"test_the_mha_mask_buffer_may_have_any_name",
                              "test_a_wrapper_under_another_name_is_charged_in_mha_only"},
+    "test_vague_diagnoses.py": {"test_what_counts_as_a_module_variable_read",
+                                "test_nbgrader_feedback_names_the_solution_cell_not_a_file"},
     "test_one_parse.py": {"test_a_text_is_parsed_once_per_submission_and_never_shared_with_the_next"},
     "test_fairness.py": {"test_a_raising_v2_costs_the_transfer_nothing"},
     "test_fair_cpu.py": {"test_time_spent_off_the_cpu_is_not_the_part_s", "test_a_loop_is_ended_at_its_cpu_time_limit"},
