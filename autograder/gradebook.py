@@ -15,6 +15,7 @@ never deleted), runs (one row per batch run) and lateness (the last run's late p
     WHERE h.student = 'alice' ORDER BY h.id;
 """
 import json
+import os
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
@@ -84,6 +85,10 @@ class Gradebook:
         if db is not None:  # read_only
             self.db = db
             return
+        try:  # readable by the grader's user only, like every file batch writes (SQLite's -wal/-shm follow it)
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        except OSError:
+            pass  # sqlite3 says what is wrong with the path
         self.db = sqlite3.connect(path, isolation_level=None)  # transactions are explicit
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")

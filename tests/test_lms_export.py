@@ -85,6 +85,9 @@ def test_without_a_late_policy_the_score_is_exported(out):
     ("student,email\nalice,a@x\nalice,b@x\n", "moodle", "line 3: 'alice' is also on line 2"),
     ("student,email\nalice,\n", "moodle", "line 2: 'alice' has no email"),
     ("student,email\nalice,a@x,extra\n", "moodle", "line 2: 3 cells for 2 columns"),
+    ("student,name,id,sis_user_id,sis_login_id,section\nalice,A,1,,,A\nbob,B,,,,A\n", "canvas",
+     "line 3: 'bob' has no id, sis_user_id or sis_login_id (Canvas finds its students by one of them"),
+    ("student,email\nalice,a@x\nbob,Bob B\n", "moodle", "line 3: 'bob' has 'Bob B' as email, which is not an email"),
 ])
 def test_a_bad_roster_names_the_file_and_line_and_writes_nothing(out, capsys, roster, fmt, message):
     path = out.parent / "bad.csv"
