@@ -24,6 +24,7 @@ from pathlib import Path
 
 from autograder import text
 from autograder.gradebook import Gradebook
+from autograder.lateness import Late
 
 CANVAS_ROSTER = ("student", "name", "id", "sis_user_id", "sis_login_id", "section")
 MOODLE_ROSTER = ("student", "email")
@@ -78,15 +79,19 @@ def read_roster(path: Path, needed: tuple[str, ...]) -> list[RosterRow]:
 
 
 def final_grades(book: Gradebook) -> dict[str, float | None]:
-    """{student: final score} of the gradebook: after the last run's late policy where it had one;
-    None where the grading did not finish (an empty cell, never 0)."""
+    """{student: final score} of the gradebook: the score with any override by hand (gradebook.overrides),
+    after the last run's late policy where it had one; None where the grading did not finish (an empty
+    cell, never 0)."""
     late = book.lateness()
+    effective = {student: float(results.get("score", 0)) for student, results, _ in book.effective_records()}
     grades: dict[str, float | None] = {}
     for student, (digest, _, score, _) in book.graded().items():
         if digest.startswith(RETRY):  # the grader failed on it, or an ambiguous name: not a grade
             grades[student] = None
+        elif student in late:  # the late policy on the grade of record (an override after the run included)
+            grades[student] = Late.from_row(late[student]).rescored(effective.get(student, score)).final_score
         else:
-            grades[student] = late[student]["final_score"] if student in late else score
+            grades[student] = effective.get(student, score)
     return grades
 
 

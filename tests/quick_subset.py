@@ -54,7 +54,7 @@ QUICK = {
                              "test_heads_built_through_an_alias_are_recognised", "test_a_part_never_receives_its_own_reference"},
     "test_lateness.py": None,
     "test_lms_export.py": None,
-    "test_regrades.py": {"test_another_grader_regrades_everyone_and_says_whose_score_moved"},
+    "test_regrades.py": {"test_another_grader_regrades_everyone_and_says_what_changed_and_whose_score_moved"},
     "test_isolation.py": {"test_the_room_shows_only_the_allow_list", "test_unseen_inputs_come_from_the_runs_secret"},
     "test_lint.py": {"test_ruff_finds_nothing", "test_every_public_function_of_the_core_is_annotated",
                      "test_the_annotation_check_sees_a_missing_annotation"},  # mypy: the whole suite

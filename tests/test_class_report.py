@@ -161,7 +161,7 @@ def test_the_pages_read_well_in_chromium_at_1280_pixels(batch_out, browser, whic
     else:
         assert headings == ["Chapter 3 feedback for bob", "Parts", "What to fix"]
         assert alts == ["your attention weights (attention_weights)", "expected attention weights (attention_weights)"]
-        assert headers == ["part", "score"]
+        assert headers == ["part", "score", "share of the points"]  # the bars' column is named too (issue 36 item 6)
     tab.close()
 
 

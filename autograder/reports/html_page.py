@@ -27,6 +27,10 @@ figure { margin: 0; } figcaption { font-size: 0.85em; color: #57606a; text-align
 .ok { color: #1a7f37; font-weight: 600; }
 .wide { overflow-x: auto; max-width: 100%; }
 table.compact th, table.compact td { padding: 0.2em 0.45em; }
+td.note { min-width: 14em; overflow-wrap: anywhere; }
+.note { font-style: italic; }
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0);
+                   white-space: nowrap; }
 """
 
 
