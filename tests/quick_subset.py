@@ -82,6 +82,7 @@ QUICK = {
                         "test_feedback_groups_checks_by_diagnosis", "test_a_graded_cell_reports_like_every_other_channel"},
     "test_room.py": None,
     "test_rubric.py": {"test_a_malformed_rubric_names_the_file_and_the_line", "test_the_rubric_matches_the_suites"},
+    "test_rubric_change.py": {"test_release_refuses_notebooks_made_for_another_rubric"},
     "test_rubric_limits.py": None,
     "test_setup_script.py": None,
     "test_shared_server.py": {"test_a_batch_starts_one_fork_server_for_all_its_workers"},
