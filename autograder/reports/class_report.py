@@ -170,7 +170,7 @@ def _tampering_section(found):
     if not found:
         return '<p class="ok">No submission\'s source reaches into the grader.</p>'
     rows = "".join(f"<tr><td>{esc(s)}</td><td>{esc(w)}</td></tr>" for s, w in found)
-    return f"<table><tr><th>student</th><th>what the source writes</th></tr>{rows}</table>"
+    return f'<table><tr><th scope="col">student</th><th scope="col">what the source writes</th></tr>{rows}</table>'
 
 
 def seconds_of(results):
@@ -217,7 +217,9 @@ def _parts_section(stats):
         full = sum(1 for x in s["scores"] if x >= s["max_score"])
         rows.append(f'<tr><td>{esc(part)}</td><td class="num">{mean:.2f} / {fmt(s["max_score"])}</td>'
                     f'<td>{bar(mean, s["max_score"])}</td><td class="num">{full} of {len(s["scores"])}</td></tr>')
-    return ('<table><tr><th>part</th><th class="num">mean score</th><th></th><th class="num">full marks</th></tr>\n'
+    return ('<table><tr><th scope="col">part</th><th scope="col" class="num">mean score</th>'
+            '<th scope="col"><span class="visually-hidden">share of the points</span></th>'
+            '<th scope="col" class="num">full marks</th></tr>\n'
             + "\n".join(rows) + "</table>")
 
 
@@ -230,7 +232,8 @@ def _misconception_row(row):
 def _misconceptions_section(rows):
     if not rows:
         return '<p class="ok">No check failed.</p>'
-    head = '<table><tr><th class="num">students</th><th>part</th><th>misconception</th><th>who</th></tr>'
+    head = ('<table><tr><th scope="col" class="num">students</th><th scope="col">part</th>'
+            '<th scope="col">misconception</th><th scope="col">who</th></tr>')
     real = [row for row in rows if not row["unfinished"]]
     unfinished = [row for row in rows if row["unfinished"]]
     lines = [head] + [_misconception_row(row) for row in real[:TOP_MISCONCEPTIONS]] + ["</table>"] if real else \
@@ -249,7 +252,8 @@ def _problems_section(found):
     if not found:
         return '<p class="ok">Every submission could be read, and no part crashed or timed out.</p>'
     rows = "".join(f"<tr><td>{esc(s)}</td><td>{esc(w)}</td><td>{esc(p)}</td></tr>" for s, w, p in found)
-    return f"<table><tr><th>student</th><th>where</th><th>problem</th></tr>{rows}</table>"
+    return (f'<table><tr><th scope="col">student</th><th scope="col">where</th><th scope="col">problem</th></tr>'
+            f'{rows}</table>')
 
 
 def _slow_section(stats, records):
@@ -257,7 +261,8 @@ def _slow_section(stats, records):
     if not timed:
         return '<p class="muted">No part times were recorded.</p>'
     order = sorted(timed, key=lambda part: -statistics.mean(timed[part]))
-    lines = ['<table><tr><th>part</th><th class="num">mean seconds</th><th class="num">slowest</th></tr>']
+    lines = ['<table><tr><th scope="col">part</th><th scope="col" class="num">mean seconds</th>'
+             '<th scope="col" class="num">slowest</th></tr>']
     lines += [f'<tr><td>{esc(p)}</td><td class="num">{statistics.mean(timed[p]):.2f}</td>'
               f'<td class="num">{max(timed[p]):.2f}</td></tr>' for p in order]
     runs = sorted(((seconds, student, part) for student, r, problem in records if not problem
@@ -269,8 +274,8 @@ def _slow_section(stats, records):
 
 def _class_table(records, stats, late=None):
     parts = list(stats)
-    head = "".join(f'<th class="num" aria-label="{esc(p)}">{breakable(p)}</th>' for p in parts)
-    final_head = '<th class="num">final (late policy)</th>' if late else ""
+    head = "".join(f'<th scope="col" class="num" aria-label="{esc(p)}">{breakable(p)}</th>' for p in parts)
+    final_head = '<th scope="col" class="num">final (late policy)</th>' if late else ""
     rows = []
     for student, results, problem in records:
         changed = overrides_of(results)
@@ -284,8 +289,8 @@ def _class_table(records, stats, late=None):
             continue
         rows.append(f'<tr><td>{link}</td><td class="num">{fmt(results.get("score", 0))}</td>{final}{cells}'
                     f'<td>{"could not be read" if problem else ""}</td></tr>')
-    return (f'<div class="wide"><table class="compact"><tr><th>student</th><th class="num">score</th>{final_head}'
-            f'{head}<th></th></tr>\n' + "\n".join(rows) + "</table></div>")
+    return (f'<div class="wide"><table class="compact"><tr><th scope="col">student</th><th scope="col" class="num">score</th>{final_head}'
+            f'{head}<th scope="col">problem</th></tr>\n' + "\n".join(rows) + "</table></div>")
 
 
 def breakable(name):
@@ -309,8 +314,9 @@ def _late_section(late):
     on_time = len(late) - len(shown)
     if not shown:
         return f'<p class="ok">All {len(late)} submission(s) on time.</p>'
-    head = ('<table><tr><th>student</th><th>submitted (UTC)</th><th>due (UTC)</th><th class="num">days late</th>'
-            '<th class="num">penalty</th><th class="num">final score</th><th>note</th></tr>')
+    head = ('<table><tr><th scope="col">student</th><th scope="col">submitted (UTC)</th><th scope="col">due (UTC)</th>'
+            '<th scope="col" class="num">days late</th>'
+            '<th scope="col" class="num">penalty</th><th scope="col" class="num">final score</th><th scope="col">note</th></tr>')
     rows = [f'<tr><td>{esc(s)}</td><td>{esc(row.cells()[0] or "unknown")}</td><td>{esc(row.cells()[1])}</td>'
             f'<td class="num">{esc(row.cells()[2])}</td>'
             f'<td class="num">{"past the cutoff" if row.cutoff else fmt(row.penalty) + "%"}</td>'
