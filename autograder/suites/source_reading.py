@@ -6,7 +6,9 @@ running it. A check that judges efficiency or devices passes only when both agre
 Every function here takes source text and returns plain data; text that does not parse says nothing.
 """
 import ast
-from typing import Optional
+import hashlib
+from contextlib import contextmanager
+from typing import Iterator, Optional
 
 LIMIT = 1 << 20  # characters of a module read at most
 
@@ -17,9 +19,36 @@ LIKE = {"ones_like", "zeros_like", "empty_like", "full_like"}  # these take the 
 HEAD_WORDS = ("head",)  # a loop over range(self.num_heads) / self.heads / ... in forward
 
 
-def parse(source: str) -> Optional[ast.Module]:
+# the trees of the submission being graded, by the digest of the text parsed (per_submission); None: none kept
+_TREES: Optional[dict] = None
+
+
+@contextmanager
+def per_submission() -> Iterator[None]:
+    """While one submission is graded (grading.grade_submission), each module's text is parsed once:
+    the trees are kept by the text's SHA-256 and dropped when its grading ends, never shared with
+    another submission's. Nothing here changes a tree (every reader only walks it)."""
+    global _TREES
+    outer, _TREES = _TREES, {}
     try:
-        return ast.parse(source[:LIMIT])
+        yield
+    finally:
+        _TREES = outer
+
+
+def parse(source: str) -> Optional[ast.Module]:
+    text = source[:LIMIT]
+    if _TREES is None:
+        return _parse(text)
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    if key not in _TREES:
+        _TREES[key] = _parse(text)
+    return _TREES[key]
+
+
+def _parse(text: str) -> Optional[ast.Module]:
+    try:
+        return ast.parse(text)
     except (SyntaxError, ValueError):
         return None
 
