@@ -137,7 +137,8 @@ def test_an_override_stands_over_a_regrade_and_the_history_records_both(tmp_path
     history = book.history("alice")
     assert [(h["run"], h["score"]) for h in history] == [(one, 70.0), (None, 85.0), (two, 60.0)]
     assert history[1]["reason"] == "override by ta_bob: mha 30 -> 45 (the grader missed a correct variant)"
-    assert history[2]["reason"] == "graded by another grader; scores by hand stand: mha 45 (the grader's: 20)"
+    assert history[2]["reason"] == ("graded by another grader; scores by hand stand: mha 45 (the grader's: 20); "
+                                    "grade of record 85 / 100")
     assert book.moves(two) == [("alice", 70.0, 60.0, {"mha": (30.0, 20.0)})]  # the grader's scores: an override is none
     book.remove_override("alice", "mha", "ta_bob", "checked again")
     assert book.effective_records()[0][1]["score"] == 60.0 and book.overrides() == {}
