@@ -64,6 +64,14 @@ def test_canvas_rows_follow_the_roster_with_final_scores_and_empty_cells(out, ca
     assert "in the gradebook but not in" in said.err and "dave" in said.err
 
 
+def test_the_export_and_the_gradebook_are_readable_by_their_owner_only(out):
+    """Issue 36 item 4: every output file is mode 0600 (the README says why: grades and feedback)."""
+    status, target = export(out, "canvas")
+    assert status == 0
+    assert {path.name: oct(path.stat().st_mode & 0o777) for path in (target, out / "gradebook.db")} == {
+        "canvas.csv": "0o600", "gradebook.db": "0o600"}
+
+
 def test_moodle_rows_are_email_and_grade(out):
     status, target = export(out, "moodle")
     assert status == 0
