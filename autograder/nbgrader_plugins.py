@@ -432,7 +432,7 @@ WRAP_CSS = ("div.output_area pre, div.output_text pre { white-space: pre-wrap; o
             # a darker blue, and a darker red (axe-core's contrast and link rules)
             " body div.nbgrader_cell .panel-heading { background-color: #23527c; }"
             " body div.nbgrader_cell .panel-heading a { color: #ffffff; text-decoration: underline; }"
-            " body li.late-penalty { color: #a1251b; } body a[href^='#'] { color: #1d4f7a; text-decoration: underline; }")
+            " body li.late-penalty { color: #a1251b; } body a { color: #1d4f7a; text-decoration: underline; }")
 
 
 class WrapOutputLines(NbGraderPreprocessor):
