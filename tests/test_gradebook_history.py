@@ -163,3 +163,39 @@ def test_what_changed_between_two_graders_is_named():
     assert regrades.changes(old, old) == [] and regrades.changes(None, new) == []
     assert batch.other_grader_reason(old, new) == ("graded by another grader: points of mha.book_example 4 -> 5; "
                                                   "suites changed: test_causal.py; torch 2.12.0 -> 2.13.0")
+
+
+def test_the_override_command_sets_lists_and_removes_and_rewrites_the_outputs(tmp_path, capsys):
+    """Issue 36 item 5, from the command line: set (with --reason, --by), list, remove; each rewrites
+    grades.csv (the overrides column) and the student's feedback; bad input is a usage error naming it."""
+    import csv
+
+    from autograder import cli
+
+    (tmp_path / "feedback").mkdir()
+    book = Gradebook(tmp_path / "gradebook.db")
+    book.record("alice", "a1", results(causal=40, mha=30), "", "g1", "first grade", book.start_run("g1"))
+    batch.write_csv(book, tmp_path / "grades.csv")
+    book.close()
+
+    def grades():
+        with open(tmp_path / "grades.csv", newline="") as f:
+            return list(csv.DictReader(f))
+
+    base = ["override", str(tmp_path), "--student", "alice", "--part", "mha"]
+    assert cli.main(base + ["--score", "45"]) == 2 and "--reason" in capsys.readouterr().err
+    assert cli.main(base + ["--score", "60", "--reason", "r"]) == 2 and "outside 0..50" in capsys.readouterr().err
+    assert cli.main(base + ["--score", "45", "--reason", "a correct variant", "--by", "ta_bob"]) == 0
+    assert "alice mha: 30 -> 45 by ta_bob" in capsys.readouterr().out
+    [row] = grades()
+    assert (row["score"], row["mha"]) == ("85", "45") and row["overrides"].startswith("mha 30 -> 45 by ta_bob at ")
+    assert row["overrides"].endswith(": a correct variant")
+    md = (tmp_path / "feedback" / "alice.md").read_text()
+    assert "changed by a person (ta\\_bob" in md or "changed by a person (ta_bob" in md
+    assert "a correct variant" in md and "<h2>Scores changed by hand</h2>" in (tmp_path / "report.html").read_text()
+    assert cli.main(["override", str(tmp_path)]) == 0 and "alice  mha  30 -> 45  by ta_bob" in capsys.readouterr().out
+    assert cli.main(base + ["--remove", "--by", "ta_bob"]) == 0
+    [row] = grades()
+    assert (row["score"], row["mha"]) == ("70", "30") and "overrides" not in row
+    assert "changed by a person" not in (tmp_path / "feedback" / "alice.md").read_text()
+    assert cli.main(base + ["--remove"]) == 2 and "no override" in capsys.readouterr().err
