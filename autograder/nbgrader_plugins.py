@@ -434,13 +434,20 @@ class ScrubHiddenTests(NbGraderPreprocessor):
 
 # wrap at spaces only (never inside a word); a word longer than the line scrolls in its own box
 WRAP_CSS = ("div.output_area pre, div.output_text pre { white-space: pre-wrap; overflow-wrap: normal; "
-            "word-break: normal; overflow-x: auto; }")
+            "word-break: normal; overflow-x: auto; }"
+            # issue 36 item 6: nbgrader's feedback template greys the links in a graded cell's blue heading
+            # (#BBBBBB on #337ab7, 1.6:1) and reds the late penalty below 4.5:1: white, underlined links on
+            # a darker blue, and a darker red (axe-core's contrast and link rules)
+            " body div.nbgrader_cell .panel-heading { background-color: #23527c; }"
+            " body div.nbgrader_cell .panel-heading a { color: #ffffff; text-decoration: underline; }"
+            " body li.late-penalty { color: #a1251b; } body a { color: #1d4f7a; text-decoration: underline; }")
 
 
 class WrapOutputLines(NbGraderPreprocessor):
     """generate_feedback, after CSSHTMLHeaderPreprocessor: the page's outputs wrap their long lines
     (a graded cell's "What to fix" is one line per diagnosis) at spaces instead of running off the page
-    (issue 31: `overflow-wrap: anywhere` let a line break inside a word)."""
+    (issue 31: `overflow-wrap: anywhere` let a line break inside a word), and its links and late penalty
+    are dark enough to read (issue 36: contrast)."""
 
     def preprocess(self, nb, resources):
         resources.setdefault("inlining", {}).setdefault("css", []).append(WRAP_CSS)

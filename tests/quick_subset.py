@@ -61,7 +61,7 @@ QUICK = {
                              "test_heads_built_through_an_alias_are_recognised", "test_a_part_never_receives_its_own_reference"},
     "test_lateness.py": None,
     "test_lms_export.py": None,
-    "test_regrades.py": {"test_another_grader_regrades_everyone_and_says_whose_score_moved"},
+    "test_regrades.py": {"test_another_grader_regrades_everyone_and_says_what_changed_and_whose_score_moved"},
     "test_isolation.py": {"test_the_room_shows_only_the_allow_list", "test_unseen_inputs_come_from_the_runs_secret"},
     "test_lint.py": {"test_ruff_finds_nothing", "test_every_public_function_of_the_core_is_annotated",
                      "test_the_annotation_check_sees_a_missing_annotation"},  # mypy: the whole suite
@@ -91,6 +91,7 @@ QUICK = {
                         "test_feedback_groups_checks_by_diagnosis", "test_a_graded_cell_reports_like_every_other_channel"},
     "test_room.py": None,
     "test_rubric.py": {"test_a_malformed_rubric_names_the_file_and_the_line", "test_the_rubric_matches_the_suites"},
+    "test_rubric_change.py": {"test_release_refuses_notebooks_made_for_another_rubric"},
     "test_rubric_limits.py": None,
     "test_setup_script.py": None,
     "test_shared_server.py": {"test_a_batch_starts_one_fork_server_for_all_its_workers"},

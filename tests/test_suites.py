@@ -23,6 +23,7 @@ import pytest
 from autograder import PARTS, grading, selftest
 from autograder.rubric import Rubric
 from autograder.suites import book as book_module
+from rubric_points import TOTAL
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"
@@ -52,7 +53,7 @@ def test_solutions_get_exactly_full_marks(engine):
     result = grade(engine, SOLUTIONS)
     assert failures(result) == []
     assert list(result.parts) == list(PARTS)
-    assert (result.score, result.max_score) == (100, 100)
+    assert (result.score, result.max_score) == (TOTAL, TOTAL)
     rubric = engine[0]
     for part, scores in result.parts.items():
         assert scores["score"] == scores["max_score"] == rubric.parts[part].max_score > 0, part
@@ -70,7 +71,7 @@ def stub_folder(tmp_path):
 
 def test_stubs_get_zero_and_every_failure_says_not_implemented(engine, tmp_path):
     result = grade(engine, stub_folder(tmp_path))
-    assert result.score == 0 and result.max_score == 100
+    assert result.score == 0 and result.max_score == TOTAL
     assert all(not c.passed for c in result.checks)
     silent = [(c.part, c.name, c.message) for c in result.checks if "not implemented" not in c.message.lower()]
     assert silent == []
@@ -298,7 +299,7 @@ def test_one_submission_grades_in_seconds(engine):
     with tempfile.TemporaryDirectory() as tmp:
         folder = selftest.apply(VARIANTS[0], Path(tmp) / "submission")
         result = grade(engine, folder)
-    assert result.score == 100
+    assert result.score == TOTAL
     # generous: about 1.5 s on an idle 2-core machine; a shared, loaded one can be several times slower
     assert sum(p["seconds"] for p in result.parts.values()) < 30
 
