@@ -117,7 +117,7 @@ def test_a_mask_made_with_arange_on_the_cpu_loses_the_device_point_only(engine, 
 
 
 META_ONLY = ("attn_scores.masked_fill_(torch.ones(num_tokens, num_tokens, dtype=torch.bool, "
-             "device=x.device if x.is_meta else 'cpu').triu(1), -torch.inf)")
+             "device=x.device if x.device.type == 'meta' else 'cpu').triu(1), -torch.inf)")
 
 
 def test_a_mask_on_the_inputs_device_only_on_meta_earns_no_device_point(engine, tmp_path):
@@ -129,6 +129,20 @@ def test_a_mask_on_the_inputs_device_only_on_meta_earns_no_device_point(engine, 
     assert scores(result) == {"causal": 21, "mha": 21}
     assert sorted(failed(result)) == ["causal_runs_on_the_inputs_device", "mha_runs_on_the_inputs_device"]
     assert all("default device" in message for message in failed(result).values())
+    assert result.tampering == []
+
+
+def test_code_that_asks_whether_its_tensors_are_meta_is_listed_as_tampering(engine, tmp_path):
+    """The same forgery written with x.is_meta names the emulation's machinery: both measured checks
+    of mha and causal's device check earn nothing, and the instructor sees it listed."""
+    forged = META_ONLY.replace("x.device.type == 'meta'", "x.is_meta")
+    entry = edit("causal", MASK, forged, [selftest.Edit("mha", MASK, forged)])
+    result = grade(engine, entry, tmp_path)
+    assert scores(result) == {"causal": 21, "mha": 19}
+    assert sorted(failed(result)) == ["causal_runs_on_the_inputs_device", "mha_batches_the_heads",
+                                      "mha_runs_on_the_inputs_device"]
+    assert all("reaches into the machinery" in message for message in failed(result).values())
+    assert [t.split(": ", 1)[1] for t in result.tampering] == ["the device emulation (is_meta)"] * 2
 
 
 def test_the_grader_s_reading_alone_names_a_loop_the_counter_did_not_see(engine, tmp_path, monkeypatch):
