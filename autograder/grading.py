@@ -98,8 +98,8 @@ def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list], 
         # the submission by its name: reports never show the grader's own paths
         grade = Grade(staged.source, notes=list(staged.notes), seed=fixtures.get("secret"),
                       environment_check=environment_check)
-        grade.tampering = tampering_in(staged.folder)
         with source_reading.per_submission():  # each module's source parsed once for this submission
+            grade.tampering = tampering_in(staged.folder)
             runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path),
                                          figures=figures)
         for part_name, run in runs.items():
