@@ -26,6 +26,8 @@ QUICK = {
                           "test_every_failed_check_names_the_one_cause"},
     "test_deploy_installs.py": set(),  # fresh virtual environments of the deployed paths: `-m deploy`
     "test_device.py": {"test_on_the_cpu_nothing_is_copied"},
+    "test_fake_cuda.py": {"test_the_emulated_gpu_follows_torchs_device_rules",
+                          "test_the_reference_runs_on_the_emulated_gpu_in_every_part"},
     "test_efficiency.py": {"test_the_reference_mha_issues_the_same_matmuls_for_any_head_count",
                            "test_counts_from_the_child_are_checked"},
     "test_learner_code.py": {"test_the_reading_follows_the_name_to_the_class_python_binds",
