@@ -28,27 +28,33 @@ def engine():
         shared.close()
 
 
-@pytest.fixture(scope="session")
-def graded_corpus():
-    """The selftest corpus graded once per secret for the session: graded_corpus(secret=None,
-    entries=None) -> {entry id: selftest.Outcome} for those entries (default: the whole corpus) under
-    that secret (default: the session's, graded_corpus.secret, drawn once per session as a run draws
-    its own), graded with two workers by selftest.run_all (each with its own fork server). Entries
-    already graded under that secret are not graded again (test_suites grades the whole corpus,
-    test_isolation a third of it under this secret and another)."""
-    done: dict[int, dict[str, object]] = {}
+class GradedCorpus:
+    """The selftest corpus graded once per secret: graded_corpus(secret=None, entries=None) -> {entry
+    id: selftest.Outcome} for those entries (default: the whole corpus) under that secret (default:
+    the session's, .secret, drawn once as a run draws its own), graded with two workers by
+    selftest.run_all (each with its own fork server). Entries already graded under that secret are not
+    graded again (test_suites grades the whole corpus, test_isolation a third of it under this secret
+    and another)."""
 
-    def grade(secret: int | None = None, entries: list | None = None) -> dict:
-        secret = grade.secret if secret is None else int(secret)
+    def __init__(self) -> None:
+        self.secret = settings_mod.from_environment().with_secret().seed
+        self.done: dict[int, dict[str, selftest.Outcome]] = {}
+
+    def __call__(self, secret: int | None = None, entries: list | None = None) -> dict:
+        secret = self.secret if secret is None else int(secret)
         entries = selftest.corpus() if entries is None else list(entries)
-        known = done.setdefault(secret, {})
+        known = self.done.setdefault(secret, {})
         missing = [e for e in entries if e.id not in known]
         if missing:
             settings = dataclasses.replace(settings_mod.from_environment(), seed=secret)
             known.update({o.id: o for o in selftest.run_all(missing, jobs=2, settings=settings)})
         return {e.id: known[e.id] for e in entries}
-    grade.secret = settings_mod.from_environment().with_secret().seed  # type: ignore[attr-defined]
-    return grade
+
+
+@pytest.fixture(scope="session")
+def graded_corpus():
+    """The selftest corpus, graded once per secret for the session (GradedCorpus)."""
+    return GradedCorpus()
 
 
 def pytest_collection_modifyitems(config, items):
