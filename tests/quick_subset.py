@@ -74,7 +74,6 @@ QUICK = {
     "test_notebook_grading.py": {"test_modules_win_over_notebooks", "test_a_module_in_two_notebooks_is_an_error_naming_both"},
     "test_notebook_outputs.py": set(),  # a Jupyter kernel per notebook: `-m notebooks`
     "test_notebooks.py": None,
-    "test_one_parse.py": {"test_a_text_is_parsed_once_per_submission_and_never_shared_with_the_next"},
     "test_one_cause.py": {"test_one_item_per_cause_in_every_channel", "test_a_withheld_check_is_never_folded"},
     "test_one_mistake.py": {"test_a_module_that_does_not_import_is_one_item_in_every_format",
                             "test_a_voided_check_is_folded_into_the_mistake_that_voids_it"},
