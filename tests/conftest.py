@@ -1,25 +1,65 @@
-"""Fixtures shared by the tests that grade through the real engine."""
+"""Fixtures shared by the tests that grade through the real engine (autograder.engine.Engine).
+
+What a test only reads is made once per session (issue 38 item 6): one engine and its fork server
+(`engine`), the selftest corpus graded once per secret (`graded_corpus`). A module whose engine must
+differ (its own settings, slot, limits, a secret in the environment, container mode) builds its own.
+"""
+from __future__ import annotations
+
+import dataclasses
+
 import pytest
 
 import quick_subset
+from shared_engine import open_engine
 
-from autograder import grading
-from autograder.sandbox.client import Sandbox
+from autograder import selftest, settings as settings_mod
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def engine():
-    """(rubric, suites, sandbox): the real rubric and one fork server for the test module.
-    (test_adversarial.py defines its own, with hidden folders and a secret in the environment.)"""
-    rubric, suites = grading.load_rubric()
-    with Sandbox() as sandbox:
-        sandbox.ready()
-        yield rubric, suites, sandbox
+    """One engine and fork server for the whole session, for the tests that only grade with it (a
+    session that dies is replaced by the sandbox itself, issue 38.8). Unpacks as (rubric, suites,
+    sandbox) for older tests (SharedEngine)."""
+    shared = open_engine()
+    try:
+        yield shared
+    finally:
+        shared.close()
 
+
+class GradedCorpus:
+    """The selftest corpus graded once per secret: graded_corpus(secret=None, entries=None) -> {entry
+    id: selftest.Outcome} for those entries (default: the whole corpus) under that secret (default:
+    the session's, .secret, drawn once as a run draws its own), graded with two workers by
+    selftest.run_all (each with its own fork server). Entries already graded under that secret are not
+    graded again (test_suites grades the whole corpus, test_isolation a third of it under this secret
+    and another)."""
+
+    def __init__(self) -> None:
+        self.secret = settings_mod.from_environment().with_secret().seed
+        self.done: dict[int, dict[str, selftest.Outcome]] = {}
+
+    def __call__(self, secret: int | None = None, entries: list | None = None) -> dict:
+        secret = self.secret if secret is None else int(secret)
+        entries = selftest.corpus() if entries is None else list(entries)
+        known = self.done.setdefault(secret, {})
+        missing = [e for e in entries if e.id not in known]
+        if missing:
+            settings = dataclasses.replace(settings_mod.from_environment(), seed=secret)
+            known.update({o.id: o for o in selftest.run_all(missing, jobs=2, settings=settings)})
+        return {e.id: known[e.id] for e in entries}
+
+
+@pytest.fixture(scope="session")
+def graded_corpus():
+    """The selftest corpus, graded once per secret for the session (GradedCorpus)."""
+    return GradedCorpus()
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark the quick subset (`pytest -m quick`, tests/quick_subset.py)."""
+    """Mark the quick subset (`pytest -m quick`): the tests tests/quick_subset.py lists, besides any a
+    test file marks itself with @pytest.mark.quick."""
     for item in items:
         if quick_subset.chosen(item.path.name, getattr(item, "originalname", item.name)):
             item.add_marker(pytest.mark.quick)

@@ -2,7 +2,7 @@
 import shutil
 import types
 
-from autograder import grading, runner, selftest
+from autograder import runner, selftest
 
 
 def submission(tmp_path, *edits):
@@ -19,9 +19,8 @@ def submission(tmp_path, *edits):
 
 
 def grade(engine, folder, parts):
-    rubric, suites, sandbox = engine
-    return grading.grade_submission(folder, rubric, suites, sandbox, fixtures=runner.default_fixtures(),
-                                    parts=parts, figures=False)
+    """Graded by the engine (tests/conftest.py's session engine: Engine.grade), no pictures drawn."""
+    return engine.grade(folder, parts=parts, figures=False)
 
 
 def scores(result):
@@ -35,7 +34,7 @@ def failed(result, part):
 def run_one(engine, tmp_path, source, timeout=2, memory_mb=512):
     """One check calling task.work() in a fresh child whose part may use `timeout` s of CPU time and
     `memory_mb` of memory: the part's run (runner.PartRun), judged by the caller."""
-    _, _, sandbox = engine
+    sandbox = engine.sandbox
     folder = tmp_path / "task"
     folder.mkdir()
     (folder / "task.py").write_text(source, encoding="utf-8")

@@ -1,6 +1,7 @@
 """The quick subset (`pytest -m quick`): each test file's main path, in under 2 minutes on a
 2-core machine (the whole suite takes about 13.5). A whole file where all of it is cheap (None), else
-the tests named; tests/test_quick_subset.py checks that every test file is here and every name exists."""
+the tests named; tests/test_quick_subset.py checks that every test file is here (or marks its quick
+tests itself with @pytest.mark.quick, which `-m quick` honours as well) and every name exists."""
 
 QUICK = {
     "test_adversarial.py": {"test_solutions_get_full_marks", "test_exit_at_import", "test_output_flood_is_capped"},
@@ -116,3 +117,15 @@ QUICK = {
 def chosen(file_name, test_name):
     tests = QUICK.get(file_name, set())
     return tests is None or test_name in tests
+
+
+def marks_itself(source):
+    """Whether a test file's source marks tests quick itself (`@pytest.mark.quick` on a test or a
+    class, or in its `pytestmark`): such a file need not be listed in QUICK (pytest selects those
+    tests for `-m quick` on its own)."""
+    import ast
+
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr == "quick" and ast.unparse(node.value) == "pytest.mark":
+            return True
+    return False

@@ -37,11 +37,13 @@ from pathlib import Path
 import pytest
 
 from autograder import PARTS, PROJECT_ROOT, grading, reports
+from autograder.engine import Engine
 from autograder.rubric import Rubric
 from autograder.sandbox.client import Sandbox
 from autograder.sandbox.client import UIDS_PER_SLOT, _first_uid
 from autograder.settings import UIDS_ENV
 from rubric_points import PART, TOTAL, g
+from shared_engine import open_engine
 
 CASES = Path(__file__).resolve().parent / "adversarial" / "cases"
 SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
@@ -90,9 +92,9 @@ def build(case, dest, attack="on", **values):
     return folder
 
 
-class Engine:
-    def __init__(self, rubric, suites, sandbox):
-        self.rubric, self.suites, self.sandbox = rubric, suites, sandbox
+class AttackEngine(Engine):
+    """The production Engine (autograder.engine), grading with the real rubric cut to the attacked
+    part and its witnesses, the attacked part under this module's limits."""
 
     def grade(self, path, parts=None, attacked=None, **limits):
         """Grade with the real rubric, on the given parts only (in rubric order) when parts is set;
@@ -100,7 +102,7 @@ class Engine:
         chosen = {p: part for p, part in self.rubric.parts.items() if parts is None or p in parts}
         if attacked in chosen:
             chosen[attacked] = dataclasses.replace(chosen[attacked], **{"timeout": TIMEOUT, **limits})
-        return grading.grade_submission(path, Rubric(self.rubric.path, chosen), self.suites, self.sandbox)
+        return super().grade(path, rubric=Rubric(self.rubric.path, chosen))
 
 
 def grade_case(engine, tmp_path, case, attacked, every_part=False, attack="on", limits=None, **values):
@@ -132,15 +134,15 @@ def outside():
 def engine(outside):
     """The real rubric and one fork server for the whole corpus, started with a secret in the
     grader's environment; the class/out folders are outside the room (nothing names them to it)."""
-    rubric, suites = grading.load_rubric()
     previous = os.environ.get(SECRET_NAME)
     os.environ[SECRET_NAME] = SECRET
-    sandbox = Sandbox(slot=SLOT)
+    opened = None
     try:
-        sandbox.ready()
-        yield Engine(rubric, suites, sandbox)
+        opened = open_engine(AttackEngine, slot=SLOT)
+        yield opened
     finally:
-        sandbox.close()
+        if opened is not None:
+            opened.close()
         if previous is None:
             os.environ.pop(SECRET_NAME, None)
         else:

@@ -5,7 +5,7 @@ sa_v2: it keeps full marks, and the grade says so in a visible note (grade.notes
 report). The solutions, which copy the weights, get no note.
 """
 
-from autograder import grading, reports, runner, selftest
+from autograder import reports, runner, selftest
 from autograder.runner import CheckResult
 from autograder.suites import expect
 from rubric_points import PART
@@ -16,8 +16,7 @@ NOTE_START = "weight_transfer: Note (no points taken): after the transfer"
 
 
 def grade(engine, folder):
-    rubric, suites, sandbox = engine
-    return grading.grade_submission(folder, rubric, suites, sandbox, parts=["weight_transfer"])
+    return engine.grade(folder, parts=["weight_transfer"])
 
 
 def test_a_check_raising_note_passes_with_its_message():

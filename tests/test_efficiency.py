@@ -23,9 +23,8 @@ PARTS = ["causal", "mha"]
 
 
 def grade(engine, entry, tmp_path):
-    rubric, suites, sandbox = engine
     folder = selftest.apply(entry, tmp_path / "submission")
-    return grading.grade_submission(folder, rubric, suites, sandbox, fixtures=runner.default_fixtures(), parts=PARTS)
+    return engine.grade(folder, parts=PARTS)
 
 
 def edit(module, find, replace, more=()):

@@ -58,10 +58,9 @@ def probe(sandbox, folder, function, *args, key=None, session=None):
 
 
 @pytest.fixture(scope="module")
-def sandbox():
-    with Sandbox(slot=7) as box:
-        box.ready()
-        yield box
+def sandbox(engine):
+    """The session's fork server (tests/conftest.py): the probes only read what its children see."""
+    return engine.sandbox
 
 
 def allowed_roots():
@@ -314,16 +313,16 @@ def test_the_grade_records_its_secret(sandbox):
     assert grade.seed == 1234 and grade.score == rubric.parts["simple_attention"].max_score
 
 
-def test_verdicts_do_not_depend_on_the_draw(monkeypatch):
-    """A third of the selftest corpus, graded under two secrets: every mutant caught and every
-    variant at full marks both times, with the same verdicts."""
+def test_verdicts_do_not_depend_on_the_draw(graded_corpus):
+    """A third of the selftest corpus, graded under two secrets (the session's, whose grading of the
+    whole corpus test_suites reads, and another): every mutant caught and every variant at full marks
+    both times, with the same verdicts."""
     from autograder import selftest
 
     entries = selftest.corpus()[::3]
     verdicts = []
-    for secret in ("11", "22"):
-        monkeypatch.setenv("CH03_SEED", secret)
-        outcomes = selftest.run_all(entries, jobs=2)
+    for secret in (graded_corpus.secret, graded_corpus.secret ^ 0x5EED):
+        outcomes = graded_corpus(secret, entries).values()
         verdicts.append({o.id: (o.ok, o.detail) for o in outcomes})
     assert all(ok for ok, _ in verdicts[0].values()), [i for i, (ok, _) in verdicts[0].items() if not ok]
     assert {i: ok for i, (ok, _) in verdicts[0].items()} == {i: ok for i, (ok, _) in verdicts[1].items()}

@@ -52,9 +52,8 @@ def suites_killing(engine, times, target="child"):
 
 
 def grade_with(engine, folder, suites):
-    rubric, _, sandbox = engine
-    return grading.grade_submission(folder, rubric, suites, sandbox, fixtures=runner.default_fixtures(),
-                                    parts=[PART], figures=False)
+    """Graded by the session's engine (Engine.grade) with these suites."""
+    return engine.with_suites(suites).grade(folder, parts=[PART], figures=False)
 
 
 def test_a_child_killed_from_outside_is_graded_again_in_a_fresh_one(engine, tmp_path):

@@ -298,19 +298,15 @@ def attack_control(base):
 
 
 @pytest.fixture(scope="module")
-def module_form(course, tmp_path_factory):
-    """The engine's grades of carol's and mallory's code handed in as modules."""
-    from autograder import grading, submitted_notebooks
-    from autograder.sandbox.client import Sandbox
+def module_form(course, engine, tmp_path_factory):
+    """The engine's grades of carol's and mallory's code handed in as modules (the session's engine)."""
+    from autograder import submitted_notebooks
 
     base = tmp_path_factory.mktemp("modules")
     folders = {"carol": write_modules(module_texts(bugs=CAROL_BUGS), base / "carol"),
                "mallory": base / "mallory"}
     submitted_notebooks.extract_modules(course.submitted("mallory"), folders["mallory"])
-    rubric, suites = grading.load_rubric()
-    with Sandbox() as sandbox:
-        return {student: grading.grade_submission(folder, rubric, suites, sandbox)
-                for student, folder in folders.items()}
+    return {student: engine.grade(folder) for student, folder in folders.items()}
 
 
 def released(course):

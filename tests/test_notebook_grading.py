@@ -14,8 +14,6 @@ import zipfile
 
 import pytest
 
-from autograder import grading
-from autograder.sandbox.client import Sandbox
 from autograder.submission import SubmissionError, stage
 from notebook_cases import MODULES, ROOT, SOURCE, STUBS, fill_notebooks, module_texts, write_modules
 from rubric_points import TOTAL, g
@@ -25,11 +23,9 @@ NOTEBOOK_COUNT = len(list(SOURCE.glob("*.ipynb")))  # the speed lab too: read, a
 
 
 @pytest.fixture(scope="module")
-def engine():
-    sandbox = Sandbox()
-    rubric, suites = grading.load_rubric()
-    yield lambda path, **kw: grading.grade_submission(path, rubric, suites, sandbox, **kw)
-    sandbox.close()
+def engine(engine):
+    """The session's engine (tests/conftest.py), called: engine(path, parts=...) -> its Grade."""
+    return engine.grade
 
 
 def by_part(grade):

@@ -95,15 +95,10 @@ def _submission(kind, folder):
 
 
 @pytest.fixture(scope="module")
-def grades(tmp_path_factory):
-    from autograder.sandbox.client import Sandbox
-
-    rubric, suites = grading.load_rubric()
+def grades(engine, tmp_path_factory):
+    """Each edit's grade in the parts it is graded in (GRADED), by the session's engine (Engine.grade)."""
     root = tmp_path_factory.mktemp("one-cause")
-    with Sandbox() as sandbox:
-        return {kind: grading.grade_submission(_submission(kind, root / kind), rubric, suites, sandbox,
-                                               parts=GRADED[kind])
-                for kind in EDITS}
+    return {kind: engine.grade(_submission(kind, root / kind), parts=GRADED[kind]) for kind in EDITS}
 
 
 def channels(grade, part):

@@ -51,18 +51,15 @@ def _submission(kind, folder):
 
 
 @pytest.fixture(scope="module")
-def grades(tmp_path_factory):
-    from autograder.sandbox.client import Sandbox
-
-    rubric, suites = grading.load_rubric()
+def grades(engine, tmp_path_factory):
+    """Each mistake's grade in mha and exercises, by the session's engine (Engine.grade)."""
     root = tmp_path_factory.mktemp("one-mistake")
     found = {}
-    with Sandbox() as sandbox:
-        for kind in ("syntax", "bad_import", "unscaled"):
-            made = _submission(kind, root / kind)
-            folder, line = made if isinstance(made, tuple) else (made, None)
-            grade = grading.grade_submission(folder, rubric, suites, sandbox, parts=["mha", "exercises"])
-            found[kind] = SimpleNamespace(grade=grade, line=line, rubric=rubric)
+    for kind in ("syntax", "bad_import", "unscaled"):
+        made = _submission(kind, root / kind)
+        folder, line = made if isinstance(made, tuple) else (made, None)
+        grade = engine.grade(folder, parts=["mha", "exercises"])
+        found[kind] = SimpleNamespace(grade=grade, line=line, rubric=engine.rubric)
     return found
 
 

@@ -3,14 +3,22 @@ listed (a new file must say what of it is quick), and every test it names still 
 import ast
 from pathlib import Path
 
-from quick_subset import QUICK
+from quick_subset import QUICK, marks_itself
 
 HERE = Path(__file__).resolve().parent
 
 
 def test_every_test_file_is_listed():
+    """Listed in QUICK, or marking its quick tests itself (@pytest.mark.quick)."""
     files = {p.name for p in HERE.glob("test_*.py")}
-    assert sorted(files - set(QUICK)) == [] and sorted(set(QUICK) - files) == []
+    unlisted = {name for name in files - set(QUICK) if not marks_itself((HERE / name).read_text())}
+    assert sorted(unlisted) == [] and sorted(set(QUICK) - files) == []
+
+
+def test_a_file_may_mark_its_quick_tests_itself():
+    assert marks_itself("import pytest\n\n@pytest.mark.quick\ndef test_x():\n    pass\n")
+    assert marks_itself("import pytest\npytestmark = [pytest.mark.quick]\n")
+    assert not marks_itself("import pytest\n\n@pytest.mark.slow\ndef test_quick():\n    pass\n")
 
 
 def test_every_named_test_exists():

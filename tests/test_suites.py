@@ -35,14 +35,14 @@ VARIANTS = [e for e in CORPUS if e.kind == "variant"]
 
 
 @pytest.fixture(scope="module")
-def outcomes():
-    """The whole corpus, graded once (two workers, one fork server each)."""
-    return {o.id: o for o in selftest.run_all(CORPUS, jobs=2)}
+def outcomes(graded_corpus):
+    """The whole corpus, graded once for the session under its secret (tests/conftest.py)."""
+    return graded_corpus(entries=CORPUS)
 
 
 def grade(engine, path, rubric=None, suites=None):
-    default_rubric, default_suites, sandbox = engine
-    return grading.grade_submission(path, rubric or default_rubric, suites or default_suites, sandbox)
+    """Graded by the session's engine (Engine.grade); suites: the real ones with a test's own."""
+    return (engine.with_suites(suites) if suites else engine).grade(path, rubric=rubric)
 
 
 def failures(result):

@@ -36,7 +36,6 @@ HOSTILE = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 @pytest.fixture(scope="module")
 def graded(engine, tmp_path_factory):
     """mutant id (or 'solutions') -> its Grade in the mutant's own part (the solutions: three parts)."""
-    rubric, suites, sandbox = engine
     cache = {}
 
     def grade(entry_id):
@@ -47,7 +46,7 @@ def graded(engine, tmp_path_factory):
                 entry = ENTRIES[entry_id]
                 folder = selftest.apply(entry, tmp_path_factory.mktemp(entry_id) / "submission")
                 parts = [entry.part or entry.edits[0].module]
-            cache[entry_id] = grading.grade_submission(folder, rubric, suites, sandbox, parts=parts)
+            cache[entry_id] = engine.grade(folder, parts=parts)
         return cache[entry_id]
     return grade
 
