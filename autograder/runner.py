@@ -122,7 +122,14 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
             if checks:
                 turns.append((run, part, checks))
     session = child = None
+    pictures: dict[str, dict | None] | None = None if figures else {}
     for at, (run, part, checks) in enumerate(turns):
+        hidden = any(part.checks[n].visibility == "hidden" for n, _ in checks)
+        if hidden and pictures is None:  # the pictures are taken before any hidden input exists
+            if child is not None:
+                child.close()
+                child = None
+            session, pictures = take_pictures(sandbox, session, context, runs, rubric, fixtures, staged)
         missing = staged.missing(run.part)
         if missing or run.timed_out or run.not_graded:
             reason = missing or run.not_graded or f"not run: {run.problem}"
@@ -131,11 +138,12 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
             continue
         ahead = {r.part: p.timeout - r.cpu_seconds for r, p, _ in turns[at:] if not r.timed_out}
         limits = Limits(part.timeout - run.cpu_seconds, part.memory_mb, sum(ahead.values()))
-        hidden = any(part.checks[n].visibility == "hidden" for n, _ in checks)
         session, child = run_checks(sandbox, session, child, context, run, checks,
                                     limits, fixtures, last=at == len(turns) - 1, hidden=hidden)
     if child is not None:
         child.close()
+    if pictures is None:  # no hidden turn: the pictures after every check, still before any hidden input
+        session, pictures = take_pictures(sandbox, session, context, runs, rubric, fixtures, staged)
     if session is not None:
         session.close()
     for run in runs.values():
@@ -143,8 +151,7 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
         import_failure.explain(run, staged.folder, visible)  # a module that does not import: one problem
         part_diagnosis(run, {n for n, check in rubric.parts[run.part].checks.items()
                              if getattr(check, "diagnosis", "shown") == "withheld"})
-    if figures:
-        draw_figures(sandbox, staged.folder, key, runs, rubric, fixtures)
+    attach_figures(runs, rubric, pictures)
     return runs
 
 
@@ -174,41 +181,62 @@ def part_diagnosis(run: PartRun, withheld: set[str] | frozenset[str] = frozenset
 FIGURE_SECONDS = 10  # at most, for all of a submission's pictures: a picture never costs a part its time or points
 
 
-def draw_figures(sandbox: Sandbox, folder: str | Path, key: str | None, runs: dict[str, PartRun], rubric: Rubric,
-                 fixtures: dict) -> None:
-    """After every check: for each part where a check about attention weights failed, the part's probe
-    (suites/figures.py) runs in a fresh session that has seen no hidden input, on the book's example
-    only; its figure goes to the first such failed check (a visible one first; never one whose
-    diagnosis grading.yml withholds). The probes' time,
-    output and any crash count for nothing; together they get FIGURE_SECONDS."""
+def picture_parts(runs: dict[str, PartRun], rubric: Rubric, staged: Staged | None = None) -> list[str]:
+    """The parts a picture may be drawn for: a probe, a check about attention weights whose diagnosis
+    students may read, the module there, no crash or time-out so far."""
     from autograder.suites import figures
 
-    todo = {}
+    found = []
     for name, run in runs.items():
         checks = rubric.parts[name].checks
-        # a check whose diagnosis grading.yml withholds gets no picture: the picture would say it
+        shown = [n for n in figures.FIGURE_CHECKS.get(name, ())
+                 if n in checks and getattr(checks[n], "diagnosis", "shown") != "withheld"]
+        if shown and name in figures.PROBES and not run.problem and not (staged and staged.missing(name)):
+            found.append(name)
+    return found
+
+
+def take_pictures(sandbox: Sandbox, session: Session | None, submission: SubmissionContext,
+                  runs: dict[str, PartRun], rubric: Rubric, fixtures: dict,
+                  staged: Staged | None = None) -> tuple[Session | None, dict[str, dict | None]]:
+    """Each part's probe (suites/figures.py) on the book's example, in a fresh child of the session,
+    BEFORE the grader has sent any hidden input anywhere (issue 37.7: a picture drawn after the hidden
+    checks could carry what they left, in container mode under /tmp for a later session of the same
+    uid) -> (session, {part: figure or None}). A probe that draws nothing (right weights, a crash)
+    gives None. The probes' time, output and any crash count for nothing; together they get
+    FIGURE_SECONDS."""
+    from autograder.suites import figures
+
+    pictures: dict[str, dict | None] = {}
+    names = picture_parts(runs, rubric, staged)
+    if not names:
+        return session, pictures
+    deadline = time.monotonic() + FIGURE_SECONDS
+    for name in names:
+        left = min(deadline - time.monotonic(), rubric.parts[name].timeout)
+        if left < 1:
+            break
+        try:
+            session, child = fresh_child(sandbox, session, submission, Limits(left, rubric.parts[name].memory_mb, left))
+        except Exception:  # noqa: BLE001  (a sandbox that fails now costs the pictures only)
+            break
+        if not child.died:
+            pictures[name] = figures.take(figures.PROBES[name], Student(child), fixtures["book"]())
+        child.close()
+    return session, pictures
+
+
+def attach_figures(runs: dict[str, PartRun], rubric: Rubric, pictures: dict[str, dict | None]) -> None:
+    """Each part's picture (take_pictures) goes to the first failed check about attention weights (a
+    visible one first; never one whose diagnosis grading.yml withholds, nor a part that crashed)."""
+    from autograder.suites import figures
+
+    for name, run in runs.items():
+        checks = rubric.parts[name].checks
         failed = [r for r in run.results if not r.passed and r.name in figures.FIGURE_CHECKS.get(name, ())
                   and getattr(checks[r.name], "diagnosis", "shown") != "withheld"]
-        if failed and name in figures.PROBES and not run.problem:
-            todo[name] = min(failed, key=lambda r: checks[r.name].visibility != "visible")
-    if not todo:
-        return
-    deadline = time.monotonic() + FIGURE_SECONDS
-    try:
-        session = sandbox.session(folder, key)
-    except Exception:  # noqa: BLE001  (the checks are graded: a sandbox that fails now costs the pictures only)
-        return
-    try:
-        for name, result in todo.items():
-            left = min(deadline - time.monotonic(), rubric.parts[name].timeout)
-            if session.died or left < 1:
-                break
-            child = session.part(left, rubric.parts[name].memory_mb)
-            if not child.died:
-                result.figure = figures.take(figures.PROBES[name], Student(child), fixtures["book"]())
-            child.close()
-    finally:
-        session.close()
+        if failed and pictures.get(name) and not run.problem:
+            min(failed, key=lambda r: checks[r.name].visibility != "visible").figure = pictures[name]
 
 
 MACHINE_RETRIES = 2  # fresh children for a part whose child the machine killed, before it is not graded
