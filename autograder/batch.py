@@ -42,7 +42,7 @@ from autograder import PARTS, chapter, envcheck, lateness, reports, submission, 
 from autograder.engine import Engine
 from autograder.gradebook import Gradebook
 from autograder.reports import class_report, html_feedback, plots
-from autograder.sandbox.death import NOT_GRADED
+from autograder.reports.records import not_graded_of
 from autograder.settings import Settings
 
 if TYPE_CHECKING:
@@ -313,7 +313,7 @@ def _grade_all(todo, where, engine, doors, book, progress, run):
             results["environment_check"] = reports.environment_check(engine.environment_check)
         if internal:  # not the student's doing: kept for the instructor, graded again on the next run
             problem, fingerprint = f"{problem} ({internal})", RETRY + fingerprint
-        elif problem.startswith(NOT_GRADED):  # the machine's doing (runner.NOT_GRADED): the same
+        elif not_graded_of(results):  # the machine's doing (Grade.not_graded, structured): the same
             fingerprint = RETRY + fingerprint
         _store(book, out, student, (fingerprint, run[0], reason, run[1]), results, problem)
         graded.append(student)
@@ -384,7 +384,7 @@ def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, la
     With late ({student: lateness.Late}, a run with a due date) the columns lateness.COLUMNS and
     late_note follow: `score` stays what the code earned, `final_score` is after the late policy."""
     parts = [p for p in PARTS]
-    problems = book.problems()
+    problems, kept = book.problems(), book.not_graded()
     wanted = None if students is None else set(students)
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, newline="") as tmp:
         writer = csv.writer(tmp)
@@ -393,10 +393,9 @@ def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, la
         for student, score, max_score, by_part in book.rows():
             if wanted is None or student in wanted:
                 problem = problems.get(student, "")
-                ungraded = set()
-                if problem.startswith(NOT_GRADED):  # no score stands, not even 0 (never a lower score)
+                ungraded = set(kept.get(student, ()))
+                if ungraded:  # no score stands, not even 0 (never a lower score): the grader's structured record
                     score = max_score = None
-                    ungraded = {p for p in parts if re.search(rf"\b{p}\b", problem)}
                 row = [text.csv_cell(student), _cell(score), _cell(max_score),
                        *(_cell(None if p in ungraded else by_part.get(p, 0)) for p in parts), text.csv_cell(problem)]
                 if late is not None:
@@ -433,7 +432,7 @@ def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students:
     names of TIMES.csv or EXT.csv, `strays`, that match no submission), and who is in the gradebook
     but no longer in folder."""
     rows = {student: (score, max_score) for student, score, max_score, _ in book.rows()}
-    problems = book.problems()
+    problems, kept = book.problems(), book.not_graded()
     present = [s for s in students if s in rows]
     lines = [f"batch: {len(students)} submission(s) in {folder}"]
     if graded:
@@ -447,15 +446,15 @@ def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students:
     if moves:
         lines.append(f"  scores moved ({len(moves)}): " + ", ".join(f"{s} {b:g} -> {a:g}" for s, b, a, _ in moves)
                      + " (regrades.csv)")
-    broken = [(s, problems[s]) for s in present if problems.get(s) and not problems[s].startswith(NOT_GRADED)]
+    broken = [(s, problems[s]) for s in present if problems.get(s) and s not in kept]
     if broken:
         lines.append(f"  not graded, scored 0 ({len(broken)}):")
         lines += [f"    {s}: {text.excerpt(problem, 240)}" for s, problem in broken]
-    overloaded = [(s, problems[s]) for s in present if problems.get(s, "").startswith(NOT_GRADED)]
+    overloaded = [(s, problems.get(s, "")) for s in present if s in kept]
     if overloaded:  # the machine's doing (runner.NOT_GRADED): no score stands, graded again on the next run
         lines.append(f"  not graded, no score ({len(overloaded)}):")
         lines += [f"    {s}: {text.excerpt(problem, 240)}" for s, problem in overloaded]
-    present = [s for s in present if not problems.get(s, "").startswith(NOT_GRADED)]
+    present = [s for s in present if s not in kept]
     if present:
         scores = [rows[s][0] for s in present]
         top = max(rows[s][1] for s in present)
