@@ -100,6 +100,7 @@ def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list], 
         runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path), figures=figures)
         for part_name, run in runs.items():
             grade.protections = grade.protections or run.protections
+            grade.tampering += [f"{part_name}: {said}" for said in dict.fromkeys(run.ledger.refused)][:20]
             if run.output:
                 grade.output[part_name] = run.output
             score_part(grade, rubric.parts[part_name], run)

@@ -26,7 +26,7 @@ from autograder.sandbox import death
 from autograder.sandbox.client import SessionDied
 from autograder.secret import check_seed, draw_secret
 from autograder.student import Student, StudentError, source_attributes
-from autograder.suites import dependencies, expect
+from autograder.suites import dependencies, expect, stand_ins
 
 if TYPE_CHECKING:
     from autograder.rubric import Rubric
@@ -65,6 +65,9 @@ class PartRun:
     timed_out: bool = False     # the part used up its time limit: its later checks are not run
     diagnosis: str = ""         # the cause that explains most of its failed checks (part_diagnosis)
     not_graded: str = ""        # why the part was not graded (NOT_GRADED): it is scored by nobody
+    # what answering its children's stand-in questions cost the grader, and the questions refused because
+    # the child was not given that class (suites/stand_ins.py: the part is charged, the instructor told)
+    ledger: stand_ins.Ledger = field(default_factory=lambda: stand_ins.Ledger())
 
 
 @dataclass
@@ -131,7 +134,7 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
                 child = None
             session, pictures = take_pictures(sandbox, session, context, runs, rubric, fixtures, staged)
         missing = staged.missing(run.part)
-        if missing or run.timed_out or run.not_graded:
+        if missing or run.timed_out or run.not_graded or run.problem == TRESPASS:
             reason = missing or run.not_graded or f"not run: {run.problem}"
             run.problem = run.problem or missing
             run.results += [CheckResult(run.part, n, False, reason, not_graded=bool(run.not_graded)) for n, _ in checks]
@@ -152,7 +155,26 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
         part_diagnosis(run, {n for n, check in rubric.parts[run.part].checks.items()
                              if getattr(check, "diagnosis", "shown") == "withheld"})
     attach_figures(runs, rubric, pictures)
+    for run in runs.values():
+        charge_trespass(run)
     return runs
+
+
+TRESPASS = ("it asked the grader to compute with the grader's own classes, which the grader had not given "
+            "this part: the part earns no points")
+
+
+def charge_trespass(run: PartRun) -> None:
+    """A part whose child asked about a class the grader had not given it (stand_ins.NotGiven): every
+    check of the part fails with TRESPASS, whatever it answered (it may have passed on the grader's
+    own work); the questions are listed for the instructor (grading: Grade.tampering)."""
+    if not run.ledger.refused:
+        return
+    run.problem = TRESPASS
+    for result in run.results:
+        if not result.not_graded:
+            result.passed, result.message, result.cause, result.figure = False, TRESPASS, "", None
+            result.student_text, result.unexplained = "", False
 
 
 def part_diagnosis(run: PartRun, withheld: set[str] | frozenset[str] = frozenset()) -> None:
@@ -284,6 +306,8 @@ def _attempt(sandbox: Sandbox, session: Session | None, child: PartChild | None,
         session, child = fresh_child(sandbox, session, submission, limits)
     child.saw_hidden = child.saw_hidden or hidden
     session, child, student, found = with_dependencies(sandbox, (session, child), submission, run.part, limits)
+    student.charge_to(run.ledger)
+    refused = len(run.ledger.refused)
     run.protections = run.protections or child.protections
     child.saw_hidden = child.saw_hidden or hidden  # a child that replaced one the probe ended, too
     for name, fn in checks:
@@ -293,6 +317,9 @@ def _attempt(sandbox: Sandbox, session: Session | None, child: PartChild | None,
         run.results.append(run_dependent_check(run.part, name, fn, student, fixtures, found))
     run.seconds += time.monotonic() - clock
     run.cpu_seconds += child.spent() if hasattr(child, "spent") else time.monotonic() - clock  # what its limit counts
+    run.cpu_seconds += student.answered_seconds  # the grader's time answering its stand-ins' questions
+    if len(run.ledger.refused) > refused and not run.problem:
+        run.problem = TRESPASS
     end = {**child.close(), "reusable": False} if last or student.substituted else child.finish()
     run.output += end["output"]
     if child.died and getattr(child, "machine", False):
