@@ -43,7 +43,8 @@ from autograder.engine import Engine
 from autograder.gradebook import Gradebook
 from autograder.reports import class_report, html_feedback, plots
 from autograder.reports.records import not_graded_of
-from autograder.settings import Settings
+from autograder.sandbox import container
+from autograder.settings import Settings, from_environment
 
 if TYPE_CHECKING:
     from autograder.sandbox.client import Sandbox
@@ -212,6 +213,12 @@ def run_batch(folder: str | Path, out: str | Path, jobs: int = 2, force: bool = 
     progress: a stream for the progress bar (drawn only on a terminal); summary: a stream for the
     end-of-batch summary (after grades.csv is written); settings: the run's (default: the environment's);
     late: the due date and late policy (lateness.LatePolicy), or None (no lateness columns, nothing charged)."""
+    from autograder.sandbox.client import SandboxUnavailable
+
+    settings = settings or from_environment()  # what Engine would take: CH03_CONTAINER=1 is refused too
+    refused = container.refuse_many(settings.sandbox.container, "batch")
+    if refused:  # before any folder, gradebook or process exists
+        raise SandboxUnavailable(refused)
     out = Path(out)
     for sub in ("results", "feedback"):
         (out / sub).mkdir(parents=True, exist_ok=True)
