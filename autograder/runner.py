@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
-import re
 import time
 import traceback
 from collections.abc import Callable
@@ -26,7 +25,7 @@ from autograder.sandbox import death
 from autograder.sandbox.client import SessionDied
 from autograder.secret import check_seed, draw_secret
 from autograder.student import Student, StudentError, source_attributes
-from autograder.suites import dependencies, expect, stand_ins
+from autograder.suites import dependencies, expect, stand_ins, vocabulary
 
 if TYPE_CHECKING:
     from autograder.rubric import Rubric
@@ -312,7 +311,7 @@ def _attempt(sandbox: Sandbox, session: Session | None, child: PartChild | None,
     child.saw_hidden = child.saw_hidden or hidden  # a child that replaced one the probe ended, too
     for name, fn in checks:
         if child.died:
-            run.results.append(CheckResult(run.part, name, False, f"not run: the {run.part} process {child.died}"))
+            run.results.append(CheckResult(run.part, name, False, f"not run: the {run.part} process {_ended(child)}"))
             continue
         run.results.append(run_dependent_check(run.part, name, fn, student, fixtures, found))
     run.seconds += time.monotonic() - clock
@@ -325,9 +324,15 @@ def _attempt(sandbox: Sandbox, session: Session | None, child: PartChild | None,
     if child.died and getattr(child, "machine", False):
         return session, None, child.died
     if child.died and child.died != "closed" and not run.problem:
-        run.problem = f"the {run.part} process {child.died}"
+        run.problem = f"the {run.part} process {_ended(child)}"
         run.timed_out = "timed out" in child.died
     return session, child if end["reusable"] else None, ""
+
+
+def _ended(child: PartChild) -> str:
+    """How the child ended, as a student may read it: after a hidden input the fixed phrase of
+    vocabulary.death (its flags, never its numbers), else the client's words."""
+    return vocabulary.death(child) if child.saw_hidden else child.died
 
 
 def fresh_child(sandbox: Sandbox, session: Session | None, submission: SubmissionContext,
@@ -407,11 +412,11 @@ def run_part(sandbox: Sandbox, submission: str, part: str, checks: list[tuple[st
 
 
 def run_check(part: str, name: str, fn: Callable, student: Student, fixtures: dict) -> CheckResult:
-    result = _run_check(part, name, fn, student, fixtures)
-    if result.raised and not result.passed and getattr(student, "reordered", None) and student.reordered():
+    hidden = bool(getattr(student, "saw_hidden", False))
+    result = _run_check(part, name, fn, student, fixtures, hidden)
+    if result.raised and not result.passed and not hidden and getattr(student, "reordered", None) \
+            and student.reordered():
         result = with_keywords(part, name, fn, student, fixtures, result)
-    if getattr(student, "saw_hidden", False) and result.message:
-        result.message = grader_numbers_only(result.message, fn)
     return result
 
 
@@ -438,46 +443,42 @@ def with_keywords(part: str, name: str, fn: Callable, student: Student, fixtures
                        cause=again.cause, figure=again.figure, raised=True)
 
 
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]*\d)")
-# numbers that are part of a name or of a formula, never a value: the same whatever the child does
-_NAMES = re.compile(r"\bGPT-2\b|\b(?:Exercise|exercise|section|Section|Figure|figure|Listing) \d+(?:\.\d+)*"
-                    r"|\b1/sqrt\(|\*\* ?0\.5\b|\[-?\d\]|\b(?:dim|axis|diagonal)=-?\d\b")
-
-
-def grader_numbers_only(message: str, fn: Callable | None = None) -> str:
-    """A message about a child that has seen a hidden input, with every number replaced by '#' (but
-    for the few that are part of a name or a formula: GPT-2, Exercise 3.2, 1/sqrt(d_k), d_k ** 0.5,
-    keys.shape[-1], dim=-1). Masking by value would
-    let the child pick which of the grader's own numbers appears (12, 768 or 7 heads): after a
-    hidden input no number of a message depends on what the child answered, whatever it is."""
-    names = _NAMES.findall(message)
-    masked = _NUMBER.sub("#", _NAMES.sub("\0", message))
-    for name in names:
-        masked = masked.replace("\0", name, 1)
-    return masked
-
-
-def _run_check(part, name, fn, student, fixtures):
+def _run_check(part, name, fn, student, fixtures, hidden=False):
+    """One check -> CheckResult. hidden: the child has seen a hidden input, so what a student reads of
+    it comes from the fixed vocabulary (suites/vocabulary.py), chosen by the grader; the formatted
+    message goes to the instructor's detail."""
     try:
         kwargs = {p: student if p == "student" else _fixture(fixtures, p, part, name)
                   for p in inspect.signature(fn).parameters}
         fn(**kwargs)
         return CheckResult(part, name, True)
     except expect.Note as e:  # passed, with something to tell the student
-        return CheckResult(part, name, True, str(e))
+        return CheckResult(part, name, True, vocabulary.note_after_hidden(str(e)) if hidden else str(e))
     except AssertionError as e:
-        return CheckResult(part, name, False, str(e) or "check failed", detail=str(getattr(e, "detail", "")),
-                           student_text=str(getattr(e, "student_text", "")), cause=str(getattr(e, "cause", "")),
-                           unexplained=getattr(e, "unexplained", False) is True)
+        message, detail = str(e) or "check failed", str(getattr(e, "detail", ""))
+        cause, unexplained = str(getattr(e, "cause", "")), getattr(e, "unexplained", False) is True
+        if hidden:
+            detail = "; ".join(filter(None, (message, detail)))
+            message, cause = vocabulary.after_hidden(e)
+        return CheckResult(part, name, False, message, detail=detail,
+                           student_text=str(getattr(e, "student_text", "")), cause=cause, unexplained=unexplained)
     except StudentError as e:
+        if hidden:
+            said = vocabulary.NOT_IMPLEMENTED if e.not_implemented else vocabulary.RAISED
+            return CheckResult(part, name, False, said, detail=e.explain(), student_text=e.student_text(), raised=True)
         return CheckResult(part, name, False, e.explain(), student_text=e.student_text(), raised=True)
     except SessionDied as e:
+        if hidden:
+            return CheckResult(part, name, False, f"the {part} process {vocabulary.death(student.session)}",
+                               detail=f"the {part} process {e}")
         return CheckResult(part, name, False, f"the {part} process {e}")
     except Exception as e:  # a bug in the check itself: fail loudly, never silently pass
         where = traceback.extract_tb(e.__traceback__)[-1]
-        return CheckResult(part, name, False,
-                           f"grader error in check {name} ({type(e).__name__}: {e}; "
-                           f"{os.path.basename(where.filename)}:{where.lineno})")  # no grader paths in messages
+        said = (f"grader error in check {name} ({type(e).__name__}: {e}; "
+                f"{os.path.basename(where.filename)}:{where.lineno})")  # no grader paths in messages
+        if hidden:  # its text may hold what the child answered: the instructor's
+            return CheckResult(part, name, False, f"grader error in check {name}", detail=said)
+        return CheckResult(part, name, False, said)
 
 
 def _fixture(fixtures, parameter, part, name):

@@ -56,7 +56,8 @@ class StudentError(Exception):
         place = f" (in {file})" if file in CHAPTER_FILES and not self.after_hidden else ""
         if self.not_implemented:  # the stubs say "<module>.<qualname>: <hint>"; only a stub's name is quoted
             name = self.message.split(":", 1)[0]  # one of the stubs' own names (HINTS), never another
-            return f"not implemented yet{': ' + name if name in HINTS else ''}{place}"
+            # after a hidden input which stub raised is the child's choice (1 of 25): no name then
+            return f"not implemented yet{': ' + name if name in HINTS and not self.after_hidden else ''}{place}"
         if self.after_hidden:
             return "your code raised an exception"
         kind = self.kind if self.kind in BUILTIN_ERRORS else "an exception of its own class"

@@ -253,7 +253,8 @@ def judge(got, want, what, mistakes=(), hint="", atol=1e-4, reveal=False, case="
         expect.fail(f"{what} is wrong: {why}", case, cause=why)
     if torch.is_floating_point(got) and torch.isnan(got).any() and tuple(got.shape) == tuple(want.shape):
         expect.fail(f"{what} contains NaN: a softmax over a row whose scores are all -inf gives NaN "
-                    f"(is a whole row masked?), and so does -inf times 0" + (f". {hint}" if hint else ""), case)
+                    f"(is a whole row masked?), and so does -inf times 0" + (f". {hint}" if hint else ""), case,
+                    kind="nan", hint=hint)
     return expect.close(got, want, what, atol=atol, hint=hint, reveal=reveal, case=case)
 
 

@@ -1,0 +1,140 @@
+"""What a student reads of a check that ran after a hidden input: a fixed vocabulary of the grader's own
+messages, chosen by the grader, with nothing the child chose in it (issue 37.6).
+
+Once a child has seen an input only the grader knows, anything it chooses (a name, a dtype, a type
+name, a number of its output, which of the stubs' names it raises) could spell that input out. So
+the message of a failed check is not the text the check formatted but one of these, chosen from
+evidence the grader owns:
+
+    a named misconception      the cause the grader's comparison matched (misconceptions.py), each
+                               of its options a string written in the suites
+    a kind of failure          expect.Mismatch.kind, set by the grader's helpers (KINDS: wrong
+                               values, NaN, wrong shape, not a tensor), with the check's hint when
+                               the hint is a string written in the suites
+    the raising line           for any other failure of a suite's own check: the longest string
+                               written in the message of the call or statement that raised it, found
+                               from the traceback of the grader's own frames and the suite's source
+                               (ast); never the formatted message itself
+    the child's own ending      StudentError and SessionDied: fixed phrases (RAISED, NOT_IMPLEMENTED,
+                               death()), from the child's recorded flags, never its text or numbers
+
+Every one of them is a string written in the grader's source, so the grader's own numbers stay as
+written ("-inf times 0 is NaN", ".transpose(1, 2)", "dropout=0.5") and no digit is masked. The
+instructor keeps the full message in the check's detail.
+"""
+from __future__ import annotations
+
+import ast
+import functools
+import traceback
+from pathlib import Path
+from typing import Any
+
+SUITES = Path(__file__).resolve().parent
+GENERIC = "this check failed on inputs only the grader knows"
+RAISED = "your code raised an exception"
+NOT_IMPLEMENTED = "not implemented yet"
+KINDS = {
+    "values": "the output is wrong on inputs only the grader knows",
+    "nan": ("the output contains NaN or Inf values: a softmax over a row whose scores are all -inf gives NaN (is a whole row "
+            "masked?), and so does -inf times 0"),
+    "shape": "the output has the wrong shape on inputs only the grader knows",
+    "type": "the output is not a tensor of the kind the specification gives",
+}
+IDLE = "timed out: it waited or slept for more than {seconds:g} s after an input only the grader knows (look for code that waits or sleeps)"
+CPU = "timed out: it used all of the part's CPU time (the part's time limit): look for a loop that never ends"
+ENDED = ("stopped before it answered: it was killed, ran out of memory (the part's limit) or exited (sys.exit/os._exit "
+         "in the code?)")
+SHORTEST = 12  # a string of the raising line shorter than this says nothing: GENERIC instead
+
+
+@functools.lru_cache(maxsize=None)
+def _tree(path: str) -> ast.Module | None:
+    try:
+        return ast.parse(Path(path).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, ValueError):
+        return None
+
+
+@functools.lru_cache(maxsize=1)
+def literals() -> frozenset[str]:
+    """Every string written in the suites' source (implicit concatenations whole; the fixed pieces of
+    f-strings too): the only text a message after a hidden input may carry."""
+    found = set()
+    for path in sorted(SUITES.glob("*.py")):
+        tree = _tree(str(path))
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                found.add(node.value)
+    return frozenset(found)
+
+
+def fixed_cause(cause: str) -> bool:
+    """A cause every option of which is a string written in the suites (causes.options)."""
+    from autograder import causes
+
+    options = causes.options(cause)
+    return bool(options) and all(option in literals() for option in options)
+
+
+def _message_expression(node: ast.AST) -> ast.AST | None:
+    """The part of a raising call or statement that holds its message."""
+    if isinstance(node, ast.Assert):
+        return node.msg
+    if isinstance(node, ast.Call):
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        index = 1 if name == "true" else 0
+        return node.args[index] if len(node.args) > index else None
+    return None
+
+
+def raising_line(error: BaseException) -> str:
+    """The longest string written in the message of the suite's call or statement that raised `error`
+    (the innermost frame of the grader's suites, expect.py aside), stripped of its joining punctuation;
+    '' when there is none."""
+    frames = [f for f in traceback.extract_tb(error.__traceback__)
+              if Path(f.filename).resolve().parent == SUITES and Path(f.filename).name != "expect.py"]
+    if not frames:
+        return ""
+    frame = frames[-1]
+    tree = _tree(str(Path(frame.filename).resolve()))
+    if tree is None or frame.lineno is None:
+        return ""
+    line = frame.lineno
+    covering = [n for n in ast.walk(tree) if isinstance(n, (ast.Call, ast.Assert))
+                and n.lineno <= line <= (n.end_lineno or n.lineno) and _message_expression(n) is not None]
+    if not covering:
+        return ""
+    node = min(covering, key=lambda n: ((n.end_lineno or n.lineno) - n.lineno, -n.col_offset))
+    expression = _message_expression(node)
+    pieces = [n.value for n in ast.walk(expression) if isinstance(n, ast.Constant) and isinstance(n.value, str)] \
+        if expression is not None else []
+    best = max(pieces, key=len, default="").lstrip(" :;,.)").rstrip(" :;,(")
+    return best if len(best) >= SHORTEST else ""
+
+
+def after_hidden(error: BaseException) -> tuple[str, str]:
+    """(message, cause) a student may read of a check that failed with `error` after a hidden input."""
+    cause = str(getattr(error, "cause", "") or "")
+    if cause and fixed_cause(cause):
+        return cause, cause
+    kind = getattr(error, "kind", "")
+    if kind in KINDS:
+        hint = str(getattr(error, "hint", "") or "")
+        return KINDS[kind] + (f". {hint}" if hint and hint in literals() else ""), ""
+    return raising_line(error) or GENERIC, ""
+
+
+def note_after_hidden(message: str) -> str:
+    """A passed check's note after a hidden input: kept only when it is a string written in the suites."""
+    return message if message in literals() else ""
+
+
+def death(child: Any) -> str:
+    """How a child that has seen a hidden input ended, from its recorded flags only (client.PartChild):
+    its idle bound, its CPU-time limit, or any other end."""
+    if getattr(child, "idle_out", False):
+        return IDLE.format(seconds=getattr(child, "IDLE_AFTER_HIDDEN", 2.0))
+    if getattr(child, "cpu_out", False):
+        return CPU
+    return ENDED
