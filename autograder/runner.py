@@ -414,21 +414,21 @@ def run_part(sandbox: Sandbox, submission: str, part: str, checks: list[tuple[st
 def run_check(part: str, name: str, fn: Callable, student: Student, fixtures: dict) -> CheckResult:
     hidden = bool(getattr(student, "saw_hidden", False))
     result = _run_check(part, name, fn, student, fixtures, hidden)
-    if result.raised and not result.passed and not hidden and getattr(student, "reordered", None) \
-            and student.reordered():
-        result = with_keywords(part, name, fn, student, fixtures, result)
+    # a reordered constructor: its parameter names are read from the source by the grader, before any input
+    if result.raised and not result.passed and getattr(student, "reordered", None) and student.reordered():
+        result = with_keywords(part, name, fn, student, fixtures, result, hidden)
     return result
 
 
 def with_keywords(part: str, name: str, fn: Callable, student: Student, fixtures: dict,
-                  result: CheckResult) -> CheckResult:
+                  result: CheckResult, hidden: bool = False) -> CheckResult:
     """A check that failed because the code raised, on a submission whose class takes the contract's
     parameter names in another order (read from its source): run again calling those classes with
     keywords, so that the rest of the class is still diagnosed. The order is still the mistake (the
     book's positional calls break): the check stays failed, saying both."""
     student.keywords = True
     try:
-        again = _run_check(part, name, fn, student, fixtures)
+        again = _run_check(part, name, fn, student, fixtures, hidden)
     except SessionDied:
         return result
     finally:

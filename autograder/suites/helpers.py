@@ -364,7 +364,7 @@ def diagnose_errors(namespace, signature=""):
                 why = error_diagnosis(e, spec)
                 if not why:
                     raise
-                raise Mismatch(f"{e.explain()}: {why}", student_text=e.student_text()) from None
+                raise Mismatch(f"{e.explain()}: {why}", student_text=e.student_text(), kind="raised", hint=why) from None
         return diagnosed
 
     for name, value in list(namespace.items()):

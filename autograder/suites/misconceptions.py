@@ -13,7 +13,7 @@ import re
 
 import torch
 
-from autograder.suites import expect
+from autograder.suites import expect, vocabulary
 
 
 class Deferred:
@@ -277,14 +277,18 @@ def error_diagnosis(error, signature=""):
         return ""
     text = error.message
     spec = f" {signature}" if signature else ""
-    if error.kind == "TypeError":
+    if error.kind == "TypeError":  # the grader's words and its specified signature only: fixed
         if re.search(r"unexpected keyword argument '?qkv_bias", text):
-            return (f"the constructor has no qkv_bias argument: the specification is{spec}, with "
-                    f"bias=qkv_bias passed to each nn.Linear")
+            return vocabulary.fixed(f"the constructor has no qkv_bias argument: the specification is{spec}, with "
+                                    f"bias=qkv_bias passed to each nn.Linear")
         if re.search(r"unexpected keyword argument|multiple values for argument|positional argument|"
                      r"required (positional|keyword)", text):
-            return (f"the constructor does not take the specified arguments (another order, another name, or "
-                    f"one missing): keep the signature{spec or ' the specification gives'}")
+            return vocabulary.fixed(f"the constructor does not take the specified arguments (another order, another "
+                                    f"name, or one missing): keep the signature{spec or ' the specification gives'}")
+    if error.kind == "AttributeError" and error.after_hidden:  # which attribute is the child's choice then
+        if re.search(r"object has no attribute '\w{1,40}'", text):
+            return ("an attribute is used but was never set: assign each one in __init__ as self.<name> = ... (a "
+                    "local variable is lost when __init__ returns)")
     if error.kind == "AttributeError":
         found = re.search(r"object has no attribute '(\w{1,40})'", text)
         # a name is repeated only when the specification or the student's source has it as self.<name>;

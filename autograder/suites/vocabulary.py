@@ -11,10 +11,10 @@ evidence the grader owns:
     a kind of failure          expect.Mismatch.kind, set by the grader's helpers (KINDS: wrong
                                values, NaN, wrong shape, not a tensor), with the check's hint when
                                the hint is a string written in the suites
-    the raising line           for any other failure of a suite's own check: the longest string
-                               written in the message of the call or statement that raised it, found
-                               from the traceback of the grader's own frames and the suite's source
-                               (ast); never the formatted message itself
+    the raising line           for any other failure of a suite's own check: the message as written in
+                               the call or statement that raised it, its strings in order and "..."
+                               where it formats a value in, found from the traceback of the grader's
+                               own frames and the suite's source (ast); never the formatted message
     the child's own ending      StudentError and SessionDied: fixed phrases (RAISED, NOT_IMPLEMENTED,
                                death()), from the child's recorded flags, never its text or numbers
 
@@ -46,6 +46,20 @@ CPU = "timed out: it used all of the part's CPU time (the part's time limit): lo
 ENDED = ("stopped before it answered: it was killed, ran out of memory (the part's limit) or exited (sys.exit/os._exit "
          "in the code?)")
 SHORTEST = 12  # a string of the raising line shorter than this says nothing: GENERIC instead
+KINDS["raised"] = RAISED
+_MADE: set[str] = set()  # diagnoses the grader composed of its own pieces only (fixed): see fixed()
+
+
+def fixed(said: str) -> str:
+    """Mark a diagnosis the grader composed only of its own words and values (a specified signature) as
+    part of the vocabulary -> said. Never called with anything the child chose."""
+    _MADE.add(said)
+    return said
+
+
+def known(said: str) -> bool:
+    """A string of the vocabulary: written in the suites, or composed by the grader alone (fixed)."""
+    return said in literals() or said in _MADE
 
 
 @functools.lru_cache(maxsize=None)
@@ -74,7 +88,11 @@ def fixed_cause(cause: str) -> bool:
     from autograder import causes
 
     options = causes.options(cause)
-    return bool(options) and all(option in literals() for option in options)
+    return bool(options) and all(known(option) for option in options)
+
+
+RAISING = {"fail": 0, "true": 1, "AssertionError": 0, "Mismatch": 0}  # a call that raises: its message argument
+HOLE = "..."  # where the template formats a value: the value itself is never shown
 
 
 def _message_expression(node: ast.AST) -> ast.AST | None:
@@ -83,9 +101,21 @@ def _message_expression(node: ast.AST) -> ast.AST | None:
         return node.msg
     if isinstance(node, ast.Call):
         name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
-        index = 1 if name == "true" else 0
-        return node.args[index] if len(node.args) > index else None
+        index = RAISING.get(name)
+        return node.args[index] if index is not None and len(node.args) > index else None
     return None
+
+
+def template(expression: ast.AST) -> str:
+    """The message as written in the source: its strings in order, HOLE where a value is formatted in
+    (or where the text is chosen at run time)."""
+    if isinstance(expression, ast.Constant) and isinstance(expression.value, str):
+        return expression.value
+    if isinstance(expression, ast.JoinedStr):
+        return "".join(template(part) if isinstance(part, ast.Constant) else HOLE for part in expression.values)
+    if isinstance(expression, ast.BinOp) and isinstance(expression.op, ast.Add):
+        return template(expression.left) + template(expression.right)
+    return HOLE
 
 
 def raising_line(error: BaseException) -> str:
@@ -107,10 +137,11 @@ def raising_line(error: BaseException) -> str:
         return ""
     node = min(covering, key=lambda n: ((n.end_lineno or n.lineno) - n.lineno, -n.col_offset))
     expression = _message_expression(node)
-    pieces = [n.value for n in ast.walk(expression) if isinstance(n, ast.Constant) and isinstance(n.value, str)] \
-        if expression is not None else []
-    best = max(pieces, key=len, default="").lstrip(" :;,.)").rstrip(" :;,(")
-    return best if len(best) >= SHORTEST else ""
+    written = template(expression) if expression is not None else ""
+    while HOLE + HOLE in written:
+        written = written.replace(HOLE + HOLE, HOLE)
+    written = written.strip()
+    return written if len(written.replace(HOLE, "").strip(" :;,.()")) >= SHORTEST else ""
 
 
 def after_hidden(error: BaseException) -> tuple[str, str]:
@@ -121,13 +152,14 @@ def after_hidden(error: BaseException) -> tuple[str, str]:
     kind = getattr(error, "kind", "")
     if kind in KINDS:
         hint = str(getattr(error, "hint", "") or "")
-        return KINDS[kind] + (f". {hint}" if hint and hint in literals() else ""), ""
+        joined = ": " if kind == "raised" else ". "
+        return KINDS[kind] + (f"{joined}{hint}" if hint and known(hint) else ""), ""
     return raising_line(error) or GENERIC, ""
 
 
 def note_after_hidden(message: str) -> str:
     """A passed check's note after a hidden input: kept only when it is a string written in the suites."""
-    return message if message in literals() else ""
+    return message if known(message) else ""
 
 
 def death(child: Any) -> str:
