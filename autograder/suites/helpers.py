@@ -342,7 +342,7 @@ def student_error_hint(error, hint):
     """Re-raise a StudentError with a hint, unless it is 'not implemented' (which must stay as is)."""
     if isinstance(error, StudentError) and error.not_implemented:
         raise error
-    raise Mismatch(f"{error.explain()}. {hint}", student_text=error.student_text()) from None
+    raise Mismatch(f"{error.explain()}. {hint}", student_text=error.student_text(), kind="raised", hint=hint) from None
 
 
 def diagnose_errors(namespace, signature=""):

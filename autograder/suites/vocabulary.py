@@ -106,13 +106,34 @@ def _message_expression(node: ast.AST) -> ast.AST | None:
     return None
 
 
+@functools.lru_cache(maxsize=1)
+def constants() -> dict[str, str]:
+    """{NAME: text} of the suites' module-level names bound once to a string written there (SLICE_HINT,
+    GPT2_CALL, ...): a message that formats one in says it as written."""
+    found: dict[str, list[str]] = {}
+    for path in sorted(SUITES.glob("*.py")):
+        tree = _tree(str(path))
+        for node in tree.body if tree is not None else ():
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                value = node.value
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    found.setdefault(node.targets[0].id, []).append(value.value)
+    return {name: values[0] for name, values in found.items() if len(set(values)) == 1}
+
+
 def template(expression: ast.AST) -> str:
-    """The message as written in the source: its strings in order, HOLE where a value is formatted in
-    (or where the text is chosen at run time)."""
+    """The message as written in the source: its strings in order (a module-level string constant of the
+    suites as written), HOLE where any other value is formatted in (or the text is chosen at run time)."""
     if isinstance(expression, ast.Constant) and isinstance(expression.value, str):
         return expression.value
+    if isinstance(expression, ast.Name) and expression.id in constants():
+        return constants()[expression.id]
+    if isinstance(expression, ast.FormattedValue):
+        return template(expression.value) if isinstance(expression.value, ast.Name) and \
+            expression.value.id in constants() and expression.conversion == -1 and expression.format_spec is None \
+            else HOLE
     if isinstance(expression, ast.JoinedStr):
-        return "".join(template(part) if isinstance(part, ast.Constant) else HOLE for part in expression.values)
+        return "".join(template(part) for part in expression.values)
     if isinstance(expression, ast.BinOp) and isinstance(expression.op, ast.Add):
         return template(expression.left) + template(expression.right)
     return HOLE
@@ -138,10 +159,58 @@ def raising_line(error: BaseException) -> str:
     node = min(covering, key=lambda n: ((n.end_lineno or n.lineno) - n.lineno, -n.col_offset))
     expression = _message_expression(node)
     written = template(expression) if expression is not None else ""
-    while HOLE + HOLE in written:
-        written = written.replace(HOLE + HOLE, HOLE)
+    while HOLE + HOLE in written or HOLE + "." in written:
+        written = written.replace(HOLE + HOLE, HOLE).replace(HOLE + ".", HOLE)
     written = written.strip()
     return written if len(written.replace(HOLE, "").strip(" :;,.()")) >= SHORTEST else ""
+
+
+@functools.lru_cache(maxsize=1)
+def templates() -> tuple[tuple[str, ...], ...]:
+    """Every message the suites write (each string and f-string of their source, as template() reads
+    it), split at its holes, with at least SHORTEST letters of its own: what a message built elsewhere
+    (a helper returning the words, a check raising them) may be recognised as."""
+    found = set()
+    for path in sorted(SUITES.glob("*.py")):
+        tree = _tree(str(path))
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.JoinedStr) or isinstance(node, ast.Constant) and isinstance(node.value, str):
+                written = template(node)
+                if len(written.replace(HOLE, "").strip(" :;,.()")) >= SHORTEST:
+                    found.add(tuple(written.split(HOLE)))
+    return tuple(sorted(found))
+
+
+def _fits(pieces: tuple[str, ...], message: str, anchored: bool) -> bool:
+    """Whether message is pieces with anything in each hole (a glob with holes only); anchored=False:
+    anything may come before it too."""
+    if len(pieces) == 1:
+        return message == pieces[0] if anchored else message.endswith(pieces[0])
+    first, *middle, last = pieces
+    if anchored and not message.startswith(first):
+        return False
+    at = len(first) if anchored else message.find(first)
+    if at < 0:
+        return False
+    at += 0 if anchored else len(first)
+    for piece in middle:
+        found = message.find(piece, at)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return message.endswith(last) and len(message) - len(last) >= at
+
+
+def recognised(message: str) -> str:
+    """The one template of the suites this formatted message is (the whole message, else its end), as
+    written; '' when none or several fit (then nothing of it is said)."""
+    for anchored in (True, False):
+        fits = {HOLE.join(p) for p in templates() if _fits(p, message, anchored)}
+        if len(fits) == 1:
+            return fits.pop().strip()
+        if fits:
+            return ""
+    return ""
 
 
 def after_hidden(error: BaseException) -> tuple[str, str]:
@@ -154,7 +223,7 @@ def after_hidden(error: BaseException) -> tuple[str, str]:
         hint = str(getattr(error, "hint", "") or "")
         joined = ": " if kind == "raised" else ". "
         return KINDS[kind] + (f"{joined}{hint}" if hint and known(hint) else ""), ""
-    return raising_line(error) or GENERIC, ""
+    return raising_line(error) or recognised(str(error)) or GENERIC, ""
 
 
 def note_after_hidden(message: str) -> str:
