@@ -170,3 +170,13 @@ def test_two_seeds_give_byte_identical_student_reports(engine, tmp_path):
     assert details[0] != details[1]  # the child did pick differently
     for first, second in zip(*said):
         assert first == second
+
+
+def test_a_message_a_helper_built_is_said_as_the_suites_wrote_it():
+    """A message a helper returned and a check raised (its own line has no words) is recognised as the
+    suites' template it fits, with "..." for the values; text that fits no template says nothing."""
+    said = vocabulary.recognised("MultiHeadAttention: its forward issues more matrix multiplications with 4 heads "
+                                 "than with 2 (one matmul per head): " + test_causal.efficiency.LOOP_HINT)
+    assert said.startswith("its forward issues more matrix multiplications with ... heads than with ...")
+    assert said.endswith("one for their context vectors, as in 3.6.2")
+    assert vocabulary.recognised("int16 chosen by the child, 73519") == ""

@@ -202,12 +202,14 @@ def _fits(pieces: tuple[str, ...], message: str, anchored: bool) -> bool:
 
 
 def recognised(message: str) -> str:
-    """The one template of the suites this formatted message is (the whole message, else its end), as
-    written; '' when none or several fit (then nothing of it is said)."""
+    """The template of the suites this formatted message is (the whole message, else its end), as
+    written: of those that fit, the one with the most words of its own (a hint a longer message ends
+    with fits too); '' when none fits or two fit equally (then nothing of it is said)."""
     for anchored in (True, False):
-        fits = {HOLE.join(p) for p in templates() if _fits(p, message, anchored)}
-        if len(fits) == 1:
-            return fits.pop().strip()
+        fits = sorted({HOLE.join(p) for p in templates() if _fits(p, message, anchored)},
+                      key=lambda t: -len(t.replace(HOLE, "")))
+        if len(fits) == 1 or len(fits) > 1 and len(fits[0].replace(HOLE, "")) > len(fits[1].replace(HOLE, "")):
+            return fits[0].strip()
         if fits:
             return ""
     return ""
