@@ -167,7 +167,7 @@ def _check_environment(engine: Engine, doors: list) -> None:
 _worker_engine: Engine | None = None  # in a worker process: its engine (made by _init_worker)
 
 
-def _init_worker(slot_queue, doors, hide, parent: Engine, batch_pid):
+def _init_worker(slot_queue, doors, parent: Engine, batch_pid):
     import torch
 
     from autograder.inside import isolation
@@ -176,7 +176,7 @@ def _init_worker(slot_queue, doors, hide, parent: Engine, batch_pid):
     torch.set_num_threads(1)  # a forked copy of a parent's thread pool can deadlock; one per core anyway
     global _worker_engine
     slot = slot_queue.get()
-    engine = parent.for_worker(doors[slot] if slot < len(doors) else None, slot, hide)
+    engine = parent.for_worker(doors[slot] if slot < len(doors) else None, slot)
     assert engine.sandbox is not None
     multiprocessing.util.Finalize(None, engine.sandbox.close, exitpriority=10)  # run as the worker exits
     _worker_engine = engine
@@ -330,7 +330,7 @@ def _grade_all(todo, where, engine, doors, book, progress, run):
     while pending:
         current = None
         try:
-            with _pool(1 if one_at_a_time else jobs, (folder, out), engine, doors) as pool:
+            with _pool(1 if one_at_a_time else jobs, engine, doors) as pool:
                 if one_at_a_time:
                     pool.submit(_ready).result()
                     for student, (path, _, _) in list(pending.items()):
@@ -353,16 +353,15 @@ def _grade_all(todo, where, engine, doors, book, progress, run):
     return graded
 
 
-def _pool(jobs, folders, engine, doors):
+def _pool(jobs, engine, doors):
     """jobs workers forked from here (the initializer's arguments are inherited, not pickled: the
     doors' sockets and the engine go as they are), each taking a slot and its door."""
     ctx = multiprocessing.get_context("fork")
     slots = ctx.Queue()
     for slot in range(jobs):
         slots.put(slot)
-    hide = [str(Path(folder).resolve()) for folder in folders]
     return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                               initargs=(slots, list(doors), hide, engine, os.getpid()))
+                               initargs=(slots, list(doors), engine, os.getpid()))
 
 
 def _store(book, out, student, stamp, results, problem):

@@ -1,21 +1,25 @@
 """The grading engine: what every entry point (grade, ci, gradescope, batch, selftest, nbgrader's
 GradeInSandbox) builds, in one place.
 
-    with Engine.open(settings, rubric_path, hide=[...]) as engine:   # sandbox, rubric, environment check
+    with Engine.open(settings, rubric_path) as engine:   # sandbox, rubric, environment check
         grade = engine.grade("path/to/submission")
     reports.write(grade, ...)
 
 Engine.open starts the sandbox's fork server first (it imports torch in the room while this process
 imports the grader), then reads the rubric (RubricError) and grades the reference solutions
-(envcheck.ensure; EnvironmentFailed: nobody is graded). Every Grade it makes carries the run's
+(envcheck.ensure; EnvironmentFailed: nobody is graded). What student code may see is the
+sandbox's mode, decided by the settings alone (docs/sandbox.md, "What each mode hides"): no entry
+point names folders to hide. Every Grade it makes carries the run's
 secret (settings.seed, drawn once per engine when not given) and the environment check's record.
 A batch's workers each get an engine of their own on a door to the batch's one fork server
-(Engine.for_worker).
+(Engine.for_worker). The engine's sandbox owns its fork server: one that dies (as it starts or
+later) is replaced when the next session opens, a bounded number of times (client.SERVER_STARTS);
+when none will start, the submission's parts are "not graded", the machine's doing.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any
 
 from autograder import chapter as chapter_mod, settings as settings_mod
 from autograder.settings import Settings
@@ -43,12 +47,11 @@ class Engine:
 
     @classmethod
     def open(cls, settings: Settings | None = None, rubric_path: str | Path | None = None,
-             hide: Iterable[str] = (), check: bool = True, slot: int = 0,
-             sandbox: Sandbox | None = None) -> Engine:
+             check: bool = True, slot: int = 0, sandbox: Sandbox | None = None) -> Engine:
         """An engine ready to grade: sandbox started (or the given one used), rubric read and, with
         check, the environment checked. On any failure what was started is stopped again."""
         engine = cls(settings, rubric_path)
-        engine.start_sandbox(hide, slot, sandbox)
+        engine.start_sandbox(slot, sandbox)
         try:
             engine.load_rubric()
             if check:
@@ -58,12 +61,12 @@ class Engine:
             raise
         return engine
 
-    def start_sandbox(self, hide: Iterable[str] = (), slot: int = 0, sandbox: Sandbox | None = None) -> Sandbox:
+    def start_sandbox(self, slot: int = 0, sandbox: Sandbox | None = None) -> Sandbox:
         """The sandbox this engine grades in: the given one (its owner closes it) or a new fork server."""
         if sandbox is None:
             from autograder.sandbox.client import Sandbox
 
-            sandbox, self.owns_sandbox = Sandbox(hide=list(hide), slot=slot, settings=self.settings.sandbox), True
+            sandbox, self.owns_sandbox = Sandbox(slot=slot, settings=self.settings.sandbox), True
         self.sandbox = sandbox
         return sandbox
 
@@ -94,12 +97,12 @@ class Engine:
                                         seed=self.settings.seed, figures=figures,
                                         environment_check=self.environment_check)
 
-    def for_worker(self, sandbox: Sandbox | None, slot: int, hide: Iterable[str] = ()) -> Engine:
+    def for_worker(self, sandbox: Sandbox | None, slot: int) -> Engine:
         """An engine for a worker process of this run: the same settings, rubric file and environment
         check, grading in `sandbox` (its door to the run's fork server) or a fork server of its own."""
         worker = Engine(self.settings, self.rubric_path, self.chapter)
         worker.environment_check = self.environment_check
-        worker.start_sandbox(hide, slot, sandbox)
+        worker.start_sandbox(slot, sandbox)
         worker.load_rubric()
         return worker
 

@@ -19,28 +19,6 @@ import re
 COMMENT_MARKER = "<!-- ch03-autograder:grade-comment -->"
 COMMENT_LIMIT = 60000  # GitHub refuses comment bodies over 65536 characters
 SHA = re.compile(r"[0-9a-f]{40}")
-# variables naming files the runner reads back after the step: student code must never reach them
-RUNNER_FILES = ("GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY", "GITHUB_ENV", "GITHUB_PATH", "GITHUB_STATE",
-                "GITHUB_EVENT_PATH")
-
-
-def runner_file_folders(environ=None):
-    """Folders to hide from the sandbox besides the grader's own: the runner's command files, and
-    the home of the user who ran `sudo` (on GitHub's runners /home/runner holds the workspace, the
-    runner application and its files)."""
-    environ = os.environ if environ is None else environ
-    folders = {os.path.dirname(os.path.abspath(environ[name])) for name in RUNNER_FILES if environ.get(name)}
-    if environ.get("SUDO_USER"):
-        try:
-            import pwd
-
-            folders.add(pwd.getpwnam(environ["SUDO_USER"]).pw_dir)
-        except (KeyError, ImportError):
-            pass
-    # only existing folders: the sandbox takes a path that is not a folder for a file, and hides its parent
-    return sorted(f for f in folders if f not in ("/", "") and os.path.isdir(f))
-
-
 def event_context(environ=None):
     """{'event', 'pr', 'sha'} from GITHUB_EVENT_NAME / GITHUB_EVENT_PATH / GITHUB_SHA; missing parts are None."""
     environ = os.environ if environ is None else environ

@@ -89,6 +89,8 @@ def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list], 
     figures: draw the pictures of failed weight checks (runner.take_pictures, before any hidden input); False where nobody sees them.
     environment_check: envcheck.ensure's record for this sandbox (engine.Engine passes it), kept in the grade.
     """
+    from autograder.suites import source_reading
+
     key = os.path.basename(os.path.normpath(str(path)))
     fixtures = fixtures or runner.default_fixtures(seed, key)
     with tempfile.TemporaryDirectory(prefix="staged-") as tmp:
@@ -96,8 +98,10 @@ def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list], 
         # the submission by its name: reports never show the grader's own paths
         grade = Grade(staged.source, notes=list(staged.notes), seed=fixtures.get("secret"),
                       environment_check=environment_check)
-        grade.tampering = tampering_in(staged.folder)
-        runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path), figures=figures)
+        with source_reading.per_submission():  # each module's source parsed once for this submission
+            grade.tampering = tampering_in(staged.folder)
+            runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path),
+                                         figures=figures)
         for part_name, run in runs.items():
             grade.protections = grade.protections or run.protections
             grade.tampering += [f"{part_name}: {said}" for said in dict.fromkeys(run.ledger.refused)][:20]

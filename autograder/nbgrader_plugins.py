@@ -28,7 +28,6 @@ generate_feedback
     tests, or what student code printed while they ran, if Execute ever ran them).
 """
 import atexit
-import os
 import tempfile
 from pathlib import Path
 
@@ -147,10 +146,11 @@ def released_source(source, config=None):
 _engine = None  # this process's engine (shared_engine): nbgrader autogrades many notebooks in one process
 
 
-def shared_engine(hide, rubric_path=None, settings=None):
-    """The engine (engine.Engine) of this process: made on first use (its fork server hiding `hide`
-    from student code, stopped at exit; the rubric read and the environment checked once: a failure
-    stops autograde, nobody scored), then the same for every notebook."""
+def shared_engine(rubric_path=None, settings=None):
+    """The engine (engine.Engine) of this process: made on first use (its fork server stopped at
+    exit; the rubric read and the environment checked once: a failure stops autograde, nobody
+    scored), then the same for every notebook. The course folder, the gradebook and the exchange
+    are outside the room (docs/sandbox.md, "What each mode hides")."""
     global _engine
     if _engine is None:
         from autograder.engine import Engine
@@ -162,7 +162,7 @@ def shared_engine(hide, rubric_path=None, settings=None):
         if refused:
             raise SandboxUnavailable(refused)
 
-        engine = Engine.open(settings, rubric_path, hide=hide)
+        engine = Engine.open(settings, rubric_path)
         atexit.register(engine.close)
         _engine = engine
     return _engine
@@ -249,7 +249,7 @@ class GradeInSandbox(NbGraderPreprocessor):
         settings = from_environment()
         if not self.require_isolation:  # the sandbox may then run student code without isolation, warned
             settings = settings.with_sandbox(unsafe=True)
-        engine = shared_engine(self._hidden_paths(resources), self.rubric or None, settings)
+        engine = shared_engine(self.rubric or None, settings)
         graded = [part for part in parts if part in engine.rubric.parts]
         with tempfile.TemporaryDirectory(prefix="nbgrader-modules-") as tmp:
             for module, code in modules.items():
@@ -337,18 +337,6 @@ class GradeInSandbox(NbGraderPreprocessor):
 
             coursedir = CourseDirectory(config=self.config)
         return coursedir
-
-    def _hidden_paths(self, resources):
-        """Folders student code must not see, besides the project: the course root, the gradebook's
-        folder and the exchange (other students' submissions)."""
-        hide = [self._coursedir().root]
-        url = resources["nbgrader"]["db_url"]
-        if url.startswith("sqlite:///"):
-            hide.append(os.path.dirname(os.path.abspath(url[len("sqlite:///"):])))
-        exchange = self.config.get("Exchange", {}).get("root")
-        if isinstance(exchange, str) and exchange:
-            hide.append(exchange)
-        return [path for path in hide if os.path.isdir(path)]
 
     def _outputs(self, cell, part, grade, missing, problem):
         """[the report as text, the score as an execute_result]: determine_grade reads the first

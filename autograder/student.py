@@ -109,6 +109,7 @@ class Student:
         self.last_arguments = []
         self.call_limit = None  # seconds one remote call may take (None: the part's limit)
         self.substituted = False  # the child holds the grader's own code for another part: never reused
+        self._sources = None
         # the grader's classes this child was given stand-ins for: the only ones whose questions are
         # answered (suites/stand_ins.allowed); the part's costs of answering (the runner may share one
         # Ledger between a part's children, so the part's bounds hold over all of them)
@@ -140,7 +141,7 @@ class Student:
 
             self._reordered = {}
             for (module, name), contract in CONSTRUCTORS.items():
-                names = source_reading.reordered(self.source(module), name, contract)
+                names = source_reading.reordered(self.sources(), name, contract, module)
                 if names:
                     self._reordered[(module, name)] = (names, contract)
         return self._reordered
@@ -151,9 +152,21 @@ class Student:
         if self.folder is None:
             return ""
         try:
-            return (Path(self.folder) / f"{module}.py").read_text(encoding="utf-8", errors="replace")[:1 << 20]
+            return (Path(self.folder) / f"{module}.py").read_text(encoding="utf-8", errors="replace")
         except OSError:
             return ""
+
+    def sources(self):
+        """{module name: submitted text} of every top-level .py file staged (whole: staging bounds them):
+        the grader's reading follows a class name through the modules that bind it (source_reading.Reading)."""
+        if self._sources is None:
+            self._sources = {}
+            for path in sorted(Path(self.folder).glob("*.py"))[:64] if self.folder is not None else ():
+                try:
+                    self._sources[path.stem] = path.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+        return self._sources
 
     def request(self, op, target, args=(), kwargs=None, seed=0, extra=None):
         message = {"args": list(args), "kwargs": dict(kwargs or {}), **(extra or {})}

@@ -30,17 +30,39 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
+def ask_in_process(question, tensors=()):
+    """inside/stand_in.ask without the child's channel: a stand-in's question (the grader's classes in
+    place of a part, suites/dependencies.py) answered here by the grader's own answer (student.py's
+    stand_in_answer), encoded and decoded as it is between the child and the grader."""
+    from autograder.inside import protocol, stand_in
+    from autograder.student import stand_in_answer
+
+    structure, buffers = protocol.encode({"question": question, "tensors": list(tensors)})
+    header, out = stand_in_answer({"stand_in": structure}, b"".join(bytes(b) for b in buffers))
+    if "error" in header:
+        raise stand_in._error(header["error"])
+    answer = protocol.decode(header["input"], b"".join(bytes(b) for b in out))
+    return answer, answer.pop("tensors", [])
+
+
 class InProcessPart:
-    """The Part interface, answered in this process by the child's request handler."""
+    """The Part interface (client.PartChild), answered in this process by the child's request handler."""
 
     died = ""
-    saw_hidden = False  # runner marks a part that was sent a hidden input (client.Part)
+    machine = False
+    saw_hidden = False  # runner marks a part that was sent a hidden input (client.PartChild)
     protections = ["none (in-process floor)"]
 
     def __init__(self):
-        from autograder.inside import child
+        from autograder.inside import child, stand_in
 
+        stand_in.ask = ask_in_process  # the stand-ins' questions have no channel to travel on here
         self.child, self.handles = child, child.Handles()
+        self.started = time.process_time()
+
+    def spent(self):
+        """CPU seconds of this part so far (client.PartChild.spent: what the part's limit counts)."""
+        return time.process_time() - self.started
 
     def call(self, header, buffers=(), limit=None):
         from autograder.inside import protocol

@@ -27,6 +27,8 @@ QUICK = {
     "test_device.py": {"test_on_the_cpu_nothing_is_copied"},
     "test_efficiency.py": {"test_the_reference_mha_issues_the_same_matmuls_for_any_head_count",
                            "test_counts_from_the_child_are_checked"},
+    "test_learner_code.py": {"test_the_reading_follows_the_name_to_the_class_python_binds",
+                             "test_tampering_is_read_from_code_never_from_comments_or_strings"},
     "test_false_alarms.py": {"test_the_mha_mask_buffer_may_have_any_name",
                              "test_a_wrapper_under_another_name_is_charged_in_mha_only"},
     "test_fairness.py": {"test_a_raising_v2_costs_the_transfer_nothing"},

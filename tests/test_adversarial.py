@@ -130,11 +130,11 @@ def outside():
 @pytest.fixture(scope="module")
 def engine(outside):
     """The real rubric and one fork server for the whole corpus, started with a secret in the
-    grader's environment and the class/out folders hidden."""
+    grader's environment; the class/out folders are outside the room (nothing names them to it)."""
     rubric, suites = grading.load_rubric()
     previous = os.environ.get(SECRET_NAME)
     os.environ[SECRET_NAME] = SECRET
-    sandbox = Sandbox(hide=[str(outside / "class"), str(outside / "out")], slot=SLOT)
+    sandbox = Sandbox(slot=SLOT)
     try:
         sandbox.ready()
         yield Engine(rubric, suites, sandbox)

@@ -120,6 +120,7 @@ def test_the_grader_s_reading_alone_names_a_loop_the_counter_did_not_see(engine,
     from autograder.suites import efficiency
 
     monkeypatch.setattr(efficiency, "growth_problem", lambda *args: "")
+    monkeypatch.setattr(efficiency, "bound_problem", lambda *args: "")
     result = grade(engine, ENTRIES["mha-loop-over-heads"], tmp_path)
     assert scores(result) == {"causal": 22, "mha": 20}
     assert "loops over its heads in Python (mha.py, line" in failed(result)["mha_batches_the_heads"]
@@ -187,9 +188,9 @@ MultiHeadAttention.forward = _looped_forward
 
 def test_a_head_loop_hidden_from_the_counter_earns_nothing(engine, tmp_path):
     """Round 3, class 4: a head loop run inside torch's _disable_current_modes() hides its operations
-    from the in-child counter (its own word). The check passes only when the grader's own reading of
-    mha.py agrees, and that reading finds the loop (written onto the class from outside it): the hidden
-    loop scores exactly what the same loop scores in the open, and is reported as tampering."""
+    from the in-child counter (its own word). Code that reaches into the machinery the measurement relies
+    on earns neither measured point (issue 34 item 3), and is reported as tampering; the same loop in the
+    open loses the batching point only."""
     rubric, suites, sandbox = engine
     for part, check, points in (("mha", "mha_batches_the_heads", 2), ("mha", "mha_runs_on_the_inputs_device", 1),
                                 ("causal", "causal_runs_on_the_inputs_device", 1)):
@@ -200,8 +201,10 @@ def test_a_head_loop_hidden_from_the_counter_earns_nothing(engine, tmp_path):
     forged = grading.grade_submission(hidden, rubric, suites, sandbox, fixtures=runner.default_fixtures(), parts=PARTS)
     in_the_open = grade(engine, ENTRIES["mha-loop-over-heads"], tmp_path)
     assert "mha_batches_the_heads" in failed(in_the_open)
-    assert scores(forged) == scores(in_the_open) == {"causal": 22, "mha": 20}, failed(forged)
-    assert "loops over its heads in Python (mha.py, line" in failed(forged)["mha_batches_the_heads"]
+    assert scores(in_the_open) == {"causal": 22, "mha": 20}, failed(in_the_open)
+    assert scores(forged) == {"causal": 22, "mha": 19}, failed(forged)
+    for check in ("mha_batches_the_heads", "mha_runs_on_the_inputs_device"):
+        assert "reaches into the machinery the measurement relies on (mha.py, line" in failed(forged)[check]
     assert [t.split(": ", 1)[1] for t in forged.tampering] == ["a dispatch mode (_python_dispatch)"]
     assert in_the_open.tampering == []
 

@@ -75,21 +75,29 @@ def allowed_roots():
 
 def test_the_room_shows_only_the_allow_list(sandbox, tmp_path):
     """A course clone, a Gradescope bundle and a folder of correct modules planted outside the
-    allow-list (beside the project, in /srv or /opt, in the host's /tmp) are nowhere to be seen;
-    a walk of the whole file system finds nothing outside the allowed roots."""
+    allow-list (beside the project, in /srv or /opt, in the host's /tmp), with the command files a
+    GitHub runner reads back after a step (GITHUB_OUTPUT, GITHUB_ENV, ... in `_runner_file_commands`)
+    beside them, are nowhere to be seen, though no entry point names them to the sandbox (the room
+    is an allow-list, docs/sandbox.md): a walk of the whole file system finds nothing outside the
+    allowed roots, and the room's own /tmp holds none of what was planted in the host's."""
     planted = []
     for base in ("/srv", "/opt", tempfile.gettempdir(), str(PROJECT_ROOT.parent)):
         if os.path.isdir(base) and os.access(base, os.W_OK):
             clone = Path(tempfile.mkdtemp(prefix="ch03-clone-", dir=base))
             shutil.copytree(SOLUTIONS, clone / "solutions" / "ch03")
+            (clone / "_runner_file_commands").mkdir()
+            for name in ("set_output", "set_env", "step_summary", "add_path", "save_state"):
+                (clone / "_runner_file_commands" / f"{name}_{clone.name}").write_text("")
             planted.append(clone)
     try:
         count, strays = probe(sandbox, submission(tmp_path), "outside", allowed_roots())
+        in_tmp = set(probe(sandbox, submission(tmp_path, "tmp"), "listdir", "/tmp"))
     finally:
         for clone in planted:
             shutil.rmtree(clone, ignore_errors=True)
     assert count > 1000, f"the walk saw only {count} entries: it did not work"
     assert strays == [], f"the child sees paths outside the allow-list: {strays[:20]}"
+    assert not in_tmp & {clone.name for clone in planted}, f"the host's /tmp shows in the room's: {sorted(in_tmp)}"
     devices = set(probe(sandbox, submission(tmp_path, "again"), "listdir", "/dev"))
     assert devices <= DEVICES, f"device nodes beyond what torch needs: {sorted(devices - DEVICES)}"
 

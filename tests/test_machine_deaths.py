@@ -239,3 +239,81 @@ def test_a_student_s_feedback_counts_no_point_lost_for_a_part_not_graded(engine,
     grade = grade_with(engine, submission(tmp_path), suites)
     items = what_to_fix(grade.checks, grade.parts)
     assert [(i.title, i.points) for i in items] == [(PART, 0)] and items[0].message.startswith("not graded: the machine")
+
+
+# ---------------------------------------------------------------- the fork server killed (issue 38.8)
+
+@pytest.fixture(scope="module")
+def checked(engine, tmp_path_factory):
+    """An environment check's cache holding this machine's verdict (the reference graded once on the
+    module's fork server): the commands below then kill the fork servers of the submission's grading."""
+    from autograder import chapter, envcheck
+
+    rubric, suites, sandbox = engine
+    folder = tmp_path_factory.mktemp("envcheck")
+    record = envcheck.ensure(sandbox, rubric, suites, chapter.current().rubric, cache=folder)
+    assert record["passed"], record
+    return folder
+
+
+def kill_starting_servers(monkeypatch, times):
+    """Sandbox.ready wrapped: a fork server that has not said its first word yet is SIGKILLed (its
+    process group, as an operator or the host's OOM killer would) and waited for, just before the
+    grader reads that word, for the first `times` servers; -> [(the door, the killed server's pid)]."""
+    ready = client.Sandbox.ready
+    killed = []
+
+    def killing_ready(self, timeout=120):
+        if self.info is None and self.pidfd is not None and len(killed) < times:
+            killed.append((self, self.process.pid))
+            os.killpg(self.process.pid, signal.SIGKILL)
+            select.select([self.pidfd], [], [])  # a pidfd is readable once its process has ended
+        return ready(self, timeout)
+
+    monkeypatch.setattr(client.Sandbox, "ready", killing_ready)
+    return killed
+
+
+def grade_reference(checked, monkeypatch, capsys):
+    """`grade` on the reference solutions, as an instructor runs it -> (exit status, stdout, stderr)."""
+    from autograder import chapter, cli
+    from autograder.settings import CACHE_ENV
+
+    monkeypatch.setenv(CACHE_ENV, str(checked))
+    status = cli.main(["grade", str(chapter.current().solutions)])
+    said = capsys.readouterr()
+    return status, said.out, said.err
+
+
+def test_a_fork_server_killed_as_it_starts_is_replaced_and_the_grade_goes_on(engine, checked, monkeypatch, capsys):
+    """The fork server dies before its first word (the crash of issue 38.8: `grade` printed a
+    traceback and exited 1): the door starts another and the reference gets full marks."""
+    rubric = engine[0]
+    killed = kill_starting_servers(monkeypatch, times=1)
+    status, out, err = grade_reference(checked, monkeypatch, capsys)
+    assert status == 0, err
+    assert len(killed) == 1
+    door, pid = killed[0]
+    assert door.starts == 2 and door.process.pid != pid  # a second server did the grading
+    width = f"{'part':<20}{'score':>12}"
+    expected = ["", width, "-" * 32]
+    expected += [f"{part:<20}{f'{p.max_score:g} / {p.max_score:g}':>12}" for part, p in rubric.parts.items()]
+    total = sum(p.max_score for p in rubric.parts.values())
+    expected += ["-" * 32, f"{'total':<20}{f'{total:g} / {total:g}':>12}"]
+    lines = out.splitlines()
+    assert lines[1:len(expected) + 1] == expected, out
+    assert "What went wrong" not in out and "NOT GRADED" not in out and "Traceback" not in err
+
+
+def test_a_fork_server_that_always_dies_leaves_the_run_not_graded_in_one_line(engine, checked, monkeypatch, capsys):
+    """Every fork server is killed before its first word: the door gives up after SERVER_STARTS
+    servers, every part is "not graded" (no score), and `grade` says so in one line and exits 3."""
+    rubric = engine[0]
+    killed = kill_starting_servers(monkeypatch, times=99)
+    status, out, err = grade_reference(checked, monkeypatch, capsys)
+    assert status == 3
+    assert len(killed) == client.SERVER_STARTS and killed[0][0].starts == client.SERVER_STARTS
+    assert err.strip().splitlines() == [f"error: not graded: the machine was overloaded (parts: "
+                                        f"{', '.join(rubric.parts)}): graded again on the next run"], err
+    assert "NOT GRADED: the machine was overloaded" in out and "total" in out and "not graded" in out
+    assert f"its process {client.SERVER_LOST}" in out  # the instructor's detail names the fork server

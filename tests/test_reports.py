@@ -416,14 +416,13 @@ def _reach_the_engine(monkeypatch, require_isolation):
                                            "task": set()})
     seen = {}
 
-    def engine(hide, rubric_path=None, settings=None):
+    def engine(rubric_path=None, settings=None):
         seen["unsafe"] = settings.sandbox.unsafe
         raise _EngineReached
 
     monkeypatch.setattr(nbgrader_plugins, "shared_engine", engine)
     step = nbgrader_plugins.GradeInSandbox(require_isolation=require_isolation, restore_deleted_cells=False)
     monkeypatch.setattr(step, "_modules_of_other_notebooks", lambda resources: {})
-    monkeypatch.setattr(step, "_hidden_paths", lambda resources: [])
     resources = {"nbgrader": {"notebook": "02_causal", "student": "eve", "assignment": "ch03", "db_url": ""}}
     with pytest.raises(_EngineReached):
         step.preprocess(nbformat.v4.new_notebook(), resources)

@@ -1,7 +1,7 @@
 """The command line's commands, one module each (see autograder/cli.py)."""
 
 
-def open_engine(args, hide=(), check=True, rubric_path=None):
+def open_engine(args, check=True, rubric_path=None):
     """engine.Engine.open with the run's settings (cli.settings_of) and --rubric (or rubric_path):
     a malformed rubric is the caller's mistake (UsageError, exit 2); EnvironmentFailed goes on up."""
     from autograder.cli import UsageError, settings_of
@@ -9,6 +9,6 @@ def open_engine(args, hide=(), check=True, rubric_path=None):
     from autograder.rubric import RubricError
 
     try:
-        return Engine.open(settings_of(args), rubric_path or getattr(args, "rubric", None), hide=hide, check=check)
+        return Engine.open(settings_of(args), rubric_path or getattr(args, "rubric", None), check=check)
     except RubricError as e:
         raise UsageError(str(e)) from None

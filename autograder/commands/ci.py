@@ -57,8 +57,8 @@ def run(args):
     from autograder.commands import open_engine
     from autograder.submission import SubmissionError
 
-    try:  # the child must not see our outputs, nor the runner's command files (GITHUB_OUTPUT, GITHUB_ENV, ...)
-        engine = open_engine(args, hide=outputs + ghactions.runner_file_folders(environ))
+    try:  # our outputs and the runner's command files are outside the room (docs/sandbox.md)
+        engine = open_engine(args)
     except envcheck.EnvironmentFailed as e:
         return not_graded(args, environ, e)
     with engine:

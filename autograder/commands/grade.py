@@ -18,14 +18,6 @@ def add_arguments(parser):
     parser.add_argument("--rubric", metavar="FILE", default=str(DEFAULT_RUBRIC), help="grading.yml to use")
 
 
-def beside(path):
-    """The folders around a submission (a class folder holds everyone's work): hidden from it.
-    The submission itself is copied in before they are covered."""
-    path = path.resolve()
-    around = [path.parent] if path.is_dir() or path.suffix == ".zip" else [path.parent, path.parent.parent]
-    return [str(folder) for folder in around if folder != Path(folder.anchor)]
-
-
 def run(args):
     path = Path(args.path)
     if not path.exists():
@@ -34,9 +26,9 @@ def run(args):
     from autograder.commands import open_engine
     from autograder.submission import SubmissionError
 
-    outputs = [p for p in (args.json, args.junit, args.markdown) if p]
-    # the reference first (EnvironmentFailed stops here); the fork server imports torch meanwhile
-    with open_engine(args, hide=outputs + beside(path)) as engine:
+    # the reference first (EnvironmentFailed stops here); the fork server imports torch meanwhile.
+    # The folders around the submission are out of its sight by the sandbox's mode (docs/sandbox.md)
+    with open_engine(args) as engine:
         try:
             grade = engine.grade(path)
         except SubmissionError as e:

@@ -185,8 +185,8 @@ def _grade(root, args=None):
     limit, verdict = _submission_limit(root)  # grader data, read before any student code runs
     if verdict is not None and not verdict.allowed:
         return gradescope_limits.over_limit_results(verdict, limit), f"not graded: past the limit ({limit.describe()})"
-    try:  # the whole Gradescope folder is covered inside the child: bundle, results, harness files
-        engine = Engine.open(settings_of(args), chapter.current().rubric, hide=[str(root)])
+    try:  # what of the Gradescope folder student code may see: docs/sandbox.md, "What each mode hides"
+        engine = Engine.open(settings_of(args), chapter.current().rubric)
     except envcheck.EnvironmentFailed as e:  # nobody is charged for the grader's environment
         return reports.not_graded_results(envcheck.STUDENT_MESSAGE, e.record, gradescope=True), f"error: {e}"
     with engine:

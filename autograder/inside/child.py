@@ -70,13 +70,18 @@ def run(handles, header, payload):
     inputs = protocol.decode(header["input"], payload, handles.get) if "input" in header else {}
     args, kwargs = on_device(list(inputs.get("args", ()))), on_device(dict(inputs.get("kwargs", {})))
     op, target = header["op"], header["target"]
-    reset_global_state(header.get("seed", 0))
-    if op == "import":
-        importlib.import_module(target["module"])
-        return None
     if op == "substitute":
         return substitute(inputs.get("stand_ins", {}))
-    obj = resolve(handles, target)
+    # the student's modules are imported BEFORE the seed: whatever a module does at import (a demo's
+    # torch.manual_seed(123), torch.rand(3), a layer built at the top level) never moves the draws
+    # the specification's checks depend on, which start from the seed set right after
+    for name in [target.get("module")] + [p[0] for p in inputs.get("patches", ()) if isinstance(p, (list, tuple))]:
+        if isinstance(name, str) and name:
+            importlib.import_module(name)
+    obj = resolve(handles, target) if op != "import" else None
+    reset_global_state(header.get("seed", 0))
+    if op == "import":
+        return None
     if op == "getattr":
         return obj
     if op == "call":

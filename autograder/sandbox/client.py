@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,15 @@ class SessionDied(Exception):
 
 class SandboxUnavailable(RuntimeError):
     """Student code cannot be isolated here; str() says why and how to fix it."""
+
+
+class ServerLost(RuntimeError):
+    """The fork server died before it answered (Sandbox.ready); str() says how. Sandbox.session
+    replaces such a server itself, SERVER_STARTS times in a row at most."""
+
+
+SERVER_STARTS = 3  # fork servers one door starts in a row for a session, none answering, before it gives up
+SERVER_LOST = "could not start: the sandbox's fork server died each time it was started"
 
 
 def scrubbed_environment() -> dict[str, str]:
@@ -152,12 +161,11 @@ class Sandbox:
     """One fork server in its room; sessions are opened on it one at a time. attach(slot) gives
     another worker its own door to the same server (one torch import in the room for a batch)."""
 
-    def __init__(self, hide: Iterable[str] = (), slot: int = 0, device: str | None = None, server: Sandbox | None = None,
+    def __init__(self, slot: int = 0, device: str | None = None, server: Sandbox | None = None,
                  settings: SandboxSettings | None = None) -> None:
-        # `hide` is accepted for callers written for the old deny-list: nothing of the host is in
-        # the room, whatever it is. settings: the run's (default: what the environment gives,
-        # settings.from_environment); device: where the student's modules run, "cpu" or "cuda"
-        # (default: the settings')
+        # settings: the run's (default: what the environment gives, settings.from_environment);
+        # device: where the student's modules run, "cpu" or "cuda" (default: the settings'). What
+        # student code sees follows from the mode alone (docs/sandbox.md, "What each mode hides")
         self.settings = settings or settings_mod.from_environment().sandbox
         self.slot = int(slot)
         self.device = check_device(device or self.settings.device)
@@ -182,6 +190,8 @@ class Sandbox:
         self._uid_first = self._uid_next
         self.uid = self._uid_next
         self.session_group = None  # set when the server is shared: this door's sessions are capped there
+        self.starts = 1 if server is None else 0  # fork servers this door started (replacements included)
+        self._lost_key: str | None = None  # the submission whose session found no server that would start
         if server is None:
             self._start()
         else:
@@ -213,11 +223,14 @@ class Sandbox:
             start_new_session=True)
         theirs.close()
         self.pidfd = os.pidfd_open(self.process.pid)  # its liveness, from any process that inherits this object
-        self.info = None
+        self.info, self.baseline = None, 0  # baseline: the server's own memory, read once it is ready
         # its configuration now (read once it has warmed up): other doors may be attached behind it
-        protocol.send_message(self.control, {"seccomp": self.plan["seccomp"], "namespaces": self.in_room,
-                                             "container": self.container, "writable": self.writable,
-                                             "user_namespace": self.plan["user_namespace"], "device": self.device})
+        try:
+            protocol.send_message(self.control, {"seccomp": self.plan["seccomp"], "namespaces": self.in_room,
+                                                 "container": self.container, "writable": self.writable,
+                                                 "user_namespace": self.plan["user_namespace"], "device": self.device})
+        except OSError:  # it died already (killed from outside): ready() says so, session() replaces it
+            pass
 
     def attach(self, slot: int) -> Sandbox:
         """Another door to this fork server, for the worker of that slot: its own control socket,
@@ -242,12 +255,14 @@ class Sandbox:
                            1 << 30, isolation.PROCESSES + 16)
 
     def ready(self, timeout: float = 120) -> dict:
+        """The fork server's first word, once it has warmed up; ServerLost (the server stopped) when
+        none comes."""
         if self.info is None:
             try:
                 self.info, _ = protocol.receive_message(self.control, time.monotonic() + timeout, max_fds=0)
             except (protocol.Deadline, protocol.ProtocolError, OSError) as e:
                 self.close()
-                raise RuntimeError(f"the sandbox fork server did not start ({type(e).__name__}: {e})") from None
+                raise ServerLost(f"the sandbox fork server did not start ({type(e).__name__}: {e})") from None
             self.baseline = self.group.usage() if self.group else 0
         return self.info
 
@@ -261,22 +276,44 @@ class Sandbox:
     # ------------------------------------------------------------ sessions
 
     def session(self, submission: str | Path, key: str | None = None) -> Session:
-        """A leader for one submission (a staged folder)."""
-        if not self.alive():  # the fork server died (the OOM killer?): this door starts one of its own
-            self.close()
-            self._start()
-        self.ready()
-        uid = self._uid_for(key if key is not None else str(submission))
+        """A leader for one submission (a staged folder). A fork server that died (at its start or
+        since: the OOM killer, an operator's kill) is replaced first, SERVER_STARTS times in a row at
+        most; when none would start, a session that died of it (Session.lost: the machine's doing,
+        so the runner's parts end "not graded"), and the same at once for the rest of this submission."""
+        name = key if key is not None else str(submission)
+        if name == self._lost_key or not self._serve():
+            self._lost_key = name
+            return Session.lost(self, self._uid_for(name))
+        self._lost_key = None
+        uid = self._uid_for(name)
         blob = os.memfd_create("submission")
         os.write(blob, isolation.pack(_read_tree(submission)))
         scratch = None if self.in_room else private_scratch(uid if self.container else None)
         leader, theirs = protocol.control_pair()
-        try:
+        try:  # a server that dies now: the session finds its leader missing (the machine's doing)
             protocol.send_message(self.control, {"op": "open", "uid": uid, "scratch": scratch}, [theirs.fileno(), blob])
+        except OSError:
+            pass
         finally:
             theirs.close()
             os.close(blob)
         return Session(self, leader, uid, scratch)
+
+    def _serve(self) -> bool:
+        """A fork server that has answered: this door's, or one started in place of one that died,
+        SERVER_STARTS in a row at most -> whether there is one."""
+        for attempt in range(SERVER_STARTS):
+            if attempt or not self.alive():  # died: this door starts one of its own (an attached door too)
+                if self.pidfd is not None:
+                    self.close()
+                self.starts += 1
+                self._start()
+            try:
+                self.ready()
+                return True
+            except ServerLost:
+                continue
+        return False
 
     def open(self, submission: str | Path, timeout: float, memory_mb: int) -> PartChild:
         """One part on a fresh session (closed with the part): the simplest way to run checks."""
@@ -332,9 +369,12 @@ def private_scratch(uid: int | None = None) -> str:
 class Session:
     """One leader (one submission): part() until close()."""
 
-    def __init__(self, sandbox: Sandbox, sock: socket.socket, uid: int, scratch: str | None = None) -> None:
+    def __init__(self, sandbox: Sandbox, sock: socket.socket | None, uid: int, scratch: str | None = None) -> None:
         self.sandbox, self.sock, self.uid, self.scratch = sandbox, sock, uid, scratch
         self.leader_pidfd, self.died, self.protections = None, "", []
+        self.machine = False  # it died of the fork server's death (not of anything its submission did)
+        if sock is None:
+            return
         deadline = time.monotonic() + 60
         try:
             message, fds = protocol.receive_message(sock, deadline, max_fds=1)
@@ -355,13 +395,24 @@ class Session:
                 self.protections.insert(0, container.PROTECTION)
         except (protocol.Deadline, protocol.ProtocolError, OSError) as e:
             self.died = f"could not start the sandbox ({e})"
+            self.machine = not sandbox.alive()  # its fork server died meanwhile: no doing of the submission
+
+    @classmethod
+    def lost(cls, sandbox: Sandbox, uid: int) -> Session:
+        """A session that never started: no fork server would (Sandbox.session)."""
+        session = cls(sandbox, None, uid)
+        session.died, session.machine = SERVER_LOST, True
+        return session
 
     def part(self, timeout: float, memory_mb: int, budget: float | None = None) -> PartChild:
         """A fresh child, begun on one part's checks with that part's time and memory. It may take
         more parts of the same submission (PartChild.next_part); budget: the seconds all of them
         may take together (the child's CPU-time limit), default the first part's."""
         if self.died:
-            return PartChild(self, None, timeout, self.died)
+            child = PartChild(self, None, timeout, self.died)
+            child.machine = self.machine
+            return child
+        assert self.sock is not None  # only a lost session has none, and it died
         output = os.memfd_create("student-output")
         limit = max(timeout, budget or 0)
         try:
@@ -380,6 +431,8 @@ class Session:
 
     def ended(self, deadline: float) -> int | None:
         """The leader's word that the part's child and all it started are gone -> exit code or None."""
+        if self.sock is None:
+            return None
         try:
             message, _ = protocol.receive_message(self.sock, deadline, max_fds=0)
             code = message.get("exitcode")
@@ -401,7 +454,8 @@ class Session:
         of its uid (killed and waited for) and nothing that uid wrote where others may write; the
         session's folder (its copy of the submission) removed."""
         self.kill()
-        self.sock.close()
+        if self.sock is not None:
+            self.sock.close()
         if self.leader_pidfd is not None:
             os.close(self.leader_pidfd)
             self.leader_pidfd = None

@@ -25,6 +25,7 @@ do; code that reaches into the grader's machinery is reported to the instructor 
 (grading.Grade.tampering). The checks also require the right output from the same module on the
 same inputs before they judge anything, so their diagnosis is about code that computes the right thing.
 """
+import functools
 import re
 
 import torch
@@ -72,6 +73,35 @@ def growth_problem(few, many, few_heads, many_heads):
     if b > a:
         return ("its forward calls softmax once per head (more softmax calls with more heads): apply one softmax "
                 "to the (b, num_heads, num_tokens, num_tokens) scores of all heads at once")
+    return ""
+
+
+SLACK_MATMULS = 2  # over the reference's count: a fused qkv, einsum, sdpa or nn.MultiheadAttention issue no more
+SLACK_SOFTMAX = 1
+
+
+@functools.lru_cache(maxsize=8)
+def reference_counts(d_in, d_out, context_length, num_heads, shape):
+    """{op: calls} of the reference solution's MultiHeadAttention (the grader's own, run here) on inputs
+    of the given shape: the batched computation of 3.6.2, counted as the child counts."""
+    from autograder.inside.counting import count_ops
+    from autograder.suites import stand_ins
+
+    with torch.random.fork_rng(devices=[]):
+        module = stand_ins.solutions()["mha"].MultiHeadAttention(d_in, d_out, context_length, 0.0, num_heads)
+        return count_ops(module.eval(), [torch.zeros(shape)], {})["counts"]
+
+
+def bound_problem(counts, reference):
+    """'' when a forward issues no more matmuls and softmaxes than the reference's batched computation
+    (plus SLACK): a bound the student's own head count does not move (a loop padded to fixed slots
+    keeps its count the same for any number of heads, and exceeds it)."""
+    if matmul_calls(counts) > matmul_calls(reference) + SLACK_MATMULS:
+        return (f"its forward issues more matrix multiplications than the batched computation of all heads needs "
+                f"(a loop over heads or fixed slots, one matmul each): {LOOP_HINT}")
+    if softmax_calls(counts) > softmax_calls(reference) + SLACK_SOFTMAX:
+        return ("its forward calls softmax more often than once for all heads: apply one softmax to the (b, "
+                "num_heads, num_tokens, num_tokens) scores of all heads at once")
     return ""
 
 
@@ -124,30 +154,80 @@ def has_plain_mask(module):
         return False
 
 
+UNREAD = "the grader's reading of the module finds no class bound to the name"
+
+
 def unread(class_name, module):
     return (f"the grader reads {class_name} in {module}.py itself to confirm what the measurement says, and found no "
-            f"class {class_name} written there: define it in {module}.py (class {class_name}(nn.Module): ...)")
+            f"class bound to the name {class_name} written in the submission (a class statement, or a name bound to "
+            f"one: {class_name} = OtherClass, from other_module import OtherClass as {class_name}): define it in "
+            f"{module}.py (class {class_name}(nn.Module): ...)")
 
 
-def source_loop_problem(source, class_name, module):
-    """'' when what class_name runs has no Python loop over the heads (the grader's own reading)."""
-    line = source_reading.loops_over_heads(source, class_name)
-    if line is None:
-        return unread(class_name, module)
-    if line:
-        return f"{class_name} loops over its heads in Python ({module}.py, line {line}): {LOOP_HINT}"
+def where_bound(student, module, class_name):
+    """The child's word on the class module.class_name is bound to: {"module", "qualname", "line",
+    "line_module"} (the class's __module__ and __qualname__, the first line of its forward's code and
+    that function's module), plain data the grader's own reading must agree with (source_reading.find);
+    None where the child does not say (then the reading alone decides)."""
+    remote = type(student.module(module))
+
+    def get(path):
+        try:
+            value = remote(student, {"module": module, "attr": f"{class_name}.{path}"}).get()
+        except StudentError:
+            return None
+        return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+
+    pointer = {"module": get("__module__"), "qualname": get("__qualname__"),
+               "line": get("forward.__code__.co_firstlineno"), "line_module": get("forward.__module__")}
+    if not isinstance(pointer["module"], str) or not isinstance(pointer["qualname"], str):
+        return None
+    if not isinstance(pointer["line"], int) or not isinstance(pointer["line_module"], str):
+        pointer["line"] = pointer["line_module"] = None
+    return pointer
+
+
+def untrusted(sources, module):
+    """'' or why the child's measurement cannot be taken as evidence: the code of the module (or of the
+    submission's modules it imports) reaches into what the measurement relies on (dispatch modes, torch's
+    private bindings, frames, the counting machinery, ...: source_reading.tampering, read from the parsed
+    code). Such code earns no efficiency or device point; the instructor sees it listed as tampering."""
+    found = source_reading.tampering({m: sources[m] for m in source_reading.imported_modules(sources, module)})
+    if not found:
+        return ""
+    where = found[0].rsplit(" (", 1)[0]  # 'mha.py, line 12: a dispatch mode': no name the code chose
+    return (f"the grader cannot take its measurement of this code as evidence: the code reaches into the machinery "
+            f"the measurement relies on ({where})")
+
+
+def source_loop_problem(sources, class_name, module, pointer=None):
+    """'' when what class_name runs has no Python loop over the heads (the grader's own reading) and
+    nothing the module imports reaches into the measurement (untrusted)."""
+    problem = untrusted(sources, module)
+    if problem:
+        return problem
+    found = source_reading.loops_over_heads(sources, class_name, module, pointer)
+    if found is None:
+        expect.fail(unread(class_name, module), cause=UNREAD)
+    if found:
+        where, line = found
+        return f"{class_name} loops over its heads in Python ({where}.py, line {line}): {LOOP_HINT}"
     return ""
 
 
-def source_device_problem(source, class_name, module):
-    """'' when nothing class_name runs makes a tensor without device= (the grader's own reading)."""
-    found = source_reading.cpu_tensors(source, class_name)
+def source_device_problem(sources, class_name, module, pointer=None):
+    """'' when nothing class_name runs makes a tensor without device= (the grader's own reading) and
+    nothing the module imports reaches into the measurement (untrusted)."""
+    problem = untrusted(sources, module)
+    if problem:
+        return problem
+    found = source_reading.cpu_tensors(sources, class_name, module, pointer)
     if found is None:
-        return unread(class_name, module)
+        expect.fail(unread(class_name, module), cause=UNREAD)
     if found:
-        line, call = found[0]
+        where, line, call = found[0]
         return (f"{class_name} makes a tensor on the default device (the CPU) when it runs: {call}(...) without "
-                f"device= ({module}.py, line {line}); that works on a CPU and fails on a GPU. Create tensors with "
+                f"device= ({where}.py, line {line}); that works on a CPU and fails on a GPU. Create tensors with "
                 f"device=x.device (and dtype=x.dtype where it matters), or slice the registered mask buffer, which "
                 f"moves with the module")
     return ""

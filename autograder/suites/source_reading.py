@@ -6,9 +6,12 @@ running it. A check that judges efficiency or devices passes only when both agre
 Every function here takes source text and returns plain data; text that does not parse says nothing.
 """
 import ast
-from typing import Optional
+import hashlib
+from contextlib import contextmanager
+from typing import Iterator, Mapping, NamedTuple, Optional, Union
 
-LIMIT = 1 << 20  # characters of a module read at most
+LIMIT = 8 << 20  # characters of a module read at most: the whole of any staged module (submission.MAX_BYTES);
+# a longer text says nothing (read whole or not at all: nothing can hide past the part read)
 
 TENSOR_FACTORIES = {"ones", "zeros", "empty", "full", "arange", "eye", "rand", "randn", "tril", "triu",
                     "ones_like", "zeros_like", "empty_like", "full_like", "linspace"}  # not torch.tensor(scalar):
@@ -17,61 +20,301 @@ LIKE = {"ones_like", "zeros_like", "empty_like", "full_like"}  # these take the 
 HEAD_WORDS = ("head",)  # a loop over range(self.num_heads) / self.heads / ... in forward
 
 
-def parse(source: str) -> Optional[ast.Module]:
+# the trees of the submission being graded, by the digest of the text parsed (per_submission); None: none kept
+_TREES: Optional[dict] = None
+
+
+@contextmanager
+def per_submission() -> Iterator[None]:
+    """While one submission is graded (grading.grade_submission), each module's text is parsed once:
+    the trees are kept by the text's SHA-256 and dropped when its grading ends, never shared with
+    another submission's. Nothing here changes a tree (every reader only walks it)."""
+    global _TREES
+    outer, _TREES = _TREES, {}
     try:
-        return ast.parse(source[:LIMIT])
-    except (SyntaxError, ValueError):
+        yield
+    finally:
+        _TREES = outer
+
+
+def parse(source: str) -> Optional[ast.Module]:
+    """The module's tree; None when the text does not parse or is longer than LIMIT (read whole or not at all)."""
+    if len(source) > LIMIT:
+        return None
+    text = source
+    if _TREES is None:
+        return _parse(text)
+    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    if key not in _TREES:
+        _TREES[key] = _parse(text)
+    return _TREES[key]
+
+
+def _parse(text: str) -> Optional[ast.Module]:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
 
-def find_class(tree: Optional[ast.Module], name: str) -> Optional[ast.ClassDef]:
-    if tree is None:
+Sources = Union[str, Mapping[str, str]]
+
+
+class Found(NamedTuple):
+    """A class of the submission, as the grader reads it: the module whose file holds it, its statement."""
+    module: str
+    node: ast.ClassDef
+
+
+class Reading:
+    """The submission's modules as Python would bind their names at the end of an import, read with
+    ast (never run): `class X`, `X = Y`, `from m import Y as X`, `import m` and `m.Y`, in the order
+    the module's top level runs them (the bodies of its if, try, with and for statements too, not an
+    `if __name__ == "__main__":` block); the last binding of a name is the one that counts."""
+
+    def __init__(self, sources: Sources, module: str = ""):
+        self.sources = {module: sources} if isinstance(sources, str) else dict(sources)
+        self._trees: dict = {}
+        self._env: dict = {}
+        self._bases: dict = {}  # id(ClassDef) -> the bindings its base expressions had where it was defined
+
+    def tree(self, module: str) -> Optional[ast.Module]:
+        if module not in self._trees:
+            source = self.sources.get(module)
+            self._trees[module] = parse(source) if isinstance(source, str) else None
+        return self._trees[module]
+
+    def bindings(self, module: str) -> dict:
+        """{name: binding} at the end of the module's top level; a binding is ("class", module, node),
+        ("def", module, node), ("module", name), ("from", module, name) or None (anything else)."""
+        if module in self._env:
+            return self._env[module]
+        self._env[module] = env = {}  # (an import cycle reads what is bound so far)
+        tree = self.tree(module)
+        for node in _run_at_import(tree.body if tree is not None else []):
+            if isinstance(node, ast.ClassDef):
+                self._bases[id(node)] = [_value(env, b) for b in node.bases]
+                env[node.name] = ("class", module, node)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                env[node.name] = ("def", module, node)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                value = _value(env, node.value) if isinstance(node, (ast.Assign, ast.AnnAssign)) and \
+                    node.value is not None else None
+                for target in targets:
+                    if isinstance(target, ast.Name):
+                        env[target.id] = value
+                    else:
+                        for sub in ast.walk(target):
+                            if isinstance(sub, ast.Name) and isinstance(sub.ctx, ast.Store):
+                                env[sub.id] = None
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda):
+                    for target in targets:
+                        if isinstance(target, ast.Name):
+                            env[target.id] = ("def", module, node.value)
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    top = alias.name.split(".")[0]
+                    env[alias.asname or top] = ("module", alias.name if alias.asname else top)
+            elif isinstance(node, ast.ImportFrom):
+                for alias in node.names:
+                    source_module = node.module or ""
+                    if alias.name == "*":
+                        if node.level == 0 and source_module in self.sources:
+                            env.update({k: v for k, v in self.bindings(source_module).items() if not k.startswith("_")})
+                    else:
+                        env[alias.asname or alias.name] = ("from", source_module, alias.name) if node.level == 0 \
+                            else None
+            elif isinstance(node, (ast.For, ast.AsyncFor)):
+                for sub in ast.walk(node.target):
+                    if isinstance(sub, ast.Name):
+                        env[sub.id] = None
+            elif isinstance(node, ast.Delete):
+                for target in node.targets:
+                    if isinstance(target, ast.Name):
+                        env.pop(target.id, None)
+            for sub in ast.walk(node) if not isinstance(node, (ast.ClassDef, ast.FunctionDef,
+                                                                ast.AsyncFunctionDef)) else ():
+                if isinstance(sub, ast.NamedExpr):  # (walrus) x := ...
+                    env[sub.target.id] = None
+        return env
+
+    def follow(self, binding, depth: int = 0):
+        """A binding followed through the submission's modules: ("class" | "def", module, node) or None
+        (bound to something outside the submission, or to no class or function)."""
+        while binding is not None and depth < 32:
+            depth += 1
+            if binding[0] in ("class", "def"):
+                return binding
+            if binding[0] == "from" and binding[1] in self.sources:
+                binding = self.bindings(binding[1]).get(binding[2])
+            else:
+                return None
         return None
-    for node in tree.body:
-        if isinstance(node, ast.ClassDef) and node.name == name:
-            return node
+
+    def find(self, module: str, name: str) -> Optional[Found]:
+        """The class `module.name` is bound to at the end of module's import, when it is a class written
+        in the submission (None otherwise)."""
+        found = self.follow(self.bindings(module).get(name))
+        return Found(found[1], found[2]) if found and found[0] == "class" else None
+
+    def bases(self, found: Found) -> list:
+        """found and its bases written in the submission, nearest first (each once)."""
+        self.bindings(found.module)
+        chain, todo = [], [found]
+        while todo and len(chain) < 64:
+            cls = todo.pop(0)
+            if any(c.node is cls.node for c in chain):
+                continue
+            chain.append(cls)
+            self.bindings(cls.module)
+            for base in self._bases.get(id(cls.node), []):
+                target = self.follow(base)
+                if target and target[0] == "class":
+                    todo.append(Found(target[1], target[2]))
+        return chain
+
+    def functions(self, found: Found) -> list:
+        """What runs when the class computes: the methods but __init__ of the class and of its bases
+        written in the submission, functions the class body binds (forward = f), those the modules write
+        onto the class from outside (Cls.forward = f, setattr(Cls, "forward", f)), and, transitively,
+        the functions of the submission these call by name. [(module, function node)]"""
+        chain = self.bases(found)
+        picked: list = []
+        for cls in chain:
+            env = self.bindings(cls.module)
+            for node in cls.node.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name != "__init__":
+                    picked.append((cls.module, node))
+                elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                    picked += self._functions_of(cls.module, env, node.value, cls)
+        nodes = {id(c.node) for c in chain}
+        for module in self.sources:
+            env = self.bindings(module)
+            tree = self.tree(module)
+            for owner, value in _written_onto(tree) if tree is not None else ():
+                target = self.follow(_value(env, owner))
+                if target and target[0] == "class" and id(target[2]) in nodes:
+                    picked += self._functions_of(module, env, value, None)
+        seen, result = set(), []
+        while picked:
+            module, function = picked.pop(0)
+            if id(function) in seen or len(result) > 4096:
+                continue
+            seen.add(id(function))
+            result.append((module, function))
+            env = self.bindings(module)
+            for sub in ast.walk(function):
+                if isinstance(sub, ast.Call) and isinstance(sub.func, (ast.Name, ast.Attribute)):
+                    target = self.follow(_value(env, sub.func))
+                    if target and target[0] == "def":
+                        picked.append((target[1], target[2]))
+        return result
+
+    def _functions_of(self, module, env, value, cls):
+        """The submission's functions a value refers to: a lambda, f, m.f, Other.f (a method)."""
+        if isinstance(value, ast.Lambda):
+            return [(module, value)]
+        if isinstance(value, ast.Name) and cls is not None:  # a name bound earlier in the class body
+            for node in cls.node.body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == value.id:
+                    return [(cls.module, node)]
+        if isinstance(value, ast.Attribute):
+            owner = self.follow(_value(env, value.value))
+            if owner and owner[0] == "class":
+                return [(owner[1], n) for c in self.bases(Found(owner[1], owner[2])) for n in c.node.body
+                        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == value.attr][:1]
+        target = self.follow(_value(env, value))
+        return [(target[1], target[2])] if target and target[0] == "def" else []
+
+
+def _is_main_guard(test: ast.AST) -> bool:
+    return isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__" and \
+        len(test.comparators) == 1 and isinstance(test.comparators[0], ast.Constant) and \
+        test.comparators[0].value == "__main__"
+
+
+def _run_at_import(body: list):
+    """The statements a module's top level runs, in order: those inside its if/try/with/for/while
+    blocks too (any branch: the reading cannot know which runs), not an `if __name__ == "__main__":`."""
+    for node in body:
+        if isinstance(node, ast.If):
+            if _is_main_guard(node.test):
+                yield from _run_at_import(node.orelse)
+                continue
+            yield from _run_at_import(node.body)
+            yield from _run_at_import(node.orelse)
+        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            yield from _run_at_import(node.body)
+            for handler in node.handlers:
+                yield from _run_at_import(handler.body)
+            yield from _run_at_import(node.orelse)
+            yield from _run_at_import(node.finalbody)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            yield from _run_at_import(node.body)
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+            yield node
+            yield from _run_at_import(node.body)
+            yield from _run_at_import(node.orelse)
+        else:
+            yield node
+
+
+def _value(env: dict, expr: ast.AST):
+    """What an expression is bound to, by the bindings so far: a name, or m.name of an imported module."""
+    if isinstance(expr, ast.Name):
+        return env.get(expr.id)
+    if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+        owner = env.get(expr.value.id)
+        if owner is not None and owner[0] == "module":
+            return ("from", owner[1], expr.attr)
     return None
 
 
-def _assigned_to(tree: ast.Module, class_name: str) -> list:
-    """The values written onto the class after its body (`MultiHeadAttention.forward = f`,
-    setattr(MultiHeadAttention, "forward", f)): a method can be replaced from outside the class."""
-    values = []
+def _written_onto(tree: ast.Module) -> list:
+    """(owner expression, value) for each `Owner.attr = value` and `setattr(Owner, "attr", value)`
+    anywhere in the module: a method can be replaced from outside the class."""
+    found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name)
-                                                and t.value.id == class_name for t in node.targets):
-            values.append(node.value)
+        if isinstance(node, ast.Assign):
+            found += [(t.value, node.value) for t in node.targets if isinstance(t, ast.Attribute)]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" and \
-                len(node.args) == 3 and isinstance(node.args[0], ast.Name) and node.args[0].id == class_name:
-            values.append(node.args[2])
-    return values
+                len(node.args) == 3:
+            found.append((node.args[0], node.args[2]))
+    return found
 
 
-def _functions_named(tree: ast.Module, value: ast.AST) -> list:
-    """The functions of the module a value refers to: f (a module function), Other.f (a method), a lambda."""
-    if isinstance(value, ast.Lambda):
-        return [value]
-    if isinstance(value, ast.Name):
-        return [n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == value.id]
-    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name):
-        owner = find_class(tree, value.value.id)
-        return [n for n in (owner.body if owner else ()) if isinstance(n, ast.FunctionDef) and n.name == value.attr]
-    return []
-
-
-def class_functions(source: str, class_name: str) -> Optional[list]:
-    """What runs when class_name computes: its methods but __init__, those of its bases written in the
-    same module, whatever the module writes onto the class from outside (MultiHeadAttention.forward = f),
-    and the module's functions all these call by name. None when the class is not in the source."""
-    tree = parse(source)
-    cls = find_class(tree, class_name)
-    if cls is None:
+def find(sources: Sources, module: str, class_name: str, pointer: Optional[dict] = None) -> Optional[Found]:
+    """The class `module.class_name` is bound to, read by the grader (Reading), or None. pointer: the
+    child's word on it ({"module", "qualname", "line", "line_module"}: data, see efficiency.where_bound): the grader's
+    reading must agree with it (the same module and class name, and the line of the forward the child
+    runs among those of what the class runs); where the reading finds no class (a binding made at run
+    time), the class the pointer names is read when the submission writes one there."""
+    reading = sources if isinstance(sources, Reading) else Reading(sources, module)
+    found = reading.find(module, class_name)
+    if pointer is None:
+        return found
+    named, qualname, line = pointer.get("module"), pointer.get("qualname"), pointer.get("line")
+    line_module = pointer.get("line_module")
+    if found is None and isinstance(named, str) and isinstance(qualname, str) and "." not in qualname:
+        found = reading.find(named, qualname)
+    if found is None or found.module != named or found.node.name != qualname:
         return None
-    classes = [cls] + [find_class(tree, b.id) for b in cls.bases if isinstance(b, ast.Name) and find_class(tree, b.id)]
-    functions = [n for c in classes for n in c.body if isinstance(n, ast.FunctionDef) and n.name != "__init__"]
-    functions += [f for value in _assigned_to(tree, class_name) for f in _functions_named(tree, value)]
-    called = {n.func.id for f in functions for n in ast.walk(f) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
-    return functions + [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in called]
+    if isinstance(line, int) and not isinstance(line, bool):
+        lines = {(m, min([f.lineno] + [d.lineno for d in getattr(f, "decorator_list", [])]))
+                 for m, f in reading.functions(found)}
+        if (line_module, line) not in lines:
+            return None
+    return found
+
+
+def class_functions(source: Sources, class_name: str, module: str = "", pointer: Optional[dict] = None) \
+        -> Optional[list]:
+    """The function nodes of what class_name runs (Reading.functions); None when the name is bound to
+    no class the submission writes (or the child's pointer disagrees with the reading)."""
+    reading = source if isinstance(source, Reading) else Reading(source, module)
+    found = find(reading, module, class_name, pointer)
+    return None if found is None else [f for _, f in reading.functions(found)]
 
 
 def _mentions_heads(node: ast.AST) -> bool:
@@ -83,19 +326,21 @@ def _mentions_heads(node: ast.AST) -> bool:
     return False
 
 
-def loops_over_heads(source: str, class_name: str) -> Optional[int]:
-    """The line of a Python loop over the heads (a for loop, comprehension or while loop whose iterable
-    or condition names the heads) in what class_name runs (class_functions); 0 when there is none;
-    None when the class is not in the source."""
-    functions = class_functions(source, class_name)
-    if functions is None:
+def loops_over_heads(source: Sources, class_name: str, module: str = "", pointer: Optional[dict] = None) \
+        -> Optional[tuple]:
+    """(module, line) of a Python loop over the heads (a for loop, comprehension or while loop whose
+    iterable or condition names the heads) in what class_name runs (Reading.functions); () when there is
+    none; None when the name is bound to no class the submission writes (find)."""
+    reading = source if isinstance(source, Reading) else Reading(source, module)
+    found = find(reading, module, class_name, pointer)
+    if found is None:
         return None
-    for function in functions:
+    for where, function in reading.functions(found):
         for node in ast.walk(function):
             if isinstance(node, (ast.For, ast.comprehension)) and _mentions_heads(node.iter) or \
                     isinstance(node, ast.While) and _mentions_heads(node.test):
-                return getattr(node, "lineno", None) or getattr(node.iter, "lineno", 0) or function.lineno
-    return 0
+                return where, getattr(node, "lineno", None) or getattr(node.iter, "lineno", 0) or function.lineno
+    return ()
 
 
 def _device_given(call: ast.Call) -> bool:
@@ -113,21 +358,23 @@ def _cpu_factory(node: ast.AST) -> bool:
     return True
 
 
-def cpu_tensors(source: str, class_name: str) -> Optional[list]:
-    """[(line, 'torch.ones')] for each tensor factory called without device= in what class_name runs
-    (class_functions): such a tensor is made on the CPU whatever the inputs' device. None when the class
-    is not in the source. (x.new_ones(...), torch.ones_like(x), device=x.device and a registered
-    buffer all follow the inputs.)"""
-    functions = class_functions(source, class_name)
-    if functions is None:
+def cpu_tensors(source: Sources, class_name: str, module: str = "", pointer: Optional[dict] = None) \
+        -> Optional[list]:
+    """[(module, line, 'torch.ones')] for each tensor factory called without device= in what class_name
+    runs (Reading.functions): such a tensor is made on the CPU whatever the inputs' device. None when the
+    name is bound to no class the submission writes (find). (x.new_ones(...), torch.ones_like(x),
+    device=x.device and a registered buffer all follow the inputs.)"""
+    reading = source if isinstance(source, Reading) else Reading(source, module)
+    found = find(reading, module, class_name, pointer)
+    if found is None:
         return None
-    found = []
-    for function in functions:
+    made = []
+    for where, function in reading.functions(found):
         moved = _moved(function)
         for node in ast.walk(function):
             if _cpu_factory(node) and id(node) not in moved:
-                found.append((node.lineno, f"torch.{node.func.attr}"))
-    return sorted(set(found))
+                made.append((where, node.lineno, f"torch.{node.func.attr}"))
+    return sorted(set(made))
 
 
 MOVES = {"to", "type_as"}  # .to(x.device), .type_as(x): the tensor follows the inputs
@@ -146,19 +393,22 @@ def _moved(function: ast.AST) -> set:
     return moved
 
 
-def init_parameters(source: str, class_name: str) -> Optional[list]:
-    """The names of class_name.__init__'s positional parameters, self left out (None: not in the source)."""
-    cls = find_class(parse(source), class_name)
-    init = next((n for n in cls.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None) if cls else None
-    if init is None:
-        return None
-    return [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+def init_parameters(source: Sources, class_name: str, module: str = "") -> Optional[list]:
+    """The names of the __init__ positional parameters of the class class_name is bound to (its own or
+    the nearest base's written in the submission), self left out (None: no such class or __init__)."""
+    reading = source if isinstance(source, Reading) else Reading(source, module)
+    found = reading.find(module, class_name)
+    for cls in reading.bases(found) if found else ():
+        init = next((n for n in cls.node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        if init is not None:
+            return [a.arg for a in init.args.posonlyargs + init.args.args][1:]
+    return None
 
 
-def reordered(source: str, class_name: str, contract: tuple) -> Optional[list]:
+def reordered(source: Sources, class_name: str, contract: tuple, module: str = "") -> Optional[list]:
     """class_name.__init__'s parameter names when they are the contract's names in another order (so a
     call by keywords reaches them as specified); None otherwise."""
-    names = init_parameters(source, class_name)
+    names = init_parameters(source, class_name, module)
     if not names or len(names) < len(contract) or set(names[:len(contract)]) != set(contract):
         return None
     return names if names[:len(contract)] != list(contract) else None
@@ -180,37 +430,129 @@ def tuple_asserts(source: str, class_name: str = "") -> list:
     """The line numbers of `assert (condition, "message")`: a non-empty tuple is always true, so the
     assert never fires. class_name: only inside that class."""
     tree = parse(source)
-    scope = find_class(tree, class_name) if class_name else tree
+    found = Reading(source).find("", class_name) if class_name else None
+    scope = found.node if found else None if class_name else tree
     if scope is None:
         return []
     return [node.lineno for node in ast.walk(scope)
             if isinstance(node, ast.Assert) and isinstance(node.test, ast.Tuple) and node.test.elts]
 
 
-GRADER_HOOKS = {  # what the source writes -> a regular expression that finds it
-    "a dispatch mode": r"_disable_current_modes|TorchDispatchMode|_python_dispatch|_get_current_dispatch_mode|"
-                       r"_pop_mode|_push_mode|_set_torch_dispatch_mode|_DisableTorchDispatch|__torch_dispatch__",
-    "stack frames": r"sys\._getframe|inspect\.currentframe|inspect\.stack|\bf_back\b|\bf_locals\b|\bf_globals\b",
-    "the garbage collector's objects": r"gc\.get_referrers|gc\.get_objects",
-    "builtins": r"\bimport builtins\b|__builtins__",
-    "the grader's modules": r"\bautograder\b|\bsys\.modules\b",
-    "the counting machinery": r"\bcount_ops\b|\bCounter\.__",
-    "code made from text": r"(?<![\w.])(?:exec|eval|compile)\s*\(",
+DISPATCH = r"dispatch|_disable_current_modes|_pop_mode|_push_mode|torch_function|TorchFunction|_python_mode"
+GRADER_HOOKS = {  # what the code names (an identifier it reads, calls, imports or looks up) -> a pattern
+    "a dispatch mode": DISPATCH,  # TorchDispatchMode, _python_dispatch, _pop_torch_dispatch_stack, ...
+    "torch's private bindings": r"^_C$",
+    "stack frames": r"^(?:_getframe|currentframe|inspect\.stack|f_back|f_locals|f_globals|tb_frame|gi_frame|cr_frame)$",
+    "the garbage collector's objects": r"^(?:get_referrers|get_referents|get_objects)$",
+    "builtins": r"^(?:builtins|__builtins__)$",
+    "the grader's modules": r"^autograder\b|^sys\.modules$",
+    "the counting machinery": r"^(?:count_ops|Counter\.__\w+)$",
+    "code made from text": r"^(?:exec|eval|compile)\(\)$",
 }
+LOOKUPS = {"getattr", "setattr", "delattr", "hasattr"}  # f(obj, "name"): the literal is an attribute's name
+IMPORTERS = {"import_module", "__import__"}  # f("module"): the literal is a module's name
 
 
-def tampering(sources: dict) -> list:
-    """'module.py, line N: what' for each reach into the grader's machinery the submission's source
-    writes: dispatch modes, frames, builtins, the counting machinery, the grader's modules, code made
-    from text (which the grader's own reading cannot see). A plain search, on purpose: the instructor
-    reads the lines; nobody is charged for them here."""
+def identifiers(tree: ast.Module) -> list:
+    """[(line, column, text)] of what the code names, in the order of the text: names, attributes
+    (x.attr, and sys.modules / Counter.__x__ as such), the modules and names of imports, the names
+    given as literals to getattr & co., import_module, __import__ or sys.modules[...], and calls of
+    exec, eval and compile as 'exec()'. Comments and other strings (docstrings) are never read."""
+    found = []
+    aliases = {"sys": {"sys"}, "Counter": {"Counter"}, "inspect": {"inspect"}}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in aliases:
+                    aliases[alias.name].add(alias.asname or alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name in aliases:
+                    aliases[alias.name].add(alias.asname or alias.name)
+
+    def add(node, text):
+        found.append((getattr(node, "lineno", 0), getattr(node, "col_offset", 0), text))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            add(node, node.id)
+        elif isinstance(node, ast.Attribute):
+            base = node.value.id if isinstance(node.value, ast.Name) else ""
+            if base in aliases["sys"] and node.attr == "modules":
+                add(node, "sys.modules")
+            elif base in aliases["inspect"] and node.attr == "stack":
+                add(node, "inspect.stack")
+            elif base in aliases["Counter"] and node.attr.startswith("__"):
+                add(node, f"Counter.{node.attr}")
+            else:
+                add(node, node.attr)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for part in (node.module or "").split(".") if isinstance(node, ast.ImportFrom) else ():
+                add(node, part)
+            for alias in node.names:
+                for part in alias.name.split("."):
+                    add(node, part)
+        elif isinstance(node, ast.Call):
+            name = node.func.id if isinstance(node.func, ast.Name) else \
+                node.func.attr if isinstance(node.func, ast.Attribute) else ""
+            literal = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+            if name in ("exec", "eval", "compile") and isinstance(node.func, ast.Name):
+                add(node, f"{name}()")
+            elif name in LOOKUPS and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and \
+                    isinstance(node.args[1].value, str):
+                add(node.args[1], node.args[1].value)
+            elif name in IMPORTERS and literal:
+                for part in literal[0].split("."):
+                    add(node, part)
+            elif name == "get" and isinstance(node.func, ast.Attribute) and literal and \
+                    isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "modules":
+                for part in literal[0].split("."):
+                    add(node, part)
+        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and \
+                node.value.attr == "modules" and isinstance(node.slice, ast.Constant) and \
+                isinstance(node.slice.value, str):
+            for part in node.slice.value.split("."):
+                add(node, part)
+    return sorted(found, key=lambda entry: entry[:2])  # (stable: an import's module before its names)
+
+
+def tampering(sources: Mapping[str, str]) -> list:
+    """'module.py, line N: what (identifier)' for each reach into the grader's machinery the submission's
+    code makes (the first of each kind per module): dispatch modes and torch's private bindings, frames,
+    the collector's objects, builtins, the counting machinery, the grader's modules, code made from text
+    (which the grader's own reading cannot see). Read from the parsed code, never from comments or
+    strings; a module that does not parse is listed as such (the reading cannot see into it)."""
     import re
 
     found = []
     for module, source in sorted(sources.items()):
-        text = source[:LIMIT]
+        tree = parse(source)
+        if tree is None:
+            if source.strip():
+                found.append(f"{module}.py, line 1: code the grader cannot read (it does not parse)")
+            continue
+        names = identifiers(tree)
         for what, pattern in GRADER_HOOKS.items():
-            match = re.search(pattern, text)
-            if match:
-                found.append(f"{module}.py, line {text[:match.start()].count(chr(10)) + 1}: {what} ({match.group()})")
+            hit = next(((line, text) for line, _, text in names if re.search(pattern, text, re.IGNORECASE
+                                                                             if what == "a dispatch mode" else 0)),
+                       None)
+            if hit:
+                found.append(f"{module}.py, line {hit[0]}: {what} ({hit[1]})")
     return found
+
+
+def imported_modules(sources: Mapping[str, str], module: str) -> list:
+    """module and the submission's modules it imports, directly or through others (read, not run)."""
+    seen, todo = [], [module]
+    while todo:
+        name = todo.pop(0)
+        if name in seen or name not in sources:
+            continue
+        seen.append(name)
+        tree = parse(sources[name])
+        for node in ast.walk(tree) if tree is not None else ():
+            if isinstance(node, ast.Import):
+                todo += [a.name.split(".")[0] for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                todo.append(node.module.split(".")[0])
+    return seen

@@ -12,7 +12,7 @@ import math
 
 import torch
 
-from autograder.suites import expect, helpers, part_marker, reference, source_reading
+from autograder.suites import expect, helpers, part_marker, reference, source_reading, stand_ins
 from autograder.suites.misconceptions import matches
 from autograder.student import StudentError
 
@@ -44,7 +44,9 @@ def asked(student, function, class_name, *args, **kwargs):
     name exercises.py imports it by, class_names), as {contract name: value}; None when it does not
     call that class by its name (then the module it returns is judged)."""
     patches = tuple((module, name) for name in class_names(student, class_name) for module in (PART, "mha"))
-    _, calls = student.record(function, *args, patches=patches, **kwargs)
+    result, calls = student.record(function, *args, patches=patches, **kwargs)
+    if result is not None:  # not what the class call gave back (the recorder returns None): the module it
+        return None         # returns is judged, whatever it asked the class for
     if len(calls) != 1:
         return None if not calls else {"calls": len(calls)}
     call = calls[0]
@@ -92,46 +94,38 @@ def gpt2_weights(module):
 
 
 def judge_two_dim(student, got, what, d_in, ctx, dropout, x, seed, call_seed, reveal=False):
-    """got: two_dim_wrapper's output; right when it is what MultiHeadAttentionWrapper(d_in, 1, ctx,
-    dropout, num_heads=2) gives under the same seeds (the wrapper itself is graded in mha), and never
-    when it holds no attention (zeros, a constant, the input): the student's own wrapper may give that
-    too (its re-run with the student's own code, runner.run_dependent_check), the grader's never."""
+    """got: two_dim_wrapper's output; right when it is what the grader's own MultiHeadAttentionWrapper(d_in,
+    1, ctx, dropout, num_heads=2) (the reference solution's, run here, in the grader's process) gives under
+    the same seeds, and never when it holds no attention (zeros, a constant, the input). Nothing the
+    student's modules hold is the reference: exercises.py can delete or replace mha's wrapper on import."""
     got = expect.as_tensor(got, what)
-    if helpers.uninformative(got, x):  # never right, whatever the student's own wrapper gives
+    if helpers.uninformative(got, x):
         expect.fail(f"{what} gives an output that holds no attention (all zero, one value everywhere, NaN or Inf, or "
                     f"its input handed back): two_dim_wrapper should return MultiHeadAttentionWrapper(d_in, 1, "
                     f"context_length, dropout, num_heads=2)")
-    wrapper = own_wrapper(student)
-    if wrapper is None:  # no wrapper of mha.py to compare with (graded in mha): only the width is judged here
-        if got.dim() and got.shape[-1] == 2:
-            return
-    else:
-        own = wrapper(d_in, 1, ctx, dropout, num_heads=2, _seed=seed)
-        if matches(got, expect.as_tensor(own(x, _seed=call_seed), "MultiHeadAttentionWrapper"), 1e-5):
-            return  # the right module (whatever mha.py's wrapper computes: graded in mha)
+    if matches(got, graders_wrapper(d_in, ctx, dropout, x, seed, call_seed), 1e-5):
+        return
     if got.dim() == 0 or got.shape[-1] != 2:
         width = got.shape[-1] if got.dim() else "none"
         expect.fail(f"{what} has output width {width}: Exercise 3.2 asks for 2 with num_heads=2, so each head "
                     f"needs d_out=1")
-    if dropout and wrapper is not None:
-        plain = wrapper(d_in, 1, ctx, 0.0, num_heads=2, _seed=seed)
-        if matches(got, expect.as_tensor(plain(x, _seed=call_seed), "MultiHeadAttentionWrapper"), 1e-5):
-            expect.fail(f"{what} ignores its dropout argument: pass it on to MultiHeadAttentionWrapper")
+    if dropout and matches(got, graders_wrapper(d_in, ctx, 0.0, x, seed, call_seed), 1e-5):
+        expect.fail(f"{what} ignores its dropout argument: pass it on to MultiHeadAttentionWrapper")
     expect.fail(f"{what} differs from MultiHeadAttentionWrapper(d_in, 1, context_length, dropout, num_heads=2) "
                          f"made after the same seed" + ("" if not reveal else
                                                          ": two_dim_wrapper should return exactly that module"))
 
 
-def own_wrapper(student):
-    """The student's own wrapper class in mha.py, under the name exercises.py uses for it (the first of
-    class_names that mha.py has), or None."""
-    for name in class_names(student, "MultiHeadAttentionWrapper"):
-        try:
-            getattr(student.module("mha"), name).get()
-            return getattr(student.module("mha"), name)
-        except StudentError:
-            continue
-    return None
+def graders_wrapper(d_in, ctx, dropout, x, seed, call_seed):
+    """The output of the reference solution's MultiHeadAttentionWrapper(d_in, 1, ctx, dropout, num_heads=2),
+    built after `seed` and run after `call_seed` on the CPU generator, as the child does (child.reset_global_state)."""
+    wrapper = stand_ins.solutions()["mha"].MultiHeadAttentionWrapper
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        module = wrapper(d_in, 1, ctx, dropout, num_heads=2)
+        torch.manual_seed(call_seed)
+        with torch.no_grad():
+            return module(x)
 
 
 def two_dim_problem(found, d_in, ctx, dropout):
