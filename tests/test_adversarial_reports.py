@@ -155,8 +155,8 @@ def test_tag_characters_reach_no_report(engine, tmp_path):
 def test_invisible_letters_reach_no_report(engine, tmp_path):
     """Round 4, class 5: variation selectors (70 bytes spelled one per selector) and invisible filler
     letters, none of category Cf, and the Braille pattern blank (round 5), in exception text, printed
-    output and a class name. No code point of Unicode's Default_Ignorable_Code_Point nor a blank letter reaches report.md, results.json, junit.xml or any other
-    report; the visible words around them do."""
+    output and a class name. No code point of Unicode's Default_Ignorable_Code_Point nor a blank letter
+    reaches report.md, results.json, junit.xml or any other report; the visible words around them do."""
     from autograder import text
 
     grade = grade_case(engine, tmp_path, "report_invisible_letters", "simple_attention")
