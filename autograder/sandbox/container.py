@@ -31,7 +31,7 @@ PROTECTION = ("container mode (the kernel refused namespaces): the throw-away co
 # issue 37.4: one process grading many students (batch, nbgrader's autograde) in one container would mix them:
 # the class folder, the output folder and the gradebook (with the run's secret) are the grader's files
 # there, not closed to every submission's uid as gradescope closes its own; so it is refused outright
-MANY_REFUSED = ("{what} grades many submissions in one process, and container mode (--container, CH03_CONTAINER=1) "
+MANY_REFUSED = ("{what} grades many submissions in one process, and container mode (--container, or the deployment's container setting) "
                 "is for one submission per throw-away container: the class folder, the output folder and the "
                 "gradebook (with the run's secret) would be open to every submission's code. Grade each submission "
                 "in a container of its own (gradescope --run --container, or grade --container), or run {what} "
