@@ -270,6 +270,39 @@ def run_batch(folder: str | Path, out: str | Path, jobs: int = 2, force: bool = 
     return count
 
 
+def settle(book: Gradebook, student: str, fingerprint: str, results: dict, problem: str,
+           internal: str) -> tuple[str, str]:
+    """How one grading is kept -> (fingerprint to record, problem). A failure of the grader
+    (internal) is kept as RETRY, graded again on the next run; so is a grade the machine kept from
+    running (runner.NOT_GRADED), NOT_GRADED_RUNS runs at most for the same submission: then it is
+    graded as it stands (charged_after_not_graded), and no run after regrades it."""
+    if internal:  # not the student's doing: kept for the instructor, graded again on the next run
+        return RETRY + fingerprint, f"{problem} ({internal})"
+    if not_graded_of(results):  # the grader's structured record (issue 37.3), never the problem's text
+        runs = book.not_graded_runs(student, fingerprint) + 1
+        if runs < NOT_GRADED_RUNS:
+            return RETRY + fingerprint, problem
+        return fingerprint, charged_after_not_graded(results, runs)
+    return fingerprint, problem
+
+
+NOT_GRADED_RUNS = 3  # runs a submission may stay "not graded" (the machine's doing) before it is graded as it stands
+
+
+def charged_after_not_graded(results: dict, runs: int) -> str:
+    """A submission no run could grade in full (runs of them): graded now as it stands, the parts the
+    machine kept from running scored as failed (the code's, as a part that dies in every fresh child
+    is), with a note for the instructor -> the problem to record. results is changed in place: its
+    score stands (extra_data.not_graded becomes extra_data.charged_after_not_graded)."""
+    extra = results.setdefault("extra_data", {})
+    parts = extra.pop("not_graded", {}) or {}
+    extra["charged_after_not_graded"] = parts
+    note = (f"graded as it stands after {runs} runs in which parts were not graded ({', '.join(parts) or 'parts'}: "
+            f"scored as failed); regrade with --force once the machine is quiet")
+    results["output"] = f"Graded: {note}"
+    return note
+
+
 def _why_grade(previous: tuple | None, fingerprint: str, grader: str, force: bool) -> str | None:
     """Why this submission is graded in this run (None: it is up to date). previous: the gradebook's
     (digest, grader, ...) for the student, or None."""
@@ -286,13 +319,14 @@ def _why_grade(previous: tuple | None, fingerprint: str, grader: str, force: boo
 
 
 def _lateness(book: Gradebook, late: lateness.LatePolicy | None, found: list) -> dict:
-    """{student: lateness.Late} for every student of found with a finished grade in the gradebook, stored
+    """{student: lateness.Late} for every student of found with a grade in the gradebook (finished or
+    not: lateness never waits for the machine; grades.csv leaves the final score of a grade the machine
+    kept from running empty, like its score), stored
     as the run's late rows ({} without a policy: the last run's rows are cleared, so export follows
     grades.csv)."""
     rows = {}
-    if late is not None:  # a grade that did not finish (kept as RETRY: graded again next run) gets no late row
-        scores = {student: score for student, (fingerprint, _, score, _) in book.graded().items()
-                  if not fingerprint.startswith(RETRY)}
+    if late is not None:  # finished or not: a grade graded again next run is late all the same (its final
+        scores = {student: score for student, (_, _, score, _) in book.graded().items()}  # score waits for it)
         for student, path, _ in found:
             if student in scores:
                 rows[student] = late.judge(student, scores[student], lateness.collected_time(path))
@@ -318,10 +352,7 @@ def _grade_all(todo, where, engine, doors, book, progress, run):
         if results is None:
             results = reports.broken_results(engine.rubric, problem)
             results["environment_check"] = reports.environment_check(engine.environment_check)
-        if internal:  # not the student's doing: kept for the instructor, graded again on the next run
-            problem, fingerprint = f"{problem} ({internal})", RETRY + fingerprint
-        elif not_graded_of(results):  # the machine's doing (Grade.not_graded, structured): the same
-            fingerprint = RETRY + fingerprint
+        fingerprint, problem = settle(book, student, fingerprint, results, problem, internal)
         _store(book, out, student, (fingerprint, run[0], reason, run[1]), results, problem)
         graded.append(student)
         _progress(progress, len(graded), total, started, student)
@@ -404,9 +435,13 @@ def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, la
                     score = max_score = None
                 row = [text.csv_cell(student), _cell(score), _cell(max_score),
                        *(_cell(None if p in ungraded else by_part.get(p, 0)) for p in parts), text.csv_cell(problem)]
-                if late is not None:
-                    row += late[student].cells() + [text.csv_cell(late[student].note)] if student in late \
-                        else [""] * (len(lateness.COLUMNS) + 1)
+                if late is not None and student in late:
+                    cells = late[student].cells()
+                    if score is None:  # no score stands yet: no final score either (its lateness does)
+                        cells[lateness.COLUMNS.index("final_score")] = ""
+                    row += cells + [text.csv_cell(late[student].note)]
+                elif late is not None:
+                    row += [""] * (len(lateness.COLUMNS) + 1)
                 writer.writerow(row)
     os.replace(tmp.name, path)
 

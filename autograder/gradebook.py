@@ -145,6 +145,14 @@ class Gradebook:
             self.db.execute("ROLLBACK")
             raise
 
+    def not_graded_runs(self, student, digest):
+        """How many runs kept this submission (its digest) ungraded because the machine kept parts from
+        running: its history rows recorded as retry:DIGEST with a "not graded: the machine" problem."""
+        from autograder.sandbox.death import NOT_GRADED
+
+        return self.db.execute("SELECT COUNT(*) FROM history WHERE student = ? AND digest = ? AND problem LIKE ?",
+                               (student, "retry:" + digest, NOT_GRADED + "%")).fetchone()[0]
+
     def rows(self):
         """[(student, score, max_score, {part: score})] sorted by student."""
         parts = self.part_scores()

@@ -274,17 +274,26 @@ def run_checks(sandbox: Sandbox, session: Session | None, child: PartChild | Non
     marked: whatever is said of it from then on is a fixed phrase, see client.PartChild.saw_hidden and
     student.StudentError). -> (session, the child when it can take the next part).
 
-    A child that died of something its own CPU time and memory do not explain (sandbox/death.py:
-    killed from outside, kept waiting for a CPU) is the machine's doing: the checks run again in a
-    fresh child, MACHINE_RETRIES times at most, and what that attempt said and used is forgotten;
-    if the machine kills every attempt, the part is not graded (never charged)."""
-    why = ""
-    for _ in range(MACHINE_RETRIES + 1):
+    A child that died of something its own CPU time and memory do not explain (sandbox/death.py)
+    runs the checks again in a fresh child, MACHINE_RETRIES times at most, and what that attempt
+    said and used is forgotten. When at least one attempt ended on proof that it was the machine's
+    (the session's leader gone, an out-of-memory kill outside the part, a CPU it waited for past a
+    far wall clock) and the machine kills every attempt, the part is not graded (never charged).
+    When every attempt ended unexplained (a SIGKILL no limit of the part explains, a channel the
+    child closed itself), the part dies so in every fresh child: that is the code's, and the last
+    attempt is charged with what was seen (a real outside kill is not repeated on each attempt)."""
+    why, proved = "", False
+    for attempt in range(MACHINE_RETRIES + 1):
         mark = (len(run.results), run.cpu_seconds, run.output)
-        session, child, machine = _attempt(sandbox, session, child, submission, run, checks, limits, fixtures,
-                                           last, hidden)
+        session, child, machine, proof = _attempt(sandbox, session, child, submission, run, checks, limits,
+                                                  fixtures, last, hidden)
         if not machine:
             return session, child
+        proved = proved or proof
+        if attempt == MACHINE_RETRIES and not proved:  # the same in every fresh child: the code's
+            run.problem = run.problem or f"the {run.part} process {machine} ({SAME_EVERY_TIME})"
+            run.timed_out = machine == death.MACHINE_UNMEASURED
+            return session, None
         del run.results[mark[0]:]
         run.cpu_seconds, run.output = mark[1], mark[2]
         child, why = None, machine
@@ -293,11 +302,14 @@ def run_checks(sandbox: Sandbox, session: Session | None, child: PartChild | Non
     return session, None
 
 
+SAME_EVERY_TIME = "the same in each fresh process it was run in again: charged to the code"
+
+
 def _attempt(sandbox: Sandbox, session: Session | None, child: PartChild | None, submission: SubmissionContext,
              run: PartRun, checks: list[tuple[str, Callable]], limits: Limits, fixtures: dict, last: bool,
-             hidden: bool) -> tuple[Session | None, PartChild | None, str]:
-    """One try at the checks (run_checks) -> (session, reusable child or None, why the machine ended
-    it: '' when it did not)."""
+             hidden: bool) -> tuple[Session | None, PartChild | None, str, bool]:
+    """One try at the checks (run_checks) -> (session, reusable child or None, why the machine may
+    have ended it: '' when it did not, whether that is proved)."""
     clock = time.monotonic()
     if child is not None:
         child.next_part(limits.timeout, limits.memory_mb)
@@ -321,12 +333,13 @@ def _attempt(sandbox: Sandbox, session: Session | None, child: PartChild | None,
         run.problem = TRESPASS
     end = {**child.close(), "reusable": False} if last or student.substituted else child.finish()
     run.output += end["output"]
-    if child.died and getattr(child, "machine", False):
-        return session, None, child.died
+    machine = getattr(child, "machine", "")
+    if child.died and machine:
+        return session, None, child.died, machine == death.PROOF
     if child.died and child.died != "closed" and not run.problem:
         run.problem = f"the {run.part} process {_ended(child)}"
         run.timed_out = "timed out" in child.died
-    return session, child if end["reusable"] else None, ""
+    return session, child if end["reusable"] else None, "", False
 
 
 def _ended(child: PartChild) -> str:

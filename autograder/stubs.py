@@ -23,7 +23,7 @@ HINTS = {
         "return exp(x) divided by the sum of exp(x) over dim 0 (book 3.3.1)",
     "simple_attention.context_vector":
         "score every input against inputs[query_index] with a dot product, softmax the scores, "
-        "return the weighted sum of the inputs (book 3.3.1)",
+        "return the weighted sum of the inputs; make the tensors you fill on inputs.device (book 3.3.1)",
     "simple_attention.attention_scores":
         "compute the dot product of every pair of tokens in one matrix product (book 3.3.2)",
     "simple_attention.attention_weights":
@@ -44,13 +44,15 @@ HINTS = {
     "weight_transfer.transfer_v2_to_v1":
         "copy each nn.Linear weight of sa_v2, transposed, into the matching matrix of sa_v1 (Exercise 3.1)",
     "causal.causal_mask":
-        "return a bool matrix that is True above the diagonal (book 3.5.1)",
+        "return a bool matrix that is True above the diagonal, made on the given device (book 3.5.1)",
     "causal.masked_attention_weights":
-        "set the future scores to -inf, divide by sqrt(d_k), softmax over the last dim (book 3.5.1)",
+        "set the future scores to -inf (a causal_mask made on scores.device), divide by sqrt(d_k), "
+        "softmax over the last dim (book 3.5.1)",
     "causal.CausalAttention.__init__":
         "create W_query, W_key, W_value (nn.Linear), a dropout layer and the 'mask' buffer (book 3.5.3)",
     "causal.CausalAttention.forward":
-        "apply the causal mask to the batched scores, softmax, dropout, then weight the values (book 3.5.3)",
+        "apply the causal mask (the buffer, which moves with the module) to the batched scores, softmax, "
+        "dropout, then weight the values (book 3.5.3)",
     "mha.MultiHeadAttentionWrapper.__init__":
         "keep num_heads CausalAttention heads in an nn.ModuleList named heads (book 3.6.1)",
     "mha.MultiHeadAttentionWrapper.forward":

@@ -327,7 +327,8 @@ class RemoteObject:
     def count_ops(self, *args, device=None, _seed=0):
         """self(*args) in the child under a mode that counts the tensor operations it issues ->
         {"counts": {aten op name: calls}, "output", "device", "dtype", "shape"} (output None off the
-        CPU). device: where the child moves the tensor arguments first (e.g. "meta").
+        CPU). device="emulated-cuda": the module and its arguments on the emulated GPU instead
+        (inside/emulated_gpu.py; no counts, no output data).
         The counts come from the student's process: judge them only together with a right output."""
         return self._student.request("count_ops", {"handle": self._id}, args, {}, _seed, {"device": device})
 

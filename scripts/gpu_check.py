@@ -139,8 +139,11 @@ def summary(r):
     differ = sorted(k for k in set(gpu.get("verdicts", {})) | set(cpu.get("verdicts", {}))
                     if gpu.get("verdicts", {}).get(k) != cpu.get("verdicts", {}).get(k))
     parity_ok = bool(gpu.get("verdicts")) and not differ
+    # every differing id is in the log (--log, "parity"); the line names the first four and says how many there are (issue
+    # 35's line named four of 20 and read as if those were all)
+    more = f" and {len(differ) - 4} more" if len(differ) > 4 else ""
     parts.append("CPU/GPU parity ok" if parity_ok
-                 else f"CPU/GPU parity FAILED ({', '.join(differ[:4]) or 'no verdicts'})")
+                 else f"CPU/GPU parity FAILED ({', '.join(differ[:4]) or 'no verdicts'}{more})")
     device = r.get("device_mutants") or []
     device_killed = [m for m in device if gpu.get("verdicts", {}).get(m) == "killed"]
     device_ok = bool(device) and len(device_killed) == len(device)
@@ -242,6 +245,9 @@ def check_selftest(r, seed, jobs):
         code, out = run(grader("selftest", "--device", device, "--seed", seed, "--jobs", str(jobs)), 150)
         r[f"selftest_{device}"] = selftest_result(out)
         r["log"][f"selftest_{device}"] = (code, out[-3000:])
+    verdicts = [r[f"selftest_{device}"]["verdicts"] for device in ("cpu", "cuda")]
+    r["log"]["parity"] = {k: [v.get(k) for v in verdicts] for k in sorted(set(verdicts[0]) | set(verdicts[1]))
+                          if verdicts[0].get(k) != verdicts[1].get(k)}  # id: [cpu, cuda] for each that differs
 
 
 def check_fork(r):

@@ -6,7 +6,10 @@
     allocation must not hold it. The probe first proves it can see the pattern where it is
     (memory handed back inside one process, by the caching allocator, still holds it);
   - the cost of CUDA per submission: a session's first answer with --device cuda against cpu,
-    and the GPU memory the child holds once CUDA is up (its context).
+    and the GPU memory the child holds once CUDA is up (its context), as the driver reports it for
+    the child's pid; where it names no such pid (issue 35's H100 run: "MiB unknown", the driver's
+    process list seen from a container), the card's used memory while that child is the only
+    process holding CUDA (torch.cuda.mem_get_info in the child), said so in the log.
 """
 import os
 import statistics
@@ -38,6 +41,11 @@ def reuse():
 
 def peek():
     return int((torch.empty((N,), dtype=torch.int32, device="cuda") == PATTERN).sum())
+
+
+def device_used_mib():
+    free, total = torch.cuda.mem_get_info()
+    return (total - free) >> 20
 
 
 def over_cap():
@@ -108,7 +116,7 @@ def _cost(box, folder):
     from autograder.sandbox import gpu_watch
     from autograder.sandbox.client import Sandbox
 
-    times, held = {}, None
+    times, held, source = {}, None, "unknown"
     with Sandbox(device="cpu") as cpu:
         for device, sandbox in (("cpu", cpu), ("cuda", box)):
             runs = []
@@ -118,8 +126,15 @@ def _cost(box, folder):
                 _call(part, "value")
                 runs.append(time.monotonic() - started)
                 if device == "cuda":
-                    held = gpu_watch.usage().get(part.host_pid, held)
+                    seen = gpu_watch.usage().get(part.host_pid)
+                    if seen is None:  # the driver names no process for the child's pid here
+                        used = _call(part, "device_used_mib").get("result")
+                        seen = used if isinstance(used, int) else None
+                        source = "the card's used memory while this child alone held CUDA (mem_get_info)"
+                    else:
+                        source = "the driver's figure for the child's pid"
+                    held = seen if seen is not None else held
                 part.close()
             times[device] = statistics.median(runs)
     extra = times["cuda"] - times["cpu"]
-    return (extra, held), {"seconds": times, "context MiB": held}
+    return (extra, held), {"seconds": times, "context MiB": held, "MiB measured as": source}

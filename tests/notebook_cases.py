@@ -18,7 +18,7 @@ MODULES = ("simple_attention", "self_attention_v1", "self_attention_v2", "weight
 # module, exact text, replacement
 BUGS = {
     # the diagonal is masked too: token 0 sees nothing at all (a row of -inf gives nan)
-    "causal_diagonal": ("causal", "dtype=torch.bool), diagonal=1)", "dtype=torch.bool), diagonal=0)"),
+    "causal_diagonal": ("causal", "device=device), diagonal=1)", "device=device), diagonal=0)"),
     # softmax over the wrong dimension: columns sum to 1 instead of rows
     "simple_softmax_dim0": ("simple_attention", "return torch.softmax(scores, dim=-1)", "return torch.softmax(scores, dim=0)"),
     # softmax without subtracting the max: overflows for large scores

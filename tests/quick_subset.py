@@ -27,12 +27,15 @@ QUICK = {
                           "test_every_failed_check_names_the_one_cause"},
     "test_deploy_installs.py": set(),  # fresh virtual environments of the deployed paths: `-m deploy`
     "test_device.py": {"test_on_the_cpu_nothing_is_copied"},
+    "test_fake_cuda.py": {"test_the_emulated_gpu_follows_torchs_device_rules",
+                          "test_the_reference_runs_on_the_emulated_gpu_in_every_part"},
     "test_efficiency.py": {"test_the_reference_mha_issues_the_same_matmuls_for_any_head_count",
                            "test_counts_from_the_child_are_checked"},
     "test_learner_code.py": {"test_the_reading_follows_the_name_to_the_class_python_binds",
                              "test_tampering_is_read_from_code_never_from_comments_or_strings"},
     "test_false_alarms.py": {"test_the_mha_mask_buffer_may_have_any_name",
                              "test_a_wrapper_under_another_name_is_charged_in_mha_only"},
+    "test_one_parse.py": {"test_a_text_is_parsed_once_per_submission_and_never_shared_with_the_next"},
     "test_fairness.py": {"test_a_raising_v2_costs_the_transfer_nothing"},
     "test_fair_cpu.py": {"test_time_spent_off_the_cpu_is_not_the_part_s", "test_a_loop_is_ended_at_its_cpu_time_limit"},
     "test_envcheck.py": {"test_the_cache_keeps_a_full_score_and_a_hit_grades_nothing"},
@@ -63,7 +66,9 @@ QUICK = {
     "test_lint.py": {"test_ruff_finds_nothing", "test_every_public_function_of_the_core_is_annotated",
                      "test_the_annotation_check_sees_a_missing_annotation"},  # mypy: the whole suite
     "test_machine_deaths.py": {"test_a_child_killed_from_outside_is_graded_again_in_a_fresh_one",
-                               "test_an_oom_kill_is_read_from_the_group"},
+                               "test_an_oom_kill_is_read_from_the_group",
+                               "test_a_part_that_kills_itself_is_charged_not_left_ungraded",
+                               "test_waiting_for_a_cpu_or_for_the_grader_is_not_sleeping"},
     "test_nbgrader_commands.py": set(),  # real nbgrader: `-m nbgrader`
     "test_nbgrader_roundtrip.py": set(),
     "test_nbgrader_validate.py": set(),

@@ -71,6 +71,8 @@ CHECKED = {
     ("docs/sandbox.md", "0.25 s"): lambda: _source_constant("autograder/sandbox/gpu_watch.py", "PERIOD") == 0.25,
     ("docs/sandbox.md", "1 GiB"): lambda: _source_constant("autograder/inside/gpu.py", "CONTEXT_MB") == 1024,
     ("docs/sandbox.md", "4 times"): lambda: _source_constant("autograder/sandbox/client.py", "WALL_FACTOR") == 4,
+    ("docs/sandbox.md", "10 times"): lambda: "    FAR_WALL = 10  #" in (ROOT / "autograder/sandbox/client.py").read_text(),
+    ("docs/sandbox.md", "5 s"): lambda: _source_constant("autograder/inside/isolation.py", "CPU_HARD_ABOVE") == 5,
     ("README.md", "21/21"):  # what `book-check` prints, asserted by its test
         lambda: '"book values: 21/21 match\\n"' in (ROOT / "tests/test_book_check.py").read_text(),
     ("README.md", "400 training runs"):

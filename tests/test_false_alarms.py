@@ -11,8 +11,8 @@ RENAMED_BUFFER = [("mha", 'self.register_buffer("mask",', 'self.register_buffer(
 RENAMED_CAUSAL_BUFFER = [("causal", 'self.register_buffer("mask",', 'self.register_buffer("future",'),
                          ("causal", "self.mask.bool()", "self.future.bool()")]
 BOOK_LOOPS = [  # float32 buffers made as in the book's loops, no dtype given
-    ("simple_attention", "torch.empty(inputs.shape[0], dtype=inputs.dtype)", "torch.empty(inputs.shape[0])"),
-    ("simple_attention", "torch.zeros(query.shape, dtype=inputs.dtype)", "torch.zeros(query.shape)"),
+    ("simple_attention", "torch.empty(inputs.shape[0], dtype=inputs.dtype, device=inputs.device)", "torch.empty(inputs.shape[0])"),
+    ("simple_attention", "torch.zeros(query.shape, dtype=inputs.dtype, device=inputs.device)", "torch.zeros(query.shape)"),
     ("simple_attention", "    return attention_weights(attention_scores(inputs)) @ inputs\n",
      "    n = inputs.shape[0]\n    scores = torch.empty(n, n)\n    for i, x_i in enumerate(inputs):\n"
      "        for j, x_j in enumerate(inputs):\n            scores[i, j] = torch.dot(x_i, x_j)\n"

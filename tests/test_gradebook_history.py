@@ -71,7 +71,9 @@ def test_the_history_command_on_a_gradebook_without_one(tmp_path, capsys):
     assert "no grade recorded for 'nobody'" in capsys.readouterr().err
 
 
-def test_a_grade_that_did_not_finish_gets_no_late_row(tmp_path):
+def test_a_grade_that_did_not_finish_is_late_all_the_same(tmp_path):
+    """Issue 37: lateness applies whether or not a grade finished (it used to wait, so a submission
+    the machine kept from running was never late); grades.csv leaves its final score empty."""
     from datetime import timedelta
 
     from autograder import lateness
@@ -84,7 +86,8 @@ def test_a_grade_that_did_not_finish_gets_no_late_row(tmp_path):
     for name in ("alice", "ivan"):
         (tmp_path / name).mkdir()
     rows = batch._lateness(book, policy, [(s, tmp_path / s, "") for s in ("alice", "ivan")])
-    assert list(rows) == ["alice"] and (rows["alice"].late_days, rows["alice"].final_score) == (1, 81.0)
-    assert list(book.lateness()) == ["alice"]  # stored for export; ivan's grade is to come, late or not
+    assert list(rows) == ["alice", "ivan"] and (rows["alice"].late_days, rows["alice"].final_score) == (1, 81.0)
+    assert rows["ivan"].late_days == 1 and rows["ivan"].penalty == 10
+    assert list(book.lateness()) == ["alice", "ivan"]  # stored; ivan's final score waits for his grade
     assert batch._lateness(book, None, []) == {} and book.lateness() == {}  # a run without --due clears them
     book.close()

@@ -160,15 +160,17 @@ with open("/proc/keys") as f:
 
 
 def test_nothing_a_child_creates_survives_it(sandbox, tmp_path):
-    """Files in /tmp and /dev/shm, SysV shared memory and message queues, an abstract socket and
-    a background process: the same session's next child finds none of them, nor does the next
+    """Files in /tmp and /dev/shm, an abstract socket and a background process (SysV shared memory
+    and message queues: refused): the same session's next child finds none of them, nor does the next
     student's, and no process of that uid is left on the machine."""
     token = secrets.token_hex(6)
     folder = submission(tmp_path)
     session = sandbox.session(folder, key="planter")
     try:
         planted = probe(sandbox, folder, "plant", token, session=session)
-        assert set(planted) >= {"/tmp", "/dev/shm", "shm", "msg", "socket", "process"}, planted
+        # SysV shared memory and message queues are refused by the filter (issue 37 item 5: memory
+        # no address-space limit sees); part_reset still looks for them
+        assert set(planted) >= {"/tmp", "/dev/shm", "socket", "process"} and not {"shm", "msg"} & set(planted), planted
         uid = session.uid
         # the same student's next part: its files stay (a private /tmp per session), nothing else
         same_session = probe(sandbox, folder, "look", token, session=session)

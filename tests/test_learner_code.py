@@ -25,6 +25,7 @@ CORRECT = {  # case -> the parts graded (each must get full marks, no check fail
     "demo_seeded": ["causal", "mha", "exercises"],  # torch.manual_seed(123) and layers built at import
     "demo_unseeded": ["self_attention_v2", "weight_transfer", "mha"],  # torch.rand and a layer at import
     "honest_comments": ["mha"],  # "autograder" and "eval()" in comments and a docstring
+    "decorated_forward": ["mha"],  # @torch.enable_grad() on forward: its code object is torch's wrapper
     # causal.py is wrong (no scaling: the grader's stand-in takes its place for mha's checks) and mha.py
     # imports a name of it the stand-in lacks, then draws at import: mha's checks rerun on the student's
     # own modules, imported before the seed
@@ -180,3 +181,7 @@ def test_tampering_is_read_from_code_never_from_comments_or_strings():
                                             "g = eval('1')\n"}) == [
         "mha.py, line 2: a dispatch mode (_pop_torch_dispatch_stack)", "mha.py, line 2: torch's private bindings (_C)",
         "mha.py, line 3: code made from text (eval())"]
+    # code that asks whether it runs on the emulated GPU (issue 35's device checks) could take another path there
+    assert source_reading.tampering({"mha": "import torch\n\ndef f(x):\n    return torch.ones(2, device=x.device if x.is_meta"
+                                            " else 'cpu')\n\nfrom torch._subclasses.fake_tensor import FakeTensor\n"}) == [
+        "mha.py, line 4: the device emulation (is_meta)"]

@@ -1,10 +1,12 @@
-"""Issue 30 item 1: a child's death is charged only for a cause the grader measured.
+"""Issue 30 item 1, issue 37 item 1: a child's death is the machine's only on proof the grader owns.
 
-A child killed from outside (here: the test itself sends SIGKILL, once or every time, before the
-check's first call; nothing races) is the machine's doing: the part runs again in a fresh child
-and keeps full marks, or, when every attempt is killed, is "not graded" with no point lost and no
-score in any channel. A real memory hog (its control group's out-of-memory killer), a real CPU
-loop and a real sleep are still charged, each with the cause that was measured.
+A part's child killed from outside once (here: the test itself sends SIGKILL before the check's
+first call; nothing races) runs again in a fresh child and keeps full marks. Killed so every time,
+with nothing to prove it was the machine, it died the same way in every fresh child: charged. Only
+proof the grader owns (here: the session's leader, which no process of the part can reach, killed
+every time) makes a part "not graded", with no point lost and no score in any channel. A real
+memory hog, CPU loop and sleep are still charged, each with the cause that was measured; so are a
+part that SIGKILLs itself, closes its own channel, or dies only on some hidden inputs.
 """
 import json
 import os
@@ -21,15 +23,19 @@ from autograder.sandbox import client, death
 PART = "simple_attention"
 
 
-def kill_from_outside(student):
-    """SIGKILL to the part's child, as the host's OOM killer or an operator sends it; waits until it is gone."""
+def kill_from_outside(student, target="child"):
+    """SIGKILL to the part's child (as an operator or another program sends it) or to its session's
+    leader (which no process of the part can reach); waits until the child is gone."""
     part = student.session
-    os.kill(client._host_pid(part.pidfd), signal.SIGKILL)
-    select.select([part.pidfd], [], [])  # a pidfd is readable once its process has ended
+    pidfd = part.pidfd if target == "child" else part.session.leader_pidfd
+    os.kill(client._host_pid(pidfd), signal.SIGKILL)
+    select.select([pidfd], [], [])  # a pidfd is readable once its process has ended
+    select.select([part.pidfd], [], [])  # the child, after its leader: its parent-death signal
 
 
-def suites_killing(engine, times):
-    """The real suites, with the part's first check killing its child first, on its first `times` calls."""
+def suites_killing(engine, times, target="child"):
+    """The real suites, with the part's first check killing its child (or its leader) first, on its
+    first `times` calls."""
     rubric, suites, _ = engine
     (name, check), rest = suites[PART][0], suites[PART][1:]
     calls = []
@@ -37,7 +43,7 @@ def suites_killing(engine, times):
     def killer(student, book):
         calls.append(1)
         if len(calls) <= times:
-            kill_from_outside(student)
+            kill_from_outside(student, target)
         return check(student, book)
 
     killer.__signature__ = __import__("inspect").signature(check)
@@ -59,13 +65,24 @@ def test_a_child_killed_from_outside_is_graded_again_in_a_fresh_one(engine, tmp_
     assert all(c.passed for c in grade.checks), [(c.name, c.message) for c in grade.checks if not c.passed]
 
 
-def test_a_part_the_machine_kills_every_time_is_not_graded_and_loses_nothing(engine, tmp_path):
+def test_a_kill_with_no_proof_every_time_is_charged(engine, tmp_path):
+    """The same outside SIGKILL in every fresh child, and nothing the grader owns says it was the
+    machine (no leader gone, no out-of-memory kill): the part's own code could do exactly that, so
+    it is charged with what was seen, never "not graded"."""
     suites, calls = suites_killing(engine, times=99)
     grade = grade_with(engine, submission(tmp_path), suites)
     assert len(calls) == runner.MACHINE_RETRIES + 1
+    assert grade.not_graded == {} and grade.parts[PART]["score"] < 10
+    assert grade.parts[PART]["problem"] == f"the {PART} process {death.UNEXPLAINED_KILL} ({runner.SAME_EVERY_TIME})"
+
+
+def test_a_part_the_machine_kills_every_time_is_not_graded_and_loses_nothing(engine, tmp_path):
+    suites, calls = suites_killing(engine, times=99, target="leader")
+    grade = grade_with(engine, submission(tmp_path), suites)
+    assert len(calls) == runner.MACHINE_RETRIES + 1
     assert list(grade.not_graded) == [PART]
-    assert grade.not_graded[PART].startswith("not graded: the machine was overloaded (its process was killed "
-                                             "(SIGKILL) by something outside the part")
+    assert grade.not_graded[PART] == (f"not graded: the machine was overloaded (its process {death.LEADER_GONE}, "
+                                      f"{runner.MACHINE_RETRIES + 1} times)")
     assert all(c.not_graded for c in grade.checks)
     assert not any("memory than the part" in c.message for c in grade.checks)  # the student's cause is not guessed
     # no channel gives a score: not a lower one, none
@@ -111,17 +128,23 @@ def test_the_batch_writes_no_score_for_a_part_not_graded(tmp_path):
 
 
 HOG = """import os
+import signal
+import time
+
 
 def work():
-    # 640 MiB in memory files (each under the 16 MiB file-size limit, none of it address space):
-    # charged to the part's control group, over its 512 MiB; this process is the only one the
-    # out-of-memory killer may take
-    kept = []
-    for _ in range(40):
-        fd = os.memfd_create("hog")
-        os.write(fd, b"\\1" * (16 << 20))
-        kept.append(fd)
-    return "done"
+    # four processes of 300 MiB each (each within its address-space limit): together over the
+    # part's 512 MiB, which only its control group counts. Once the group's out-of-memory killer has
+    # taken one, this process ends itself with SIGKILL: the group's counter says why
+    for _ in range(4):
+        if os.fork() == 0:
+            block = bytearray(300 << 20)
+            for i in range(0, len(block), 4096):
+                block[i] = 1
+            time.sleep(60)
+            os._exit(0)
+    os.wait()
+    os.kill(os.getpid(), signal.SIGKILL)
 """
 
 
@@ -132,6 +155,97 @@ def test_a_real_memory_hog_is_charged_with_the_measured_cause(engine, tmp_path):
     assert not run.not_graded and not run.results[0].passed
     assert run.problem == ("the task process was killed by the kernel (SIGKILL): its processes together used more "
                            "memory than the part's limit (512 MB)"), run.problem
+
+
+# issue 37 item 1: deaths a part can cause itself are charged, each in every mode (root or not)
+
+SELF_KILL = "import os\nimport signal\n\ndef work():\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+CLOSE_OWN = ("import os\nimport time\n\ndef work():\n    os.closerange(3, 4096)  # its channel to the grader too\n"
+             "    time.sleep(600)\n")
+LOWER_CPU = ("import resource\n\ndef work():\n    try:  # soft = hard: the kernel's SIGKILL after 1 s\n"
+             "        resource.setrlimit(resource.RLIMIT_CPU, (1, 1))\n    except (ValueError, OSError):\n"
+             "        pass\n    while True:\n        pass\n")
+MEMFD = ("import os\n\ndef work():\n    kept = []\n    for _ in range(512):  # 8 GiB in memory files, unmapped\n"
+         "        fd = os.memfd_create('hog')\n        os.write(fd, b'1' * (16 << 20))\n        kept.append(fd)\n"
+         "    return 'done'\n")
+
+
+def test_a_part_that_kills_itself_is_charged_not_left_ungraded(engine, tmp_path):
+    run = run_one(engine, tmp_path, SELF_KILL)
+    assert not run.not_graded and not run.results[0].passed
+    assert run.problem == f"the task process {death.UNEXPLAINED_KILL} ({runner.SAME_EVERY_TIME})", run.problem
+
+
+def test_a_part_that_closes_its_own_channel_is_charged(engine, tmp_path):
+    """The grader's kill that follows the closed channel is remembered as the grader's: never "from outside"."""
+    run = run_one(engine, tmp_path, CLOSE_OWN)
+    assert not run.not_graded and not run.results[0].passed
+    assert run.problem == f"the task process {death.CLOSED_CHANNEL} ({runner.SAME_EVERY_TIME})", run.problem
+
+
+def test_a_part_cannot_lower_its_own_cpu_limit_to_die_by_the_kernel(engine, tmp_path):
+    """setrlimit is refused (the filter), so the loop meets the grader's own CPU-time limit: charged as CPU time."""
+    run = run_one(engine, tmp_path, LOWER_CPU, timeout=1)
+    assert run.timed_out and not run.not_graded and not run.results[0].passed
+    assert "timed out after 1 s of CPU time (the part's time limit)" in run.results[0].message, run.results[0].message
+
+
+def test_memory_files_are_refused_so_no_memory_escapes_the_limit(engine, tmp_path):
+    """Issue 37 item 5: memfd_create (memory no address-space limit sees) is refused in every mode:
+    the check fails on the code's own error, charged, never "not graded" and never the machine's
+    out-of-memory killer."""
+    run = run_one(engine, tmp_path, MEMFD)
+    assert not run.not_graded and not run.problem and not run.results[0].passed
+    assert "PermissionError" in run.results[0].message, run.results[0].message
+
+
+def test_the_part_s_processes_are_the_first_the_oom_killer_takes(engine, tmp_path):
+    """Issue 37 item 5: oom_score_adj 1000 in the part's child, with root or without (the non-root
+    path runs when the suite runs as a non-root user)."""
+    source = "def work():\n    return open('/proc/self/oom_score_adj').read().strip()\n"
+    _, _, sandbox = engine
+    folder = tmp_path / "task"
+    folder.mkdir()
+    (folder / "task.py").write_text(source)
+    session = sandbox.session(folder)
+    part = session.part(10, 512)
+    try:
+        from autograder.student import Student
+
+        assert Student(part).module("task").work() == "1000"
+        assert "first to go if the machine runs out of memory" in part.protections, part.protections
+    finally:
+        part.close()
+        session.close()
+
+
+DIES_ON_ODD = ("import os\nimport signal\n\ndef work(digit):\n    if digit % 2:\n"
+               "        os.kill(os.getpid(), signal.SIGKILL)\n    return 'done'\n")
+
+
+@pytest.mark.parametrize("digit, passes", [(7, False), (4, True)])
+def test_after_a_hidden_input_a_death_is_never_free(engine, tmp_path, digit, passes):
+    """A part that dies only when a digit of the hidden input is odd: it dies on that input in each
+    fresh child, so the check is charged (its bit costs the points it would cost any failed check),
+    never "not graded" (which would cost nothing and tell the bit anyway)."""
+    _, _, sandbox = engine
+    folder = tmp_path / "task"
+    folder.mkdir()
+    (folder / "task.py").write_text(DIES_ON_ODD)
+
+    def test_hidden(student):
+        assert student.module("task").work(digit) == "done"
+
+    run = runner.PartRun("task")
+    context = runner.SubmissionContext(str(folder), None, {})
+    session, child = runner.run_checks(sandbox, None, None, context, run, [("hidden", test_hidden)],
+                                       runner.Limits(2, 512, 2), runner.default_fixtures(), last=True, hidden=True)
+    for opened in (child, session):
+        if opened is not None:
+            opened.close()
+    assert not run.not_graded and run.results[0].passed is passes
+    if not passes:
+        assert run.problem == f"the task process {death.UNEXPLAINED_KILL} ({runner.SAME_EVERY_TIME})", run.problem
 
 
 def test_a_real_cpu_loop_is_charged_with_its_cpu_time(engine, tmp_path):
@@ -188,7 +302,7 @@ def test_results_json_of_a_graded_run_has_no_not_graded_key(engine, tmp_path):
 def test_the_environment_check_names_the_machine_when_the_reference_was_not_graded(engine, tmp_path):
     from autograder import envcheck
 
-    suites, _ = suites_killing(engine, times=99)
+    suites, _ = suites_killing(engine, times=99, target="leader")
     grade = grade_with(engine, submission(tmp_path), suites)
     assert envcheck.likely_cause(grade, "cpu").startswith("the machine was overloaded while the reference was graded")
 
@@ -213,7 +327,7 @@ def test_grade_and_ci_commands_give_no_score_and_exit_3(engine, tmp_path, monkey
     from autograder import commands
     from autograder.commands import ci as ci_command, grade as grade_command
 
-    suites, _ = suites_killing(engine, times=99)
+    suites, _ = suites_killing(engine, times=99, target="leader")
     folder = submission(tmp_path)
     not_graded = grade_with(engine, folder, suites)
     monkeypatch.setattr(commands, "open_engine", lambda *args, **kwargs: _Engine(not_graded))
@@ -235,10 +349,116 @@ def test_grade_and_ci_commands_give_no_score_and_exit_3(engine, tmp_path, monkey
 def test_a_student_s_feedback_counts_no_point_lost_for_a_part_not_graded(engine, tmp_path):
     from autograder.reports.common import what_to_fix
 
-    suites, _ = suites_killing(engine, times=99)
+    suites, _ = suites_killing(engine, times=99, target="leader")
     grade = grade_with(engine, submission(tmp_path), suites)
     items = what_to_fix(grade.checks, grade.parts)
     assert [(i.title, i.points) for i in items] == [(PART, 0)] and items[0].message.startswith("not graded: the machine")
+
+
+# issue 37 item 1: idle means off the CPU by the child's own choice
+
+class _Clocks:
+    """Readings a test sets: the wall clock, the session's CPU time, the child's run delay, the grader
+    thread's own CPU time plus run delay."""
+
+    def __init__(self, monkeypatch):
+        self.wall = self.cpu = self.delay = self.grader = 0.0
+        monkeypatch.setattr(client.time, "monotonic", lambda: self.wall)
+        monkeypatch.setattr(client, "_run_delay", lambda pid: self.delay)
+        monkeypatch.setattr(client, "_own_schedule", lambda: self.grader)
+        self.part = types.SimpleNamespace(spent=lambda: self.cpu, host_pid=1, pidfd=None)
+
+    def call(self, wall, cpu, delay, grader):
+        meter = client._IdleMeter(self.part, 2.0)
+        meter.call_begins()
+        self.wall, self.cpu, self.delay, self.grader = wall, cpu, delay, grader
+        return meter.over(waiting=True)
+
+
+def test_waiting_for_a_cpu_or_for_the_grader_is_not_sleeping(monkeypatch):
+    """A 5 s call under load: the child ran 0.5 s and waited 1.5 s for a CPU; the grader's own thread
+    was on a CPU or waiting for one for 3 s of it (it noticed the reply late): 0 s idle, under the
+    2 s bound (counted as before, 3 s: "waited or slept for more than 2 s")."""
+    clocks = _Clocks(monkeypatch)
+    assert clocks.call(wall=5.0, cpu=0.5, delay=1.5, grader=3.0) is False
+
+
+def test_a_child_that_sleeps_after_a_hidden_input_is_still_idle(monkeypatch):
+    clocks = _Clocks(monkeypatch)
+    assert clocks.call(wall=5.0, cpu=0.1, delay=0.0, grader=0.05) is True
+
+
+def test_the_wall_clock_moves_on_while_the_machine_keeps_the_child_waiting(monkeypatch):
+    """At the part's wall-clock deadline a child measured running or runnable (not asleep) is given
+    more time, up to FAR_WALL x the wall clock; asleep, or unmeasured, it is not."""
+    for asleep, now, moved in ((False, 30.0, True), (True, 30.0, False), (None, 30.0, False),
+                               (False, 10 * 22.0 + 1, False)):
+        part = types.SimpleNamespace(started=0.0, deadline=22.0, FAR_WALL=client.PartChild.FAR_WALL, host_pid=1,
+                                     gauge=types.SimpleNamespace(asleep=lambda pid, wall, a=asleep: a))
+        assert client.PartChild._kept_waiting(part, now) is moved, (asleep, now)
+
+
+# issue 37 item 1, in batch: bounded regrades of a submission the machine kept from running; lateness
+
+NOT_GRADED_PROBLEM = "not graded: the machine was overloaded (parts: simple_attention): graded again on the next run"
+
+
+def _not_graded_results():
+    return {"score": 90, "max_score": 100, "tests": [], "output": "Not graded",
+            "parts": {"simple_attention": {"score": 0, "max_score": 10}, "causal": {"score": 22, "max_score": 22}},
+            "extra_data": {"not_graded": {"simple_attention": "not graded: the machine was overloaded"}}}
+
+
+def test_a_submission_not_graded_run_after_run_is_graded_as_it_stands_after_a_bound(tmp_path):
+    """Each run records it as not graded (graded again next run) until NOT_GRADED_RUNS runs have; that
+    run grades it as it stands, the parts the machine kept from running scored as failed, with a
+    note for the instructor; no run after regrades it (the same submission, the same grader)."""
+    from autograder import batch
+    from autograder.gradebook import Gradebook
+
+    book = Gradebook(tmp_path / "gradebook.db")
+    for run in range(1, batch.NOT_GRADED_RUNS + 1):
+        results = _not_graded_results()
+        fingerprint, problem = batch.settle(book, "ann", "abc", results, NOT_GRADED_PROBLEM, "")
+        book.record("ann", fingerprint, results, problem, "g1", "graded", run)
+        if run < batch.NOT_GRADED_RUNS:
+            assert (fingerprint, problem) == (batch.RETRY + "abc", NOT_GRADED_PROBLEM)
+            assert batch._why_grade(book.graded()["ann"], "abc", "g1", False) == \
+                "graded again: its last grading did not finish"
+    assert fingerprint == "abc" and problem == (
+        f"graded as it stands after {batch.NOT_GRADED_RUNS} runs in which parts were not graded (simple_attention: "
+        "scored as failed); regrade with --force once the machine is quiet")
+    assert "not_graded" not in results["extra_data"] and results["extra_data"]["charged_after_not_graded"]
+    assert batch._why_grade(book.graded()["ann"], "abc", "g1", False) is None  # no run after regrades it
+    batch.write_csv(book, tmp_path / "grades.csv")
+    lines = (tmp_path / "grades.csv").read_text().splitlines()
+    cells = dict(zip(lines[0].split(","), lines[1].split(",")))
+    assert cells["score"] == "90" and cells["simple_attention"] == "0"  # a score stands, the part failed
+    book.close()
+
+
+def test_lateness_applies_whether_or_not_a_grade_finished(tmp_path):
+    """A late submission the machine kept from running: its late days and penalty are in grades.csv
+    now (its final score waits, like its score, for a run that grades it)."""
+    from datetime import datetime, timezone
+
+    from autograder import batch, lateness
+    from autograder.gradebook import Gradebook
+
+    book = Gradebook(tmp_path / "gradebook.db")
+    book.record("ann", batch.RETRY + "abc", _not_graded_results(), NOT_GRADED_PROBLEM, "g1", "graded", 1)
+    due = datetime(2026, 1, 10, tzinfo=timezone.utc)
+    late = lateness.LatePolicy(due, percent_per_day=10, times={"ann": datetime(2026, 1, 12, 1, tzinfo=timezone.utc)})
+    folder = tmp_path / "ann"
+    folder.mkdir()
+    rows = batch._lateness(book, late, [("ann", folder, "")])
+    assert rows["ann"].late_days == 3 and rows["ann"].penalty == 30
+    batch.write_csv(book, tmp_path / "grades.csv", ["ann"], rows)
+    lines = (tmp_path / "grades.csv").read_text().splitlines()
+    cells = dict(zip(lines[0].split(","), lines[1].split(",")))
+    assert (cells["late_days"], cells["penalty"], cells["final_score"], cells["score"]) == ("3", "30", "", "")
+    assert book.lateness()["ann"]["penalty"] == 30
+    book.close()
 
 
 # ---------------------------------------------------------------- the fork server killed (issue 38.8)

@@ -80,8 +80,8 @@ CASES = {
          "test_no_dropout_in_eval_mode": "in eval mode on batch is wrong: the softmax runs over the wrong dim",
          "test_shorter_inputs_and_no_look_ahead": "(they must not look ahead) is wrong at ("}),
     "causal_mask from triu without diagonal=1": (
-        "causal", "return torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=1)",
-        "return torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool))",
+        "causal", "return torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device), diagonal=1)",
+        "return torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device))",
         {**{f"test_causal_mask_is_true_above_the_diagonal[{n}]": f"causal_mask({n}): {DIAGONAL}" for n in (1, 4, 6)},
          "test_masked_attention_weights_book_example": f"masked_attention_weights(book scores, d_k=2) is wrong: "
                                                        f"{DIAGONAL}"}),

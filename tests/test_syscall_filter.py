@@ -18,12 +18,13 @@ from autograder.inside import syscalls
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="seccomp is Linux's")
 
 PROBE = r'''
-import ctypes, errno, fcntl, json, os, platform, select, socket, sys
+import ctypes, errno, fcntl, json, os, platform, resource, select, socket, sys
 libc = ctypes.CDLL(None, use_errno=True)
 NR = {"x86_64": {"io_setup": 206, "inotify_init1": 294, "fanotify_init": 300, "flock": 73, "mincore": 27,
-                 "readahead": 187, "fadvise64": 221, "mq_open": 240, "fcntl": 72},
+                 "readahead": 187, "fadvise64": 221, "mq_open": 240, "fcntl": 72, "shmget": 29, "msgget": 68},
       "aarch64": {"io_setup": 0, "inotify_init1": 26, "fanotify_init": 262, "flock": 32, "mincore": 232,
-                  "readahead": 213, "fadvise64": 223, "mq_open": 180, "fcntl": 25}}[platform.machine()]
+                  "readahead": 213, "fadvise64": 223, "mq_open": 180, "fcntl": 25, "shmget": 194,
+                  "msgget": 186}}[platform.machine()]
 shared = os.open(sys.argv[2], os.O_RDONLY)
 prctl = libc.prctl
 if prctl(38, 1, 0, 0, 0) != 0:
@@ -43,6 +44,12 @@ def py(call):
         return 0
     except OSError as e:
         return e.errno
+
+def limit(call):  # Python raises ValueError for setrlimit's EPERM
+    try:
+        return py(call)
+    except ValueError as e:
+        return errno.EPERM if "not allowed" in str(e) else -1
 
 ctx = ctypes.c_ulong(0)
 buf = ctypes.create_string_buffer(4096)
@@ -76,6 +83,14 @@ results = {
     "socket AF_VSOCK": py(lambda: socket.socket(40, socket.SOCK_STREAM, 0)),
     "socket AF_ALG": py(lambda: socket.socket(38, socket.SOCK_SEQPACKET, 0)),
     "socketpair AF_INET": py(lambda: socket.socketpair(socket.AF_INET)),
+    # issue 37: memory the address-space limit does not see, and a death or slowness of its own making
+    "memfd_create": py(lambda: os.memfd_create("hog")),
+    "shmget": raw("shmget", 0, 1 << 20, 0o1600),
+    "msgget": raw("msgget", 0, 0o1600),
+    "setrlimit RLIMIT_CPU": limit(lambda: resource.setrlimit(resource.RLIMIT_CPU, (1, 1))),
+    "prlimit64 setting": limit(lambda: resource.prlimit(0, resource.RLIMIT_CPU, (1, 1))),
+    "setpriority": py(lambda: os.setpriority(os.PRIO_PROCESS, 0, 19)),
+    "sched_setscheduler SCHED_IDLE": py(lambda: os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))),
 }
 fine = {
     "fcntl F_GETFL": py(lambda: fcntl.fcntl(shared, fcntl.F_GETFL)),
@@ -86,6 +101,8 @@ fine = {
     "socket AF_INET": py(lambda: socket.socket(socket.AF_INET).close()),
     "socketpair AF_UNIX": py(lambda: [s.close() for s in socket.socketpair()]),
     "pipe": py(lambda: [os.close(fd) for fd in os.pipe()]),
+    "getrlimit (prlimit64 reading)": py(lambda: resource.getrlimit(resource.RLIMIT_CPU)),
+    "prlimit64 reading": py(lambda: resource.prlimit(0, resource.RLIMIT_AS)),
 }
 print(json.dumps({"refused": results, "allowed": fine}))
 '''
@@ -125,7 +142,10 @@ def test_the_allow_list_names_none_of_the_shared_state_calls():
     shared_state = {"flock", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark",
                     "io_setup", "io_submit", "io_getevents", "io_pgetevents", "io_uring_setup", "mincore", "readahead",
                     "fadvise64", "preadv2", "pwritev2", "mq_open", "mq_timedsend", "mq_timedreceive", "fcntl",
-                    "socket", "socketpair", "personality", "keyctl", "add_key", "request_key"}
+                    "socket", "socketpair", "personality", "keyctl", "add_key", "request_key",
+                    # issue 37: memory RLIMIT_AS does not see; limits and priority a part could turn on itself
+                    "memfd_create", "shmget", "shmat", "msgget", "msgsnd", "setrlimit", "prlimit64", "setpriority",
+                    "sched_setscheduler", "sched_setattr", "sched_setparam", "ioprio_set"}
     assert not shared_state & set(syscalls.ALLOWED)
 
 

@@ -21,8 +21,10 @@ def context_vector(inputs, query_index):
     Score every input against inputs[query_index] with a dot product, turn the scores into
     weights with softmax, and return the sum of the inputs weighted by them.
     inputs: (num_tokens, d_in); query_index: int -> (d_in,)
+    A tensor made here (the book's torch.empty and torch.zeros) is made on the inputs' device and
+    in their dtype (device=inputs.device, dtype=inputs.dtype), so the function works on a GPU too.
     """
-    raise NotImplementedError("simple_attention.context_vector: score every input against inputs[query_index] with a dot product, softmax the scores, return the weighted sum of the inputs (book 3.3.1)")
+    raise NotImplementedError("simple_attention.context_vector: score every input against inputs[query_index] with a dot product, softmax the scores, return the weighted sum of the inputs; make the tensors you fill on inputs.device (book 3.3.1)")
 
 
 def attention_scores(inputs):

@@ -7,6 +7,7 @@ children and what they need, and the wire protocol both sides speak.
     child.py      the request loop: the only code that touches student modules
     part_reset.py a child forgets a part before it takes the next one
     counting.py   operations counted under a dispatch mode (efficiency checks)
+    emulated_gpu.py  a GPU emulated on the CPU: FakeTensorMode, tensors on cuda:0 (device checks)
     stand_in.py   the grader's classes as data, their computation asked of the grader
     gpu.py        a child's own CUDA start
     uid_cleanup.py  container mode: nothing of a submission's uid outlives its part

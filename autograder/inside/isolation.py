@@ -213,10 +213,12 @@ def _new_session_keyring():
     return number is not None and _libc.syscall(number, KEYCTL_JOIN_SESSION_KEYRING, None) >= 0
 
 
-def _limit(kind, value):
+def _limit(kind, value, above=0):
+    """Soft limit `value`, hard limit `value + above` (where the inherited hard limit allows)."""
     try:
         soft, hard = resource.getrlimit(kind)
-        hard = value if hard == resource.RLIM_INFINITY or os.geteuid() == 0 else min(value, hard)
+        want = value + above
+        hard = want if hard == resource.RLIM_INFINITY or os.geteuid() == 0 else min(want, hard)
         resource.setrlimit(kind, (min(value, hard), hard))
         return True
     except (ValueError, OSError):
@@ -265,7 +267,13 @@ def limit_part(memory_mb, timeout, on_gpu=False):
     GPU no address-space limit: the CUDA driver reserves tens of GiB of address space it never
     uses; the control group (client.py) still caps the memory actually used."""
     memory = on_gpu or _limit(resource.RLIMIT_AS, _address_space() + (int(memory_mb) << 20))
-    return memory and _limit(resource.RLIMIT_CPU, int(timeout) + 5)
+    # the kernel's SIGXCPU at the soft limit, its SIGKILL only CPU_HARD_ABOVE s later: a SIGKILL
+    # from it is never the first word (the grader's own CPU-time check comes first), and the part
+    # cannot move either (the system-call filter refuses setrlimit and a writing prlimit64)
+    return memory and _limit(resource.RLIMIT_CPU, int(timeout) + 5, above=CPU_HARD_ABOVE)
+
+
+CPU_HARD_ABOVE = 5  # seconds of CPU time between RLIMIT_CPU's soft (SIGXCPU) and hard (SIGKILL) limits
 
 
 def _address_space():
@@ -286,12 +294,18 @@ def die_with_parent(parent_pid):
 
 def _oom_first():
     """The kernel's OOM killer takes the student's processes first, never the grader's. Written
-    while privileged, 1000 is also the floor the student's code cannot set back."""
+    while privileged, 1000 is also the floor the student's code cannot set back. Raising one's own
+    score needs no privilege, but a process that is not dumpable (the leader made itself so, and
+    the child inherits it) has /proc files owned by root outside a user namespace's reach: the
+    child is dumpable for the one write, before any student code, then not again."""
+    _libc.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
     try:
         _write("/proc/self/oom_score_adj", "1000")
         return True
     except OSError:
         return False
+    finally:
+        _libc.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
 def close_all_but(keep):

@@ -17,6 +17,17 @@ its family: aio-max-nr is machine-wide), page-cache residency probes and evictio
 fadvise64, readahead, preadv2/pwritev2 with RWF_NOWAIT), POSIX message queues, and sockets of any
 family but AF_UNIX, AF_INET and AF_INET6 (in the part's own network namespace). The pseudo-terminal
 multiplexer is not in the room's /dev at all (room.py).
+
+Left out because a part could use them to make its own death or slowness look like the machine's
+(sandbox/death.py): setrlimit, and prlimit64 but to read a limit (its new-limit argument must be
+NULL), so a part cannot lower its CPU-time limit to have the kernel SIGKILL it; setpriority,
+sched_setscheduler, sched_setattr, sched_setparam and ioprio_set, so it cannot starve itself of a
+CPU or of the disk. And memory its address-space limit (RLIMIT_AS) does not see, which without a
+memory control group nothing would bound: memfd_create (a memory file written with write() is
+never mapped), System V shared memory (a segment attached, filled and detached keeps its pages)
+and message queues (shmget, shmat, shmdt, shmctl, msgget, msgsnd, msgrcv, msgctl). Neither torch,
+NumPy nor Python's own start-up calls any of these (libtorch's one setpriority call is for its
+own threads' niceness, and an EPERM there is ignored).
 """
 import errno
 import os
@@ -31,23 +42,22 @@ fchownat fdatasync fgetxattr flistxattr fork fremovexattr fsetxattr fstat fstatf
 futex futex_waitv futimesat get_mempolicy get_robust_list getcpu getcwd getdents getdents64 getegid
 geteuid getgid getgroups getitimer getpeername getpgid getpgrp getpid getppid getpriority getrandom
 getresgid getresuid getrlimit getrusage getsid getsockname getsockopt gettid gettimeofday getuid
-getxattr ioctl ioprio_get ioprio_set kill lchown lgetxattr link linkat listen listxattr llistxattr
-lremovexattr lseek lsetxattr lstat madvise mbind membarrier memfd_create mkdir mkdirat mknod mknodat
-mlock mlock2 mlockall mmap mprotect mremap msgctl msgget msgrcv msgsnd msync munlock munlockall
-munmap nanosleep newfstatat open openat openat2 pause pidfd_getfd pidfd_open pidfd_send_signal pipe
-pipe2 pkey_alloc pkey_free pkey_mprotect poll ppoll prctl pread64 preadv prlimit64 pselect6 pwrite64
-pwritev read readlink readlinkat readv recvfrom recvmmsg recvmsg remap_file_pages removexattr rename
-renameat renameat2 restart_syscall rmdir rseq rt_sigaction rt_sigpending rt_sigprocmask
-rt_sigqueueinfo rt_sigreturn rt_sigsuspend rt_sigtimedwait rt_tgsigqueueinfo sched_get_priority_max
-sched_get_priority_min sched_getaffinity sched_getattr sched_getparam sched_getscheduler
-sched_rr_get_interval sched_setaffinity sched_setattr sched_setparam sched_setscheduler sched_yield
-seccomp select semctl semget semop semtimedop sendfile sendmmsg sendmsg sendto set_mempolicy
-set_robust_list set_tid_address setfsgid setfsuid setgid setgroups setitimer setpgid setpriority
-setregid setresgid setresuid setreuid setrlimit setsid setsockopt setuid setxattr shmat shmctl shmdt
-shmget shutdown sigaltstack signalfd signalfd4 splice stat statfs statx symlink symlinkat sync
-sync_file_range syncfs sysinfo tee tgkill time timer_create timer_delete timer_getoverrun
-timer_gettime timer_settime timerfd_create timerfd_gettime timerfd_settime times tkill truncate
-umask uname unlink unlinkat utime utimensat utimes vfork vmsplice wait4 waitid write writev
+getxattr ioctl ioprio_get kill lchown lgetxattr link linkat listen listxattr llistxattr
+lremovexattr lseek lsetxattr lstat madvise mbind membarrier mkdir mkdirat mknod mknodat mlock
+mlock2 mlockall mmap mprotect mremap msync munlock munlockall munmap nanosleep newfstatat open
+openat openat2 pause pidfd_getfd pidfd_open pidfd_send_signal pipe pipe2 pkey_alloc pkey_free
+pkey_mprotect poll ppoll prctl pread64 preadv pselect6 pwrite64 pwritev read readlink readlinkat
+readv recvfrom recvmmsg recvmsg remap_file_pages removexattr rename renameat renameat2
+restart_syscall rmdir rseq rt_sigaction rt_sigpending rt_sigprocmask rt_sigqueueinfo rt_sigreturn
+rt_sigsuspend rt_sigtimedwait rt_tgsigqueueinfo sched_get_priority_max sched_get_priority_min
+sched_getaffinity sched_getattr sched_getparam sched_getscheduler sched_rr_get_interval
+sched_setaffinity sched_yield seccomp select semctl semget semop semtimedop sendfile sendmmsg
+sendmsg sendto set_mempolicy set_robust_list set_tid_address setfsgid setfsuid setgid setgroups
+setitimer setpgid setregid setresgid setresuid setreuid setsid setsockopt setuid setxattr shutdown
+sigaltstack signalfd signalfd4 splice stat statfs statx symlink symlinkat sync sync_file_range
+syncfs sysinfo tee tgkill time timer_create timer_delete timer_getoverrun timer_gettime
+timer_settime timerfd_create timerfd_gettime timerfd_settime times tkill truncate umask uname
+unlink unlinkat utime utimensat utimes vfork vmsplice wait4 waitid write writev
 """.split()
 
 # what the CUDA driver (libcuda, in a part's child with --device cuda) calls: device files opened
@@ -104,6 +114,7 @@ def compile_filter():
     for family in SOCKET_FAMILIES:
         rules.add_rule(seccomp.ALLOW, "socket", seccomp.Arg(0, seccomp.EQ, family))
     rules.add_rule(seccomp.ALLOW, "socketpair", seccomp.Arg(0, seccomp.EQ, 1))
+    rules.add_rule(seccomp.ALLOW, "prlimit64", seccomp.Arg(2, seccomp.EQ, 0))  # reads only (getrlimit)
     namespaces = sum(CLONE_NEW.values())
     rules.add_rule(seccomp.ALLOW, "clone", seccomp.Arg(0, seccomp.MASKED_EQ, namespaces, 0))
     try:

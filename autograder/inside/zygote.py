@@ -26,7 +26,7 @@ import time
 import numpy as np  # noqa: F401  (imported once here, inherited by every child)
 import torch
 
-from autograder.inside import child, counting, isolation, protocol, uid_cleanup
+from autograder.inside import child, counting, emulated_gpu, isolation, protocol, uid_cleanup
 
 CONFIG = {}  # from the grader's first message: seccomp program, namespaces or not
 
@@ -254,6 +254,10 @@ def warm_up(autograd=True):
 
 def _warm_up_counting(layer, x):
     """The first forward under a dispatch mode (counting.count_ops) pays for lazy set-up inside
-    torch: paid here once, not by every child. On the CPU and on the meta stand-in."""
+    torch: paid here once, not by every child. On the CPU and, on a CPU-only build of torch, on the
+    emulated GPU (FakeTensorMode's first use imports sympy and torch._dynamo, seconds of CPU). On a
+    CUDA build entering FakeTensorMode asks torch.cuda.is_available(), which nothing before the
+    fork may do: there each child that runs a device check pays for it."""
     counting.count_ops(layer, [x], {})
-    counting.count_ops(torch.nn.Linear(4, 4).to("meta"), [x], {}, device="meta")
+    if not torch.backends.cuda.is_built():
+        counting.count_ops(torch.nn.Linear(4, 4), [x], {}, device=emulated_gpu.EMULATED)

@@ -372,7 +372,7 @@ class Session:
     def __init__(self, sandbox: Sandbox, sock: socket.socket | None, uid: int, scratch: str | None = None) -> None:
         self.sandbox, self.sock, self.uid, self.scratch = sandbox, sock, uid, scratch
         self.leader_pidfd, self.died, self.protections = None, "", []
-        self.machine = False  # it died of the fork server's death (not of anything its submission did)
+        self.machine = ""  # death.PROOF: it died of the fork server's death (not of anything its submission did)
         if sock is None:
             return
         deadline = time.monotonic() + 60
@@ -395,13 +395,14 @@ class Session:
                 self.protections.insert(0, container.PROTECTION)
         except (protocol.Deadline, protocol.ProtocolError, OSError) as e:
             self.died = f"could not start the sandbox ({e})"
-            self.machine = not sandbox.alive()  # its fork server died meanwhile: no doing of the submission
+            # its fork server died meanwhile (out of the submission's reach): proof it was the machine's
+            self.machine = "" if sandbox.alive() else death.PROOF
 
     @classmethod
     def lost(cls, sandbox: Sandbox, uid: int) -> Session:
         """A session that never started: no fork server would (Sandbox.session)."""
         session = cls(sandbox, None, uid)
-        session.died, session.machine = SERVER_LOST, True
+        session.died, session.machine = SERVER_LOST, death.PROOF
         return session
 
     def part(self, timeout: float, memory_mb: int, budget: float | None = None) -> PartChild:
@@ -493,13 +494,15 @@ class PartChild:
         self.output_from, self.host_pid, self.gpu_killed = 0, 0, None
         self.cpu_out = False  # the last deadline was the CPU-time limit's (else the wall clock's)
         self.clock = None  # where no control group counts: the session's processes, from /proc
-        self.machine = False  # it died of a cause its own time and memory do not explain (death.py)
+        self.machine = ""  # it died of a cause its own time and memory do not explain: death.PROOF or SUSPECT
+        self.grader_killed = False  # the grader's own SIGKILL ended it (after a deadline or a broken channel)
         self.asleep = None    # at a wall-clock deadline: was it mostly off the CPU by its own doing?
         self._limits(timeout, memory_mb)
         if fds:
             self._hello()
 
     WALL_FACTOR, WALL_SLACK = 4, 10  # the wall clock behind a part's CPU-time limit: for a loaded machine
+    FAR_WALL = 10  # x that wall clock: how far it is moved on while the machine keeps the child waiting for a CPU
     IDLE_AFTER_HIDDEN = 2.0  # seconds a part's child may spend neither running nor runnable, after a hidden input
     TICK = 0.05  # how often a wait looks at the child's CPU time
 
@@ -570,7 +573,7 @@ class PartChild:
             deadline = min(deadline, time.monotonic() + limit * self.WALL_FACTOR + self.WALL_SLACK)
         try:
             protocol.send(self.requests_w, header, buffers, deadline)
-            self._await_reply(cpu_limit, deadline)
+            deadline = self._await_reply(cpu_limit, deadline)
             reply, payload = protocol.receive(self.replies_r, deadline)
         except (protocol.Deadline, protocol.ProtocolError, RecursionError) as e:  # JSON nested too deep
             self._fail(e)
@@ -584,11 +587,17 @@ class PartChild:
         in this part, or at the wall-clock deadline. A neighbour's load slows the wait, never ends it.
         After a hidden input, also once the child has been idle (neither on the CPU nor waiting for
         it) for IDLE_AFTER_HIDDEN seconds in this part (_IdleMeter): how long it sleeps is then the
-        child's only choice, and the time a step takes is shown in a CI job log."""
+        child's only choice, and the time a step takes is shown in a CI job log.
+
+        A wall clock that runs out while the child was mostly running or runnable (its schedstat:
+        the machine kept it waiting for a CPU) is moved on, up to FAR_WALL times the part's: load
+        makes grading slower, never cheaper. -> the deadline, as moved."""
         idle = self.idle_meter.call_begins() if self.saw_hidden else None
         try:
             while not select.select([self.replies_r], [], [], 0)[0]:
                 now = time.monotonic()
+                if now >= deadline and self._kept_waiting(now):
+                    deadline = now + self.WALL_SLACK
                 if now >= deadline:
                     raise protocol.Deadline()
                 if select.select([self.replies_r], [], [], min(self.TICK, deadline - now))[0]:
@@ -605,6 +614,13 @@ class PartChild:
         if idle is not None and idle.over(waiting=False):
             self.idle_out = True
             raise protocol.Deadline()
+        return deadline
+
+    def _kept_waiting(self, now: float) -> bool:
+        """At a wall-clock deadline: the child was measured mostly on a CPU or waiting for one (not
+        asleep by its own doing), and the far wall clock (FAR_WALL x the part's) has not run out."""
+        far = self.started + self.FAR_WALL * (self.deadline - self.started)
+        return now < far and self.gauge.asleep(self.host_pid, now - self.started) is False
 
     def finish(self) -> dict:
         """End the current part -> {'output', 'output_bytes', 'reusable'}: what the part printed, and
@@ -635,29 +651,44 @@ class PartChild:
         return self
 
     def _fail(self, error):
+        """Why the child ended before answering -> self.died (the words) and self.machine: "" (the
+        code's, charged), death.PROOF (the machine's, proved) or death.SUSPECT (unexplained: run
+        again, and charged when it ends so in every fresh child). See sandbox/death.py."""
         if isinstance(error, protocol.Deadline) and not self.cpu_out:  # before the kill: slept, or waited for a CPU?
             self.asleep = self.gauge.asleep(self.host_pid, time.monotonic() - self.started)
+        alive = self.pidfd is not None and not select.select([self.pidfd], [], [], 0)[0]
         self.kill()
+        self.grader_killed = alive  # remembered: its SIGKILL below is the grader's, sent for `error`
+        spent = self.spent() if self.cpu_start is not None else None
         end = self._collect_end()
         code = end.get("exitcode")
+        killed = code == -signal.SIGKILL
         if isinstance(error, protocol.Deadline) and self.idle_out:  # only after a hidden input: fixed words
             self.died = (f"timed out: it waited or slept for more than {self.IDLE_AFTER_HIDDEN:g} s after an input only "
                          f"the grader knows (look for code that waits or sleeps)")
         elif isinstance(error, protocol.Deadline):
             self.died = self._deadline_cause()
-        elif code is None:  # the leader did not answer: nothing the child's code can do
-            self.machine, self.died = True, "the sandbox lost the child"
+        elif code is None:  # the leader did not answer: no process of the part can reach it
+            self.machine, self.died = death.PROOF, death.LEADER_GONE
+        elif self.grader_killed and isinstance(error, protocol.ProtocolError) and "closed" in str(error):
+            # the child was alive and its channel closed: it closed it itself (the kill was the grader's)
+            self.machine, self.died = death.SUSPECT, death.CLOSED_CHANNEL
         elif isinstance(error, RecursionError) or isinstance(error, protocol.ProtocolError) and "closed" not in str(error):
             said = "" if self.saw_hidden else f" ({text.excerpt(error, 200)})"
             self.died = f"sent back something that is not an answer{said}"
-        elif code == -signal.SIGKILL and self.gpu_killed:  # how much it held is the child's choice
+        elif killed and self.gpu_killed:  # how much it held is the child's choice
             self.died = ("was killed (SIGKILL): it held more GPU memory than the part's limit" if self.saw_hidden
                          else f"was killed (SIGKILL): it {self.gpu_killed}")
-        elif code == -signal.SIGKILL and self.gauge.oom_killed(self.group):
+        elif killed and self.gauge.oom_killed(self.group):
             self.died = (f"was killed by the kernel (SIGKILL): its processes together used more memory than the "
                          f"part's limit ({self.memory_mb:g} MB)")
-        elif code == -signal.SIGKILL:  # not by us, not by its group's out-of-memory killer: not its doing
-            self.machine, self.died = True, death.MACHINE_KILLED
+        elif code in (-signal.SIGKILL, -signal.SIGXCPU) and spent is not None and spent >= self.timeout:
+            self.cpu_out = True  # the kernel's CPU-time limit (set above the grader's): its own CPU time
+            self.died = self._deadline_cause()
+        elif killed and self.gauge.oom_elsewhere(self.group):  # proof, unless a hidden input was seen
+            self.machine, self.died = (death.SUSPECT if self.saw_hidden else death.PROOF), death.OOM_ELSEWHERE
+        elif killed:  # not by us, not by any out-of-memory killer: it could have been its own doing
+            self.machine, self.died = death.SUSPECT, death.UNEXPLAINED_KILL
         elif code < 0:
             self.died = "was killed by a signal" if self.saw_hidden else f"was killed by signal {_signal_name(-code)}"
         else:
@@ -673,8 +704,11 @@ class PartChild:
         if not self.cpu_out and self.asleep:
             return (f"timed out after {self.deadline - self.started:g} s of waiting (the part's wall-clock limit): "
                     f"look for code that waits or sleeps")
-        self.machine = True
-        return death.MACHINE_UNMEASURED if self.cpu_out or self.asleep is None else death.MACHINE_WAITED
+        if self.cpu_out or self.asleep is None:  # unmeasured: the child may have caused it
+            self.machine = death.SUSPECT
+            return death.MACHINE_UNMEASURED
+        self.machine = death.PROOF  # measured runnable, past the far wall clock (_await_reply)
+        return death.MACHINE_WAITED
 
     def kill(self) -> None:
         if self.pidfd is not None:
@@ -707,29 +741,45 @@ class PartChild:
 
 
 class _IdleMeter:
-    """How long a part's child has been idle since its first call after a hidden input: the wall time
-    its calls took (not the grader's own time between them) less the session's CPU time (Part.spent)
-    and less the time the child's thread waited for a CPU (its schedstat's run delay: a busy machine
-    is not the child's idleness). Read while a call waits, and after a call only once another half
-    second of calls has passed, so a quick reply costs no read of /proc."""
+    """How long a part's child has been idle by its own choice since its first call after a hidden
+    input: the wall time its calls took (not the grader's own time between them, where it answers
+    stand-ins and judges replies), less
+
+    - the session's CPU time (Part.spent),
+    - the time the child's threads were runnable but waiting for a CPU (their schedstat run delay:
+      a busy machine is not the child's idleness),
+    - the time the grader's own thread spent on a CPU or waiting for one during the calls (its
+      schedstat): a reply the grader was too busy to notice at once, or its own reading of the
+      child's counters, is the machine's time, never the child's sleep.
+
+    Read while a call waits, and after a call only once another half second of calls has passed, so
+    a quick reply costs no read of /proc."""
 
     CHECK_EVERY = 0.5
 
     def __init__(self, part, budget):
         self.part, self.budget = part, budget
-        self.base = None  # (session CPU, run delay) at the first call after a hidden input
+        self.base = None  # (session CPU, the child's run delay) at the first call after a hidden input
         self.wall, self.checked, self.started = 0.0, 0.0, None
+        self.grader, self.grader_at = 0.0, None  # the grader thread's CPU + run delay within calls
 
     def call_begins(self):
         if self.base is None:
             self.base = (self.part.spent(), self._delay())
         self.started = time.monotonic()
+        self.grader_at = _own_schedule()
         return self
 
     def call_ends(self):
         if self.started is not None:
             self.wall += time.monotonic() - self.started
-            self.started = None
+            self.grader += self._grader_now()
+            self.started = self.grader_at = None
+
+    def _grader_now(self):
+        """The grader thread's CPU + run delay since the current call began."""
+        now = _own_schedule()
+        return max(0.0, now - self.grader_at) if now is not None and self.grader_at is not None else 0.0
 
     def over(self, waiting):
         """Whether the child has been idle for more than the budget (after a call: checked only every
@@ -738,17 +788,46 @@ class _IdleMeter:
             return False
         self.checked = self.wall
         wall = self.wall + (time.monotonic() - self.started if self.started is not None else 0.0)
+        grader = self.grader + (self._grader_now() if self.started is not None else 0.0)
         cpu, delay = self.base
-        return wall - (self.part.spent() - cpu) - (self._delay() - delay) > self.budget
+        return wall - (self.part.spent() - cpu) - (self._delay() - delay) - grader > self.budget
 
     def _delay(self):
+        """Seconds the child's threads have been runnable but waiting for a CPU, all together."""
         part = self.part
         part.host_pid = part.host_pid or (_host_pid(part.pidfd) if part.pidfd is not None else 0)
-        try:
-            with open(f"/proc/{part.host_pid}/schedstat") as f:
-                return int(f.read().split()[1]) / 1e9
-        except (OSError, ValueError, IndexError):
-            return 0.0
+        return _run_delay(part.host_pid)
+
+
+def _schedstat(path):
+    """(seconds on a CPU, seconds runnable but waiting) from a schedstat file, or None."""
+    try:
+        with open(path) as f:
+            on_cpu, waiting = f.read().split()[:2]
+        return int(on_cpu) / 1e9, int(waiting) / 1e9
+    except (OSError, ValueError):
+        return None
+
+
+def _own_schedule():
+    """The calling thread's CPU time plus its run delay so far (seconds), or None."""
+    got = _schedstat("/proc/thread-self/schedstat")
+    return got[0] + got[1] if got else None
+
+
+def _run_delay(pid):
+    """The run delay of every thread of a process so far (seconds; 0 where unreadable)."""
+    if pid <= 0:
+        return 0.0
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        threads = []
+    total = 0.0
+    for thread in threads or [str(pid)]:
+        got = _schedstat(f"/proc/{pid}/task/{thread}/schedstat")
+        total += got[1] if got else 0.0
+    return total
 
 
 def _host_pid(pidfd):

@@ -1,4 +1,4 @@
-"""Why a part's child ended before answering: only a cause measured here is ever charged.
+"""Why a part's child ended before answering: the machine's only on proof the grader owns.
 
 A child ends early because of its own code (it used up its part's CPU time, it slept or waited
 past the wall clock, its processes together held more memory than the part's limit and the
@@ -6,21 +6,32 @@ kernel's out-of-memory killer ended it inside the part's control group) or becau
 machine (the host's out-of-memory killer, an operator's or another program's kill, a session
 leader that died, a machine so busy that the child spent its wall clock waiting for a CPU).
 
-Each part starts a Gauge: the out-of-memory kills its control group has seen so far and the
-child's own scheduler counters (/proc/<pid>/schedstat: time on a CPU, time runnable but waiting
-for one). When the child dies, the readings say which cause it was:
+Each part starts a Gauge: the out-of-memory kills its control group has seen so far, the
+machine's own count of out-of-memory kills (/proc/vmstat oom_kill: every group's and the host's)
+and the child's own scheduler counters (/proc/<pid>/schedstat: time on a CPU, time runnable but
+waiting for one). When the child dies, the readings say which cause it was, in three kinds:
 
-- a SIGKILL is charged as memory only when the group's out-of-memory kill counter grew during the
-  part (cgroup v2 memory.events, v1 memory.oom_control); any other SIGKILL the grader did not send
-  is the machine's;
-- a wall-clock timeout is charged ("code that waits or sleeps") only when the child spent most of
-  the part neither on a CPU nor waiting for one; a child that was runnable and got no CPU was
-  kept waiting by the machine;
-- a CPU-time timeout is charged where the child's CPU time could be read (its group's, or its
-  /proc entry), never when the wall clock had to stand in for it.
+- charged at once: its CPU-time limit (its CPU time was read), its memory (the group's
+  out-of-memory kill counter grew during the part), a wall clock it spent mostly asleep, an exit,
+  any signal but SIGKILL, a reply that is not an answer;
+- the machine's, on proof (PROOF): the session's leader gone (no process of the part can reach
+  it: PID 1 of its own namespace, deaf to signals sent from inside), an out-of-memory kill outside
+  the part's group during the part (the machine's counter grew more than the group's) before any
+  hidden input, or a child kept waiting for a CPU (runnable, measured) past a far wall clock. The
+  part runs again in a fresh child, and is "not graded" when the machine keeps it from running;
+- unexplained (SUSPECT): any other SIGKILL, a child that closed its own channel to the grader
+  (the grader's kill that followed is remembered as the grader's, never "from outside"), time
+  that could not be measured, an out-of-memory kill outside the group after a hidden input (on a
+  small machine the part's own allowed memory can be what ran it out). The child could have caused
+  each itself: the part runs again in a fresh child (a real outside kill is not repeated), and a
+  part that dies so in every fresh child is charged with what was seen (runner.run_checks).
 
-A death that is the machine's is not the student's: the runner runs the part again in a fresh
-child and, if the machine stays overloaded, says the part was not graded (runner.py).
+A part's child cannot make its own death look like the machine's: it cannot lower or reset its
+limits (setrlimit is refused by the system-call filter and prlimit64 may only read, so the CPU
+limit's SIGKILL, set above the SIGXCPU one, is the grader's number), cannot lower its own
+scheduling priority (setpriority, sched_setscheduler and kin are refused), and holds no memory
+its address-space limit does not see (memfd_create, System V shared memory and message queues are
+refused: inside/syscalls.py).
 """
 import os
 from dataclasses import dataclass
@@ -28,6 +39,7 @@ from typing import Optional
 
 NOT_GRADED = "not graded: the machine was overloaded"  # a part the machine kept from running (runner.py)
 OOM_FILES = ("memory.events", "memory.oom_control")  # cgroup v2, v1: both have an "oom_kill N" line
+VMSTAT = "/proc/vmstat"
 ASLEEP_SHARE = 0.5  # of the wall clock: a child off the CPU and not waiting for one this long waited on its own
 
 
@@ -48,16 +60,38 @@ def oom_kills(group) -> Optional[int]:
     return None
 
 
+def machine_oom_kills() -> Optional[int]:
+    """The out-of-memory kills of the whole machine so far (every group's and the host's), or None."""
+    try:
+        with open(VMSTAT) as f:
+            for line in f:
+                if line.startswith("oom_kill "):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
 def schedule(host_pid: int) -> Optional[tuple]:
-    """(seconds on a CPU, seconds runnable but waiting for one) of a process so far, or None."""
+    """(seconds on a CPU, seconds runnable but waiting for one) of a process so far, all its threads
+    together (a main thread blocked on a helper that waits for a CPU is kept waiting too), or None."""
     if host_pid <= 0:
         return None
     try:
-        with open(f"/proc/{host_pid}/schedstat") as f:
-            on_cpu, waiting = f.read().split()[:2]
-        return int(on_cpu) / 1e9, int(waiting) / 1e9
-    except (OSError, ValueError):
-        return None
+        threads = os.listdir(f"/proc/{host_pid}/task")
+    except OSError:
+        threads = []
+    total, read = [0.0, 0.0], False
+    for thread in threads:
+        try:
+            with open(f"/proc/{host_pid}/task/{thread}/schedstat") as f:
+                on_cpu, waiting = f.read().split()[:2]
+            total[0] += int(on_cpu) / 1e9
+            total[1] += int(waiting) / 1e9
+            read = True
+        except (OSError, ValueError):
+            continue
+    return (total[0], total[1]) if read else None
 
 
 @dataclass
@@ -65,10 +99,21 @@ class Gauge:
     """Readings at the start of a part, to compare with when it ends."""
     oom_kills: Optional[int]
     schedule: Optional[tuple]
+    machine_ooms: Optional[int] = None
 
     @classmethod
     def start(cls, group, host_pid: int) -> "Gauge":
-        return cls(oom_kills(group), schedule(host_pid))
+        return cls(oom_kills(group), schedule(host_pid), machine_oom_kills())
+
+    def oom_elsewhere(self, group) -> bool:
+        """The kernel's out-of-memory killer acted outside the part's group (the host's, or a group
+        above it) since the part began: the machine's count grew by more than the group's."""
+        now = machine_oom_kills()
+        if now is None or self.machine_ooms is None or now <= self.machine_ooms:
+            return False
+        own_now, own_then = oom_kills(group), self.oom_kills
+        own = own_now - own_then if own_now is not None and own_then is not None else 0
+        return now - self.machine_ooms > own
 
     def oom_killed(self, group) -> bool:
         """The kernel's out-of-memory killer acted inside the part's group since the part began."""
@@ -86,8 +131,12 @@ class Gauge:
         return wall - busy >= ASLEEP_SHARE * wall
 
 
-MACHINE_KILLED = ("was killed (SIGKILL) by something outside the part: neither its memory nor its time "
-                  "explains it (the machine's out-of-memory killer or another process)")
+PROOF, SUSPECT = "proof", "suspect"  # PartChild.machine: the machine's on proof, or unexplained
+UNEXPLAINED_KILL = ("was killed (SIGKILL) and no limit of the part explains it (neither its memory nor its time): "
+                    "look for code that ends its own process")
+OOM_ELSEWHERE = "was killed (SIGKILL) by the machine's out-of-memory killer, outside the part's own memory"
+CLOSED_CHANNEL = "closed its connection to the grader before answering (look for code that closes files it did not open)"
+LEADER_GONE = "ended with its sandbox session: the session's leader, out of the part's reach, was gone"
 MACHINE_WAITED = ("ran out of wall-clock time while it was waiting for a CPU: the machine was too busy to run it")
 MACHINE_UNMEASURED = ("ran out of time, and its own CPU time could not be measured here: the machine's, not "
                       "the code's")

@@ -9,14 +9,15 @@ the grader's own:
   softmax) per head; views, transposes, einsum and scaled_dot_product_attention do not.
   Counts are compared between two head counts, never against absolute numbers, so any correct
   spelling keeps full marks.
-- devices: the module is moved to the `meta` device (shapes and dtypes, no data) and run on meta
-  inputs. A tensor made in forward on the default device (torch.ones(T, T) without device=), or a
-  mask kept as a plain attribute (it does not follow .to()), meets a meta tensor: the dispatch mode
-  notes an operation given tensors on two devices, which a GPU would refuse. The child computes
-  each meta operation on zero-filled CPU tensors (inside/counting.py), so reading a value with
-  .item() reads a zero; errors that have nothing to do with devices are not charged.
+- devices: the module runs on an emulated GPU (inside/emulated_gpu.py: torch's FakeTensorMode, its
+  parameters, buffers and inputs on cuda:0 as fake tensors, no data). A tensor made in forward on
+  the default device (torch.ones(T, T) without device=), or a mask kept as a plain attribute (it
+  does not follow .to()), meets a tensor on cuda and torch raises the error a GPU raises. Code
+  that asks which device it is on (`x.is_meta`) sees cuda, as on a GPU. Reading a value (.item())
+  raises there (a fake tensor holds none): errors that have nothing to do with devices are not
+  charged.
 
-The counts and the meta run come from the student's own process, which could report anything (a
+The counts and the emulated run come from the student's own process, which could report anything (a
 head loop run inside torch's _disable_current_modes() hides its operations from the counter). So
 the grader also reads the submitted source itself (suites/source_reading.py: parsed with ast here,
 never run): no Python loop over the heads in what MultiHeadAttention runs, no tensor made in forward
@@ -112,21 +113,21 @@ def counted_output(answer, what):
     return expect.as_tensor(answer.get("output"), what)
 
 
-DEVICE_ERROR = re.compile(r"device|to numpy", re.IGNORECASE)
+EMULATED = "emulated-cuda"  # inside/emulated_gpu.EMULATED: count_ops runs the module on the emulated GPU
 
 
 def device_problem(module, x, want_shape, class_name, mask_is_plain_attribute):
-    """Run module (already right on the CPU with these inputs) on the meta device -> '' or the
-    misconception. mask_is_plain_attribute: the module keeps a tensor 'mask' outside its buffers."""
-    module.to("meta")
+    """Run module (already right on the CPU with these inputs) on the emulated GPU (inside/emulated_gpu.py:
+    its parameters, buffers and x on cuda:0 as fake tensors, which follow torch's device rules) -> ''
+    or the misconception. mask_is_plain_attribute: the module keeps a tensor 'mask' outside its buffers."""
     try:
-        answer = module.count_ops(x, device="meta")
-    except StudentError as e:
-        if e.not_implemented or not DEVICE_ERROR.search(e.message):
-            return ""  # not about devices (e.g. .item() on a meta tensor, fine on a GPU): nothing to charge here
-        answer = {"mixed_devices": ["?"]}
+        answer = module.count_ops(x, device=EMULATED)
+    except StudentError:
+        return ""  # raised outside the emulated forward (what it raises inside is in the answer): not about devices
+    if isinstance(answer, dict) and answer.get("not_about_devices"):
+        return ""  # e.g. a value read with .item() (a fake tensor holds none; fine on a GPU): nothing to charge here
     mixed = answer.get("mixed_devices") if isinstance(answer, dict) else None
-    if mixed:  # an op was given tensors on two devices: an error on a GPU (meta itself lets some through)
+    if mixed:  # a tensor on the CPU met one on cuda: the error a GPU raises
         if mask_is_plain_attribute:
             return (f"{class_name}'s mask does not move with the module: it is a plain attribute, so after "
                     f".to('cuda') it stays on the CPU and forward fails on a GPU. Register it with "
@@ -135,7 +136,7 @@ def device_problem(module, x, want_shape, class_name, mask_is_plain_attribute):
                 f"torch.ones(num_tokens, num_tokens) or torch.zeros(...) without device=, and combines it with "
                 f"the inputs; that works on a CPU and fails on a GPU. Create tensors with device=x.device (and "
                 f"dtype=x.dtype where it matters), or slice the registered mask buffer, which moves with the module")
-    if not isinstance(answer, dict) or answer.get("device") != "meta" or list(answer.get("shape") or ()) != \
+    if not isinstance(answer, dict) or answer.get("device") != "cuda" or list(answer.get("shape") or ()) != \
             list(want_shape):
         return (f"{class_name}'s output does not stay on the inputs' device: the result comes back on another device "
                 f"(a .cpu() or a tensor made on the CPU in forward?): keep every tensor on x.device")
@@ -178,8 +179,15 @@ def where_bound(student, module, class_name):
             return None
         return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
 
-    pointer = {"module": get("__module__"), "qualname": get("__qualname__"),
-               "line": get("forward.__code__.co_firstlineno"), "line_module": get("forward.__module__")}
+    pointer = {"module": get("__module__"), "qualname": get("__qualname__"), "line": None, "line_module": None}
+    # a forward wrapped by a decorator from outside the submission (@torch.enable_grad(), functools.wraps)
+    # runs the decorator's code; the function it wraps is the one written in the submission. The line is
+    # only a pointer: the reading must still find it among what the class runs.
+    for path in ("forward.__wrapped__.__wrapped__", "forward.__wrapped__", "forward"):
+        line = get(f"{path}.__code__.co_firstlineno")
+        if line is not None:
+            pointer["line"], pointer["line_module"] = line, get(f"{path}.__module__")
+            break
     if not isinstance(pointer["module"], str) or not isinstance(pointer["qualname"], str):
         return None
     if not isinstance(pointer["line"], int) or not isinstance(pointer["line_module"], str):

@@ -266,6 +266,12 @@ CONTRACT_ATTRIBUTES = frozenset({
     "W_query", "W_key", "W_value", "dropout", "mask", "out_proj", "heads", "d_in", "d_out",
     "num_heads", "head_dim", "context_length", "qkv_bias"})
 
+# what a GPU (or the emulated one, inside/emulated_gpu.py) says when a tensor made on the CPU meets the inputs
+DEVICES_MIXED = ("it combines tensors on two devices: a tensor made on the default device (the CPU), e.g. torch.ones or "
+                 "torch.zeros without device=, meets the inputs on the GPU. Create tensors with device=x.device (and "
+                 "dtype=x.dtype where it matters), or slice a registered buffer, which moves with the module")
+
+
 def error_diagnosis(error, signature=""):
     """The misconception behind a StudentError, in the grader's words ('' when none is recognized).
 
@@ -289,6 +295,9 @@ def error_diagnosis(error, signature=""):
         if re.search(r"object has no attribute '\w{1,40}'", text):
             return ("an attribute is used but was never set: assign each one in __init__ as self.<name> = ... (a "
                     "local variable is lost when __init__ returns)")
+    if error.kind in ("RuntimeError", "FakeTensorDeviceMismatchError") and \
+            re.search(r"Expected all tensors to be on the same device|found at least two devices", text):
+        return DEVICES_MIXED
     if error.kind == "AttributeError":
         found = re.search(r"object has no attribute '(\w{1,40})'", text)
         # a name is repeated only when the specification or the student's source has it as self.<name>;

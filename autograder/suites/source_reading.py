@@ -1,6 +1,6 @@
 """The grader's own reading of the submitted source: parsed here with `ast`, never run.
 
-What the child reports of itself (its count of operations, its meta-device run) could be forged
+What the child reports of itself (its count of operations, its run on the emulated GPU) could be forged
 by code that reaches into the grader's machinery; what the source says cannot be changed by
 running it. A check that judges efficiency or devices passes only when both agree (efficiency.py).
 Every function here takes source text and returns plain data; text that does not parse says nothing.
@@ -448,6 +448,9 @@ GRADER_HOOKS = {  # what the code names (an identifier it reads, calls, imports 
     "the grader's modules": r"^autograder\b|^sys\.modules$",
     "the counting machinery": r"^(?:count_ops|Counter\.__\w+)$",
     "code made from text": r"^(?:exec|eval|compile)\(\)$",
+    # the device checks run the code on an emulated GPU (inside/emulated_gpu.py): code that asks whether
+    # its tensors are fake or meta can behave there unlike on a GPU
+    "the device emulation": r"^(?:FakeTensor\w*|fake_tensor|_subclasses|is_fake|is_meta|in_kernel_invocation_manager)$",
 }
 LOOKUPS = {"getattr", "setattr", "delattr", "hasattr"}  # f(obj, "name"): the literal is an attribute's name
 IMPORTERS = {"import_module", "__import__"}  # f("module"): the literal is a module's name

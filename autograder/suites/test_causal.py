@@ -291,9 +291,11 @@ def test_causal_mask_is_a_registered_buffer(student):
 
 
 def test_causal_runs_on_the_inputs_device(student, rng):
-    """Right on the CPU first; then moved to the meta device (no data: a stand-in for a GPU) with
-    meta inputs it must still run: a tensor made in forward on the default device, or a mask that
-    does not follow .to(), fails there as it would on a GPU."""
+    """Right on the CPU first; then run on the emulated GPU (inside/emulated_gpu.py: parameters,
+    buffers and inputs on cuda as fake tensors): a tensor made in forward on the default device, or
+    a mask that does not follow .to(), fails there as it would on a GPU. (The module's functions,
+    such as masked_attention_weights with a mask made on the CPU, are not judged here: honest CPU
+    code keeps this point; tests/test_fake_cuda.py holds the reference to it.)"""
     d_in, d_out, ctx, T = 4, 3, 8, 6
     state = helpers.random_qkv_state(d_in, d_out, rng, scale=2.0)
     attn = known(student, d_in, d_out, ctx, 0.0, state)
@@ -301,7 +303,7 @@ def test_causal_runs_on_the_inputs_device(student, rng):
     right_on(attn, x, state, "CausalAttention (before it is moved to another device)")
     problem = efficiency.untrusted(student.sources(), PART) or \
         efficiency.device_problem(attn, x, (2, T, d_out), "CausalAttention", efficiency.has_plain_mask(attn))
-    # passes only when the grader's own reading of causal.py agrees with the child's meta run
+    # passes only when the grader's own reading of causal.py agrees with the child's emulated run
     problem = problem or efficiency.source_device_problem(
         student.sources(), "CausalAttention", PART, efficiency.where_bound(student, PART, "CausalAttention"))
     if problem:

@@ -534,7 +534,7 @@ def test_mha_batches_the_heads(student, rng):
 
 
 def test_mha_runs_on_the_inputs_device(student, rng):
-    """Right on the CPU first; then on the meta device (a stand-in for a GPU) with meta inputs."""
+    """Right on the CPU first; then on the emulated GPU (inside/emulated_gpu.py) with inputs on cuda."""
     d_in, d_out, ctx, h, T = 4, 6, 8, 2, 6
     name = "MultiHeadAttention"
     state = helpers.random_mha_state(d_in, d_out, rng, scale=2.0)

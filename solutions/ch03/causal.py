@@ -3,13 +3,14 @@ import torch
 import torch.nn as nn
 
 
-def causal_mask(num_tokens):
+def causal_mask(num_tokens, device=None):
     """Where attention must not look (3.5.1): True above the diagonal, the future positions.
 
     num_tokens: int -> bool tensor (num_tokens, num_tokens); the diagonal itself is False.
+    device: where to make it (None: the default device, the CPU); pass the scores' device.
     """
     ### BEGIN SOLUTION
-    return torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=1)
+    return torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool, device=device), diagonal=1)
     ### END SOLUTION
 
 
@@ -17,11 +18,11 @@ def masked_attention_weights(scores, d_k):
     """Causal attention weights (3.5.1): hide future positions with -inf, scale by 1/sqrt(d_k), softmax.
 
     scores: (..., num_tokens, num_tokens) -> weights of the same shape; each row sums to 1
-    and is 0 right of the diagonal.
+    and is 0 right of the diagonal. The mask is made on the scores' device (works on a GPU too).
     """
     ### BEGIN SOLUTION
     num_tokens = scores.shape[-1]
-    masked = scores.masked_fill(causal_mask(num_tokens), -torch.inf)
+    masked = scores.masked_fill(causal_mask(num_tokens, device=scores.device), -torch.inf)
     return torch.softmax(masked / d_k**0.5, dim=-1)
     ### END SOLUTION
 

@@ -23,14 +23,16 @@ def context_vector(inputs, query_index):
     Score every input against inputs[query_index] with a dot product, turn the scores into
     weights with softmax, and return the sum of the inputs weighted by them.
     inputs: (num_tokens, d_in); query_index: int -> (d_in,)
+    A tensor made here (the book's torch.empty and torch.zeros) is made on the inputs' device and
+    in their dtype (device=inputs.device, dtype=inputs.dtype), so the function works on a GPU too.
     """
     ### BEGIN SOLUTION
     query = inputs[query_index]
-    scores = torch.empty(inputs.shape[0], dtype=inputs.dtype)
+    scores = torch.empty(inputs.shape[0], dtype=inputs.dtype, device=inputs.device)
     for i, x_i in enumerate(inputs):
         scores[i] = torch.dot(x_i, query)
     weights = torch.softmax(scores, dim=0)
-    context = torch.zeros(query.shape, dtype=inputs.dtype)
+    context = torch.zeros(query.shape, dtype=inputs.dtype, device=inputs.device)
     for i, x_i in enumerate(inputs):
         context += weights[i] * x_i
     return context

@@ -1,0 +1,116 @@
+"""Issue 35 items 1-2: device bugs caught without a GPU. The reference, every selftest variant and
+every device mutant run on the emulated GPU (autograder/inside/emulated_gpu.py, torch's
+FakeTensorMode with tensors on cuda:0; tests/fake_cuda.py runs each part's functions and classes).
+What a CUDA card refused in the reference (issue 35's H100 run) is refused here too."""
+import shutil
+
+import fake_cuda
+import pytest
+import torch
+
+from autograder import selftest
+from autograder.inside import emulated_gpu
+
+SOLUTIONS = selftest.SOLUTIONS
+DEVICE_MESSAGES = ("default device", "register_buffer")  # scripts/gpu_check.py's device_mutants reads the same
+# parts that only ever use modules of these chapter modules (a variant of one is run in each that imports it)
+IMPORTERS = {"self_attention_v1": {"weight_transfer"}, "self_attention_v2": {"weight_transfer"},
+             "causal": {"mha", "exercises"}, "mha": {"exercises"}}
+# device bugs of parts whose functions the grader does not run on a device (simple_attention: the book's
+# loops keep their marks on the CPU, tests/test_false_alarms.py): the emulation still finds each
+FUNCTION_BUGS = {
+    "simple_attention.context_vector": [
+        ("simple_attention", "torch.empty(inputs.shape[0], dtype=inputs.dtype, device=inputs.device)",
+         "torch.empty(inputs.shape[0], dtype=inputs.dtype)"),
+        ("simple_attention", "torch.zeros(query.shape, dtype=inputs.dtype, device=inputs.device)",
+         "torch.zeros(query.shape, dtype=inputs.dtype)")],  # the reference before issue 35, which the H100 refused
+    "causal.masked_attention_weights": [
+        ("causal", "masked = scores.masked_fill(causal_mask(num_tokens, device=scores.device), -torch.inf)",
+         "masked = scores.masked_fill(causal_mask(num_tokens), -torch.inf)")],  # ditto
+}
+
+
+def edited(tmp_path, edits):
+    folder = tmp_path / "edited"
+    shutil.copytree(SOLUTIONS, folder)
+    for module, find, replace in edits:
+        path = folder / f"{module}.py"
+        text = path.read_text(encoding="utf-8")
+        assert text.count(find) == 1, (module, find)
+        path.write_text(text.replace(find, replace), encoding="utf-8")
+    return folder
+
+
+def parts_of(entry):
+    """The parts an entry's edits can reach: the modules it edits and those importing them."""
+    parts = {edit.module for edit in entry.edits}
+    for _ in range(2):
+        parts |= {p for module in set(parts) for p in IMPORTERS.get(module, ())}
+    return [p for p in fake_cuda.PARTS if p in parts]
+
+
+def test_the_emulated_gpu_follows_torchs_device_rules():
+    with emulated_gpu.EmulatedGPU() as gpu:
+        x = gpu.tensor(torch.rand(2, 4, 4))
+        assert x.device == torch.device("cuda", 0)
+        # what the CPU-only build refuses without the guard: indexing, select, dot, SDPA on cuda
+        mask = torch.ones(4, 4, dtype=torch.bool, device=x.device).triu(1)[:3, :3]
+        assert mask.device.type == "cuda" and torch.dot(x[0, 0], x[0, 1]).device.type == "cuda"
+        out = torch.nn.functional.scaled_dot_product_attention(x, x, x, is_causal=True)
+        assert out.device.type == "cuda" and out.shape == (2, 4, 4)
+        assert (x / torch.tensor(2.0)).device.type == "cuda"  # a CPU scalar is allowed, as on a GPU
+        with pytest.raises(Exception) as cpu_mask:
+            x.masked_fill(torch.ones(4, 4, dtype=torch.bool).triu(1), 0.0)
+        assert emulated_gpu.classify(cpu_mask.value) == emulated_gpu.MIXED
+        with pytest.raises(Exception) as forged:  # issue 34.3: a mask on the input's device only on meta
+            x.masked_fill(torch.ones(4, 4, dtype=torch.bool, device=x.device if x.is_meta else "cpu").triu(1), 0.0)
+        assert emulated_gpu.classify(forged.value) == emulated_gpu.MIXED
+        with pytest.raises(Exception) as read:
+            x.sum().item()
+        assert emulated_gpu.classify(read.value) == emulated_gpu.NOT_ABOUT_DEVICES  # no value: never charged
+    assert torch.is_grad_enabled()
+
+
+def test_the_reference_runs_on_the_emulated_gpu_in_every_part():
+    assert fake_cuda.device_problems(SOLUTIONS) == {}
+
+
+@pytest.mark.parametrize("where", sorted(FUNCTION_BUGS))
+def test_a_tensor_made_on_the_cpu_in_a_function_is_found(tmp_path, where):
+    found = fake_cuda.device_problems(edited(tmp_path, FUNCTION_BUGS[where]), [where.split(".")[0]])
+    assert set(found) == {where} and found[where].startswith("mixed devices: Expected all tensors to be on the same")
+
+
+def test_every_selftest_variant_runs_on_the_emulated_gpu(tmp_path):
+    problems = {}
+    for entry in selftest.load(selftest.VARIANTS, "variant"):
+        folder = selftest.apply(entry, tmp_path / entry.id)
+        found = fake_cuda.device_problems(folder, parts_of(entry))
+        if found:
+            problems[entry.id] = found
+    assert problems == {}
+
+
+def test_every_device_mutant_fails_on_the_emulated_gpu_in_its_own_part(tmp_path):
+    mutants = [e for e in selftest.load(selftest.MUTANTS, "mutant") if e.message in DEVICE_MESSAGES]
+    assert len(mutants) >= 6 and {e.part for e in mutants} == {"causal", "mha"}
+    missed = {}
+    for entry in mutants:
+        folder = selftest.apply(entry, tmp_path / entry.id)
+        found = fake_cuda.device_problems(folder, [entry.part])
+        if not any(what.startswith(f"{entry.part}.") and problem.startswith("mixed devices")
+                   for what, problem in found.items()):
+            missed[entry.id] = found
+    assert missed == {}
+
+
+def test_a_gpu_s_device_error_is_named_in_every_check_it_breaks():
+    """On a real GPU a tensor made on the CPU breaks every check that runs the code, not only the device
+    check: each says what it is (a device mutant then keeps its diagnosis on the GPU, issue 35's 2/6)."""
+    from autograder.student import StudentError
+    from autograder.suites.misconceptions import error_diagnosis
+
+    error = StudentError("RuntimeError", "Expected all tensors to be on the same device, but found at least two "
+                                         "devices, cuda:0 and cpu!", "causal.py, line 3")
+    assert "default device" in error_diagnosis(error) and "device=x.device" in error_diagnosis(error)
+    assert error_diagnosis(StudentError("RuntimeError", "shape mismatch")) == ""
