@@ -76,7 +76,9 @@ def test_the_batch_retries_on_the_flag_alone(tmp_path, monkeypatch):
     monkeypatch.setattr(batch, "_grade_one", lambda student, path: (student, *answers[student], ""))
     todo = [(s, f"/nowhere/{s}", f"digest-{s}", "first grade") for s in answers]
     engine = type("E", (), {"rubric": None, "environment_check": None})()
-    batch._grade_all(todo, ("subs", tmp_path, 1), engine, [], None, None, ("grader", 1))
+    book = Gradebook(tmp_path / "gradebook.db")
+    batch._grade_all(todo, ("subs", tmp_path, 1), engine, [], book, None, ("grader", 1))
+    book.close()
     assert stored == {"ann": "digest-ann", "bob": batch.RETRY + "digest-bob"}
 
 
