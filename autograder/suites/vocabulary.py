@@ -93,6 +93,7 @@ def fixed_cause(cause: str) -> bool:
 
 RAISING = {"fail": 0, "true": 1, "AssertionError": 0, "Mismatch": 0}  # a call that raises: its message argument
 HOLE = "..."  # where the template formats a value: the value itself is never shown
+GAP = "\x00"  # a hole while templates are read and matched (no text of the suites holds it)
 
 
 def _message_expression(node: ast.AST) -> ast.AST | None:
@@ -131,12 +132,12 @@ def template(expression: ast.AST) -> str:
     if isinstance(expression, ast.FormattedValue):
         return template(expression.value) if isinstance(expression.value, ast.Name) and \
             expression.value.id in constants() and expression.conversion == -1 and expression.format_spec is None \
-            else HOLE
+            else GAP
     if isinstance(expression, ast.JoinedStr):
         return "".join(template(part) for part in expression.values)
     if isinstance(expression, ast.BinOp) and isinstance(expression.op, ast.Add):
         return template(expression.left) + template(expression.right)
-    return HOLE
+    return GAP
 
 
 def raising_line(error: BaseException) -> str:
@@ -159,10 +160,11 @@ def raising_line(error: BaseException) -> str:
     node = min(covering, key=lambda n: ((n.end_lineno or n.lineno) - n.lineno, -n.col_offset))
     expression = _message_expression(node)
     written = template(expression) if expression is not None else ""
-    while HOLE + HOLE in written or HOLE + "." in written:
-        written = written.replace(HOLE + HOLE, HOLE).replace(HOLE + ".", HOLE)
-    written = written.strip()
-    return written if len(written.replace(HOLE, "").strip(" :;,.()")) >= SHORTEST else ""
+    while GAP + GAP in written:
+        written = written.replace(GAP + GAP, GAP)
+    if len(written.replace(GAP, "").strip(" :;,.()")) < SHORTEST:
+        return ""
+    return written.replace(GAP, HOLE).strip()
 
 
 @functools.lru_cache(maxsize=1)
@@ -176,8 +178,10 @@ def templates() -> tuple[tuple[str, ...], ...]:
         for node in ast.walk(tree) if tree is not None else ():
             if isinstance(node, ast.JoinedStr) or isinstance(node, ast.Constant) and isinstance(node.value, str):
                 written = template(node)
-                if len(written.replace(HOLE, "").strip(" :;,.()")) >= SHORTEST:
-                    found.add(tuple(written.split(HOLE)))
+                while GAP + GAP in written:
+                    written = written.replace(GAP + GAP, GAP)
+                if len(written.replace(GAP, "").strip(" :;,.()")) >= SHORTEST:
+                    found.add(tuple(written.split(GAP)))
     return tuple(sorted(found))
 
 
@@ -205,13 +209,9 @@ def recognised(message: str) -> str:
     """The template of the suites this formatted message is (the whole message, else its end), as
     written: of those that fit, the one with the most words of its own (a hint a longer message ends
     with fits too); '' when none fits or two fit equally (then nothing of it is said)."""
-    for anchored in (True, False):
-        fits = sorted({HOLE.join(p) for p in templates() if _fits(p, message, anchored)},
-                      key=lambda t: -len(t.replace(HOLE, "")))
-        if len(fits) == 1 or len(fits) > 1 and len(fits[0].replace(HOLE, "")) > len(fits[1].replace(HOLE, "")):
-            return fits[0].strip()
-        if fits:
-            return ""
+    fits = sorted((p for p in templates() if _fits(p, message, False)), key=lambda p: -len("".join(p)))
+    if len(fits) == 1 or len(fits) > 1 and len("".join(fits[0])) > len("".join(fits[1])):
+        return HOLE.join(fits[0]).strip()
     return ""
 
 
