@@ -209,8 +209,10 @@ def recognised(message: str) -> str:
     """The template of the suites this formatted message is (the whole message, else its end), as
     written: of those that fit, the one with the most words of its own (a hint a longer message ends
     with fits too); '' when none fits or two fit equally (then nothing of it is said)."""
-    fits = sorted((p for p in templates() if _fits(p, message, False)), key=lambda p: -len("".join(p)))
-    if len(fits) == 1 or len(fits) > 1 and len("".join(fits[0])) > len("".join(fits[1])):
+    fits = sorted((p for p in templates() if _fits(p, message, False)), key=lambda p: (-len("".join(p)), -len(p)))
+    # an f-string's own words are also a string of the suites: the same words twice are one template
+    if len(fits) == 1 or len(fits) > 1 and (len("".join(fits[0])) > len("".join(fits[1]))
+                                            or "".join(fits[0]) == "".join(fits[1])):
         return HOLE.join(fits[0]).strip()
     return ""
 
