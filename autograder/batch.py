@@ -38,7 +38,7 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from autograder import PARTS, chapter, envcheck, lateness, reports, submission, text
+from autograder import PARTS, chapter, envcheck, lateness, regrades, reports, submission, text
 from autograder.engine import Engine
 from autograder.gradebook import Gradebook
 from autograder.reports import class_report, html_feedback, plots
@@ -52,8 +52,8 @@ if TYPE_CHECKING:
 INTERNAL = ("The autograder could not grade this submission because of an internal error; your instructor "
             "can see the details.")
 RETRY = "retry:"  # a fingerprint kept with this prefix is graded again on the next run
-OTHER_GRADER = "graded by another grader (rubric, suites, reference or versions changed)"
-REGRADES_COLUMNS = ["student", "before", "after", "parts"]
+OTHER_GRADER = "graded by another grader"  # then what changed: other_grader_reason
+REGRADES_COLUMNS = ["run", "at", "student", "before", "after", "parts", "why"]
 
 
 NAME_LIMIT = 80  # characters of a student's name kept in its file names (results/<name>.json, ...)
@@ -227,15 +227,19 @@ def run_batch(folder: str | Path, out: str | Path, jobs: int = 2, force: bool = 
     book = Gradebook(out / "gradebook.db")
     found, todo, doors = None, [], []
     grader = envcheck.grader_fingerprint(engine.rubric_path, engine.chapter.solutions)
+    parts_now = regrades.grader_parts(engine.rubric_path, engine.chapter.solutions)
     try:
         found = find_submissions(folder)
         known = book.graded()
         for student, path, problem in found:
             fingerprint = digest(path)
             reason = None if problem else _why_grade(known.get(student), fingerprint, grader, force)
+            if reason == OTHER_GRADER:  # name what changed since the grader of the student's last grade
+                reason = other_grader_reason(book.grader_parts(known[student][1]), parts_now)
             if reason:
                 todo.append((student, path, fingerprint, reason))
         run = book.start_run(grader)
+        book.remember_grader(grader, parts_now)
         doors = start_fork_servers(min(jobs, len(todo)), engine.settings)  # before torch is imported here
         rubric = engine.load_rubric()
         if todo:  # the reference first, once for the batch (EnvironmentFailed: nobody is graded)
@@ -258,16 +262,80 @@ def run_batch(folder: str | Path, out: str | Path, jobs: int = 2, force: bool = 
         students = None if found is None else [student for student, _, _ in found]
         late_rows = _lateness(book, late, found) if found is not None else {}
         write_csv(book, out / "grades.csv", students, late_rows if late else None)
-    moves = book.moves()
-    write_regrades(out / "regrades.csv", moves)
-    class_report.write_class_report(out, book.records(), late_rows, moves)  # report.html, misconceptions.csv
+    reasons = {student: reason for student, _, _, reason in todo}
+    moves = book.moves(run) if graded else []
+    book.add_regrades(run, moves, reasons)  # appended: earlier runs' moves stay
+    write_regrades(out / "regrades.csv", book.regrades())
+    write_feedback(book, out, students, late_rows)  # the grade of record in each student's feedback
+    class_report.write_class_report(out, book.effective_records(), late_rows, book.regrades())
     count = book.count()
     if summary:
-        reasons = {student: reason for student, _, _, reason in todo}
         strays = sorted((set(late.times) | set(late.extensions)) - set(students)) if late else []
-        summary.write(summary_text(book, folder, out, students, graded, list(known), reasons, late_rows, strays))
+        summary.write(summary_text(book, folder, out, students, graded, list(known), reasons, late_rows, strays,
+                                   moves))
     book.close()
     return count
+
+
+def rewrite_outputs(out: str | Path) -> list[str]:
+    """After a change made outside a batch run (an override set or removed): grades.csv, regrades.csv,
+    report.html and the feedback whose grade of record changed, rewritten from the gradebook for the
+    students grades.csv lists (the last run's class), the last run's late rows rescored on the grade of
+    record (their policy and times as that run judged them) -> the students of grades.csv."""
+    out = Path(out)
+    book = Gradebook(out / "gradebook.db")
+    try:
+        graded = set(book.students())
+        with open(out / "grades.csv", newline="", encoding="utf-8") as f:
+            listed = [row[0] for row in list(csv.reader(f))[1:] if row]
+        students = [s for s in graded if s in listed or text.csv_cell(s) in listed]
+        stored = book.lateness()
+        late_rows = {}
+        if stored:
+            scores = {s: float(r.get("score", 0)) for s, r, _ in book.effective_records()}
+            late_rows = {s: lateness.Late.from_row(row).rescored(scores.get(s, row["final_score"]))
+                         for s, row in stored.items()}
+            book.set_lateness(late_rows)
+        write_csv(book, out / "grades.csv", students, late_rows if stored else None)
+        write_regrades(out / "regrades.csv", book.regrades())
+        write_feedback(book, out, students, late_rows)
+        class_report.write_class_report(out, book.effective_records(), late_rows, book.regrades())
+        return students
+    finally:
+        book.close()
+
+
+def other_grader_reason(before: dict | None, now: dict) -> str:
+    """Why a student graded by another grader is regraded, naming what changed (regrades.changes):
+    "graded by another grader: points of mha.book_example 4 -> 5; torch 2.12.0 -> 2.13.0"."""
+    said = regrades.changes(before, now)
+    if not said:
+        said = ["what changed was not recorded (a grade from before the grader's parts were kept)"] if before is None \
+            else ["the rubric's text or the suites' snapshots changed, not its points, files or versions"]
+    return f"{OTHER_GRADER}: {'; '.join(said)}"
+
+
+def write_feedback(book: Gradebook, out: Path, students: list[str] | None, late: dict) -> None:
+    """Rewrite feedback/<student>.md and .html of each student of students whose grade of record (overrides,
+    late policy: reports.standing) differs from what their feedback last said; a student's file that cannot
+    be written is said on stderr and left as it was (the batch goes on)."""
+    from autograder.reports.standing import standing_key
+
+    said = book.standings()
+    wanted = None if students is None else set(students)
+    for student, results, problem in book.effective_records():
+        if wanted is not None and student not in wanted or not_graded_of(results):
+            continue
+        key = standing_key(results, late.get(student))
+        if said.get(student, "[]") == key:
+            continue
+        try:
+            _atomic_write(out / "feedback" / f"{student}.md", reports.feedback(student, results, late.get(student)))
+            _atomic_write(out / "feedback" / f"{student}.html",
+                          html_feedback.feedback_html(student, results, problem, late.get(student)))
+            book.set_standing(student, key)
+        except (OSError, ValueError) as e:
+            print(f"batch: the feedback of {student} could not be rewritten ({type(e).__name__}: {e})", file=sys.stderr)
 
 
 def settle(book: Gradebook, student: str, fingerprint: str, results: dict, problem: str,
@@ -326,7 +394,8 @@ def _lateness(book: Gradebook, late: lateness.LatePolicy | None, found: list) ->
     grades.csv)."""
     rows = {}
     if late is not None:  # finished or not: a grade graded again next run is late all the same (its final
-        scores = {student: score for student, (_, _, score, _) in book.graded().items()}  # score waits for it)
+        # score waits for it); overrides included: the late policy applies to the grade of record
+        scores = {student: float(results.get("score", 0)) for student, results, _ in book.effective_records()}
         for student, path, _ in found:
             if student in scores:
                 rows[student] = late.judge(student, scores[student], lateness.collected_time(path))
@@ -407,6 +476,7 @@ def _store(book, out, student, stamp, results, problem):
         _atomic_write(out / "feedback" / f"{student}.md", reports.feedback(student, results))
         _atomic_write(out / "feedback" / f"{student}.html", html_feedback.feedback_html(student, results, problem))
         book.record(student, fingerprint, results, problem, grader, reason, run)
+        book.set_standing(student, "[]")  # this feedback says the score only: write_feedback adds the grade of record
     except (OSError, ValueError, sqlite3.Error) as e:
         failed = f"its results could not be stored ({text.excerpt(f'{type(e).__name__}: {e}', 200)})"
         try:
@@ -423,12 +493,18 @@ def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, la
     parts = [p for p in PARTS]
     problems, kept = book.problems(), book.not_graded()
     wanted = None if students is None else set(students)
+    overrides = book.overrides()
+    effective = {s: r for s, r, _ in book.effective_records()} if overrides else {}
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, newline="") as tmp:
         writer = csv.writer(tmp)
         writer.writerow(["student", "score", "max_score", *parts, "problem"]
-                        + ([*lateness.COLUMNS, "late_note"] if late is not None else []))
+                        + ([*lateness.COLUMNS, "late_note"] if late is not None else [])
+                        + (["overrides"] if overrides else []))
         for student, score, max_score, by_part in book.rows():
             if wanted is None or student in wanted:
+                if student in overrides:  # a person's score stands for those parts (the column says whose)
+                    record = effective[student]
+                    score, by_part = record["score"], {p: v["score"] for p, v in record["parts"].items()}
                 problem = problems.get(student, "")
                 ungraded = set(kept.get(student, ()))
                 if ungraded:  # no score stands, not even 0 (never a lower score): the grader's structured record
@@ -442,6 +518,8 @@ def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, la
                     row += cells + [text.csv_cell(late[student].note)]
                 elif late is not None:
                     row += [""] * (len(lateness.COLUMNS) + 1)
+                if overrides:
+                    row.append(text.csv_cell(describe_overrides(effective.get(student, {}))))
                 writer.writerow(row)
     os.replace(tmp.name, path)
 
@@ -450,15 +528,26 @@ def _cell(value: float | None) -> str:
     return "" if value is None else f"{value:g}"
 
 
-def write_regrades(path: Path, moves: list) -> None:
-    """OUT/regrades.csv: student, before, after, parts ("causal 8 -> 10; mha 20 -> 15"), one row per
-    student whose score the latest grading run moved (gradebook.moves)."""
+def write_regrades(path: Path, rows: list) -> None:
+    """OUT/regrades.csv: run, at, student, before, after, parts ("causal 8 -> 10; mha 20 -> 15"), why: one
+    row per student whose score a grading run moved, every run's, oldest first (gradebook.regrades): a
+    run that moves nobody adds nothing and removes nothing."""
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, newline="") as tmp:
         writer = csv.writer(tmp)
         writer.writerow(REGRADES_COLUMNS)
-        for student, before, after, parts in moves:
-            writer.writerow([text.csv_cell(student), f"{before:g}", f"{after:g}", text.csv_cell(describe_parts(parts))])
+        for row in rows:
+            writer.writerow([str(row["run"]), row["at"], text.csv_cell(row["student"]), f"{row['before']:g}",
+                             f"{row['after']:g}", text.csv_cell(describe_parts(row["parts"])),
+                             text.csv_cell(row["why"])])
     os.replace(tmp.name, path)
+
+
+def describe_overrides(results: dict) -> str:
+    """grades.csv's overrides cell: "mha 15 -> 20 by ta_bob at ...: reason" per overridden part."""
+    from autograder.reports.standing import overrides_of
+
+    return "; ".join(f"{part} {o['automatic']:g} -> {o['score']:g} by {o['by']} at {o['at']}: {o['reason']}"
+                     for part, o in sorted(overrides_of(results).items()))
 
 
 def describe_parts(parts: dict) -> str:
@@ -467,12 +556,13 @@ def describe_parts(parts: dict) -> str:
 
 def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students: list[str], graded: list[str],
                  known: list[str], reasons: dict | None = None, late: dict | None = None,
-                 strays: list[str] | tuple = ()) -> str:
+                 strays: list[str] | tuple = (), moves: list | None = None) -> str:
     """What the batch did, for the instructor: graded now, up to date, who was regraded because the
     grader changed, the submissions not graded with the reason, the score spread, lateness (and the
     names of TIMES.csv or EXT.csv, `strays`, that match no submission), and who is in the gradebook
     but no longer in folder."""
-    rows = {student: (score, max_score) for student, score, max_score, _ in book.rows()}
+    effective = book.effective_records()
+    rows = {student: (float(r.get("score", 0)), float(r.get("max_score", 0))) for student, r, _ in effective}
     problems, kept = book.problems(), book.not_graded()
     present = [s for s in students if s in rows]
     lines = [f"batch: {len(students)} submission(s) in {folder}"]
@@ -480,10 +570,12 @@ def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students:
         lines.append(f"  graded now: {len(graded)}; up to date: {len(students) - len(graded)}")
     else:
         lines.append(f"  nothing to grade: {len(students)} up to date (unchanged since they were graded)")
-    regraded = sorted(s for s in graded if (reasons or {}).get(s) == OTHER_GRADER)
+    regraded = sorted(s for s in graded if (reasons or {}).get(s, "").startswith(OTHER_GRADER))
     if regraded:
+        why = sorted({(reasons or {})[s].removeprefix(OTHER_GRADER).lstrip(": ") for s in regraded})
         lines.append(f"  regraded, {OTHER_GRADER} ({len(regraded)}): {', '.join(regraded)}")
-    moves = book.moves() if graded else []
+        lines += [f"    what changed: {w}" for w in why]
+    moves = (book.moves() if graded else []) if moves is None else moves
     if moves:
         lines.append(f"  scores moved ({len(moves)}): " + ", ".join(f"{s} {b:g} -> {a:g}" for s, b, a, _ in moves)
                      + " (regrades.csv)")
@@ -499,8 +591,17 @@ def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students:
     if present:
         scores = [rows[s][0] for s in present]
         top = max(rows[s][1] for s in present)
-        lines.append(f"  scores (of {top:g}): min {min(scores):g}, median {statistics.median(scores):g}, "
+        what = "scores"
+        if late:  # the grade of record: after the late policy (grades.csv keeps both)
+            scores, what = [late[s].final_score if s in late else rows[s][0] for s in present], \
+                "final scores, after the late policy"
+        lines.append(f"  {what} (of {top:g}): min {min(scores):g}, median {statistics.median(scores):g}, "
                      f"max {max(scores):g}")
+    overridden = {s: o for s, o in book.overrides().items() if s in students}
+    if overridden:
+        lines.append(f"  scores changed by a person, standing over the grader's ({len(overridden)}): " + ", ".join(
+            f"{s} {part} {o['score']:g} (the grader's: {_automatic(effective, s, part)})"
+            for s, parts in sorted(overridden.items()) for part, o in sorted(parts.items())))
     if late:
         lines += _late_summary(late)
     if strays:  # a name the instructor gave that matches no submission: said, never dropped silently
@@ -513,10 +614,23 @@ def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students:
     return "\n".join(lines) + "\n"
 
 
+def _automatic(effective: list, student: str, part: str) -> str:
+    """The grader's own current score of an overridden part, as the summary shows it."""
+    for who, results, _ in effective:
+        if who == student:
+            o = ((results.get("extra_data") or {}).get("overrides") or {}).get(part)
+            return f"{o['automatic']:g}" if o else "?"
+    return "?"
+
+
 def _late_summary(late: dict) -> list[str]:
     charged = sorted(s for s, row in late.items() if row.late_days)
     unknown = sorted(s for s, row in late.items() if row.late_days is None)
-    lines = [f"  late ({len(charged)}): " + (", ".join(f"{s} {late[s].late_days} day(s) -{late[s].penalty:g}%"
+
+    def cost(row):
+        return "past the cutoff: final 0" if row.cutoff else f"-{row.penalty:g}%: final {row.final_score:g}"
+
+    lines = [f"  late ({len(charged)}): " + (", ".join(f"{s} {late[s].late_days} day(s) {cost(late[s])}"
                                                     for s in charged) or "nobody")]
     if unknown:
         lines.append(f"  no submission time known, not charged ({len(unknown)}): {', '.join(unknown)}")

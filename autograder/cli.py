@@ -13,7 +13,7 @@ from autograder.sandbox.client import SandboxUnavailable, check_device
 from autograder.settings import SEED_ENV, Settings  # noqa: F401 (SEED_ENV: the variable's name, for callers)
 
 COMMANDS = ["grade", "batch", "selftest", "stubs", "release", "ci", "gradescope", "notebooks", "book-check", "history",
-            "export"]
+            "export", "override"]
 GRADING = ("grade", "batch", "selftest", "ci", "gradescope")  # the commands that run student code
 
 

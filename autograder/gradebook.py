@@ -7,14 +7,20 @@ is graded again).
 
 Tables: submissions (each student's current grade, with the fingerprints of what was handed in,
 `digest`, and of the grader that graded it, `grader`), part_scores and check_results (that grade's
-detail), history (every grade ever recorded, one row per student per run, with why it was graded:
-never deleted), runs (one row per batch run) and lateness (the last run's late policy per student).
+detail: what the grader computed), history (every grade ever recorded, one row per student per run,
+with why it was graded, and every override set or removed: never deleted), runs (one row per batch
+run), graders (each grader fingerprint's parts: regrades.grader_parts), regrades (every run's moved
+scores, appended: never emptied), overrides (a person's score for one part of one student, with who,
+when, why and the automatic score it replaced: it stands over every regrade until removed),
+standings (what each student's feedback last said of their grade of record) and lateness (the last
+run's late policy per student).
 "Why did my grade change": `python -m autograder history OUT --student NAME`, or
 
     SELECT h.graded_at, h.reason, h.score, h.parts, h.grader FROM history h
     WHERE h.student = 'alice' ORDER BY h.id;
 """
 import json
+import os
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
@@ -67,6 +73,34 @@ CREATE TABLE IF NOT EXISTS history (
     problem    TEXT NOT NULL DEFAULT ''
 );
 CREATE INDEX IF NOT EXISTS history_student ON history (student, id);
+CREATE TABLE IF NOT EXISTS graders (
+    grader     TEXT PRIMARY KEY,
+    parts      TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS regrades (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    run        INTEGER NOT NULL,
+    at         TEXT NOT NULL,
+    student    TEXT NOT NULL,
+    before     REAL NOT NULL,
+    after      REAL NOT NULL,
+    parts      TEXT NOT NULL,
+    why        TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE IF NOT EXISTS overrides (
+    student    TEXT NOT NULL,
+    part       TEXT NOT NULL,
+    score      REAL NOT NULL,
+    automatic  REAL NOT NULL,
+    reason     TEXT NOT NULL,
+    by_whom    TEXT NOT NULL,
+    at         TEXT NOT NULL,
+    PRIMARY KEY (student, part)
+);
+CREATE TABLE IF NOT EXISTS standings (
+    student    TEXT PRIMARY KEY,
+    standing   TEXT NOT NULL
+);
 CREATE TABLE IF NOT EXISTS lateness (
     student      TEXT PRIMARY KEY,
     submitted_at TEXT NOT NULL,
@@ -74,7 +108,8 @@ CREATE TABLE IF NOT EXISTS lateness (
     late_days    INTEGER,
     penalty      REAL NOT NULL,
     final_score  REAL NOT NULL,
-    note         TEXT NOT NULL DEFAULT ''
+    note         TEXT NOT NULL DEFAULT '',
+    cutoff       INTEGER NOT NULL DEFAULT 0
 );
 """
 
@@ -84,6 +119,10 @@ class Gradebook:
         if db is not None:  # read_only
             self.db = db
             return
+        try:  # readable by the grader's user only, like every file batch writes (SQLite's -wal/-shm follow it)
+            os.close(os.open(path, os.O_RDWR | os.O_CREAT, 0o600))
+        except OSError:
+            pass  # sqlite3 says what is wrong with the path
         self.db = sqlite3.connect(path, isolation_level=None)  # transactions are explicit
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
@@ -92,6 +131,8 @@ class Gradebook:
         columns = [row[1] for row in self.db.execute("PRAGMA table_info(submissions)")]
         if "grader" not in columns:  # a gradebook written before grader fingerprints: all from "another grader"
             self.db.execute("ALTER TABLE submissions ADD COLUMN grader TEXT NOT NULL DEFAULT ''")
+        if "cutoff" not in [row[1] for row in self.db.execute("PRAGMA table_info(lateness)")]:
+            self.db.execute("ALTER TABLE lateness ADD COLUMN cutoff INTEGER NOT NULL DEFAULT 0")
 
     @classmethod
     def read_only(cls, path):
@@ -124,6 +165,12 @@ class Gradebook:
         and add it to the student's history (with `reason`: why it was graded in this run)."""
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         parts = {part: p["score"] for part, p in results["parts"].items()}
+        standing = self.overrides(student).get(student, {})
+        if standing and run is not None:  # the grader's scores are recorded; the person's stand (both are said)
+            effective = apply_overrides(results, standing)
+            reason += "; scores by hand stand: " + ", ".join(
+                f"{part} {o['score']:g} (the grader's: {parts.get(part, 0):g})" for part, o in sorted(standing.items())
+            ) + f"; grade of record {effective['score']:g} / {effective['max_score']:g}"
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute("DELETE FROM submissions WHERE student = ?", (student,))
@@ -198,12 +245,13 @@ class Gradebook:
             row["parts"] = json.loads(row["parts"])
         return rows
 
-    def moves(self):
-        """[(student, before, after, {part: (before, after)})]: the students graded in the latest run that
-        graded anyone whose score differs from their grade before it (only parts that moved). Grades that
-        did not finish (kept as retry:, e.g. parts the machine kept from running) are no grade: skipped."""
-        finished = "digest NOT LIKE 'retry:%'"
-        latest = self.db.execute(f"SELECT MAX(run) FROM history WHERE {finished}").fetchone()[0]
+    def moves(self, run=None):
+        """[(student, before, after, {part: (before, after)})]: the students graded in run (default: the
+        latest run that graded anyone) whose score differs from their grade before it (only parts that
+        moved; the grader's scores: an override is not a grade of the grader). Grades that did not
+        finish (kept as retry:, e.g. parts the machine kept from running) are no grade: skipped."""
+        finished = "digest NOT LIKE 'retry:%' AND run IS NOT NULL"
+        latest = run if run is not None else self.db.execute(f"SELECT MAX(run) FROM history WHERE {finished}").fetchone()[0]
         if latest is None:
             return []
         moved = []
@@ -222,26 +270,168 @@ class Gradebook:
                 moved.append((student, before, after, changed))
         return moved
 
+    # ------------------------------------------------------------ graders and regrades (issue 36 item 3)
+
+    def remember_grader(self, grader, parts):
+        """Keep the parts (regrades.grader_parts) of the grader with this fingerprint."""
+        self.db.execute("INSERT OR REPLACE INTO graders (grader, parts) VALUES (?, ?)",
+                        (grader, json.dumps(parts, sort_keys=True)))
+
+    def grader_parts(self, grader):
+        """The parts recorded for a grader fingerprint, or None (a grade from before they were kept)."""
+        row = self.db.execute("SELECT parts FROM graders WHERE grader = ?", (grader,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def add_regrades(self, run, moves, why=None):
+        """Append the moves of run ([(student, before, after, {part: (before, after)})]) with each one's
+        reason (why: {student: reason}); earlier runs' rows stay."""
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.db.executemany("INSERT INTO regrades (run, at, student, before, after, parts, why) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            [(run, now, student, before, after, json.dumps(parts), (why or {}).get(student, ""))
+                             for student, before, after, parts in moves])
+
+    def regrades(self):
+        """[{run, at, student, before, after, parts: {part: (before, after)}, why}] of every run, oldest first."""
+        keys = ("run", "at", "student", "before", "after", "parts", "why")
+        rows = [dict(zip(keys, row)) for row in self.db.execute(
+            "SELECT run, at, student, before, after, parts, why FROM regrades ORDER BY id")]
+        for row in rows:
+            row["parts"] = {part: tuple(pair) for part, pair in json.loads(row["parts"]).items()}
+        return rows
+
+    # ------------------------------------------------------------ overrides by hand (issue 36 item 5)
+
+    def overrides(self, student=None):
+        """{student: {part: {score, automatic, reason, by, at}}}: the overrides that stand."""
+        query = "SELECT student, part, score, automatic, reason, by_whom, at FROM overrides"
+        args: tuple = ()
+        if student is not None:
+            query, args = query + " WHERE student = ?", (student,)
+        found: dict = {}
+        for who, part, score, automatic, reason, by, at in self.db.execute(query + " ORDER BY student, part", args):
+            found.setdefault(who, {})[part] = {"score": score, "automatic": automatic, "reason": reason, "by": by,
+                                               "at": at}
+        return found
+
+    def set_override(self, student, part, score, reason, by):
+        """A person's score for one part of one student's current grade: stored with who, when and why, and
+        added to the history. ValueError (said to the user) when there is no such grade or part, or the
+        score is outside 0..the part's points."""
+        record = self.db.execute("SELECT digest, grader, results FROM submissions WHERE student = ?",
+                                 (student,)).fetchone()
+        if record is None:
+            raise ValueError(f"no grade recorded for {student!r} (grades.csv's student names them)")
+        results = json.loads(record[2])
+        parts = results.get("parts") or {}
+        if part not in parts:
+            raise ValueError(f"{student!r} has no part {part!r} (parts: {', '.join(parts)})")
+        top = float(parts[part]["max_score"])
+        if not 0 <= score <= top:
+            raise ValueError(f"score {score:g} is outside 0..{top:g}, the points of {part}")
+        if not reason.strip():
+            raise ValueError("give the reason (--reason): the student's feedback shows it")
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        automatic = float(parts[part]["score"])
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("INSERT OR REPLACE INTO overrides VALUES (?, ?, ?, ?, ?, ?, ?)",
+                            (student, part, score, automatic, reason.strip(), by, now))
+            self._history_of_override(student, record, f"override by {by}: {part} {automatic:g} -> {score:g} "
+                                      f"({reason.strip()})", now)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        return automatic
+
+    def remove_override(self, student, part, by, reason=""):
+        """Remove the override of student's part (the automatic score counts again); ValueError when none stands."""
+        row = self.db.execute("SELECT score FROM overrides WHERE student = ? AND part = ?", (student, part)).fetchone()
+        if row is None:
+            raise ValueError(f"no override of {student!r}'s {part!r} stands")
+        record = self.db.execute("SELECT digest, grader, results FROM submissions WHERE student = ?",
+                                 (student,)).fetchone()
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            self.db.execute("DELETE FROM overrides WHERE student = ? AND part = ?", (student, part))
+            if record is not None:
+                self._history_of_override(student, record, f"override of {part} removed by {by}"
+                                          + (f" ({reason.strip()})" if reason.strip() else ""), now)
+            self.db.execute("COMMIT")
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+
+    def _history_of_override(self, student, record, reason, now):
+        """A history row (no run) with the grade of record after an override was set or removed."""
+        digest, grader, results = record
+        effective = apply_overrides(json.loads(results), self.overrides(student).get(student, {}))
+        parts = {part: p["score"] for part, p in effective["parts"].items()}
+        self.db.execute("INSERT INTO history (run, student, graded_at, reason, digest, grader, score, max_score, "
+                        "parts, problem) VALUES (NULL, ?, ?, ?, ?, ?, ?, ?, ?, '')",
+                        (student, now, reason, digest, grader, effective["score"], effective["max_score"],
+                         json.dumps(parts, sort_keys=True)))
+
+    def effective_records(self):
+        """records() with every standing override applied (apply_overrides): the grade of record before lateness."""
+        overrides = self.overrides()
+        return [(s, apply_overrides(results, overrides.get(s, {})), problem) for s, results, problem in self.records()]
+
+    # ------------------------------------------------------------ what the feedback last said
+
+    def standings(self):
+        return dict(self.db.execute("SELECT student, standing FROM standings"))
+
+    def set_standing(self, student, standing):
+        self.db.execute("INSERT OR REPLACE INTO standings VALUES (?, ?)", (student, standing))
+
     def set_lateness(self, rows):
         """Replace the late policy's rows: {student: lateness.Late}; {} when the run had no due date."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
             self.db.execute("DELETE FROM lateness")
-            self.db.executemany("INSERT INTO lateness VALUES (?, ?, ?, ?, ?, ?, ?)", [
-                (student, *late.cells()[:2], late.late_days, late.penalty, late.final_score, late.note)
-                for student, late in sorted(rows.items())])
+            self.db.executemany("INSERT INTO lateness (student, submitted_at, due, late_days, penalty, final_score, "
+                                "note, cutoff) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
+                                    (student, *late.cells()[:2], late.late_days, late.penalty, late.final_score,
+                                     late.note, int(late.cutoff)) for student, late in sorted(rows.items())])
             self.db.execute("COMMIT")
         except BaseException:
             self.db.execute("ROLLBACK")
             raise
 
     def lateness(self):
-        """{student: {submitted_at, due, late_days, penalty, final_score, note}} of the last run's late policy."""
-        keys = ("submitted_at", "due", "late_days", "penalty", "final_score", "note")
-        return {row[0]: dict(zip(keys, row[1:])) for row in self.db.execute("SELECT * FROM lateness ORDER BY student")}
+        """{student: {submitted_at, due, late_days, penalty, final_score, note, cutoff}} of the last run's late policy."""
+        keys = ("submitted_at", "due", "late_days", "penalty", "final_score", "note", "cutoff")
+        return {row[0]: dict(zip(keys, row[1:])) for row in self.db.execute(
+            "SELECT student, submitted_at, due, late_days, penalty, final_score, note, cutoff FROM lateness "
+            "ORDER BY student")}
 
     def count(self):
         return self.db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
 
     def close(self):
         self.db.close()
+
+
+def apply_overrides(results, overrides):
+    """A copy of a record (results_json) with overrides ({part: {score, automatic, reason, by, at}}) in
+    place of the grader's part scores, the total recomputed, and extra_data.overrides saying, per
+    part, the person's score, the grader's current score (`automatic`), the score it replaced when it
+    was set (`automatic_then`), who, when and why. No overrides: the record itself."""
+    if not overrides:
+        return results
+    parts = {part: dict(p) for part, p in (results.get("parts") or {}).items()}
+    said = {}
+    for part, o in overrides.items():
+        if part not in parts:
+            continue
+        said[part] = {"score": o["score"], "automatic": parts[part]["score"], "automatic_then": o["automatic"],
+                      "max_score": parts[part]["max_score"], "reason": o["reason"], "by": o["by"], "at": o["at"]}
+        parts[part]["score"] = o["score"]
+    if not said:
+        return results
+    total = float(results.get("score", 0)) + sum(o["score"] - o["automatic"] for o in said.values())
+    extra = dict(results.get("extra_data") or {})
+    extra["overrides"] = said
+    return {**results, "parts": parts, "score": round(total, 6), "extra_data": extra}

@@ -128,7 +128,11 @@ def over_limit_results(verdict: Verdict, limit: SubmissionLimit) -> dict:
 
 
 def graded_note(verdict: Verdict, limit: SubmissionLimit) -> str:
-    """The line a graded submission's output starts with when the course has a limit."""
+    """The line a graded submission's output starts with when the course has a limit. Where the limit
+    could not be applied (no readable metadata, no time in it) it says so, and counts nothing."""
+    if verdict.problem:
+        return (f"This course grades {limit.describe()}, but that limit could not be applied to this submission "
+                f"({verdict.problem}): it was graded.")
     return (f"Graded submission {verdict.used + 1} of {limit.limit} allowed in any {limit.window_hours:g} hours "
             f"(this course grades {limit.describe()}).")
 

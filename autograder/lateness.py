@@ -42,7 +42,7 @@ import math
 import os
 import re
 import stat
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -131,6 +131,30 @@ class Late:
     penalty: float  # percent of the score taken off
     final_score: float
     note: str = ""  # why, when there is something to say (no time known, past the late window, ...)
+    cutoff: bool = False  # more started days late than --late-days accepts: final score 0
+
+    @classmethod
+    def from_row(cls, row: dict) -> Late:
+        """A row as the gradebook's lateness table keeps it (gradebook.Gradebook.lateness)."""
+        return cls(parse_time(row["submitted_at"], "submitted_at") if row["submitted_at"] else None,
+                   parse_time(row["due"], "due"), row["late_days"], float(row["penalty"]), float(row["final_score"]),
+                   row["note"], bool(row.get("cutoff")))
+
+    def rescored(self, score: float) -> Late:
+        """The same row for another score (an override changed what the code is credited with)."""
+        final = 0.0 if self.cutoff else round(score * (100.0 - self.penalty) / 100.0, 2)
+        return replace(self, final_score=final)
+
+    def why(self) -> str:
+        """In words, for the student: what the late policy did to the score ("past the cutoff", never "-100%")."""
+        if self.late_days is None:
+            return f"no late penalty ({self.note})" if self.note else "no late penalty"
+        if self.cutoff:
+            return f"past the cutoff: {self.note}"
+        if not self.late_days:
+            return "on time: no late penalty"
+        return (f"{self.late_days} day(s) late: a penalty of {self.penalty:g}% of the score"
+                + (f" ({self.note})" if self.note else ""))
 
     def cells(self) -> list[str]:
         """grades.csv's added cells, in COLUMNS order."""
@@ -184,7 +208,7 @@ class LatePolicy:
     def _charge(self, submitted, due, days, score, note):
         if self.max_days is not None and days > self.max_days:
             why = f"{days} days late, more than the {self.max_days} day(s) late work is accepted: final score 0"
-            return Late(submitted, due, days, 100.0, 0.0, f"{note}; {why}" if note else why)
+            return Late(submitted, due, days, 100.0, 0.0, f"{note}; {why}" if note else why, cutoff=True)
         penalty = min(100.0, self.percent_per_day * days)
         return Late(submitted, due, days, penalty, round(score * (100.0 - penalty) / 100.0, 2), note)
 

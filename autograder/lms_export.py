@@ -18,14 +18,18 @@ address" to the user's email address and `<assignment>` to the grade item.
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import text
 from autograder.gradebook import Gradebook
+from autograder.lateness import Late
 
 CANVAS_ROSTER = ("student", "name", "id", "sis_user_id", "sis_login_id", "section")
 MOODLE_ROSTER = ("student", "email")
+CANVAS_IDS = ("id", "sis_user_id", "sis_login_id")  # Canvas matches a row by any one of them
+EMAIL = re.compile(r"[^@\s,;]+@[^@\s,;]+")
 RETRY = "retry:"  # batch.RETRY: a grade kept with this prefix did not finish (graded again on the next run)
 
 
@@ -75,15 +79,19 @@ def read_roster(path: Path, needed: tuple[str, ...]) -> list[RosterRow]:
 
 
 def final_grades(book: Gradebook) -> dict[str, float | None]:
-    """{student: final score} of the gradebook: after the last run's late policy where it had one;
-    None where the grading did not finish (an empty cell, never 0)."""
+    """{student: final score} of the gradebook: the score with any override by hand (gradebook.overrides),
+    after the last run's late policy where it had one; None where the grading did not finish (an empty
+    cell, never 0)."""
     late = book.lateness()
+    effective = {student: float(results.get("score", 0)) for student, results, _ in book.effective_records()}
     grades: dict[str, float | None] = {}
     for student, (digest, _, score, _) in book.graded().items():
         if digest.startswith(RETRY):  # the grader failed on it, or an ambiguous name: not a grade
             grades[student] = None
+        elif student in late:  # the late policy on the grade of record (an override after the run included)
+            grades[student] = Late.from_row(late[student]).rescored(effective.get(student, score)).final_score
         else:
-            grades[student] = late[student]["final_score"] if student in late else score
+            grades[student] = effective.get(student, score)
     return grades
 
 
@@ -92,6 +100,12 @@ def _grade(value: float | None) -> str:
 
 
 def canvas_rows(roster: list[RosterRow], grades: dict, assignment: str) -> tuple[list[str], list[list[str]]]:
+    """Canvas's import rows; a roster row with none of id, sis_user_id, sis_login_id is an ExportError naming
+    its line: Canvas finds a student by one of them and would skip (or mismatch) a row without any."""
+    for r in roster:
+        if not any(r.cells[c] for c in CANVAS_IDS):
+            raise ExportError(f"line {r.line}: {r.student!r} has no id, sis_user_id or sis_login_id (Canvas finds its "
+                              f"students by one of them: copy them from Canvas's own gradebook export, Grades > Export)")
     header = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section", text.csv_cell(assignment)]
     rows = [[text.csv_cell(r.cells[c]) for c in CANVAS_ROSTER[1:]] + [_grade(grades.get(r.student))] for r in roster]
     return header, rows
@@ -100,8 +114,12 @@ def canvas_rows(roster: list[RosterRow], grades: dict, assignment: str) -> tuple
 def moodle_rows(roster: list[RosterRow], grades: dict, assignment: str) -> tuple[list[str], list[list[str]]]:
     header = ["Email address", text.csv_cell(assignment)]
     for r in roster:
-        if not r.cells["email"]:
-            raise ExportError(f"line {r.line}: {r.student!r} has no email (Moodle's import finds its students by it)")
+        email = r.cells["email"]
+        if not email or not EMAIL.fullmatch(email):
+            what = "no email" if not email else f"{text.excerpt(email, 80)!r} as email, which is not an email address"
+            raise ExportError(f"line {r.line}: {r.student!r} has {what} (Moodle's import finds its students by the "
+                              f"email address of their Moodle account: copy it from Moodle's participants or "
+                              f"grader report export)")
     return header, [[text.csv_cell(r.cells["email"]), _grade(grades.get(r.student))] for r in roster]
 
 

@@ -28,6 +28,7 @@ generate_feedback
     tests, or what student code printed while they ran, if Execute ever ran them).
 """
 import atexit
+import re
 import tempfile
 from pathlib import Path
 
@@ -172,20 +173,27 @@ def _fmt(number):
     return f"{number:g}"
 
 
+_MODULE_FILE = re.compile(rf"\b({'|'.join(map(re.escape, MODULES))})\.py\b")
+
+
+def in_notebook_words(said):
+    """The grader's words about a module file (causal.py, line 5) as a notebook student sees that code:
+    the solution cell whose grade_id is the module (its text is the module, line for line)."""
+    return _MODULE_FILE.sub(lambda found: f"your solution cell '{found.group(1)}'", said)
+
+
 def _what_to_fix(checks, parts):
     """The lines of a graded cell's report on its part's failures, as a student may see them
     (autograder.reports.common: visible checks with the student's own error text, hidden checks by
-    their diagnosis only and unnamed, a part problem once)."""
+    their diagnosis only and unnamed, a part problem once). A notebook student has no .py files:
+    the grader's words name the solution cell instead (in_notebook_words)."""
     items = what_to_fix(checks, parts)
     lines = ["What to fix:"] if items else []
     for item in items:  # one line each, the checks it failed in and the student's own error text after it
-        lines.append(f"  - {item.label} (-{_fmt(item.points)}): {item.message}")
-        if item.failed_in:
-            lines.append(f"    {item.failed_in}")
-        if item.lost_note:
-            lines.append(f"    {item.lost_note}")
-        if item.voided_note:
-            lines.append(f"    {item.voided_note}")
+        lines.append(in_notebook_words(f"  - {item.label} (-{_fmt(item.points)}): {item.message}"))
+        for note in (item.failed_in, item.lost_note, item.voided_note):
+            if note:
+                lines.append(in_notebook_words(f"    {note}"))
         if item.own_text:
             lines.append(f"    {OWN_TEXT}: {item.own_text}")
     return lines
@@ -433,13 +441,20 @@ class ScrubHiddenTests(NbGraderPreprocessor):
 
 # wrap at spaces only (never inside a word); a word longer than the line scrolls in its own box
 WRAP_CSS = ("div.output_area pre, div.output_text pre { white-space: pre-wrap; overflow-wrap: normal; "
-            "word-break: normal; overflow-x: auto; }")
+            "word-break: normal; overflow-x: auto; }"
+            # issue 36 item 6: nbgrader's feedback template greys the links in a graded cell's blue heading
+            # (#BBBBBB on #337ab7, 1.6:1) and reds the late penalty below 4.5:1: white, underlined links on
+            # a darker blue, and a darker red (axe-core's contrast and link rules)
+            " body div.nbgrader_cell .panel-heading { background-color: #23527c; }"
+            " body div.nbgrader_cell .panel-heading a { color: #ffffff; text-decoration: underline; }"
+            " body li.late-penalty { color: #a1251b; } body a { color: #1d4f7a; text-decoration: underline; }")
 
 
 class WrapOutputLines(NbGraderPreprocessor):
     """generate_feedback, after CSSHTMLHeaderPreprocessor: the page's outputs wrap their long lines
     (a graded cell's "What to fix" is one line per diagnosis) at spaces instead of running off the page
-    (issue 31: `overflow-wrap: anywhere` let a line break inside a word)."""
+    (issue 31: `overflow-wrap: anywhere` let a line break inside a word), and its links and late penalty
+    are dark enough to read (issue 36: contrast)."""
 
     def preprocess(self, nb, resources):
         resources.setdefault("inlining", {}).setdefault("css", []).append(WRAP_CSS)

@@ -259,6 +259,14 @@ def submission_limit_cell(rubric_path=RUBRIC):
     return _markdown("submission_limit", f"**Submissions.** {gradescope_limits.student_text(limit)}")
 
 
+def with_limit(notebook, limit):
+    """The notebook with the submission-limit cell (submission_limit_cell) right under its title when it
+    is graded (has a solution cell) and there is a limit; otherwise the notebook as it is."""
+    if limit and any(cell["metadata"].get("nbgrader", {}).get("solution") for cell in notebook["cells"]):
+        return dict(notebook, cells=[notebook["cells"][0], limit, *notebook["cells"][1:]])
+    return notebook
+
+
 def _points_value(points):
     return int(points) if float(points).is_integer() else float(points)
 
@@ -385,8 +393,7 @@ def notebook_texts(solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, book_path=B
     limit = submission_limit_cell(rubric_path)
     for template in templates(templates_dir):
         notebook = build_notebook(template, solutions_dir, book_path, points=points)
-        if limit and any(cell["metadata"].get("nbgrader", {}).get("solution") for cell in notebook["cells"]):
-            notebook["cells"].insert(1, limit)  # graded notebooks: the limit, right under the title
+        notebook = with_limit(notebook, limit)
         for cell in notebook["cells"]:
             if cell["metadata"].get("nbgrader", {}).get("solution"):
                 if cell["id"] in seen:
@@ -498,10 +505,12 @@ def release_notebooks(dest, solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, bo
     dest.mkdir(parents=True, exist_ok=True)
     notebook_texts(solutions_dir, templates_dir, book_path, rubric_path)  # checks every module has exactly one cell
     points = part_points(rubric_path)
+    limit = submission_limit_cell(rubric_path)  # as in the source notebooks: graded ones state the limit
     written = []
     for template in templates(templates_dir):
         path = dest / (template.stem + ".ipynb")
-        path.write_text(dumps(student_notebook(build_notebook(template, solutions_dir, book_path, points=points))))
+        notebook = with_limit(build_notebook(template, solutions_dir, book_path, points=points), limit)
+        path.write_text(dumps(student_notebook(notebook)))
         written.append(path)
     for name, text in support_texts(book_path).items():
         (dest / name).write_text(text)

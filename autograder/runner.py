@@ -428,17 +428,19 @@ def run_check(part: str, name: str, fn: Callable, student: Student, fixtures: di
     hidden = bool(getattr(student, "saw_hidden", False))
     result = _run_check(part, name, fn, student, fixtures, hidden)
     # a reordered constructor: its parameter names are read from the source by the grader, before any input
-    if result.raised and not result.passed and getattr(student, "reordered", None) and student.reordered():
+    if not result.passed and not result.not_graded and getattr(student, "reordered", None) and student.reordered():
         result = with_keywords(part, name, fn, student, fixtures, result, hidden)
     return result
 
 
 def with_keywords(part: str, name: str, fn: Callable, student: Student, fixtures: dict,
                   result: CheckResult, hidden: bool = False) -> CheckResult:
-    """A check that failed because the code raised, on a submission whose class takes the contract's
-    parameter names in another order (read from its source): run again calling those classes with
-    keywords, so that the rest of the class is still diagnosed. The order is still the mistake (the
-    book's positional calls break): the check stays failed, saying both."""
+    """A failed check on a submission whose class takes the contract's parameter names in another order
+    (read from its source; the positional call raised, or built something else): run again calling those
+    classes with keywords, so that the rest of the class is still diagnosed. The order is still the
+    mistake (the book's positional calls break): the check stays failed. Passing with keywords, its
+    cause is the order (one item however many checks it fails, issue 34 item 4); failing with keywords,
+    its cause is the next mistake the keywords reach, and it says both."""
     student.keywords = True
     try:
         again = _run_check(part, name, fn, student, fixtures, hidden)
@@ -446,14 +448,17 @@ def with_keywords(part: str, name: str, fn: Callable, student: Student, fixtures
         return result
     finally:
         student.keywords = False
-    if again.raised:
+    if again.raised and not again.passed:
         return result
     order = "; ".join(f"{cls}.__init__ takes ({', '.join(names)}) where the specification is "
                       f"({', '.join(contract)})" for (_, cls), (names, contract) in student.reordered().items())
-    said = "called with keywords it passes this check" if again.passed else f"called with keywords: {again.message}"
-    return CheckResult(part, name, False, f"{result.message}: {order}, so a call in the specified order breaks; "
-                                          f"{said}", detail=again.detail, student_text=result.student_text,
-                       cause=again.cause, figure=again.figure, raised=True)
+    order = f"{order}, so a call in the specified order breaks: keep the specified order"
+    if again.passed:
+        return CheckResult(part, name, False, f"{result.message}: {order}; called with keywords it passes this check",
+                           detail=result.detail, student_text=result.student_text, cause=order, raised=True)
+    return CheckResult(part, name, False, f"{result.message}: {order}; called with keywords: {again.message}",
+                       detail=again.detail, student_text=result.student_text, cause=again.cause,
+                       unexplained=again.unexplained, figure=again.figure, raised=True)
 
 
 def _run_check(part, name, fn, student, fixtures, hidden=False):

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 from autograder import PARTS, PROJECT_ROOT, batch, grading, text
+from rubric_points import TOTAL, g
 
 SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
 LOCAL, CENTRAL = b"PK\x03\x04", b"PK\x01\x02"
@@ -153,7 +154,7 @@ def test_every_student_is_recorded_with_the_right_problem(graded):
         row = rows[student]
         assert matches(row["problem"], problem), (student, row["problem"])
         want = 100 if student in FULL else 0
-        assert (float(row["score"]), float(row["max_score"])) == (want, 100), (student, row)
+        assert (float(row["score"]), float(row["max_score"])) == (want, TOTAL), (student, row)
 
 
 def test_every_student_has_results_and_feedback_without_the_graders_paths(graded):
@@ -188,7 +189,7 @@ def test_the_summary_says_what_happened(graded):
     listed = dict(line.strip().split(": ", 1) for line in lines[3:3 + len(broken)])
     assert sorted(listed) == sorted(broken)
     assert all(matches(listed[s], expected[s]) for s in broken), listed
-    assert lines[3 + len(broken)] == "  scores (of 100): min 0, median 0, max 100"
+    assert lines[3 + len(broken)] == f"  scores (of {g(TOTAL)}): min 0, median 0, max {g(TOTAL)}"
     assert "\r[" not in first.stderr  # no progress bar where stderr is not a terminal
 
 
@@ -200,7 +201,7 @@ def test_a_rerun_resumes(graded):
     assert again.stdout.splitlines()[1] == f"  graded now: 2; up to date: {len(expected) - 2}"
     header, rows = read_csv(out)
     for student in ("crasher", "raiser"):
-        assert (rows[student]["score"], rows[student]["problem"]) == ("100", ""), student
+        assert (rows[student]["score"], rows[student]["problem"]) == (g(TOTAL), ""), student
     shutil.rmtree(base / "class" / "ann")
     last = run(["batch", str(base / "class"), "--out", str(out), "--jobs", "2"])
     lines = last.stdout.splitlines()

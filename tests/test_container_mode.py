@@ -22,6 +22,7 @@ import leftovers
 import pytest
 
 from autograder.sandbox import container
+from rubric_points import PART, TOTAL
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"
@@ -91,7 +92,7 @@ def test_the_reference_passes_and_a_submission_reaches_nothing_of_the_grader(sou
     done, root, results = run_restricted(source, tmp_path, files)
     # the reference, graded first in the same container mode (the environment check), got full marks
     check = results["extra_data"]["environment_check"]
-    assert check["passed"] and check["reference_score"] == 100 and not check["cached"], done.stdout[-3000:]
+    assert check["passed"] and check["reference_score"] == TOTAL and not check["cached"], done.stdout[-3000:]
     walls = results["extra_data"]["protections"]
     assert walls[0] == container.PROTECTION and check["walls"][0] == container.PROTECTION
     for wall in ("no capabilities", "no new privileges", "seccomp system-call allow-list"):
@@ -100,7 +101,7 @@ def test_the_reference_passes_and_a_submission_reaches_nothing_of_the_grader(sou
     assert not any("namespaces" in w and "refused" not in w for w in walls)  # no wall claimed that did not stand
     # and the attack reached nothing
     assert "OWNED" not in json.dumps(results) and results["score"] < 100
-    assert results["extra_data"]["parts"]["causal"]["score"] == 22  # the other parts are graded as ever
+    assert results["extra_data"]["parts"]["causal"]["score"] == PART["causal"]  # the other parts are graded as ever
     attempts = bundle_attack.attempts_made(results)
     assert len(attempts) == 8, f"the attacking module was never called, or not every attempt ran: {attempts}"
     assert int(attempts.pop("uid")) > 0

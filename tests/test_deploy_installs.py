@@ -30,6 +30,7 @@ import pytest
 import yaml
 
 from autograder.commands import gradescope
+from rubric_points import TOTAL, g
 
 pytestmark = pytest.mark.deploy
 
@@ -91,20 +92,20 @@ def test_the_gradescope_bundle_installs_and_grades_as_deployed(fresh_venv, tmp_p
     assert "TORCH_INDEX is empty" in setup.stderr and "would install the cpu build of torch==2.13.0" in setup.stdout
     assert "Failed to initialize NumPy" not in setup.stdout + setup.stderr  # NumPy came first
     assert "setup: installed torch 2.13.0+cpu (CPU build)" in setup.stdout
-    assert "environment check: the reference scored 100 / 100 (device cpu, torch 2.13.0+cpu)\n" in setup.stdout
+    assert f"environment check: the reference scored {g(TOTAL)} / {g(TOTAL)} (device cpu, torch 2.13.0+cpu)\n" in setup.stdout
 
     done, results = _run_autograder(root, python, SOLUTIONS, cache)
-    assert results.get("score") == results.get("max_score") == 100, done.stdout[-3000:] + done.stderr[-3000:]
+    assert results.get("score") == results.get("max_score") == TOTAL, done.stdout[-3000:] + done.stderr[-3000:]
     check = results["extra_data"]["environment_check"]
-    assert check["passed"] and check["reference_score"] == 100 and check["cached"]  # the verdict of the image build
+    assert check["passed"] and check["reference_score"] == TOTAL and check["cached"]  # the verdict of the image build
     assert "seccomp system-call allow-list" in results["extra_data"]["protections"]
 
     done, results = _run_autograder(root, python, STUBS, cache)
-    assert results["score"] == 0 and results["max_score"] == 100, done.stderr[-3000:]
+    assert results["score"] == 0 and results["max_score"] == TOTAL, done.stderr[-3000:]
     assert results["extra_data"]["environment_check"]["cached"]
     # the teaching messages: what is not written yet, with the stub's own hint
     assert "What to fix:" in results["output"]
-    assert "not implemented yet: simple_attention.softmax_naive (in simple_attention.py)" in results["output"]
+    assert "not implemented yet: simple_attention.softmax_naive" in results["output"]
     assert "return exp(x) divided by the sum of exp(x)" in results["output"]
 
 
@@ -142,7 +143,7 @@ def test_the_released_workflow_installs_and_grades_as_deployed(fresh_venv, tmp_p
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads((runner_temp / "results.json").read_text())
-    assert results["score"] == results["max_score"] == 100
+    assert results["score"] == results["max_score"] == TOTAL
     assert results["environment_check"]["passed"]
     assert "seccomp system-call allow-list" in results["extra_data"]["protections"]
     assert "score=100" in outputs.read_text().splitlines()

@@ -88,3 +88,47 @@ def test_a_cause_named_alone_wins_over_several_possibilities():
     only = runner.PartRun("simple_attention", [runner.CheckResult("simple_attention", "b", False, "", cause=several)])
     runner.part_diagnosis(only)
     assert only.diagnosis == several
+
+
+# ---------------------------------------------------------------- issue 34 item 4: the constructor's order
+
+MHA_INIT = ('def __init__(self, d_in, d_out, context_length, dropout, num_heads, qkv_bias=False):\n'
+            '        """Raise ValueError')
+ORDER = ("MultiHeadAttention.__init__ takes ({}) where the specification is (d_in, d_out, context_length, dropout, "
+         "num_heads, qkv_bias), so a call in the specified order breaks: keep the specified order")
+KEYS_FROM_QUERY = "the keys are computed with the query weights (W_query): compute them with W_key"
+
+
+def what_to_fix(result, part):
+    from autograder.reports import common
+
+    return [(i.points, i.message, i.label) for i in common.what_to_fix(result.checks, result.parts) if i.part == part]
+
+
+@pytest.mark.parametrize("order", ["d_out, d_in, context_length, dropout, num_heads",
+                                   "d_in, d_out, context_length, num_heads, dropout"])
+def test_parameters_in_another_order_are_one_item(engine, tmp_path, order):
+    """d_in and d_out swapped (no error: other shapes, or d_out not divisible), or num_heads before dropout
+    (a TypeError for num_heads=): every check fails for the order alone and passes when called with keywords.
+    One item, led by the order, -17 (the wrapper's checks keep their 5 points); it was three items."""
+    folder = submission(tmp_path, ("mha", MHA_INIT, MHA_INIT.replace("d_in, d_out, context_length, dropout, num_heads",
+                                                                     order)))
+    result = grade(engine, folder, ["mha"])
+    cause = ORDER.format(order + ", qkv_bias")
+    assert scores(result)["mha"] == 5 and result.parts["mha"]["diagnosis"] == cause
+    assert what_to_fix(result, "mha") == [(17, cause, "mha_book_example, mha_rejects_indivisible_d_out and 10 hidden "
+                                                      "checks")]
+
+
+def test_the_mistake_after_the_order_is_reached_by_keywords_and_named(engine, tmp_path):
+    """d_in and d_out swapped, and keys computed from W_query: every parameter name matches, so the grader
+    calls the constructor with keywords and finds the keys' mistake behind the order. Two items: the keys
+    (-15, the part's diagnosis) and the order (-2, the checks that pass with keywords)."""
+    folder = submission(tmp_path, ("mha", MHA_INIT, MHA_INIT.replace("d_in, d_out", "d_out, d_in")),
+                        ("mha", "keys = self.W_key(x)", "keys = self.W_query(x)"))
+    result = grade(engine, folder, ["mha"])
+    assert scores(result)["mha"] == 5 and result.parts["mha"]["diagnosis"] == KEYS_FROM_QUERY
+    assert what_to_fix(result, "mha") == [
+        (15, KEYS_FROM_QUERY, "mha_book_example and 9 hidden checks"),
+        (2, ORDER.format("d_out, d_in, context_length, dropout, num_heads, qkv_bias"),
+         "mha_rejects_indivisible_d_out and 1 hidden check")]

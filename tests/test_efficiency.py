@@ -16,6 +16,7 @@ from autograder import PROJECT_ROOT, grading, runner, selftest
 from autograder.inside import child
 from autograder.inside.emulated_gpu import EMULATED
 from autograder.suites import efficiency
+from rubric_points import PART
 
 ENTRIES = {e.id: e for e in selftest.corpus()}
 PARTS = ["causal", "mha"]
@@ -154,7 +155,7 @@ def test_reading_values_in_forward_is_not_a_device_bug(engine, tmp_path):
 def test_a_wrong_output_earns_no_efficiency_or_device_points(engine, tmp_path):
     result = grade(engine, ENTRIES["mha-unscaled"], tmp_path)
     assert {"mha_batches_the_heads", "mha_runs_on_the_inputs_device"} <= set(failed(result))
-    assert scores(result)["causal"] == 22
+    assert scores(result)["causal"] == PART["causal"]
 
 
 LIAR = '''

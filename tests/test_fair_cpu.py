@@ -16,6 +16,7 @@ from part_edits import grade, run_one, scores, submission
 
 from autograder import PARTS, PROJECT_ROOT, selftest
 from autograder.sandbox import cgroup
+from rubric_points import PART, TOTAL
 
 ATTACK = PROJECT_ROOT / "tests" / "adversarial" / "cases" / "busy_processes" / "simple_attention.append.py"
 EDITS = {  # a correct one, a bug in one part, a part that raises (costing only its own part)
@@ -59,8 +60,8 @@ def test_the_same_part_scores_alone_in_a_batch_under_load_and_under_two_seeds(en
     (tmp_path / "subs").mkdir()
     alone = {name: scores(grade(engine, submission(tmp_path / "subs" / name, *edits), None))
              for name, edits in EDITS.items()}
-    assert alone["good"] == {p: alone["good"][p] for p in PARTS} and sum(alone["good"].values()) == 100
-    assert alone["keys"]["mha"] < 22 and alone["v2raises"]["weight_transfer"] == 8
+    assert alone["good"] == {p: alone["good"][p] for p in PARTS} and sum(alone["good"].values()) == TOTAL
+    assert alone["keys"]["mha"] < PART["mha"] and alone["v2raises"]["weight_transfer"] == PART["weight_transfer"]
     with_attack = classroom(tmp_path / "busy-class", tmp_path / "a", busy=True)
     plain = classroom(tmp_path / "plain-class", tmp_path / "b")
     rubric = str(short_rubric(tmp_path))

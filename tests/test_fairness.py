@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 from autograder import grading, runner, selftest
+from rubric_points import PART, TOTAL
 
 ENTRIES = {e.id: e for e in selftest.corpus()}
 
@@ -43,12 +44,12 @@ def test_solutions_keep_full_marks_whatever_the_hidden_draw(engine):
     solutions = Path(selftest.SOLUTIONS)
     for seed in (1, 77, 2**31 - 5):
         result = grade(engine, solutions, seed)
-        assert (result.score, failed(result)) == (100, {}), seed
+        assert (result.score, failed(result)) == (TOTAL, {}), seed
 
 
 def test_a_raising_v2_costs_the_transfer_nothing(engine, tmp_path):
     result = graded_entry(engine, tmp_path, "v2-forward-attribute-typo")
-    assert scores(result)["weight_transfer"] == 8
+    assert scores(result)["weight_transfer"] == PART["weight_transfer"]
     assert scores(result)["self_attention_v2"] < 10
     messages = [c.message for c in failed(result, "self_attention_v2").values()]
     assert any("self.W is used but was never set" in m for m in messages), messages
@@ -56,7 +57,7 @@ def test_a_raising_v2_costs_the_transfer_nothing(engine, tmp_path):
 
 def test_layer_names_cost_only_the_structure_check(engine, tmp_path):
     result = graded_entry(engine, tmp_path, "v1-layers-named-w-q")
-    assert scores(result)["self_attention_v1"] == 9 and scores(result)["weight_transfer"] == 8
+    assert scores(result)["self_attention_v1"] == 9 and scores(result)["weight_transfer"] == PART["weight_transfer"]
     assert list(failed(result)) == ["v1_weight_matrices"]
 
 
@@ -74,13 +75,13 @@ def test_a_crashing_wrapper_costs_the_exercises_nothing(engine, tmp_path):
 
 def test_a_crashing_causal_attention_costs_the_wrapper_nothing(engine, tmp_path):
     result = graded_entry(engine, tmp_path, "causal-raises-for-long-inputs")
-    assert scores(result)["mha"] == 22 and scores(result)["exercises"] == 8
+    assert scores(result)["mha"] == PART["mha"] and scores(result)["exercises"] == PART["exercises"]
     assert scores(result)["causal"] < 22
 
 
 def test_dropout_in_a_local_variable_is_named_with_the_students_text_apart(engine, tmp_path):
     result = graded_entry(engine, tmp_path, "causal-dropout-in-local-variable")
-    assert scores(result)["mha"] == 22 and scores(result)["exercises"] == 8
+    assert scores(result)["mha"] == PART["mha"] and scores(result)["exercises"] == PART["exercises"]
     check = failed(result, "causal")["causal_attention_math_with_known_weights"]
     assert "self.dropout is used but was never set" in check.message
     assert "AttributeError" in check.student_text and "has no attribute" not in check.message

@@ -20,6 +20,7 @@ import pytest
 from part_edits import grade, scores, submission
 
 from autograder import PARTS, PROJECT_ROOT
+from rubric_points import PART, TOTAL, g
 
 pytestmark = pytest.mark.load
 BUSY_PER_CORE = 12
@@ -65,14 +66,14 @@ def finished(process):
 def full_marks(code, output, results_path):
     """A correct submission: 100 / 100 (never charged, never left ungraded by load alone)."""
     results = json.loads(results_path.read_text())
-    assert code == 0 and (results["score"], results["max_score"]) == (100, 100), output
+    assert code == 0 and (results["score"], results["max_score"]) == (TOTAL, TOTAL), output
 
 
 def test_scores_alone_equal_scores_under_load_in_grade_ci_and_batch(engine, tmp_path):
     good = submission(tmp_path / "good")
     keys = submission(tmp_path / "keys", KEYS_BUG)
     alone = {"good": scores(grade(engine, good, None)), "keys": scores(grade(engine, keys, None))}
-    assert sum(alone["good"].values()) == 100 and alone["keys"]["mha"] < 22
+    assert sum(alone["good"].values()) == TOTAL and alone["keys"]["mha"] < PART["mha"]
     classroom = tmp_path / "class"
     classroom.mkdir()
     for name, folder in (("good", good), ("keys", keys)):
@@ -80,7 +81,7 @@ def test_scores_alone_equal_scores_under_load_in_grade_ci_and_batch(engine, tmp_
     # the environment check's cache is filled before the load (grading.yml may be new to this machine)
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(classroom / "good"), "--seed", "11"],
                           cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0 and "100 / 100" in done.stdout, done.stdout + done.stderr
+    assert done.returncode == 0 and f"{g(TOTAL)} / {g(TOTAL)}" in done.stdout, done.stdout + done.stderr
     with busy_machine(beside=classroom / "good"):
         runs = {"grade": command("grade", str(classroom / "good"), "--seed", "11", "--json", str(tmp_path / "g.json")),
                 "ci": command("ci", str(classroom / "good"), "--seed", "12", "--json", str(tmp_path / "c.json")),

@@ -16,6 +16,7 @@ from pathlib import Path
 import bundle_attack
 import gradescope_bundle
 import pytest
+from rubric_points import TOTAL, g
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"
@@ -86,7 +87,7 @@ def test_solutions_get_full_marks(bundle, tmp_path):
     assert any(t["visibility"] != "visible" for t in results["tests"]), "per-test visibility reaches Gradescope"
     assert results["stdout_visibility"] == "hidden" and "parts" not in results and results["extra_data"]["parts"]
     # the output a student reads is the score (and what to fix); the sandbox and the run's secret are not in it
-    assert results["output"] == "Score: 100 / 100" and "seed" not in results["extra_data"]
+    assert results["output"] == f"Score: {g(TOTAL)} / {g(TOTAL)}" and "seed" not in results["extra_data"]
     assert results["extra_data"]["protections"] and "--seed" not in json.dumps(results) + done.stdout
     # the grader graded its reference solutions here first (or found that verdict cached)
     check = results["extra_data"]["environment_check"]  # Gradescope's schema has no such top-level key

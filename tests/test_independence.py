@@ -10,6 +10,7 @@ from part_edits import failed, grade, scores, submission
 from autograder import selftest
 from autograder.suites import dependencies
 from autograder.suites.stand_ins import MODULES
+from rubric_points import PART
 
 
 V2_RAISES = ("self_attention_v2", "        super().__init__()\n", "        super().__init__()\n        raise KeyError(1)\n")
@@ -35,7 +36,7 @@ def test_a_real_transfer_bug_still_costs_the_transfer_when_v2_raises(engine, tmp
 ], ids=["renamed-class", "other-names", "transfer-for-own-names", "wrong-v1"])
 def test_v1_names_and_bugs_cost_only_v1(engine, tmp_path, edits):
     result = grade(engine, submission(tmp_path, *edits), ["self_attention_v1", "weight_transfer"])
-    assert scores(result)["weight_transfer"] == 8
+    assert scores(result)["weight_transfer"] == PART["weight_transfer"]
     assert scores(result)["self_attention_v1"] < 10
 
 
@@ -127,7 +128,7 @@ def test_exercises_written_for_mha_s_own_class_name_keep_full_marks(engine, tmp_
                         ("exercises", "from mha import MultiHeadAttention,", "from mha import Multihead_Attention,"),
                         ("exercises", "return MultiHeadAttention(768", "return Multihead_Attention(768"))
     result = grade(engine, folder, ["mha", "exercises"])
-    assert scores(result)["exercises"] == 8, failed(result, "exercises")
+    assert scores(result)["exercises"] == PART["exercises"], failed(result, "exercises")
     assert scores(result)["mha"] < 22
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from part_edits import failed, grade, scores, submission
+from rubric_points import PART
 
 CASES = Path(__file__).parent / "learner_code"
-FULL = {"simple_attention": 10, "self_attention_v1": 10, "self_attention_v2": 10, "weight_transfer": 8,
-        "causal": 22, "mha": 22, "exercises": 8, "numpy_attention": 10}
+FULL = dict(PART)  # each part's points, read from grading.yml (issue 36 item 2)
 EX32 = {"ex32_book_example", "ex32_two_heads_of_width_one"}
 
 CORRECT = {  # case -> the parts graded (each must get full marks, no check failed, nothing listed as tampering)

@@ -64,6 +64,14 @@ def test_canvas_rows_follow_the_roster_with_final_scores_and_empty_cells(out, ca
     assert "in the gradebook but not in" in said.err and "dave" in said.err
 
 
+def test_the_export_and_the_gradebook_are_readable_by_their_owner_only(out):
+    """Issue 36 item 4: every output file is mode 0600 (the README says why: grades and feedback)."""
+    status, target = export(out, "canvas")
+    assert status == 0
+    assert {path.name: oct(path.stat().st_mode & 0o777) for path in (target, out / "gradebook.db")} == {
+        "canvas.csv": "0o600", "gradebook.db": "0o600"}
+
+
 def test_moodle_rows_are_email_and_grade(out):
     status, target = export(out, "moodle")
     assert status == 0
@@ -85,6 +93,9 @@ def test_without_a_late_policy_the_score_is_exported(out):
     ("student,email\nalice,a@x\nalice,b@x\n", "moodle", "line 3: 'alice' is also on line 2"),
     ("student,email\nalice,\n", "moodle", "line 2: 'alice' has no email"),
     ("student,email\nalice,a@x,extra\n", "moodle", "line 2: 3 cells for 2 columns"),
+    ("student,name,id,sis_user_id,sis_login_id,section\nalice,A,1,,,A\nbob,B,,,,A\n", "canvas",
+     "line 3: 'bob' has no id, sis_user_id or sis_login_id (Canvas finds its students by one of them"),
+    ("student,email\nalice,a@x\nbob,Bob B\n", "moodle", "line 3: 'bob' has 'Bob B' as email, which is not an email"),
 ])
 def test_a_bad_roster_names_the_file_and_line_and_writes_nothing(out, capsys, roster, fmt, message):
     path = out.parent / "bad.csv"

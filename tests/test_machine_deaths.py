@@ -19,6 +19,7 @@ from part_edits import run_one, submission
 
 from autograder import grading, reports, runner
 from autograder.sandbox import client, death
+from rubric_points import PART as POINTS
 
 PART = "simple_attention"
 
@@ -60,7 +61,7 @@ def test_a_child_killed_from_outside_is_graded_again_in_a_fresh_one(engine, tmp_
     suites, calls = suites_killing(engine, times=1)
     grade = grade_with(engine, submission(tmp_path), suites)
     assert len(calls) == 2  # killed once, then run again
-    assert grade.parts[PART]["score"] == grade.parts[PART]["max_score"] == 10
+    assert grade.parts[PART]["score"] == grade.parts[PART]["max_score"] == POINTS[PART]
     assert not grade.parts[PART]["problem"] and not grade.not_graded
     assert all(c.passed for c in grade.checks), [(c.name, c.message) for c in grade.checks if not c.passed]
 
@@ -296,7 +297,7 @@ def test_results_json_of_a_graded_run_has_no_not_graded_key(engine, tmp_path):
     suites, _ = suites_killing(engine, times=0)
     grade = grade_with(engine, submission(tmp_path), suites)
     assert grade.not_graded == {} and "not_graded" not in reports.results_json(grade)["extra_data"]
-    assert json.loads(reports.dumps(reports.student_results(grade)))["score"] == 10
+    assert json.loads(reports.dumps(reports.student_results(grade)))["score"] == POINTS[PART]
 
 
 def test_the_environment_check_names_the_machine_when_the_reference_was_not_graded(engine, tmp_path):

@@ -39,6 +39,7 @@ from notebook_cases import fill_notebooks, module_texts, write_modules  # noqa: 
 
 from autograder import nbgrader_plugins  # noqa: E402
 from autograder.reports.common import diagnosis_and_place, printable, what_to_fix  # noqa: E402
+from rubric_points import TOTAL  # noqa: E402
 
 pytestmark = pytest.mark.nbgrader
 
@@ -377,7 +378,7 @@ def test_autograde_warns_only_about_cells_a_student_changed(course):
 def test_solutions_get_full_marks_and_stubs_get_zero(course):
     points = sum(nbgrader_meta(cell)["points"] for name in NOTEBOOKS for cell in cells_of(SOURCE / name)
                  if nbgrader_meta(cell).get("grade"))
-    assert points == sum(part_max().values()) == 100
+    assert points == sum(part_max().values()) == TOTAL
     with open(course.grades, newline="") as handle:
         rows = {row["student_id"]: row for row in csv.DictReader(handle)}
     assert sorted(rows) == sorted(STUDENTS)

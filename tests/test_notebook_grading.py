@@ -18,6 +18,8 @@ from autograder import grading
 from autograder.sandbox.client import Sandbox
 from autograder.submission import SubmissionError, stage
 from notebook_cases import MODULES, ROOT, SOURCE, STUBS, fill_notebooks, module_texts, write_modules
+from rubric_points import TOTAL, g
+import re
 
 NOTEBOOK_COUNT = len(list(SOURCE.glob("*.ipynb")))  # the speed lab too: read, and no solution cell in it
 
@@ -56,7 +58,7 @@ def test_modules_and_notebooks_get_the_same_score_part_by_part(engine, tmp_path,
     assert_same_grade(as_modules, as_notebooks)
     total, top = as_modules.score, as_modules.max_score
     if case == "solutions":
-        assert total == top == 100
+        assert total == top == TOTAL
     elif case == "stubs":
         assert total == 0
     else:
@@ -137,7 +139,7 @@ def test_the_grade_command_grades_notebooks_and_reports_bad_ones(tmp_path):
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "submitted" / "bob")],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert "total                    0 / 100" in done.stdout
+    assert re.search(rf"total +0 / {g(TOTAL)}", done.stdout)
     assert f"note: graded the solution cells of {NOTEBOOK_COUNT} notebook(s)" in done.stdout
     broken = folder / "01_self_attention.ipynb"
     broken.write_text(broken.read_text()[:-20])

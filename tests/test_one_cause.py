@@ -20,6 +20,10 @@ here (each an edit of the solutions):
 - two_mistakes: softmax_naive dividing exp(x) by the sum of x, and the softmax over dim 0: two items
   in simple_attention (-2 and -5), each led by its own cause; 3 / 10.
 - two_parts: softmax_dim0 and diagonal0 in one submission: one item in each part, as graded alone.
+- split_and_merge (issue 34 item 5, graded on mha alone): the heads split with .view(b, num_heads,
+  num_tokens, head_dim) and merged with .view(b, num_tokens, d_out), both without the transpose. Each
+  half alone was named; the pair was 10 items of wrong numbers (-17). Now every failed check names
+  the pair: one item, -17, mha 5 / 22 (the score it had).
 The part scores are those the grader gave the same submissions before items were folded (the same
 edits graded by main at e7713f7): folding changes what is said, never a score.
 """
@@ -40,6 +44,9 @@ HIDES_DIAGONAL = ("the mask's diagonal is off by one: it also hides each token f
                   "above the diagonal (triu(..., diagonal=1))")
 UNSCALED = "the scores are not scaled: divide them by sqrt(d_k) (d_k = the keys' dimension) before the softmax"
 EXP_OVER_SUM = "it divides exp(x) by the sum of x: divide by the sum of exp(x)"
+SPLIT_AND_MERGE = ("the heads are split and merged without the transpose: view the projections as (b, num_tokens, "
+                   "num_heads, head_dim) and .transpose(1, 2) them to (b, num_heads, num_tokens, head_dim); after the "
+                   "attention .transpose(1, 2) the context back before the .contiguous().view(b, num_tokens, d_out)")
 
 EDITS = {  # module -> [(find, replace)]: every occurrence is replaced, and there must be one
     "softmax_dim0": {"simple_attention": [("return torch.softmax(scores, dim=-1)", "return scores.softmax(0)")]},
@@ -51,6 +58,11 @@ EDITS = {  # module -> [(find, replace)]: every occurrence is replaced, and ther
                                            "return torch.exp(x) / x.sum(dim=0)")]},
 }
 EDITS["two_parts"] = {**EDITS["softmax_dim0"], **EDITS["diagonal0"]}
+# issue 34 item 5: the heads split straight to (b, num_heads, num_tokens, head_dim) and merged back by a plain view
+EDITS["split_and_merge"] = {"mha": [
+    (".view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)", ".view(b, self.num_heads, num_tokens, self.head_dim)"),
+    ("context = (attn_weights @ values).transpose(1, 2)", "context = attn_weights @ values")]}
+GRADED = {kind: ["mha"] if kind == "split_and_merge" else PARTS for kind in EDITS}  # the parts each kind is graded on
 
 # (part, score) before folding, and per part the items: (lead, points, the checks it lists)
 SCORES = {"softmax_dim0": {"simple_attention": 5}, "diagonal0": {"causal": 0}, "unscaled_v2": {"self_attention_v2": 0},
@@ -66,6 +78,8 @@ ITEMS = {
                                            "context_vectors_book_example (-1) and 2 hidden checks (-3)")]},
 }
 ITEMS["two_parts"] = {**ITEMS["softmax_dim0"], **ITEMS["diagonal0"]}
+SCORES["split_and_merge"] = {"mha": 5}
+ITEMS["split_and_merge"] = {"mha": [(SPLIT_AND_MERGE, 17, "mha_book_example (-2) and 9 hidden checks (-13)")]}
 
 
 def _submission(kind, folder):
@@ -87,7 +101,8 @@ def grades(tmp_path_factory):
     rubric, suites = grading.load_rubric()
     root = tmp_path_factory.mktemp("one-cause")
     with Sandbox() as sandbox:
-        return {kind: grading.grade_submission(_submission(kind, root / kind), rubric, suites, sandbox, parts=PARTS)
+        return {kind: grading.grade_submission(_submission(kind, root / kind), rubric, suites, sandbox,
+                                               parts=GRADED[kind])
                 for kind in EDITS}
 
 
@@ -140,7 +155,7 @@ def items_of(text, fmt, part):
 @pytest.mark.parametrize("kind", list(EDITS))
 def test_one_item_per_cause_in_every_channel(grades, kind):
     grade = grades[kind]
-    for part in PARTS:  # the scores are those before folding; a part without a bug keeps full marks
+    for part in GRADED[kind]:  # the scores are those before folding; a part without a bug keeps full marks
         p = grade.parts[part]
         assert p["score"] == SCORES[kind].get(part, p["max_score"]), (part, p)
     for part, expected in ITEMS[kind].items():
@@ -251,3 +266,12 @@ def test_a_wrong_number_is_not_told_a_cause_only_a_withheld_check_names(tmp_path
     run = PartRun("simple_attention", [unseen, book])
     runner.part_diagnosis(run)  # not withheld: told
     assert book.message == f"v is wrong (most likely the cause named by this part's other failed checks: {SECRET})"
+
+
+def test_the_class_report_has_one_row_for_the_split_and_merge(grades):
+    """Issue 34 item 5: the heads split and merged without the transpose were 10 one-student rows of the
+    class report's misconceptions; now one, for the one cause."""
+    from autograder.reports import class_report
+
+    rows = class_report.misconceptions([("eve", reports.results_json(grades["split_and_merge"]), "")])
+    assert [(row["part"], row["message"], len(row["students"])) for row in rows] == [("mha", SPLIT_AND_MERGE, 1)]

@@ -27,6 +27,7 @@ from autograder import ghactions, grading, import_failure, reports, selftest
 from autograder.reports import common, records
 from autograder.reports.html_feedback import feedback_html
 from autograder.runner import CheckResult, PartRun
+from rubric_points import PART
 
 SYNTAX_LINE = "    def forward(self x):"
 ROOT = Path(__file__).resolve().parents[1]
@@ -103,7 +104,7 @@ def mha_items(text, fmt):
 def test_a_module_that_does_not_import_is_one_item_in_every_format(grades, kind):
     graded = grades[kind]
     grade = graded.grade
-    assert grade.parts["mha"]["score"] == 0 and grade.parts["mha"]["max_score"] == 22
+    assert grade.parts["mha"]["score"] == 0 and grade.parts["mha"]["max_score"] == PART["mha"]
     assert grade.parts["exercises"]["score"] == grade.parts["exercises"]["max_score"] == 8  # the grader's mha
     problem = grade.parts["mha"]["problem"]
     if kind == "syntax":
@@ -130,7 +131,7 @@ def test_a_module_that_does_not_import_is_one_item_in_every_format(grades, kind)
 
 def test_a_voided_check_is_folded_into_the_mistake_that_voids_it(grades):
     grade = grades["unscaled"].grade
-    assert grade.parts["mha"]["score"] == 5 and grade.parts["exercises"]["score"] == 8
+    assert grade.parts["mha"]["score"] == 5 and grade.parts["exercises"]["score"] == PART["exercises"]
     voided = {c.name: c.voided_by for c in grade.checks if c.voided_by}
     assert set(voided) == {"mha_book_example", "mha_rejects_indivisible_d_out", "mha_structure"}
     assert voided["mha_book_example"] == ("mha_unseen_seeds",)

@@ -27,6 +27,13 @@ CAUSAL_MASK = "        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :n
 MHA_DROPOUT = ("attn_weights = self.dropout(attn_weights)\n"
                "        context = (attn_weights @ values).transpose(1, 2)")
 CAUSAL_DROPOUT = "        attn_weights = self.dropout(attn_weights)\n        return attn_weights @ values"
+# the heads split straight to (b, num_heads, num_tokens, head_dim), without the transpose (its merge: MHA_MERGE)
+MHA_SPLIT = ("queries = self.W_query(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)\n"
+             "        keys = self.W_key(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)\n"
+             "        values = self.W_value(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)\n")
+MHA_SPLIT_WITHOUT_TRANSPOSE = MHA_SPLIT.replace("num_tokens, self.num_heads", "self.num_heads, num_tokens") \
+    .replace(".transpose(1, 2)", "")
+MHA_MERGE = ("context = (attn_weights @ values).transpose(1, 2)", "context = attn_weights @ values")
 DIAGONAL = "the mask hides too much: the diagonal (each token itself) is masked too"
 CAUSAL_BUFFER = 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))'
 
@@ -68,12 +75,45 @@ CASES = {
         "mha", MHA_SCALE, "attn_scores / self.d_out**0.5",
         {"test_multi_head_attention_book_example": "the scores are divided by sqrt(d_out)",
          "test_multi_head_attention_with_three_dims_per_head": "the scores are divided by sqrt(d_out)"}),
+    # issue 34 item 5: the commonest MHA mistake, both halves of the head split without the transpose
+    "mha split and merged without the transpose": (
+        "mha", MHA_SPLIT, MHA_SPLIT_WITHOUT_TRANSPOSE,
+        {name: f"{what} is wrong: the heads are split and merged without a transpose: view the projections as "
+               f"(b, num_tokens, num_heads, head_dim) and .transpose(1, 2) them"
+         for name, what in (("test_multi_head_attention_book_example",
+                             "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)"),
+                            ("test_multi_head_attention_with_three_dims_per_head",
+                             "MultiHeadAttention(4, 6, 8, 0.0, num_heads=2) on (2, 5, 4), compared with its own layers"))}),
     "mha without the mask": (
         "mha", CAUSAL_MASK, "",
         {"test_multi_head_attention_book_example": "is wrong: no causal mask in the heads",
          "test_multi_head_attention_with_three_dims_per_head": "is wrong: no causal mask in the heads",
+         # the eval-mode weights are wrong already: the dropout test names no mask of its own (issue 34 item 6)
          "test_multi_head_attention_drops_attention_weights_in_training_mode":
-         "some weights of future tokens are not 0: mask the scores"}),
+         "the eval-mode attention weights are already wrong (the module's other tests say how)"}),
+    # issue 34 item 6: dropout on the masked scores (a right mask): NaN is not a mask's weight on the future
+    "mha dropout on the scores before the softmax": (
+        "mha", "attn_weights = torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)\n"
+               "        attn_weights = self.dropout(attn_weights)",
+        "attn_weights = torch.softmax(self.dropout(attn_scores) / self.head_dim**0.5, dim=-1)",
+        {"test_multi_head_attention_drops_attention_weights_in_training_mode":
+         "MultiHeadAttention(6, 12, 6, dropout=0.5, num_heads=1) in training mode: with dropout on, some attention "
+         "weights are NaN: dropout acts on the masked scores before the softmax (-inf times 0 is NaN); apply it to "
+         "the attention weights, after the softmax"}),
+    # issue 34 item 7: masked_fill's result thrown away, named as such (the public tests read the class's code)
+    "causal masked_fill discarded": (
+        "causal", CAUSAL_MASK, CAUSAL_MASK.replace("masked_fill_", "masked_fill"),
+        {"test_causal_attention_book_example": "(batch) is wrong: the result of masked_fill is discarded: masked_fill "
+                                               "returns a new tensor",
+         "test_no_dropout_in_eval_mode": "is wrong: the result of masked_fill is discarded",
+         "test_shorter_inputs_and_no_look_ahead": "(they must not look ahead) is wrong at (",
+         "test_dropout_drops_attention_weights_in_training_mode": "the eval-mode attention weights are already wrong"}),
+    "causal dropout still active in eval mode": (
+        "causal", CAUSAL_DROPOUT, "        attn_weights = torch.nn.functional.dropout(attn_weights, self.dropout.p)\n"
+                                  "        return attn_weights @ values",
+        {"test_no_dropout_in_eval_mode": "in eval mode on batch is wrong at",
+         "test_dropout_drops_attention_weights_in_training_mode":
+         "after .eval() the same tokens get different outputs: dropout is still active in eval mode"}),
     "causal softmax over dim=1": (
         "causal", CAUSAL_SOFTMAX, CAUSAL_SOFTMAX.replace("dim=-1", "dim=1"),
         {"test_causal_attention_book_example": "(batch) is wrong: the softmax runs over the wrong dim",
@@ -157,6 +197,8 @@ def test_a_common_bug_fails_locally_naming_the_misconception(tmp_path, case):
     if case.startswith("causal dropout on the scores"):  # the dropout removed above goes onto the scores
         buggy_copy(tmp_path, module, CAUSAL_MASK, "        attn_scores = self.dropout(attn_scores)\n" + CAUSAL_MASK,
                    folder)
+    if case == "mha split and merged without the transpose":  # and merged back by a plain view too
+        buggy_copy(tmp_path, module, *MHA_MERGE, folder)
     output, outcomes = public_run(tmp_path, folder, module)
     failed = {name: message for name, message in outcomes.items() if message is not None}
     assert sorted(failed) == sorted(expected), output

@@ -34,6 +34,7 @@ feedback_md, job_log, markdown = (importlib.import_module(f"autograder.reports.{
                                   for name in ("feedback_md", "job_log", "markdown"))
 from autograder.rubric import RubricError, load  # noqa: E402
 from autograder.runner import CheckResult, PartRun  # noqa: E402
+from rubric_points import PART, TOTAL, g  # noqa: E402
 
 RUBRIC = """\
 version: 1
@@ -473,7 +474,7 @@ def test_grade_writes_its_files_before_printing(tmp_path):
     assert "No space left on device" in done.stderr  # the table could not be printed ...
     assert json.loads(out["json"].read_text())["score"] == 0  # ... and every file was written before
     assert ET.fromstring(out["junit"].read_bytes()).get("failures") != "0"
-    assert "## Chapter 3 score: 0 / 100" in out["md"].read_text()
+    assert f"## Chapter 3 score: 0 / {g(TOTAL)}" in out["md"].read_text()
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
@@ -485,7 +486,7 @@ def test_ci_writes_its_files_before_printing(tmp_path):
     assert "No space left on device" in done.stderr
     assert json.loads((tmp_path / "results.json").read_text())["score"] == 0
     assert (tmp_path / "comment.md").read_text().startswith(ghactions.COMMENT_MARKER)
-    assert "Chapter 3 score: 0 / 100" in (tmp_path / "summary.md").read_text()
+    assert f"Chapter 3 score: 0 / {g(TOTAL)}" in (tmp_path / "summary.md").read_text()
     assert "score=0\n" in (tmp_path / "output").read_text()
 
 
@@ -497,7 +498,7 @@ def test_gradescope_writes_results_before_printing(tmp_path):
     done = run_to_a_full_disk(["gradescope", "--run", "--root", str(tmp_path)])
     assert "No space left on device" in done.stderr
     results = json.loads((tmp_path / "results" / "results.json").read_text())
-    assert results["score"] == 0 and results["max_score"] == 100 and results["output"].startswith("Score: 0 / 100")
+    assert results["score"] == 0 and results["max_score"] == TOTAL and results["output"].startswith(f"Score: 0 / {g(TOTAL)}")
 
 
 def test_grade_prints_on_a_terminal_that_cannot_encode_the_text(tmp_path):
@@ -532,7 +533,7 @@ def test_the_unscaled_mha_diagnosis_reaches_every_student_channel(tmp_path):
     with Sandbox() as sandbox:
         grade = grading.grade_submission(selftest.apply(entry, tmp_path / "submission"), rubric, suites, sandbox,
                                          parts=["mha"])
-    assert grade.parts["mha"]["score"] == 5 and grade.parts["mha"]["max_score"] == 22
+    assert grade.parts["mha"]["score"] == 5 and grade.parts["mha"]["max_score"] == PART["mha"]
     failed = [c for c in grade.checks if not c.passed]
     assert failed and all(c.visibility != "visible" or c.message == grading.GATED for c in failed)
     hidden_names = [c.name for c in grade.checks if c.visibility != "visible"]

@@ -18,6 +18,7 @@ import yaml
 
 from autograder import PARTS, cli, grading, runner, selftest
 from autograder.rubric import RubricError, load
+from rubric_points import TOTAL
 
 ROOT = Path(__file__).resolve().parents[1]
 RUBRIC = ROOT / "grading.yml"
@@ -123,8 +124,10 @@ def test_the_rubric_matches_the_suites(suites):
     assert list(rubric.parts) == list(PARTS)
     for part, names in suites.items():
         assert list(rubric.parts[part].checks) == names, part  # the suite's order
-    assert rubric.max_score == 100
     raw = yaml.safe_load(RUBRIC.read_text())
+    # the loader's total is the sum of grading.yml's own points (issue 36 item 2: never a number written here)
+    assert rubric.max_score == sum(v["points"] if isinstance(v, dict) else v for spec in raw["parts"].values()
+                                   for v in spec["checks"].values()) > 0
     visible = [(p, c) for p, spec in raw["parts"].items() for c, v in spec["checks"].items()
                if isinstance(v, dict) and v.get("visibility") == "visible"]
     hidden = [(p, c) for p, part in rubric.parts.items() for c in part.checks.values() if c.visibility == "hidden"]
@@ -251,7 +254,7 @@ def test_grade_json_for_the_solutions(tmp_path):
     assert done.returncode == 0, done.stderr
     results = json.loads(out.read_text())
     check_gradescope_schema(results)
-    assert (results["score"], results["max_score"]) == (100, 100)
+    assert (results["score"], results["max_score"]) == (TOTAL, TOTAL)
     assert results["parts"] == {part: {"score": grading.load_rubric()[0].parts[part].max_score,
                                        "max_score": grading.load_rubric()[0].parts[part].max_score} for part in PARTS}
     assert all(t["status"] == "passed" for t in results["tests"])

@@ -17,6 +17,7 @@ from autograder import batch
 from autograder.sandbox import client
 from autograder.sandbox.client import Sandbox
 from autograder.student import Student
+from rubric_points import TOTAL, g
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"
@@ -68,7 +69,7 @@ def test_a_batch_starts_one_fork_server_for_all_its_workers(tmp_path, monkeypatc
     with open(out / "grades.csv", newline="") as f:
         rows = list(csv.DictReader(f))
     students = ("ann", "ben", "cat")
-    assert [(r["student"], r["score"], r["max_score"]) for r in rows] == [(n, "100", "100") for n in students]
+    assert [(r["student"], r["score"], r["max_score"]) for r in rows] == [(n, g(TOTAL), g(TOTAL)) for n in students]
     uids = set()
     for name in ("ann", "ben", "cat"):
         protections = json.loads((out / "results" / f"{name}.json").read_text())["extra_data"]["protections"]

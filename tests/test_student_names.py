@@ -8,6 +8,7 @@ import shutil
 
 from autograder import batch, selftest
 from autograder.gradebook import Gradebook
+from rubric_points import TOTAL
 
 
 def make(folder, *names):
@@ -57,7 +58,7 @@ def test_a_batch_with_odd_names_records_everyone_and_leaves_no_temp_file(tmp_pat
     book.close()
     assert count == 4 and len(rows) == 4
     long_name = next(n for n in rows if n.startswith("s"))
-    assert rows[long_name] == (100, "")
+    assert rows[long_name] == (TOTAL, "")
     assert "could not be stored" in rows["blocked"][1]
     assert sorted(problem.split(":")[0] for n, (_, problem) in rows.items() if n.startswith("a_b~")) == \
         ["ambiguous name"] * 2

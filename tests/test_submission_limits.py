@@ -39,6 +39,17 @@ def test_under_the_limit_is_graded():
         "24 hours).")
 
 
+def test_without_metadata_the_note_says_the_limit_could_not_be_applied():
+    """No readable metadata (or no created_at): graded, and the note never claims "submission 1 of 2"."""
+    for verdict in (gradescope_limits.judge(LIMIT, None), gradescope_limits.judge(LIMIT, {"previous_submissions": []})):
+        assert verdict.allowed and verdict.problem
+        note = gradescope_limits.graded_note(verdict, LIMIT)
+        assert "Graded submission" not in note and " of 2 " not in note
+        assert note.startswith("This course grades at most 2 graded submissions in any 24 hours, but that limit could "
+                               "not be applied to this submission (")
+        assert verdict.problem in note
+
+
 def test_the_window_is_the_hours_up_to_this_submission():
     exactly = gradescope_limits.judge(LIMIT, metadata(graded(24), graded(1)))  # 24 h ago: out of the window
     assert exactly.allowed and exactly.used == 1

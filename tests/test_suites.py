@@ -23,6 +23,7 @@ import pytest
 from autograder import PARTS, grading, selftest
 from autograder.rubric import Rubric
 from autograder.suites import book as book_module
+from rubric_points import TOTAL
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"
@@ -52,7 +53,7 @@ def test_solutions_get_exactly_full_marks(engine):
     result = grade(engine, SOLUTIONS)
     assert failures(result) == []
     assert list(result.parts) == list(PARTS)
-    assert (result.score, result.max_score) == (100, 100)
+    assert (result.score, result.max_score) == (TOTAL, TOTAL)
     rubric = engine[0]
     for part, scores in result.parts.items():
         assert scores["score"] == scores["max_score"] == rubric.parts[part].max_score > 0, part
@@ -70,7 +71,7 @@ def stub_folder(tmp_path):
 
 def test_stubs_get_zero_and_every_failure_says_not_implemented(engine, tmp_path):
     result = grade(engine, stub_folder(tmp_path))
-    assert result.score == 0 and result.max_score == 100
+    assert result.score == 0 and result.max_score == TOTAL
     assert all(not c.passed for c in result.checks)
     silent = [(c.part, c.name, c.message) for c in result.checks if "not implemented" not in c.message.lower()]
     assert silent == []
@@ -127,6 +128,44 @@ def test_skipping_unaffected_parts_hides_no_lost_point():
 
 
 # numbers a hidden message may show: how far off, the tolerance, a fraction, a count, a shape
+# the parts whose public tests name mistakes (assignments/ch03/tests/_diagnose.py); numpy_attention's and the
+# exercises' public tests compare values only
+PUBLICLY_DIAGNOSED = ("simple_attention", "self_attention_v1", "self_attention_v2", "weight_transfer", "causal", "mha")
+
+
+def test_public_tests_and_grader_agree(outcomes, tmp_path):
+    """Issue 34 item 6, as a rule: every mutant of a part whose public tests diagnose is run through the
+    public tests (tests/public_verdicts.py, one process) and, in `outcomes`, through the grader. Every
+    public failure message names a cause (tests/cause_ids.py) or plainly none (wrong numbers, a shape,
+    an error), and every cause the public tests name for a mutant is one the grader names for its part:
+    the two never tell a student different mistakes."""
+    import subprocess
+
+    from cause_ids import ids, names_none
+
+    chosen = [e for e in MUTANTS if e.part in PUBLICLY_DIAGNOSED]
+    out = tmp_path / "public.json"
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "public_verdicts.py"), str(out),
+                           *[e.id for e in chosen]], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    public = json.loads(out.read_text())
+    unnamed, disagree = [], []
+    for entry in chosen:
+        said = set()
+        for test, message in public[entry.id].items():
+            said |= ids(message)
+            if not ids(message) and not names_none(message):
+                unnamed.append((entry.id, test, message))
+        graded = set().union(*(ids(message) for part, _, message in outcomes[entry.id].failed if part == entry.part))
+        if said - graded:
+            disagree.append((entry.id, sorted(said), sorted(graded)))
+    assert unnamed == [] and disagree == []
+    # the mistakes of issue 34 items 5 and 6, named alike on both sides
+    assert ids(public["mha-dropout-before-softmax"]["test_multi_head_attention_drops_attention_weights_in_training_mode"]) \
+        == {"dropout-on-masked-scores"}
+    assert {i for m in public["mha-split-and-merge-without-transpose"].values() for i in ids(m)} == {"split-and-merge"}
+
+
 ALLOWED_NUMBERS = re.compile(r"off by up to \S+|tolerance [\d.e+-]+|allowed: [^)]*|zeroed [\d.]+%|"
                              r"\d[\d,]* (of|attention|parameters)|\([\d, ]*\)|p=[\d.]+|[\d.]+ times")
 
@@ -260,7 +299,7 @@ def test_one_submission_grades_in_seconds(engine):
     with tempfile.TemporaryDirectory() as tmp:
         folder = selftest.apply(VARIANTS[0], Path(tmp) / "submission")
         result = grade(engine, folder)
-    assert result.score == 100
+    assert result.score == TOTAL
     # generous: about 1.5 s on an idle 2-core machine; a shared, loaded one can be several times slower
     assert sum(p["seconds"] for p in result.parts.values()) < 30
 

@@ -11,6 +11,7 @@ import sys
 import zipfile
 
 from autograder import PROJECT_ROOT
+from rubric_points import TOTAL
 
 SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
 
@@ -30,7 +31,7 @@ def test_grade_dir_holding_one_zip(tmp_path):
                           cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
-    assert (results["score"], results["max_score"]) == (100, 100)
+    assert (results["score"], results["max_score"]) == (TOTAL, TOTAL)
 
 
 def test_gradescope_submission_folder_holding_one_zip(tmp_path):
@@ -40,5 +41,5 @@ def test_gradescope_submission_folder_holding_one_zip(tmp_path):
                           cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     results = json.loads((root / "results" / "results.json").read_text())
-    assert results["score"] == 100, results.get("output")
+    assert results["score"] == TOTAL, results.get("output")
     assert all(test["status"] == "passed" for test in results["tests"])

@@ -19,7 +19,11 @@ Notebooks are optional. They come from --notebooks FOLDER, else from release/ch0
 and says so.
 
 When grading.yml (--rubric) sets a Gradescope submission limit (`submissions`), the README says
-what it is (gradescope_limits.student_text); the notebooks say it too (autograder.notebooks).
+what it is (gradescope_limits.student_text); the notebooks say it too (autograder.notebooks), and
+each graded cell is worth its part's points. Notebooks generated here are made from that rubric;
+notebooks built earlier (nbgrader's release folder, --notebooks) that state other points or another
+limit are refused, naming each file and what differs (stale_notebooks): a rubric change never ships
+old notebooks silently.
 
 What never goes in: solutions, the grading package and its hidden suites, grading.yml. The
 project's tests search the release for every line of the solution regions and of the suites.
@@ -57,13 +61,23 @@ def run(args):
     source = PROJECT_ROOT / ASSIGNMENT
     if not (source / "README.md").is_file():
         raise UsageError(f"{source}: no student README.md (run `python -m autograder stubs` first?)")
+    rubric_path = Path(args.rubric or chapter.current().rubric)
+    _check_rubric(rubric_path)
+    notebooks_from = _notebook_source(args.notebooks)
+    if notebooks_from is not None:  # built earlier (nbgrader's release folder, --notebooks): refused when stale
+        stale = stale_notebooks(notebooks_from, rubric_path)
+        if stale:
+            raise UsageError(f"{notebooks_from}: these notebooks do not state what {rubric_path} says, so they were "
+                             "not released:\n  " + "\n  ".join(stale) + "\nregenerate them (`python -m autograder "
+                             "notebooks`, then `nbgrader generate_assignment ch03 --force` for nbgrader's release "
+                             "folder), or pass the rubric they were made with (--rubric)")
     out.mkdir(parents=True, exist_ok=True)
 
     _copy_tree(source, out / ASSIGNMENT)
-    notebooks_note = _notebooks(args.notebooks, out / NOTEBOOK_DEST)
+    notebooks_note = _notebooks(args.notebooks, out / NOTEBOOK_DEST, rubric_path)
     readme = (TEMPLATES / "README.md").read_text(encoding="utf-8")
     readme = readme.replace("@NOTEBOOKS@\n", _notebooks_section(out / NOTEBOOK_DEST))
-    readme = readme.replace("@SUBMISSIONS@\n", _submissions_section(Path(args.rubric or chapter.current().rubric)))
+    readme = readme.replace("@SUBMISSIONS@\n", _submissions_section(rubric_path))
     (out / VERSIONS_FILE).write_text(json.dumps(grader_versions(), indent=1) + "\n", encoding="utf-8")
     (out / "README.md").write_text(readme, encoding="utf-8")
     shutil.copyfile(TEMPLATES / "pyproject.toml", out / "pyproject.toml")
@@ -98,12 +112,77 @@ def _submissions_section(rubric_path):
     return "" if limit is None else f"**Submission limit.** {gradescope_limits.student_text(limit)}\n\n"
 
 
+def _check_rubric(rubric_path):
+    from autograder import rubric
+
+    try:
+        rubric.load(rubric_path)
+    except rubric.RubricError as e:
+        raise UsageError(str(e)) from None
+
+
+def _notebook_source(explicit):
+    """The folder of notebooks built earlier that the release would copy (--notebooks, else nbgrader's
+    release folder), or None (the notebooks are generated now from the rubric)."""
+    if explicit:
+        return Path(explicit)
+    released = chapter.current().release
+    return released if released.is_dir() and list(released.glob("*.ipynb")) else None
+
+
+def stale_notebooks(folder, rubric_path):
+    """What the notebooks of folder state that rubric_path does not: each graded cell's points (nbgrader's
+    metadata) against its part's points, and the submission-limit cell of each graded notebook against
+    the rubric's limit (or its absence) -> ["FILE: ...", ...]; [] when they agree."""
+    from autograder import notebooks
+
+    points = notebooks.part_points(rubric_path)
+    limit = notebooks.submission_limit_cell(rubric_path)
+    want_limit = "".join(limit["source"]) if limit else None
+    found = []
+    for path in sorted(Path(folder).glob("*.ipynb")):
+        try:
+            cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            found.append(f"{path.name}: cannot be read as a notebook ({type(e).__name__})")
+            continue
+        graded = False
+        for cell in cells:
+            meta = (cell.get("metadata") or {}).get("nbgrader") or {}
+            graded = graded or bool(meta.get("solution"))
+            grade_id = str(meta.get("grade_id", ""))
+            if meta.get("grade") and grade_id.startswith(notebooks.SCORE_PREFIX):
+                part = grade_id[len(notebooks.SCORE_PREFIX):]
+                if part in points and float(meta.get("points", -1)) != float(points[part]):
+                    found.append(f"{path.name}: {grade_id} is worth {meta.get('points')} point(s); the rubric gives "
+                                 f"{part} {points[part]:g}")
+        if not graded:
+            continue
+        said = ["".join(c["source"]) if isinstance(c.get("source"), list) else str(c.get("source", ""))
+                for c in cells if c.get("id") == "submission_limit"]
+        if want_limit is None and said:
+            found.append(f"{path.name}: states a submission limit; the rubric sets none")
+        elif want_limit is not None and said != [want_limit]:
+            found.append(f"{path.name}: " + ("states no submission limit" if not said else
+                                             "states another submission limit")
+                         + f"; the rubric's: {rubric_limit_text(rubric_path)}")
+    return found
+
+
+def rubric_limit_text(rubric_path):
+    from autograder import rubric
+
+    limit = rubric.load(rubric_path).submissions
+    return limit.describe() if limit else "none"
+
+
 def _copy_tree(source, dest):
     shutil.copytree(source, dest, ignore=shutil.ignore_patterns(*SKIP, "*.pyc"), symlinks=False)
 
 
-def _notebooks(explicit, dest):
-    """Copy or generate the student notebooks into dest; return a sentence saying what happened."""
+def _notebooks(explicit, dest, rubric_path=None):
+    """Copy or generate the student notebooks into dest (generated from rubric_path's points and
+    submission limit); return a sentence saying what happened."""
     if explicit:
         folder = Path(explicit)
         if not folder.is_dir() or not list(folder.glob("*.ipynb")):
@@ -119,7 +198,7 @@ def _notebooks(explicit, dest):
     generate = getattr(notebooks, "release_notebooks", None)
     if callable(generate):
         dest.mkdir(parents=True, exist_ok=True)
-        generate(dest)
+        generate(dest, rubric_path=rubric_path or chapter.current().rubric)
         made = sorted(p.name for p in dest.glob("*.ipynb"))
         if made:
             return f"{len(made)} notebook(s) generated by autograder.notebooks into {NOTEBOOK_DEST}"

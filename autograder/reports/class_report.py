@@ -10,8 +10,10 @@ escaped (names, messages, problems). misconceptions.csv has one row per misconce
              that kept the submission from being graded ('' when none), as the gradebook holds them
     late:    {student: lateness.Late} when the batch had a due date: a "Late work" section and the
              final score beside each student's score (nothing of it without a due date)
-    moves:   [(student, before, after, {part: (before, after)})]: whose score the latest grading run
-             moved (gradebook.moves): a "Regrades" section when there are any
+    moves:   gradebook.regrades(): whose score each grading run moved, every run's (appended, never
+             emptied): a "Regrades" section when there are any
+    records carry any overrides applied (gradebook.effective_records): a "Scores changed by hand"
+    section, and "(by hand)" beside each such part's score
 """
 import csv
 import io
@@ -26,6 +28,7 @@ from autograder.reports.common import fmt, printable, voided_by
 from autograder.reports.html_page import bar, esc, img, page
 from autograder.reports.plots import available, histogram_png
 from autograder.reports.records import checks_of, diagnoses_of, not_graded_of
+from autograder.reports.standing import overrides_of
 
 TOP_MISCONCEPTIONS = 25
 TOP_SLOW = 10
@@ -166,7 +169,7 @@ def _tampering_section(found):
     if not found:
         return '<p class="ok">No submission\'s source reaches into the grader.</p>'
     rows = "".join(f"<tr><td>{esc(s)}</td><td>{esc(w)}</td></tr>" for s, w in found)
-    return f"<table><tr><th>student</th><th>what the source writes</th></tr>{rows}</table>"
+    return f'<table><tr><th scope="col">student</th><th scope="col">what the source writes</th></tr>{rows}</table>'
 
 
 def seconds_of(results):
@@ -188,16 +191,22 @@ def part_stats(records):
     return stats
 
 
-def _summary(records):
+def _summary(records, late=None):
+    """The distribution of the grades of record: with a late policy, the final scores (after it)."""
     scores = [float(r.get("score", 0)) for _, r, _ in records]
+    what = ""
+    if late:
+        scores = [late[s].final_score if s in late else float(r.get("score", 0)) for s, r, _ in records]
+        what = " (final scores, after the late policy; the scores the code earned are in the table of every student)"
     top = max((float(r.get("max_score", 0)) for _, r, _ in records), default=0.0)
     if not scores:
         return "<p>No submissions were graded.</p>", top
-    line = (f"<p>{len(scores)} submission(s); mean {statistics.mean(scores):.1f}, median "
+    line = (f"<p>{len(scores)} submission(s){what}; mean {statistics.mean(scores):.1f}, median "
             f"{statistics.median(scores):g}, lowest {min(scores):g}, highest {max(scores):g} (out of {fmt(top)}).</p>")
     if not available():
         return line + '<p class="muted">(no histogram: matplotlib is not installed)</p>', top
-    return line + img(histogram_png(scores, top), "histogram of the class's scores"), top
+    alt = "histogram of the class's final scores" if late else "histogram of the class's scores"
+    return line + img(histogram_png(scores, top), alt), top
 
 
 def _parts_section(stats):
@@ -207,7 +216,9 @@ def _parts_section(stats):
         full = sum(1 for x in s["scores"] if x >= s["max_score"])
         rows.append(f'<tr><td>{esc(part)}</td><td class="num">{mean:.2f} / {fmt(s["max_score"])}</td>'
                     f'<td>{bar(mean, s["max_score"])}</td><td class="num">{full} of {len(s["scores"])}</td></tr>')
-    return ('<table><tr><th>part</th><th class="num">mean score</th><th></th><th class="num">full marks</th></tr>\n'
+    return ('<table><tr><th scope="col">part</th><th scope="col" class="num">mean score</th>'
+            '<th scope="col"><span class="visually-hidden">share of the points</span></th>'
+            '<th scope="col" class="num">full marks</th></tr>\n'
             + "\n".join(rows) + "</table>")
 
 
@@ -220,7 +231,8 @@ def _misconception_row(row):
 def _misconceptions_section(rows):
     if not rows:
         return '<p class="ok">No check failed.</p>'
-    head = '<table><tr><th class="num">students</th><th>part</th><th>misconception</th><th>who</th></tr>'
+    head = ('<table><tr><th scope="col" class="num">students</th><th scope="col">part</th>'
+            '<th scope="col">misconception</th><th scope="col">who</th></tr>')
     real = [row for row in rows if not row["unfinished"]]
     unfinished = [row for row in rows if row["unfinished"]]
     lines = [head] + [_misconception_row(row) for row in real[:TOP_MISCONCEPTIONS]] + ["</table>"] if real else \
@@ -239,7 +251,8 @@ def _problems_section(found):
     if not found:
         return '<p class="ok">Every submission could be read, and no part crashed or timed out.</p>'
     rows = "".join(f"<tr><td>{esc(s)}</td><td>{esc(w)}</td><td>{esc(p)}</td></tr>" for s, w, p in found)
-    return f"<table><tr><th>student</th><th>where</th><th>problem</th></tr>{rows}</table>"
+    return (f'<table><tr><th scope="col">student</th><th scope="col">where</th><th scope="col">problem</th></tr>'
+            f'{rows}</table>')
 
 
 def _slow_section(stats, records):
@@ -247,7 +260,8 @@ def _slow_section(stats, records):
     if not timed:
         return '<p class="muted">No part times were recorded.</p>'
     order = sorted(timed, key=lambda part: -statistics.mean(timed[part]))
-    lines = ['<table><tr><th>part</th><th class="num">mean seconds</th><th class="num">slowest</th></tr>']
+    lines = ['<table><tr><th scope="col">part</th><th scope="col" class="num">mean seconds</th>'
+             '<th scope="col" class="num">slowest</th></tr>']
     lines += [f'<tr><td>{esc(p)}</td><td class="num">{statistics.mean(timed[p]):.2f}</td>'
               f'<td class="num">{max(timed[p]):.2f}</td></tr>' for p in order]
     runs = sorted(((seconds, student, part) for student, r, problem in records if not problem
@@ -259,12 +273,13 @@ def _slow_section(stats, records):
 
 def _class_table(records, stats, late=None):
     parts = list(stats)
-    head = "".join(f'<th class="num" aria-label="{esc(p)}">{breakable(p)}</th>' for p in parts)
-    final_head = '<th class="num">final (late policy)</th>' if late else ""
+    head = "".join(f'<th scope="col" class="num" aria-label="{esc(p)}">{breakable(p)}</th>' for p in parts)
+    final_head = '<th scope="col" class="num">final (late policy)</th>' if late else ""
     rows = []
     for student, results, problem in records:
-        cells = "".join(f'<td class="num">{fmt((results.get("parts") or {}).get(p, {}).get("score", 0))}</td>'
-                        for p in parts)
+        changed = overrides_of(results)
+        cells = "".join(f'<td class="num">{fmt((results.get("parts") or {}).get(p, {}).get("score", 0))}'
+                        + (' <span class="note">(by hand)</span>' if p in changed else "") + "</td>" for p in parts)
         final = f'<td class="num">{_final(late.get(student))}</td>' if late else ""
         link = f'<a href="feedback/{esc(quote(student))}.html">{esc(student)}</a>'
         if not_graded_of(results):  # the machine's doing: no score stands (the grader's structured record)
@@ -273,8 +288,8 @@ def _class_table(records, stats, late=None):
             continue
         rows.append(f'<tr><td>{link}</td><td class="num">{fmt(results.get("score", 0))}</td>{final}{cells}'
                     f'<td>{"could not be read" if problem else ""}</td></tr>')
-    return (f'<div class="wide"><table class="compact"><tr><th>student</th><th class="num">score</th>{final_head}'
-            f'{head}<th></th></tr>\n' + "\n".join(rows) + "</table></div>")
+    return (f'<div class="wide"><table class="compact"><tr><th scope="col">student</th><th scope="col" class="num">score</th>{final_head}'
+            f'{head}<th scope="col">problem</th></tr>\n' + "\n".join(rows) + "</table></div>")
 
 
 def breakable(name):
@@ -286,6 +301,8 @@ def breakable(name):
 def _final(row):
     if row is None:
         return ""
+    if row.cutoff:
+        return f'{fmt(row.final_score)} <span class="muted">({row.late_days} d late: past the cutoff)</span>'
     days = "" if not row.late_days else f' <span class="muted">({row.late_days} d late, -{fmt(row.penalty)}%)</span>'
     return f"{fmt(row.final_score)}{days}"
 
@@ -296,22 +313,51 @@ def _late_section(late):
     on_time = len(late) - len(shown)
     if not shown:
         return f'<p class="ok">All {len(late)} submission(s) on time.</p>'
-    head = ('<table><tr><th>student</th><th>submitted (UTC)</th><th>due (UTC)</th><th class="num">days late</th>'
-            '<th class="num">penalty</th><th class="num">final score</th><th>note</th></tr>')
+    head = ('<table><tr><th scope="col">student</th><th scope="col">submitted (UTC)</th><th scope="col">due (UTC)</th>'
+            '<th scope="col" class="num">days late</th>'
+            '<th scope="col" class="num">penalty</th><th scope="col" class="num">final score</th><th scope="col">note</th></tr>')
     rows = [f'<tr><td>{esc(s)}</td><td>{esc(row.cells()[0] or "unknown")}</td><td>{esc(row.cells()[1])}</td>'
-            f'<td class="num">{esc(row.cells()[2])}</td><td class="num">{fmt(row.penalty)}%</td>'
-            f'<td class="num">{fmt(row.final_score)}</td><td>{esc(row.note)}</td></tr>' for s, row in shown.items()]
-    return "\n".join([head, *rows, "</table>", f'<p class="muted">{on_time} other submission(s) on time.</p>'])
+            f'<td class="num">{esc(row.cells()[2])}</td>'
+            f'<td class="num">{"past the cutoff" if row.cutoff else fmt(row.penalty) + "%"}</td>'
+            f'<td class="num">{fmt(row.final_score)}</td><td class="note">{esc(row.note)}</td></tr>'
+            for s, row in shown.items()]
+    return "\n".join(['<div class="wide">', head, *rows, "</table></div>",
+                      f'<p class="muted">{on_time} other submission(s) on time.</p>'])
+
+
+def _overrides_section(records):
+    """Every part a person changed: who, the grader's score then and now, the person's score, by whom, when, why."""
+    rows = [f'<tr><td>{esc(student)}</td><td>{esc(part)}</td><td class="num">{fmt(o["automatic_then"])}'
+            + (f' (now {fmt(o["automatic"])})' if o["automatic"] != o["automatic_then"] else "")
+            + f'</td><td class="num">{fmt(o["score"])} / {fmt(o["max_score"])}</td><td>{esc(o["by"])}</td>'
+            f'<td>{esc(o["at"])}</td><td class="note">{esc(o["reason"])}</td></tr>'
+            for student, results, _ in records for part, o in sorted(overrides_of(results).items())]
+    if not rows:
+        return ""
+    head = ('<div class="wide"><table><tr><th scope="col">student</th><th scope="col">part</th>'
+            '<th scope="col" class="num">grader\'s score</th><th scope="col" class="num">score by hand</th>'
+            '<th scope="col">by</th><th scope="col">when (UTC)</th><th scope="col">why</th></tr>')
+    return "\n".join([head, *rows, "</table></div>", '<p class="muted">A score set by hand stands over every '
+                      "regrade until it is removed (python -m autograder override OUT --student NAME --part PART "
+                      "--remove); the history keeps both.</p>"])
 
 
 def _regrades_section(moves):
-    head = ('<table><tr><th>student</th><th class="num">before</th><th class="num">after</th>'
-            '<th>parts that moved</th></tr>')
-    rows = [f'<tr><td>{esc(s)}</td><td class="num">{fmt(before)}</td><td class="num">{fmt(after)}</td>'
-            f'<td>{esc("; ".join(f"{p} {fmt(b)} -> {fmt(a)}" for p, (b, a) in parts.items()))}</td></tr>'
-            for s, before, after, parts in moves]
-    return "\n".join([head, *rows, "</table>", '<p class="muted">Also in regrades.csv; every grade is in the '
-                       "gradebook's history (python -m autograder history OUT --student NAME).</p>"])
+    """moves: gradebook.regrades() (every run's rows, oldest first), shown newest run first; or the older
+    form [(student, before, after, {part: (before, after)})] of one run."""
+    rows_of = [m if isinstance(m, dict) else {"run": "", "at": "", "student": m[0], "before": m[1], "after": m[2],
+                                              "parts": m[3], "why": ""} for m in moves]
+    head = ('<div class="wide"><table><tr><th scope="col">run</th><th scope="col">student</th>'
+            '<th scope="col" class="num">before</th><th scope="col" class="num">after</th>'
+            '<th scope="col">parts that moved</th><th scope="col">why</th></tr>')
+    rows = [f'<tr><td>{esc(r["run"])} <span class="muted">{esc(r["at"])}</span></td><td>{esc(r["student"])}</td>'
+            f'<td class="num">{fmt(r["before"])}</td><td class="num">{fmt(r["after"])}</td>'
+            f'<td>{esc("; ".join(f"{p} {fmt(b)} -> {fmt(a)}" for p, (b, a) in r["parts"].items()))}</td>'
+            f'<td class="note">{esc(r["why"])}</td></tr>'
+            for r in sorted(rows_of, key=lambda r: -int(r["run"] or 0))]
+    return "\n".join([head, *rows, "</table></div>", '<p class="muted">Every run\'s moves, kept (also in '
+                       "regrades.csv); every grade is in the gradebook's history (python -m autograder history OUT "
+                       "--student NAME).</p>"])
 
 
 def class_report(records, late=None, moves=None):
@@ -319,13 +365,16 @@ def class_report(records, late=None, moves=None):
     records = sorted(records, key=lambda r: r[0])
     scored = [r for r in records if not not_graded_of(r[1])]  # no score stands for the others
     stats = part_stats(scored)
-    summary, _ = _summary(scored)
+    summary, _ = _summary(scored, late)
     body = ["<h1>Chapter 3: class report</h1>",
             "<h2>Score distribution</h2>", summary]
     if moves:
-        body += ["<h2>Regrades: scores the latest grading run moved</h2>", _regrades_section(moves)]
+        body += ["<h2>Regrades: scores grading runs moved</h2>", _regrades_section(moves)]
     if late:
         body += ["<h2>Late work</h2>", _late_section(late)]
+    changed = _overrides_section(scored)
+    if changed:
+        body += ["<h2>Scores changed by hand</h2>", changed]
     body += ["<h2>Per-part means</h2>", _parts_section(stats),
              "<h2>Most frequent misconceptions</h2>", _misconceptions_section(misconceptions(records)),
              "<h2>Unreadable submissions and parts that crashed</h2>", _problems_section(problems(records)),

@@ -17,6 +17,7 @@ from autograder.reports.common import OWN_TEXT, fmt, printable, what_to_fix
 from autograder.reports.html_page import bar, esc, img, page
 from autograder.reports.plots import available, figure_pictures
 from autograder.reports.records import checks_of, parts_of
+from autograder.reports.standing import OVERRIDE_MARK, final_score, overrides_of, standing_lines
 
 NO_PICTURES = "(the pictures of this feedback need matplotlib, which is not installed where it was made)"
 
@@ -39,10 +40,13 @@ def figure_html(figure, said=""):
     return "\n".join(parts)
 
 
-def _parts_table(parts):
-    rows = [f'<tr><td>{esc(part)}</td><td class="num">{fmt(p["score"])} / {fmt(p["max_score"])}</td>'
-            f'<td>{bar(p["score"], p["max_score"])}</td></tr>' for part, p in parts.items()]
-    return ('<table><tr><th>part</th><th class="num">score</th><th></th></tr>\n' + "\n".join(rows) + "</table>")
+def _parts_table(parts, changed=()):
+    rows = [f'<tr><th scope="row">{esc(part)}</th><td class="num">{fmt(p["score"])} / {fmt(p["max_score"])}'
+            + (f' <span class="note">({OVERRIDE_MARK})</span>' if part in changed else "")
+            + f'</td><td>{bar(p["score"], p["max_score"])}</td></tr>' for part, p in parts.items()]
+    return ('<table><tr><th scope="col">part</th><th scope="col" class="num">score</th>'
+            '<th scope="col"><span class="visually-hidden">share of the points</span></th></tr>\n'
+            + "\n".join(rows) + "</table>")
 
 
 def figures_by_part(results):
@@ -84,14 +88,23 @@ def _what_to_fix(results):
     return "\n".join(blocks)
 
 
-def feedback_html(student, results, problem=""):
-    """The page for one student (student: the name batch gives the submission, escaped here)."""
-    body = [f"<h1>Chapter 3 feedback for {esc(printable(student, 200))}</h1>",
-            f'<p>Score: <strong>{fmt(results.get("score", 0))} / {fmt(results.get("max_score", 0))}</strong></p>']
+def feedback_html(student, results, problem="", late=None):
+    """The page for one student (student: the name batch gives the submission, escaped here). results:
+    the record with any overrides applied; late: the student's lateness.Late when the batch had a due
+    date. With either, the grade of record comes first, in words (reports.standing)."""
+    body = [f"<h1>Chapter 3 feedback for {esc(printable(student, 200))}</h1>"]
+    said = standing_lines(results, late)
+    if said:
+        final = final_score(results, late)
+        body += [f'<p>Grade of record: <strong>{fmt(final)} / {fmt(results.get("max_score", 0))}</strong></p>',
+                 '<ul class="standing">' + "".join(f"<li>{esc(line)}</li>" for line in said) + "</ul>"]
+    else:
+        body.append(f'<p>Score: <strong>{fmt(results.get("score", 0))} / {fmt(results.get("max_score", 0))}'
+                    '</strong></p>')
     if problem:  # every check failed for this one reason: said once
         body.append(f'<div class="fix"><strong>Your submission could not be graded:</strong> '
                     f'{esc(printable(problem))}</div>')
-    body += ["<h2>Parts</h2>", _parts_table(parts_of(results))]
+    body += ["<h2>Parts</h2>", _parts_table(parts_of(results), overrides_of(results))]
     if not problem:
         body += ["<h2>What to fix</h2>", _what_to_fix(results) or '<p class="ok">Every check passed.</p>']
     notes = (results.get("extra_data") or {}).get("notes") or []

@@ -26,7 +26,11 @@ figure { margin: 0; } figcaption { font-size: 0.85em; color: #57606a; text-align
 .diagnosis { font-weight: 600; } .muted { color: #57606a; font-size: 0.9em; }
 .ok { color: #1a7f37; font-weight: 600; }
 .wide { overflow-x: auto; max-width: 100%; }
-table.compact th, table.compact td { padding: 0.2em 0.45em; }
+table.compact th, table.compact td { padding: 0.2em 0.45em; } table.compact { font-size: 0.9em; }
+td.note { min-width: 14em; overflow-wrap: anywhere; }
+.note { font-style: italic; }
+.visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0);
+                   white-space: nowrap; }
 """
 
 
@@ -40,7 +44,7 @@ def page(title, body):
     return (f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
             f'<meta http-equiv="Content-Security-Policy" content="{esc(POLICY)}">\n'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-            f'<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n{body}\n</body>\n</html>\n'
+            f'<title>{esc(title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n<main>\n{body}\n</main>\n</body>\n</html>\n'
             ).encode("ascii", "xmlcharrefreplace").decode("ascii")
 
 
@@ -50,4 +54,6 @@ def img(png, alt):
 
 def bar(value, top):
     share = 0.0 if not top else max(0.0, min(1.0, float(value) / float(top)))
-    return f'<span class="bar" title="{share:.0%}"><span style="width: {share * 100:.1f}%"></span></span>'
+    # decorative: the score beside it says the same in text (colour never carries it alone)
+    return (f'<span class="bar" aria-hidden="true" title="{share:.0%}">'
+            f'<span style="width: {share * 100:.1f}%"></span></span>')

@@ -345,13 +345,47 @@ def student_error_hint(error, hint):
     raise Mismatch(f"{error.explain()}. {hint}", student_text=error.student_text(), kind="raised", hint=hint) from None
 
 
+def reads_module_variable(kwargs, part):
+    """Does the part's module (as the grader reads it) read a top-level variable inside a function?"""
+    from autograder.suites import source_mistakes
+
+    student = kwargs.get("student")
+    return bool(part and student is not None and source_mistakes.reads_module_variable(student.source(part)))
+
+
+def refine(error, kwargs, part):
+    """(message, cause) of a failed check made precise by the grader's reading of the part's module
+    (suites/source_mistakes.py), or (.., '') when it adds nothing: the same check, the same place, the
+    cause the text shows instead of the numbers' guess."""
+    from autograder.suites import source_mistakes
+
+    student, message = kwargs.get("student"), str(error)
+    if not part or student is None:
+        return message, ""
+    if error.cause:
+        why = source_mistakes.refined(error.cause, False, student.source(part))
+        return (message.replace(error.cause, why), why) if why and error.cause in message else (message, "")
+    if not (error.unexplained or error.student_text) or not reads_module_variable(kwargs, part):
+        return message, ""
+    if " is wrong" in message:  # the check's own words up to the verdict, then the cause
+        head = message[:message.index(" is wrong") + len(" is wrong")]
+    elif ". Hint: " in message:  # what the code raised, without the hint the cause replaces
+        head = message[:message.index(". Hint: ")]
+    else:
+        return message, ""
+    return f"{head}: {source_mistakes.GLOBAL_READ}", source_mistakes.GLOBAL_READ
+
+
 def diagnose_errors(namespace, signature=""):
     """Wrap every check test_* of a suite module so that what the student's code raised is named as
     a misconception where one is recognized (misconceptions.error_diagnosis); the exception's own
     text goes to student_text, never to the message. The checks keep their names and parameters.
     signature: the specified call the diagnoses quote, or a function of the check's name giving it
     (a module with two classes: each check quotes the signature of the class it builds)."""
+    from autograder.suites import source_mistakes
     from autograder.suites.misconceptions import error_diagnosis
+
+    part = namespace.get("PART", "")
 
     def wrap(check):
         spec = signature(check.__name__) if callable(signature) else signature
@@ -361,10 +395,17 @@ def diagnose_errors(namespace, signature=""):
             try:
                 return check(*args, **kwargs)
             except StudentError as e:
-                why = error_diagnosis(e, spec)
+                why = error_diagnosis(e, spec) or (source_mistakes.GLOBAL_READ if not e.not_implemented and
+                                                   reads_module_variable(kwargs, part) else "")
                 if not why:
                     raise
-                raise Mismatch(f"{e.explain()}: {why}", student_text=e.student_text(), kind="raised", hint=why) from None
+                raise Mismatch(f"{e.explain()}: {why}", student_text=e.student_text(), cause=why, kind="raised",
+                               hint=why) from None
+            except Mismatch as e:
+                said, why = refine(e, kwargs, part)
+                if not why:
+                    raise
+                raise Mismatch(said, e.detail, e.student_text, cause=why) from None
         return diagnosed
 
     for name, value in list(namespace.items()):

@@ -174,6 +174,13 @@ def project_out(context, state):
     return context @ state["out_proj.weight"].T + state["out_proj.bias"]
 
 
+# the commonest multi-head mistake: both halves of the head split without the transpose (view straight
+# to (b, num_heads, num_tokens, head_dim), then straight back to (b, num_tokens, d_out)); one cause
+SPLIT_AND_MERGE = ("the heads are split and merged without the transpose: view the projections as (b, num_tokens, "
+                   "num_heads, head_dim) and .transpose(1, 2) them to (b, num_heads, num_tokens, head_dim); after the "
+                   "attention .transpose(1, 2) the context back before the .contiguous().view(b, num_tokens, d_out)")
+
+
 @deferred
 def multi_head_mistakes(x, state, num_heads):
     """The usual ways to get the efficient multi-head attention wrong, as (output, explanation)."""
@@ -185,6 +192,7 @@ def multi_head_mistakes(x, state, num_heads):
         (multi_head(x, state, num_heads, merge_transpose=False),
          "the heads are merged without the transpose: .transpose(1, 2) the context back to (b, "
          "num_tokens, num_heads, head_dim) before the .view(b, num_tokens, d_out)"),
+        (multi_head(x, state, num_heads, split_transpose=False, merge_transpose=False), SPLIT_AND_MERGE),
         (multi_head(x, state, num_heads, out_proj=False),
          "out_proj is missing: the merged heads must go through self.out_proj"),
         *[(multi_head(x, state, num_heads, layers=layers), why) for layers, why in SWAPPED_LAYERS],

@@ -13,7 +13,9 @@ expected and the computed values instead.
 is copied into ch03_tools.py) both use it, so the same code gets the same message in both.
 Everything here uses the public examples only.
 """
+import ast
 import contextlib
+import inspect
 import math
 import sys
 
@@ -48,7 +50,8 @@ def softmax_weights(scores, d_k, causal, scale=None, dim=-1, mask="-inf", offset
 
     scale: the factor on the scores (right: 1/sqrt(d_k)); dim: the softmax dim (right: -1);
     mask (causal only): "-inf" before the softmax (right), "zero" (masked scores set to 0),
-    "after" (future weights zeroed after the softmax), "none"; offset: where the mask starts.
+    "after" (future weights zeroed after the softmax), "inverted" (the past hidden), "none"; offset: where the
+    mask starts.
     """
     factor = 1 / math.sqrt(d_k) if scale is None else scale
     hidden = above_diagonal(scores.shape[-1], offset)
@@ -57,6 +60,8 @@ def softmax_weights(scores, d_k, causal, scale=None, dim=-1, mask="-inf", offset
         s = s.masked_fill(hidden, -math.inf)
     elif causal and mask == "zero":
         s = s.masked_fill(hidden, 0.0)
+    elif causal and mask == "inverted":
+        s = s.masked_fill(~hidden, -math.inf)
     weights = s.softmax(dim)
     return weights.masked_fill(hidden, 0.0) if causal and mask == "after" else weights
 
@@ -158,15 +163,41 @@ def weight_mistakes(scores, d_k, causal):
 
 
 def head_mistakes(queries, keys, values, causal):
-    """The same mistakes, seen in the context vectors: each variant's weights times the values."""
+    """The same mistakes, seen in the context vectors: each variant's weights times the values. A variant
+    that computes what the right math gives with these projections is left out: a module whose only
+    fault is its weights (drawn in another order) must not be told a mistake of its math."""
     scores = queries @ keys.transpose(-2, -1)
-    return [(w @ values, why) for w, why in weight_mistakes(scores, keys.shape[-1], causal)]
+    right = softmax_weights(scores, keys.shape[-1], causal) @ values
+    return [(w @ values, why) for w, why in weight_mistakes(scores, keys.shape[-1], causal)
+            if not same(w @ values, right)]
+
+
+DISCARDED_MASKED_FILL = ("the result of masked_fill is discarded: masked_fill returns a new tensor and leaves the "
+                         "scores as they were; use masked_fill_ (in place) or assign it (scores = scores.masked_fill(...))")
+
+
+def discards_masked_fill(module):
+    """Does the module's class have a statement calling masked_fill whose result nobody uses?"""
+    try:
+        tree = ast.parse(inspect.getsource(type(module)).strip() + "\n")
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return False
+    return any(isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+               and isinstance(node.value.func, ast.Attribute) and node.value.func.attr == "masked_fill"
+               for node in ast.walk(tree))
+
+
+def no_mask_named(mistakes, module):
+    """The mistakes, with "no causal mask" said as the discarded masked_fill where the module's code shows it."""
+    if not discards_masked_fill(module):
+        return mistakes
+    return [(output, DISCARDED_MASKED_FILL if why.startswith("no causal mask") else why) for output, why in mistakes]
 
 
 @torch.no_grad()
 def linear_head_mistakes(module, x, causal):
     """head_mistakes of a module with nn.Linear layers W_query, W_key, W_value (SelfAttention_v2, CausalAttention)."""
-    return head_mistakes(module.W_query(x), module.W_key(x), module.W_value(x), causal)
+    return no_mask_named(head_mistakes(module.W_query(x), module.W_key(x), module.W_value(x), causal), module)
 
 
 @torch.no_grad()
@@ -202,6 +233,11 @@ def multi_head_output(module, x, num_heads, split="transpose", merge="transpose"
     return module.out_proj(context) if project else context
 
 
+SPLIT_AND_MERGE = ("the heads are split and merged without a transpose: view the projections as (b, num_tokens, "
+                   "num_heads, head_dim) and .transpose(1, 2) them; after the attention .transpose(1, 2) the context "
+                   "back before the .contiguous().view(b, num_tokens, d_out)")
+
+
 def multi_head_mistakes(module, x, num_heads):
     """The usual ways to get MultiHeadAttention wrong, as (output, explanation)."""
     d_out = module.W_query.out_features
@@ -216,20 +252,24 @@ def multi_head_mistakes(module, x, num_heads):
         (dict(mask="zero"), ZERO_FILL),
         (dict(mask="after"), MASK_AFTER),
         (dict(offset=0), DIAGONAL),
+        (dict(mask="inverted"), INVERTED),
+        (dict(split="reshape", merge="reshape"), SPLIT_AND_MERGE),
         (dict(split="reshape"), "the heads are split without a transpose: view the projections as (b, num_tokens, "
                                 "num_heads, head_dim), then .transpose(1, 2)"),
         (dict(merge="reshape"), "the heads are merged without a transpose: .transpose(1, 2) the context back to "
                                 "(b, num_tokens, num_heads, head_dim) before the .view(b, num_tokens, d_out)"),
         (dict(project=False), "out_proj is not applied: the merged heads go through self.out_proj last"),
     ]
-    return [(multi_head_output(module, x, num_heads, **options), why) for options, why in variants]
+    right = multi_head_output(module, x, num_heads)  # a variant giving the right math is no mistake here (head_dim 1)
+    found = [(multi_head_output(module, x, num_heads, **options), why) for options, why in variants]
+    return no_mask_named([(output, why) for output, why in found if not same(output, right)], module)
 
 
 # --- dropout, judged by statistics -------------------------------------------------------------------
 
 @torch.no_grad()
 def eval_and_training_outputs(attn, n, copies):
-    """(the eval-mode weights (n, n), the training-mode outputs (copies, n, 2n)) of the set-up below."""
+    """(the eval-mode outputs, the training-mode outputs), each (copies, n, 2n), of the set-up below."""
     attn.W_value.weight.copy_(torch.cat([torch.eye(n), torch.eye(n)]))
     if isinstance(getattr(attn, "out_proj", None), torch.nn.Linear):  # MultiHeadAttention with one head
         attn.out_proj.weight.copy_(torch.eye(2 * n))
@@ -237,9 +277,27 @@ def eval_and_training_outputs(attn, n, copies):
             attn.out_proj.bias.zero_()
     x = torch.eye(n).expand(copies, n, n).contiguous()
     attn.eval()
-    calm = attn(x)[0, :, :n]
+    calm = attn(x)
     attn.train()
     return calm, attn(x)
+
+
+EVAL_WEIGHTS_WRONG = ("the eval-mode attention weights are already wrong (the module's other tests say how), so where "
+                      "dropout acts cannot be judged yet: make them right first")
+
+
+def eval_weights_problem(calm):
+    """'' when the eval-mode weights calm (n, n) hide the future only; else the mask's mistake where the
+    weights show it (the diagonal hidden, the mask inverted), or EVAL_WEIGHTS_WRONG: a wrong softmax,
+    scale or fill is named by the tests that compare the outputs, not guessed here."""
+    n = calm.shape[-1]
+    future = above_diagonal(n)
+    seen = torch.nan_to_num(calm, nan=0.0) != 0
+    if bool(seen[future].any()):
+        return INVERTED if not bool(seen[~future].any()) else EVAL_WEIGHTS_WRONG
+    if bool(torch.isnan(calm[0]).all()) or bool((calm.diagonal() == 0).any()):  # token 0 sees nothing, or no token itself
+        return DIAGONAL
+    return ""
 
 
 def dropout_problem(attn, p, num_tokens, copies=400):
@@ -252,7 +310,14 @@ def dropout_problem(attn, p, num_tokens, copies=400):
     halves and scales the others by 1/(1 - p); about p of the weights are dropped.
     """
     n = num_tokens
-    calm, out = eval_and_training_outputs(attn, n, copies)
+    evaluated, out = eval_and_training_outputs(attn, n, copies)
+    calm = evaluated[0, :, :n]
+    if not same(evaluated, evaluated[:1].expand_as(evaluated), 1e-6):
+        return ("after .eval() the same tokens get different outputs: dropout is still active in eval mode; use "
+                "self.dropout (an nn.Dropout), which .eval() turns off")
+    problem = eval_weights_problem(calm)
+    if problem:
+        return problem
     left, right = out[..., :n], out[..., n:]
     if same(out, torch.cat([calm, calm], dim=-1).expand_as(out), 1e-6):
         return ("in training mode the output is the one of eval mode: dropout is never applied; __init__ should "
@@ -263,11 +328,15 @@ def dropout_problem(attn, p, num_tokens, copies=400):
     if same(left.sum(-1), torch.ones(copies, n), 1e-5):
         return ("with dropout on, every row of attention weights still sums to 1: dropout acts before the "
                 "softmax (on the scores) or the rows are renormalized; apply it to the weights after the softmax")
-    if bool(torch.isnan(calm[0]).all()) or bool((calm.diagonal() == 0).any()):  # token 0 sees nothing, or no token itself
-        return DIAGONAL
+    if bool(torch.isnan(left).any()):  # NaN != 0: not the mask's fault when the eval-mode weights are right
+        return ("with dropout on, some attention weights are NaN: dropout acts on the masked scores before the "
+                "softmax (-inf times 0 is NaN); apply it to the attention weights, after the softmax")
     future = above_diagonal(n).expand_as(left)
     if (left[future] != 0).any():
         return "with dropout on, some weights of future tokens are not 0: mask the scores before the softmax and dropout"
+    if copies > 1 and same(left, left[:1].expand_as(left), 0.0):
+        return ("dropout drops the same positions in every sequence of the batch: it must draw a fresh random mask "
+                "for each one, as nn.Dropout does (not one mask made in __init__)")
     allowed = ~future & (calm > 1e-6).expand_as(left)
     ratio = left[allowed] / calm.expand_as(left)[allowed]
     kept = ratio[ratio.abs() > 1e-6]
@@ -300,6 +369,10 @@ def transfer_problem(sa_v1, sa_v2):
         weight = getattr(getattr(sa_v2, name, None), "weight", None)
         if not isinstance(matrix, torch.Tensor) or not isinstance(weight, torch.Tensor):
             continue  # the comparison of the outputs says what is wrong
+        layer = getattr(sa_v2, name)
+        if tuple(weight.shape) != (getattr(layer, "out_features", None), getattr(layer, "in_features", None)):
+            return (f"transfer_v2_to_v1 changed sa_v2: sa_v2.{name}.weight no longer has the shape (d_out, d_in) of "
+                    f"an nn.Linear; only read sa_v2's weights and give sa_v1 their transpose")
         want = tuple(weight.T.shape)
         if tuple(matrix.shape) != want:
             return f"after the transfer sa_v1.{name} has shape {tuple(matrix.shape)}, expected {want}: {TRANSPOSE}"

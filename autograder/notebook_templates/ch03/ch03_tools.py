@@ -17,7 +17,9 @@ solution cells is read, so nothing you change here changes a grade.
 * `modules_from_notebook` loads your modules from the saved solution cells of another notebook (the speed
   lab times the MultiHeadAttention of part 2 with it).
 """
+import ast
 import contextlib
+import inspect
 import json
 import math
 import sys

@@ -1,0 +1,123 @@
+"""Mistakes that the numbers alone cannot tell apart, named from the grader's own reading of the module.
+
+A check's numbers say *what* is wrong ("no causal mask is applied"); two common ways of getting there
+look alike in the numbers and differ in the fix. Here the submitted text is parsed with `ast` (never
+run, never quoted back) and a diagnosis the numbers gave is made precise when the text shows how:
+
+- DISCARDED_MASKED_FILL: a statement `scores.masked_fill(mask, -inf)` whose result is thrown away
+  (masked_fill returns a new tensor; masked_fill_ changes the scores in place). The numbers are those
+  of no mask at all.
+- GLOBAL_READ: a method that reads a variable assigned at the module's top level (a notebook's
+  `inputs`, `d_out`, `context_length` carried into the module) where it should read its arguments
+  or self.<name>. The numbers are right on the book's example and wrong on other inputs and sizes.
+
+Each diagnosis is a fixed sentence of the grader's: nothing of the student's text goes into it.
+"""
+import ast
+import builtins
+from typing import Optional
+
+DISCARDED_MASKED_FILL = ("the result of masked_fill is discarded: masked_fill returns a new tensor and leaves the "
+                         "scores unchanged; use masked_fill_ (in place) or assign it (scores = scores.masked_fill(...))")
+GLOBAL_READ = ("a function or method reads a variable set at the top of the module (a notebook variable such as "
+               "inputs, d_out or context_length) instead of its own arguments or self.<name>: the grader calls it "
+               "with other inputs and sizes, so compute everything from the arguments and the attributes set in "
+               "__init__")
+# the diagnoses (misconceptions.py) a discarded masked_fill gives: the numbers of no mask at all
+NO_MASK_CAUSES = ("no causal mask is applied",)
+
+
+def _parse(source: str) -> Optional[ast.Module]:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+
+
+def discards_masked_fill(source: str) -> bool:
+    """Is there a statement that calls masked_fill (not masked_fill_) and uses nothing of its result?"""
+    tree = _parse(source)
+    if tree is None:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            if isinstance(func, ast.Attribute) and func.attr == "masked_fill":
+                return True
+    return False
+
+
+def _module_variables(tree: ast.Module) -> set[str]:
+    """Names the module's top level assigns a value to (not functions, classes or imports); names
+    written in capitals are constants, which a method may read."""
+    names: set[str] = set()
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] \
+            if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        for target in targets:
+            for name in ast.walk(target):
+                if isinstance(name, ast.Name) and not name.id.isupper():
+                    names.add(name.id)
+    return names
+
+
+def _local_names(function: ast.AST) -> set[str]:
+    """The parameters and every name the function (or a function, lambda or comprehension inside it)
+    binds; a `global` statement makes a name the module's again."""
+    bound: set[str] = set()
+    declared_global: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = node.args
+            bound.update(arg.arg for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs,
+                                             *([a.vararg] if a.vararg else []), *([a.kwarg] if a.kwarg else [])])
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bound.add(node.id)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared_global.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+    return bound - declared_global
+
+
+def reads_module_variable(source: str) -> bool:
+    """Does a function or method of the module read a variable its top level assigns (and not one it
+    binds itself)?"""
+    tree = _parse(source)
+    if tree is None:
+        return False
+    variables = _module_variables(tree) - set(dir(builtins))
+    if not variables:
+        return False
+    for function in _top_functions(tree):
+        local = _local_names(function)
+        for node in ast.walk(function):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in variables \
+                    and node.id not in local:
+                return True
+    return False
+
+
+def _top_functions(tree: ast.Module) -> list:
+    """The module's functions that take arguments (one without is a demo, which may read the notebook's
+    variables) and its classes' methods; nested functions are read with them."""
+    found = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (node.args.args or node.args.posonlyargs):
+            found.append(node)
+        elif isinstance(node, ast.ClassDef):
+            found += [item for item in node.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return found
+
+
+def refined(cause: str, unexplained: bool, source: str) -> str:
+    """The more precise diagnosis the module's text gives for a check's cause ('' when none): a discarded
+    masked_fill for the numbers of no mask; a module variable read in a method for numbers that are
+    wrong with no known mistake named."""
+    if cause.startswith(NO_MASK_CAUSES) and discards_masked_fill(source):
+        return DISCARDED_MASKED_FILL
+    if unexplained and not cause and reads_module_variable(source):
+        return GLOBAL_READ
+    return ""

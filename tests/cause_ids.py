@@ -1,0 +1,54 @@
+"""Which misconception a message names, by cause id, in the grader's words and in the public tests'
+(assignments/ch03/tests/_diagnose.py): the two say the same mistake in different sentences, so a test
+that compares their diagnoses (test_suites.test_public_tests_and_grader_agree) compares ids.
+
+CAUSES: id -> the phrases (regular expressions, case-insensitive) that name it in either wording. A
+message names every id one of whose phrases it holds (a grader message naming several possible
+mistakes names each). NAMES_NONE: the public messages that name no misconception (the numbers are
+wrong, a shape, an error the student's code raised): every other public message must name an id.
+"""
+import re
+
+CAUSES = {
+    "unscaled": [r"scores are not scaled"],
+    "scaled-by-d_k": [r"divided by d_k"],
+    "scaled-by-d_in": [r"1/sqrt\(d_in\)"],
+    "scaled-by-d_out": [r"sqrt\(d_out\)"],
+    "softmax-dim": [r"softmax runs over (the wrong dim|dim 0)"],
+    "no-mask": [r"no causal mask"],
+    "masked-fill-discarded": [r"result of masked_fill is discarded"],
+    "zero-fill": [r"set to (0|#) instead of -inf"],
+    "mask-after-softmax": [r"zeroed after the softmax", r"mask is applied after the softmax"],
+    "hides-diagonal": [r"mask hides too much", r"diagonal is off by one: it also hides", r"also hides the diagonal",
+                       r"off by one \(it hides each token"],
+    "sees-next": [r"hides too little", r"each token still sees the next", r"each token sees the next"],
+    "inverted": [r"mask is inverted"],
+    "split-and-merge": [r"split and merged without"],
+    "split": [r"split without (the|a) transpose"],
+    "merge": [r"(?<!split and )merged without (the|a) transpose"],
+    "no-out-proj": [r"out_proj is (not applied|missing)"],
+    "head-dim": [r"do not split into num_heads heads"],
+    "dropout-never": [r"dropout is never applied", r"dropout is not applied"],
+    "dropout-on-context": [r"dropout acts on the values or (on )?the context vectors"],
+    "dropout-before-softmax": [r"dropout acts before the softmax", r"not on the scores"],
+    "dropout-on-masked-scores": [r"dropout acts on the masked scores", r"dropout seems to act on the masked scores"],
+    "dropout-before-mask": [r"mask the scores before the softmax and dropout", r"dropout must come after the causal mask"],
+    "dropout-not-rescaled": [r"not scaled up by 1/\(1 - p\)", r"weights dropout keeps are not rescaled"],
+    "dropout-in-eval": [r"dropout is still active in eval mode", r"in eval mode dropout must do nothing"],
+    "dropout-same-mask": [r"drops the same positions in every sequence"],
+    "dropout-rate": [r"attention weights are dropped in training mode, expected", r"zeroes too (many|few)"],
+    "transfer-changes-v2": [r"changed sa_v2"],
+    "transfer-transpose": [r"nn\.Linear (keeps|stores) its weight as \(d_out, d_in\)"],
+}
+NAMES_NONE = [r" is wrong at ", r" is wrong$", r"expected shape", r"^(\w+Error|DID NOT RAISE)",
+              r"already wrong \(the module's other tests say how\)", r"not implemented yet", r"could not be imported",
+              r"^AssertionError", r"row \d+ should be True"]
+
+
+def ids(message: str) -> set[str]:
+    """The cause ids a message names."""
+    return {cause for cause, phrases in CAUSES.items() if any(re.search(p, message, re.I) for p in phrases)}
+
+
+def names_none(message: str) -> bool:
+    return any(re.search(p, message) for p in NAMES_NONE)
