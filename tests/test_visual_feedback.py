@@ -221,7 +221,7 @@ def test_the_pictures_are_taken_before_the_first_hidden_input(monkeypatch):
     def attempt(sandbox, session, child, submission, run, checks, limits, fixtures, last, hidden):
         order.extend(("hidden" if hidden else "shown", run.part) for _ in checks[:1])
         run.results += [CheckResult(run.part, n, not hidden, "wrong") for n, _ in checks]
-        return session, None, ""
+        return session, None, "", False  # (session, child, why the machine ended it, proof)
     monkeypatch.setattr(runner, "_attempt", attempt)
     staged = types.SimpleNamespace(folder="folder", missing=lambda part: "")
     monkeypatch.setattr(runner, "source_attributes", lambda folder: {})
