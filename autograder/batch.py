@@ -42,8 +42,9 @@ from autograder import PARTS, chapter, envcheck, lateness, regrades, reports, su
 from autograder.engine import Engine
 from autograder.gradebook import Gradebook
 from autograder.reports import class_report, html_feedback, plots
-from autograder.sandbox.death import NOT_GRADED
-from autograder.settings import Settings
+from autograder.reports.records import not_graded_of
+from autograder.sandbox import container
+from autograder.settings import Settings, from_environment
 
 if TYPE_CHECKING:
     from autograder.sandbox.client import Sandbox
@@ -212,6 +213,12 @@ def run_batch(folder: str | Path, out: str | Path, jobs: int = 2, force: bool = 
     progress: a stream for the progress bar (drawn only on a terminal); summary: a stream for the
     end-of-batch summary (after grades.csv is written); settings: the run's (default: the environment's);
     late: the due date and late policy (lateness.LatePolicy), or None (no lateness columns, nothing charged)."""
+    from autograder.sandbox.client import SandboxUnavailable
+
+    settings = settings or from_environment()  # what Engine would take: CH03_CONTAINER=1 is refused too
+    refused = container.refuse_many(settings.sandbox.container, "batch")
+    if refused:  # before any folder, gradebook or process exists
+        raise SandboxUnavailable(refused)
     out = Path(out)
     for sub in ("results", "feedback"):
         (out / sub).mkdir(parents=True, exist_ok=True)
@@ -317,7 +324,7 @@ def write_feedback(book: Gradebook, out: Path, students: list[str] | None, late:
     said = book.standings()
     wanted = None if students is None else set(students)
     for student, results, problem in book.effective_records():
-        if wanted is not None and student not in wanted or problem.startswith(NOT_GRADED):
+        if wanted is not None and student not in wanted or not_graded_of(results):
             continue
         key = standing_key(results, late.get(student))
         if said.get(student, "[]") == key:
@@ -339,7 +346,7 @@ def settle(book: Gradebook, student: str, fingerprint: str, results: dict, probl
     graded as it stands (charged_after_not_graded), and no run after regrades it."""
     if internal:  # not the student's doing: kept for the instructor, graded again on the next run
         return RETRY + fingerprint, f"{problem} ({internal})"
-    if problem.startswith(NOT_GRADED):
+    if not_graded_of(results):  # the grader's structured record (issue 37.3), never the problem's text
         runs = book.not_graded_runs(student, fingerprint) + 1
         if runs < NOT_GRADED_RUNS:
             return RETRY + fingerprint, problem
@@ -484,7 +491,7 @@ def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, la
     With late ({student: lateness.Late}, a run with a due date) the columns lateness.COLUMNS and
     late_note follow: `score` stays what the code earned, `final_score` is after the late policy."""
     parts = [p for p in PARTS]
-    problems = book.problems()
+    problems, kept = book.problems(), book.not_graded()
     wanted = None if students is None else set(students)
     overrides = book.overrides()
     effective = {s: r for s, r, _ in book.effective_records()} if overrides else {}
@@ -499,10 +506,9 @@ def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, la
                     record = effective[student]
                     score, by_part = record["score"], {p: v["score"] for p, v in record["parts"].items()}
                 problem = problems.get(student, "")
-                ungraded = set()
-                if problem.startswith(NOT_GRADED):  # no score stands, not even 0 (never a lower score)
+                ungraded = set(kept.get(student, ()))
+                if ungraded:  # no score stands, not even 0 (never a lower score): the grader's structured record
                     score = max_score = None
-                    ungraded = {p for p in parts if re.search(rf"\b{p}\b", problem)}
                 row = [text.csv_cell(student), _cell(score), _cell(max_score),
                        *(_cell(None if p in ungraded else by_part.get(p, 0)) for p in parts), text.csv_cell(problem)]
                 if late is not None and student in late:
@@ -557,7 +563,7 @@ def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students:
     but no longer in folder."""
     effective = book.effective_records()
     rows = {student: (float(r.get("score", 0)), float(r.get("max_score", 0))) for student, r, _ in effective}
-    problems = book.problems()
+    problems, kept = book.problems(), book.not_graded()
     present = [s for s in students if s in rows]
     lines = [f"batch: {len(students)} submission(s) in {folder}"]
     if graded:
@@ -573,15 +579,15 @@ def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students:
     if moves:
         lines.append(f"  scores moved ({len(moves)}): " + ", ".join(f"{s} {b:g} -> {a:g}" for s, b, a, _ in moves)
                      + " (regrades.csv)")
-    broken = [(s, problems[s]) for s in present if problems.get(s) and not problems[s].startswith(NOT_GRADED)]
+    broken = [(s, problems[s]) for s in present if problems.get(s) and s not in kept]
     if broken:
         lines.append(f"  not graded, scored 0 ({len(broken)}):")
         lines += [f"    {s}: {text.excerpt(problem, 240)}" for s, problem in broken]
-    overloaded = [(s, problems[s]) for s in present if problems.get(s, "").startswith(NOT_GRADED)]
+    overloaded = [(s, problems.get(s, "")) for s in present if s in kept]
     if overloaded:  # the machine's doing (runner.NOT_GRADED): no score stands, graded again on the next run
         lines.append(f"  not graded, no score ({len(overloaded)}):")
         lines += [f"    {s}: {text.excerpt(problem, 240)}" for s, problem in overloaded]
-    present = [s for s in present if not problems.get(s, "").startswith(NOT_GRADED)]
+    present = [s for s in present if s not in kept]
     if present:
         scores = [rows[s][0] for s in present]
         top = max(rows[s][1] for s in present)

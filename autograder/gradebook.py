@@ -213,6 +213,21 @@ class Gradebook:
         """{student: why the submission could not be graded} for those that have a problem."""
         return dict(self.db.execute("SELECT student, problem FROM submissions WHERE problem != ''"))
 
+    def not_graded(self):
+        """{student: [parts the machine kept from being graded]} for every current grade with any, read
+        from the grader's structured record (results' extra_data.not_graded), never from `problem`,
+        which may quote the student (issue 37.3)."""
+        found = {}
+        for student, results in self.db.execute("SELECT student, results FROM submissions"):
+            try:
+                extra = json.loads(results).get("extra_data") or {}
+            except (ValueError, AttributeError):
+                continue
+            parts = extra.get("not_graded") if isinstance(extra, dict) else None
+            if isinstance(parts, dict) and parts:
+                found[student] = sorted(str(part) for part in parts)
+        return found
+
     def records(self):
         """[(student, results dict, problem)] of every graded submission, sorted by student."""
         return [(s, json.loads(results), problem) for s, results, problem in

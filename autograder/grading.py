@@ -86,7 +86,7 @@ def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list], 
     """Grade the submission at path; parts (names) limits grading to those parts of the rubric.
 
     seed: the run's secret (runner.draw_secret() when None); kept in grade.seed, for instructors only.
-    figures: draw the pictures of failed weight checks (runner.draw_figures); False where nobody sees them.
+    figures: draw the pictures of failed weight checks (runner.take_pictures, before any hidden input); False where nobody sees them.
     environment_check: envcheck.ensure's record for this sandbox (engine.Engine passes it), kept in the grade.
     """
     from autograder.suites import source_reading
@@ -104,6 +104,7 @@ def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list], 
                                          figures=figures)
         for part_name, run in runs.items():
             grade.protections = grade.protections or run.protections
+            grade.tampering += [f"{part_name}: {said}" for said in dict.fromkeys(run.ledger.refused)][:20]
             if run.output:
                 grade.output[part_name] = run.output
             score_part(grade, rubric.parts[part_name], run)

@@ -155,6 +155,13 @@ def shared_engine(rubric_path=None, settings=None):
     global _engine
     if _engine is None:
         from autograder.engine import Engine
+        from autograder.sandbox import container
+        from autograder.sandbox.client import SandboxUnavailable
+        from autograder.settings import from_environment
+
+        refused = container.refuse_many((settings or from_environment()).sandbox.container, "nbgrader's autograde")
+        if refused:
+            raise SandboxUnavailable(refused)
 
         engine = Engine.open(settings, rubric_path)
         atexit.register(engine.close)

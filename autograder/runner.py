@@ -11,7 +11,6 @@ from __future__ import annotations
 import importlib
 import inspect
 import os
-import re
 import time
 import traceback
 from collections.abc import Callable
@@ -26,7 +25,7 @@ from autograder.sandbox import death
 from autograder.sandbox.client import SessionDied
 from autograder.secret import check_seed, draw_secret
 from autograder.student import Student, StudentError, source_attributes
-from autograder.suites import dependencies, expect
+from autograder.suites import dependencies, expect, stand_ins, vocabulary
 
 if TYPE_CHECKING:
     from autograder.rubric import Rubric
@@ -65,6 +64,9 @@ class PartRun:
     timed_out: bool = False     # the part used up its time limit: its later checks are not run
     diagnosis: str = ""         # the cause that explains most of its failed checks (part_diagnosis)
     not_graded: str = ""        # why the part was not graded (NOT_GRADED): it is scored by nobody
+    # what answering its children's stand-in questions cost the grader, and the questions refused because
+    # the child was not given that class (suites/stand_ins.py: the part is charged, the instructor told)
+    ledger: stand_ins.Ledger = field(default_factory=lambda: stand_ins.Ledger())
 
 
 @dataclass
@@ -122,20 +124,28 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
             if checks:
                 turns.append((run, part, checks))
     session = child = None
+    pictures: dict[str, dict | None] | None = None if figures else {}
     for at, (run, part, checks) in enumerate(turns):
+        hidden = any(part.checks[n].visibility == "hidden" for n, _ in checks)
+        if hidden and pictures is None:  # the pictures are taken before any hidden input exists
+            if child is not None:
+                child.close()
+                child = None
+            session, pictures = take_pictures(sandbox, session, context, runs, rubric, fixtures, staged)
         missing = staged.missing(run.part)
-        if missing or run.timed_out or run.not_graded:
+        if missing or run.timed_out or run.not_graded or run.problem == TRESPASS:
             reason = missing or run.not_graded or f"not run: {run.problem}"
             run.problem = run.problem or missing
             run.results += [CheckResult(run.part, n, False, reason, not_graded=bool(run.not_graded)) for n, _ in checks]
             continue
         ahead = {r.part: p.timeout - r.cpu_seconds for r, p, _ in turns[at:] if not r.timed_out}
         limits = Limits(part.timeout - run.cpu_seconds, part.memory_mb, sum(ahead.values()))
-        hidden = any(part.checks[n].visibility == "hidden" for n, _ in checks)
         session, child = run_checks(sandbox, session, child, context, run, checks,
                                     limits, fixtures, last=at == len(turns) - 1, hidden=hidden)
     if child is not None:
         child.close()
+    if pictures is None:  # no hidden turn: the pictures after every check, still before any hidden input
+        session, pictures = take_pictures(sandbox, session, context, runs, rubric, fixtures, staged)
     if session is not None:
         session.close()
     for run in runs.values():
@@ -143,9 +153,27 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
         import_failure.explain(run, staged.folder, visible)  # a module that does not import: one problem
         part_diagnosis(run, {n for n, check in rubric.parts[run.part].checks.items()
                              if getattr(check, "diagnosis", "shown") == "withheld"})
-    if figures:
-        draw_figures(sandbox, staged.folder, key, runs, rubric, fixtures)
+    attach_figures(runs, rubric, pictures)
+    for run in runs.values():
+        charge_trespass(run)
     return runs
+
+
+TRESPASS = ("it asked the grader to compute with the grader's own classes, which the grader had not given "
+            "this part: the part earns no points")
+
+
+def charge_trespass(run: PartRun) -> None:
+    """A part whose child asked about a class the grader had not given it (stand_ins.NotGiven): every
+    check of the part fails with TRESPASS, whatever it answered (it may have passed on the grader's
+    own work); the questions are listed for the instructor (grading: Grade.tampering)."""
+    if not run.ledger.refused:
+        return
+    run.problem = TRESPASS
+    for result in run.results:
+        if not result.not_graded:
+            result.passed, result.message, result.cause, result.figure = False, TRESPASS, "", None
+            result.student_text, result.unexplained = "", False
 
 
 def part_diagnosis(run: PartRun, withheld: set[str] | frozenset[str] = frozenset()) -> None:
@@ -174,41 +202,62 @@ def part_diagnosis(run: PartRun, withheld: set[str] | frozenset[str] = frozenset
 FIGURE_SECONDS = 10  # at most, for all of a submission's pictures: a picture never costs a part its time or points
 
 
-def draw_figures(sandbox: Sandbox, folder: str | Path, key: str | None, runs: dict[str, PartRun], rubric: Rubric,
-                 fixtures: dict) -> None:
-    """After every check: for each part where a check about attention weights failed, the part's probe
-    (suites/figures.py) runs in a fresh session that has seen no hidden input, on the book's example
-    only; its figure goes to the first such failed check (a visible one first; never one whose
-    diagnosis grading.yml withholds). The probes' time,
-    output and any crash count for nothing; together they get FIGURE_SECONDS."""
+def picture_parts(runs: dict[str, PartRun], rubric: Rubric, staged: Staged | None = None) -> list[str]:
+    """The parts a picture may be drawn for: a probe, a check about attention weights whose diagnosis
+    students may read, the module there, no crash or time-out so far."""
     from autograder.suites import figures
 
-    todo = {}
+    found = []
     for name, run in runs.items():
         checks = rubric.parts[name].checks
-        # a check whose diagnosis grading.yml withholds gets no picture: the picture would say it
+        shown = [n for n in figures.FIGURE_CHECKS.get(name, ())
+                 if n in checks and getattr(checks[n], "diagnosis", "shown") != "withheld"]
+        if shown and name in figures.PROBES and not run.problem and not (staged and staged.missing(name)):
+            found.append(name)
+    return found
+
+
+def take_pictures(sandbox: Sandbox, session: Session | None, submission: SubmissionContext,
+                  runs: dict[str, PartRun], rubric: Rubric, fixtures: dict,
+                  staged: Staged | None = None) -> tuple[Session | None, dict[str, dict | None]]:
+    """Each part's probe (suites/figures.py) on the book's example, in a fresh child of the session,
+    BEFORE the grader has sent any hidden input anywhere (issue 37.7: a picture drawn after the hidden
+    checks could carry what they left, in container mode under /tmp for a later session of the same
+    uid) -> (session, {part: figure or None}). A probe that draws nothing (right weights, a crash)
+    gives None. The probes' time, output and any crash count for nothing; together they get
+    FIGURE_SECONDS."""
+    from autograder.suites import figures
+
+    pictures: dict[str, dict | None] = {}
+    names = picture_parts(runs, rubric, staged)
+    if not names:
+        return session, pictures
+    deadline = time.monotonic() + FIGURE_SECONDS
+    for name in names:
+        left = min(deadline - time.monotonic(), rubric.parts[name].timeout)
+        if left < 1:
+            break
+        try:
+            session, child = fresh_child(sandbox, session, submission, Limits(left, rubric.parts[name].memory_mb, left))
+        except Exception:  # noqa: BLE001  (a sandbox that fails now costs the pictures only)
+            break
+        if not child.died:
+            pictures[name] = figures.take(figures.PROBES[name], Student(child), fixtures["book"]())
+        child.close()
+    return session, pictures
+
+
+def attach_figures(runs: dict[str, PartRun], rubric: Rubric, pictures: dict[str, dict | None]) -> None:
+    """Each part's picture (take_pictures) goes to the first failed check about attention weights (a
+    visible one first; never one whose diagnosis grading.yml withholds, nor a part that crashed)."""
+    from autograder.suites import figures
+
+    for name, run in runs.items():
+        checks = rubric.parts[name].checks
         failed = [r for r in run.results if not r.passed and r.name in figures.FIGURE_CHECKS.get(name, ())
                   and getattr(checks[r.name], "diagnosis", "shown") != "withheld"]
-        if failed and name in figures.PROBES and not run.problem:
-            todo[name] = min(failed, key=lambda r: checks[r.name].visibility != "visible")
-    if not todo:
-        return
-    deadline = time.monotonic() + FIGURE_SECONDS
-    try:
-        session = sandbox.session(folder, key)
-    except Exception:  # noqa: BLE001  (the checks are graded: a sandbox that fails now costs the pictures only)
-        return
-    try:
-        for name, result in todo.items():
-            left = min(deadline - time.monotonic(), rubric.parts[name].timeout)
-            if session.died or left < 1:
-                break
-            child = session.part(left, rubric.parts[name].memory_mb)
-            if not child.died:
-                result.figure = figures.take(figures.PROBES[name], Student(child), fixtures["book"]())
-            child.close()
-    finally:
-        session.close()
+        if failed and pictures.get(name) and not run.problem:
+            min(failed, key=lambda r: checks[r.name].visibility != "visible").figure = pictures[name]
 
 
 MACHINE_RETRIES = 2  # fresh children for a part whose child the machine killed, before it is not graded
@@ -268,24 +317,35 @@ def _attempt(sandbox: Sandbox, session: Session | None, child: PartChild | None,
         session, child = fresh_child(sandbox, session, submission, limits)
     child.saw_hidden = child.saw_hidden or hidden
     session, child, student, found = with_dependencies(sandbox, (session, child), submission, run.part, limits)
+    student.charge_to(run.ledger)
+    refused = len(run.ledger.refused)
     run.protections = run.protections or child.protections
     child.saw_hidden = child.saw_hidden or hidden  # a child that replaced one the probe ended, too
     for name, fn in checks:
         if child.died:
-            run.results.append(CheckResult(run.part, name, False, f"not run: the {run.part} process {child.died}"))
+            run.results.append(CheckResult(run.part, name, False, f"not run: the {run.part} process {_ended(child)}"))
             continue
         run.results.append(run_dependent_check(run.part, name, fn, student, fixtures, found))
     run.seconds += time.monotonic() - clock
     run.cpu_seconds += child.spent() if hasattr(child, "spent") else time.monotonic() - clock  # what its limit counts
+    run.cpu_seconds += student.answered_seconds  # the grader's time answering its stand-ins' questions
+    if len(run.ledger.refused) > refused and not run.problem:
+        run.problem = TRESPASS
     end = {**child.close(), "reusable": False} if last or student.substituted else child.finish()
     run.output += end["output"]
     machine = getattr(child, "machine", "")
     if child.died and machine:
         return session, None, child.died, machine == death.PROOF
     if child.died and child.died != "closed" and not run.problem:
-        run.problem = f"the {run.part} process {child.died}"
+        run.problem = f"the {run.part} process {_ended(child)}"
         run.timed_out = "timed out" in child.died
     return session, child if end["reusable"] else None, "", False
+
+
+def _ended(child: PartChild) -> str:
+    """How the child ended, as a student may read it: after a hidden input the fixed phrase of
+    vocabulary.death (its flags, never its numbers), else the client's words."""
+    return vocabulary.death(child) if child.saw_hidden else child.died
 
 
 def fresh_child(sandbox: Sandbox, session: Session | None, submission: SubmissionContext,
@@ -365,16 +425,16 @@ def run_part(sandbox: Sandbox, submission: str, part: str, checks: list[tuple[st
 
 
 def run_check(part: str, name: str, fn: Callable, student: Student, fixtures: dict) -> CheckResult:
-    result = _run_check(part, name, fn, student, fixtures)
+    hidden = bool(getattr(student, "saw_hidden", False))
+    result = _run_check(part, name, fn, student, fixtures, hidden)
+    # a reordered constructor: its parameter names are read from the source by the grader, before any input
     if not result.passed and not result.not_graded and getattr(student, "reordered", None) and student.reordered():
-        result = with_keywords(part, name, fn, student, fixtures, result)
-    if getattr(student, "saw_hidden", False) and result.message:
-        result.message = grader_numbers_only(result.message, fn)
+        result = with_keywords(part, name, fn, student, fixtures, result, hidden)
     return result
 
 
 def with_keywords(part: str, name: str, fn: Callable, student: Student, fixtures: dict,
-                  result: CheckResult) -> CheckResult:
+                  result: CheckResult, hidden: bool = False) -> CheckResult:
     """A failed check on a submission whose class takes the contract's parameter names in another order
     (read from its source; the positional call raised, or built something else): run again calling those
     classes with keywords, so that the rest of the class is still diagnosed. The order is still the
@@ -383,7 +443,7 @@ def with_keywords(part: str, name: str, fn: Callable, student: Student, fixtures
     its cause is the next mistake the keywords reach, and it says both."""
     student.keywords = True
     try:
-        again = _run_check(part, name, fn, student, fixtures)
+        again = _run_check(part, name, fn, student, fixtures, hidden)
     except SessionDied:
         return result
     finally:
@@ -401,46 +461,42 @@ def with_keywords(part: str, name: str, fn: Callable, student: Student, fixtures
                        unexplained=again.unexplained, figure=again.figure, raised=True)
 
 
-_NUMBER = re.compile(r"(?<![\w.])\d+(?:,\d{3})*(?:\.\d+)?(?:[eE][+-]?\d+)?(?![\w.]*\d)")
-# numbers that are part of a name or of a formula, never a value: the same whatever the child does
-_NAMES = re.compile(r"\bGPT-2\b|\b(?:Exercise|exercise|section|Section|Figure|figure|Listing) \d+(?:\.\d+)*"
-                    r"|\b1/sqrt\(|\*\* ?0\.5\b|\[-?\d\]|\b(?:dim|axis|diagonal)=-?\d\b")
-
-
-def grader_numbers_only(message: str, fn: Callable | None = None) -> str:
-    """A message about a child that has seen a hidden input, with every number replaced by '#' (but
-    for the few that are part of a name or a formula: GPT-2, Exercise 3.2, 1/sqrt(d_k), d_k ** 0.5,
-    keys.shape[-1], dim=-1). Masking by value would
-    let the child pick which of the grader's own numbers appears (12, 768 or 7 heads): after a
-    hidden input no number of a message depends on what the child answered, whatever it is."""
-    names = _NAMES.findall(message)
-    masked = _NUMBER.sub("#", _NAMES.sub("\0", message))
-    for name in names:
-        masked = masked.replace("\0", name, 1)
-    return masked
-
-
-def _run_check(part, name, fn, student, fixtures):
+def _run_check(part, name, fn, student, fixtures, hidden=False):
+    """One check -> CheckResult. hidden: the child has seen a hidden input, so what a student reads of
+    it comes from the fixed vocabulary (suites/vocabulary.py), chosen by the grader; the formatted
+    message goes to the instructor's detail."""
     try:
         kwargs = {p: student if p == "student" else _fixture(fixtures, p, part, name)
                   for p in inspect.signature(fn).parameters}
         fn(**kwargs)
         return CheckResult(part, name, True)
     except expect.Note as e:  # passed, with something to tell the student
-        return CheckResult(part, name, True, str(e))
+        return CheckResult(part, name, True, vocabulary.note_after_hidden(str(e)) if hidden else str(e))
     except AssertionError as e:
-        return CheckResult(part, name, False, str(e) or "check failed", detail=str(getattr(e, "detail", "")),
-                           student_text=str(getattr(e, "student_text", "")), cause=str(getattr(e, "cause", "")),
-                           unexplained=getattr(e, "unexplained", False) is True)
+        message, detail = str(e) or "check failed", str(getattr(e, "detail", ""))
+        cause, unexplained = str(getattr(e, "cause", "")), getattr(e, "unexplained", False) is True
+        if hidden:
+            detail = "; ".join(filter(None, (message, detail)))
+            message, cause = vocabulary.after_hidden(e)
+        return CheckResult(part, name, False, message, detail=detail,
+                           student_text=str(getattr(e, "student_text", "")), cause=cause, unexplained=unexplained)
     except StudentError as e:
+        if hidden:
+            said = vocabulary.NOT_IMPLEMENTED if e.not_implemented else vocabulary.RAISED
+            return CheckResult(part, name, False, said, detail=e.explain(), student_text=e.student_text(), raised=True)
         return CheckResult(part, name, False, e.explain(), student_text=e.student_text(), raised=True)
     except SessionDied as e:
+        if hidden:
+            return CheckResult(part, name, False, f"the {part} process {vocabulary.death(student.session)}",
+                               detail=f"the {part} process {e}")
         return CheckResult(part, name, False, f"the {part} process {e}")
     except Exception as e:  # a bug in the check itself: fail loudly, never silently pass
         where = traceback.extract_tb(e.__traceback__)[-1]
-        return CheckResult(part, name, False,
-                           f"grader error in check {name} ({type(e).__name__}: {e}; "
-                           f"{os.path.basename(where.filename)}:{where.lineno})")  # no grader paths in messages
+        said = (f"grader error in check {name} ({type(e).__name__}: {e}; "
+                f"{os.path.basename(where.filename)}:{where.lineno})")  # no grader paths in messages
+        if hidden:  # its text may hold what the child answered: the instructor's
+            return CheckResult(part, name, False, f"grader error in check {name}", detail=said)
+        return CheckResult(part, name, False, said)
 
 
 def _fixture(fixtures, parameter, part, name):

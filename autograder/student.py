@@ -56,6 +56,9 @@ class StudentError(Exception):
         place = f" (in {file})" if file in CHAPTER_FILES and not self.after_hidden else ""
         if self.not_implemented:  # the stubs say "<module>.<qualname>: <hint>"; only a stub's name is quoted
             name = self.message.split(":", 1)[0]  # one of the stubs' own names (HINTS), never another
+            # after a hidden input which stub raised is the child's choice (1 of 25): no name then (issue 37.6)
+            if self.after_hidden:
+                return "not implemented yet"
             # the stub's name says where (module.function): no file besides it, so that a visible check and a
             # hidden one say the same of one unfinished function (one item, not two: issue 34 item 7)
             return f"not implemented yet: {name}" if name in HINTS else f"not implemented yet{place}"
@@ -111,6 +114,20 @@ class Student:
         self.call_limit = None  # seconds one remote call may take (None: the part's limit)
         self.substituted = False  # the child holds the grader's own code for another part: never reused
         self._sources = None
+        # the grader's classes this child was given stand-ins for: the only ones whose questions are
+        # answered (suites/stand_ins.allowed); the part's costs of answering (the runner may share one
+        # Ledger between a part's children, so the part's bounds hold over all of them)
+        self.given: frozenset = frozenset()
+        self.ledger, self.ledger_base = stand_ins.Ledger(), 0.0
+
+    def charge_to(self, ledger):
+        """Answer this child's questions on the part's Ledger (its seconds from now count in this child)."""
+        self.ledger, self.ledger_base = ledger, ledger.seconds
+
+    @property
+    def answered_seconds(self):
+        """The grader's CPU time answering this child's questions since charge_to."""
+        return self.ledger.seconds - self.ledger_base
 
     @property
     def saw_hidden(self):
@@ -172,21 +189,36 @@ class Student:
 
     def _exchange(self, header, buffers):
         """One request and its reply; on the way, every question a stand-in of the grader's classes
-        asks from inside the child (inside/stand_in.py) is answered here, in the grader's process,
-        within the same call's time."""
-        limit, start = self.call_limit, self.session.spent() if self.call_limit is not None else 0.0
-        reply, payload = self.session.call(header, buffers, limit)
+        asks from inside the child (inside/stand_in.py) is answered here, in the grader's process, when
+        this child was given that class (self.given), and charged to the part: the grader's CPU time
+        answering counts against the call's and the part's time (_left), as the child's own would."""
+        start = (self.session.spent(), self.ledger.seconds)
+        reply, payload = self.session.call(header, buffers, self._left(start))
         while "stand_in" in reply:
-            if limit is not None:
-                limit = max(0.0, self.call_limit - (self.session.spent() - start))
-            reply, payload = self.session.call(*stand_in_answer(reply, payload), limit)
+            answer = stand_in_answer(reply, payload, self.given, self.ledger, getattr(self.session, "memory_mb", None))
+            reply, payload = self.session.call(*answer, self._left(start))
         return reply, payload
+
+    def _left(self, start):
+        """Seconds of CPU time the child may still use in this call (None: the part's limit, which the
+        child's own clock enforces): the call's limit and the part's, less what the grader spent
+        answering this part's questions."""
+        spent, answered = start
+        left = None
+        if self.call_limit is not None:
+            left = self.call_limit - (self.session.spent() - spent) - (self.ledger.seconds - answered)
+        timeout = getattr(self.session, "timeout", None)
+        if self.answered_seconds and isinstance(timeout, (int, float)):
+            part = timeout - self.session.spent() - self.answered_seconds
+            left = part if left is None else min(left, part)
+        return None if left is None else max(0.0, left)
 
     def substitute(self, modules):
         """From now on the child imports the grader's own classes (stand-ins computed here, from the
         reference solutions: suites/stand_ins.py) for each module named, in place of the student's;
         () gives the student's back."""
         self.substituted = self.substituted or bool(modules)
+        self.given = stand_ins.allowed(modules)
         return self.request("substitute", {}, extra={"stand_ins": stand_ins.substitutes(modules)})
 
     def import_module(self, name):
@@ -205,13 +237,16 @@ class Student:
         return answer.get("result"), [Call(c) for c in answer.get("calls", ())]
 
 
-def stand_in_answer(reply, payload):
+def stand_in_answer(reply, payload, given=frozenset(), ledger=None, memory_mb=None):
     """The grader's answer to a stand-in's question (a reply {"stand_in": ...}) -> the request that
-    carries it back: plain tensors and numbers, or the refusal the child raises."""
+    carries it back: plain tensors and numbers, or the refusal the child raises. given: the classes
+    this child was given (nothing is answered for any other: stand_ins.NotGiven, kept in ledger);
+    ledger, memory_mb: the part's costs and memory limit (stand_ins.answer)."""
     try:
         asked = protocol.decode(reply["stand_in"], payload)
         tensors = asked.get("tensors", []) if isinstance(asked, dict) else []
-        found, tensors = stand_ins.answer(asked.get("question") if isinstance(asked, dict) else None, tensors)
+        found, tensors = stand_ins.answer(asked.get("question") if isinstance(asked, dict) else None, tensors,
+                                          given, ledger, memory_mb)
     except Exception as exc:  # the question is the child's data; the solution's own error goes back to it
         return {"op": "stand_in_answer", "error": stand_ins.error(exc)}, []
     structure, buffers = protocol.encode({**found, "tensors": tensors})

@@ -6,7 +6,9 @@ of bounded length: no escape sequences or control characters (shown as visible e
 `\\x1b`), no invisible format characters (Unicode category Cf: zero-width characters, bidirectional
 controls, the tag characters U+E0000..U+E007F; removed), no code point Unicode calls
 Default_Ignorable (variation selectors, the Hangul fillers, the Mongolian vowel separator, combining
-grapheme joiner, ...: drawn as nothing, so also removed), no lone surrogates, newlines only where the
+grapheme joiner, ...: drawn as nothing, so also removed), no blank letters (the Braille pattern blank
+U+2800, the musical null notehead: `BLANK`, removed), no space but the plain one (the other space
+separators become ' '), no lone surrogates, newlines only where the
 caller allows them. Each report still escapes it for its own format (Markdown, HTML, XML, the GitHub
 job log); this module only makes it inert. csv_cell makes a cell no spreadsheet reads as a formula.
 """
@@ -29,7 +31,12 @@ DEFAULT_IGNORABLE = ((0x00AD, 0x00AD), (0x034F, 0x034F), (0x061C, 0x061C), (0x11
                      (0x180B, 0x180F), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164),
                      (0xFE00, 0xFE0F), (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8), (0x1BCA0, 0x1BCA3),
                      (0x1D173, 0x1D17A), (0xE0000, 0xE0FFF))
-_IGNORABLE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in DEFAULT_IGNORABLE) + "]")
+# letters and symbols outside Default_Ignorable that fonts draw as an empty cell (issue 37.7): the
+# Braille pattern blank U+2800 and the musical null notehead U+1D159; dropped like the ignorable ones
+BLANK = ((0x2800, 0x2800), (0x1D159, 0x1D159))
+_IGNORABLE = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in DEFAULT_IGNORABLE + BLANK) + "]")
+# the other space separators (no-break, ideographic, en/em, ...: category Zs) become one plain space
+_SPACES = re.compile("[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
 
 
 def _visible(match):
@@ -60,6 +67,7 @@ def clean(value, limit=MESSAGE, newlines=False):
     if not newlines:
         value = re.sub(r"\n+", " | ", value)
     value = _IGNORABLE.sub("", value)  # drawn as nothing: dropped
+    value = _SPACES.sub(" ", value)
     value = "".join(_kept(c) for c in value)  # format characters dropped, private use replaced
     value = _UNSAFE.sub(_visible, value)
     if len(value) > limit:

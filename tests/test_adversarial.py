@@ -338,7 +338,9 @@ def test_os_exit_in_a_method(engine, tmp_path):
     assert "exited with status 7" in part["problem"]
     failed = [c for c in part_checks(grade, "causal") if not c.passed]
     assert all("exited with status 7" in c.message for c in failed if c.visibility == "visible")
-    assert all("exited before returning" in c.message for c in failed if c.visibility == "hidden")
+    from autograder.suites import vocabulary  # after a hidden input: the grader's fixed phrase (issue 37.6)
+
+    assert all(vocabulary.ENDED in c.message for c in failed if c.visibility == "hidden")
     assert any(c.visibility == "hidden" for c in failed)
     assert_others_keep_full_marks(grade, "causal")
 
@@ -1027,7 +1029,10 @@ def test_hidden_diagnoses_carry_no_exit_status_or_signal(engine, tmp_path):
     hidden, shown = _shown_of_hidden(grade, "simple_attention")
     for said in shown + [c.message for c in hidden]:
         assert not re.search(r"status \d|signal [A-Z0-9]|number \d", said), said
-    assert any("exited before returning" in c.message or "killed by a signal" in c.message for c in hidden)
+    # after a hidden input how it ended is one fixed phrase of the grader's (suites/vocabulary.py)
+    from autograder.suites import vocabulary
+
+    assert any(vocabulary.ENDED in c.message for c in hidden), [c.message for c in hidden]
     assert_others_keep_full_marks(grade, "simple_attention")
 
 

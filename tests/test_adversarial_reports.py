@@ -154,20 +154,21 @@ def test_tag_characters_reach_no_report(engine, tmp_path):
 
 def test_invisible_letters_reach_no_report(engine, tmp_path):
     """Round 4, class 5: variation selectors (70 bytes spelled one per selector) and invisible filler
-    letters, none of category Cf, in exception text, printed output and a class name. No code point
-    of Unicode's Default_Ignorable_Code_Point reaches report.md, results.json, junit.xml or any other
-    report; the visible words around them do."""
+    letters, none of category Cf, and the Braille pattern blank (round 5), in exception text, printed
+    output and a class name. No code point of Unicode's Default_Ignorable_Code_Point nor a blank letter
+    reaches report.md, results.json, junit.xml or any other report; the visible words around them do."""
     from autograder import text
 
     grade = grade_case(engine, tmp_path, "report_invisible_letters", "simple_attention")
     assert_the_real_score(grade)
     said = assert_no_report_is_forged(grade)
     assert any("FILLED" in line for line in visible_own_text(said))
-    ignorable = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in text.DEFAULT_IGNORABLE) + "]")
+    ignorable = re.compile("[" + "".join(f"{chr(a)}-{chr(b)}" for a, b in text.DEFAULT_IGNORABLE + text.BLANK) + "]")
+    assert ignorable.search("\u2800")
     for channel, written in said.items():
         assert not ignorable.search(written), channel
     every = json.dumps([c.message + c.student_text for c in grade.checks], ensure_ascii=False)
-    assert "FILLED" in every and "hangulhalfchoseongjungcgjmvs" in every
+    assert "FILLED" in every and "hangulhalfchoseongjungcgjmvsbraillenote" in every
     assert not ignorable.search(every + json.dumps(grade.output, ensure_ascii=False))
 
 

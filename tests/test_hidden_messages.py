@@ -1,46 +1,182 @@
-"""Round 3 class 3 and round 4 class 3, at the runner: once a child has seen a hidden input, every
-number of a check's message becomes '#' (a width, a count of parameters, num_heads=..., how far off
-an output is; and the grader's own numbers too, since which of them appears could be the child's
-choice: 12, 768 or 7 heads), but for numbers that are part of a name (GPT-2, Exercise 3.2).
-Before any hidden input the message is left as it is."""
-from autograder import runner
-from autograder.suites import expect, test_exercises
+"""Issue 37.6: after a hidden input a student reads the grader's fixed vocabulary (suites/vocabulary.py),
+chosen by the grader: a cause its comparison matched, a kind of failure its helpers saw, the longest
+string written in the suite line that raised, or a fixed phrase for how the child ended. Nothing the
+child chose (a stub's name, a dtype, a type name, a number of its output) reaches it, so nothing is
+masked and the grader's own advice keeps its numbers. The instructor keeps the formatted message in
+the detail. Before any hidden input the message is the check's own."""
+import json
+import shutil
+
+import pytest
+import torch
+
+from autograder import grading, reports, runner
+from autograder.student import StudentError
+from autograder.suites import expect, helpers, misconceptions, test_causal, vocabulary
 
 
 class FakeStudent:
     def __init__(self, saw_hidden):
         self.saw_hidden = saw_hidden
+        self.session = type("Child", (), {"idle_out": False, "cpu_out": False})()
 
 
-def built_with_heads(student):
-    expect.fail("gpt2_small_attention() is built with num_heads=73519: GPT-2 small has 12 heads of head_dim 64 "
-                "(off by up to 0.03125, tolerance 1e-4)")
+class Masks:
+    """student.module("causal"): a causal_mask that returns the dtype the test picked."""
+
+    def __init__(self, dtype):
+        self.causal_mask = lambda n: torch.zeros(n, n, dtype=dtype)
 
 
-built_with_heads.__module__ = test_exercises.__name__  # judged as a check of that suite
+def mask_check(dtype, hidden):
+    student = FakeStudent(hidden)
+    student.module = lambda name: Masks(dtype)
+    return runner.run_check("causal", "causal_mask_marks_the_future", test_causal.test_causal_mask_marks_the_future,
+                            student, {})
 
 
-def test_a_number_the_child_could_pick_is_masked_after_a_hidden_input():
-    hidden = runner.run_check("exercises", "x", built_with_heads, FakeStudent(True), {})
-    assert hidden.message == ("gpt2_small_attention() is built with num_heads=#: GPT-2 small has # heads of "
-                              "head_dim # (off by up to #, tolerance #)")
-    visible = runner.run_check("exercises", "x", built_with_heads, FakeStudent(False), {})
-    assert "num_heads=73519" in visible.message and "0.03125" in visible.message
+def test_a_formatted_message_becomes_the_suite_s_own_words_after_a_hidden_input():
+    """causal_mask's check formats the dtype the child returned; after a hidden input the student reads
+    the raising line as written instead ("..." for each value it formats in), the formatted message is
+    the instructor's."""
+    hidden = mask_check(torch.int16, True)
+    assert hidden.message == "causal_mask(...) should be a bool tensor, got ..."
+    assert "torch.int16" in hidden.detail and "#" not in hidden.message
+    assert "got torch.int16" in mask_check(torch.int16, False).message  # before a hidden input: as formatted
 
 
-def choose_a_suite_number(student):
-    """The child's answer decides which of the suite's own numbers the message would show."""
-    expect.fail(f"gpt2_small_attention() is built with num_heads={student.picked}")
+def test_which_dtype_the_child_returns_changes_nothing_a_student_reads():
+    assert len({mask_check(dtype, True).message for dtype in (torch.int16, torch.int32, torch.uint8, torch.float64)}) == 1
+    assert len({mask_check(dtype, False).message for dtype in (torch.int16, torch.int32)}) == 2
 
 
-choose_a_suite_number.__module__ = test_exercises.__name__
+def test_a_check_outside_the_suites_says_the_generic_words():
+    """Only strings written in the grader's suites are the vocabulary: a check raised elsewhere (here,
+    this test file) says GENERIC."""
+    def elsewhere(student):
+        expect.fail(f"a message written outside the suites, with {student.saw_hidden}")
+    assert runner.run_check("causal", "x", elsewhere, FakeStudent(True), {}).message == vocabulary.GENERIC
 
 
-def test_which_of_the_grader_s_numbers_appears_is_not_the_child_s_choice():
-    messages = set()
-    for picked in (12, 768, 7):
+def stub_raises(student):
+    raise StudentError("NotImplementedError", f"{student.picked}: a hint", "causal.py, line 3", True,
+                       after_hidden=student.saw_hidden)
+
+
+def returns_dtype(student):
+    expect.as_tensor(student.picked, "causal_mask(5)")
+
+
+def nan_with_hint(student):
+    misconceptions.judge(torch.full((2, 2), float("nan")), torch.zeros(2, 2), "weights",
+                         hint="the scores are not scaled: divide them by sqrt(d_k) (d_k = the keys' dimension) "
+                              "before the softmax")
+
+
+def transposed_heads(student):
+    state = helpers.drawn_linears(1, helpers.qkv_layers(4, 4, False) + [("out_proj", 4, 4, True)])
+    x = torch.rand(1, 3, 4, generator=torch.Generator().manual_seed(1))
+    mistakes = misconceptions.multi_head_mistakes(x, state, 2)
+    wrong = next(out for out, why in mistakes if ".transpose(1, 2) to" in why)
+    misconceptions.judge(wrong, misconceptions.multi_head(x, state, 2), "mha", mistakes)
+
+
+def dropout_nan(student):
+    helpers.dropout_verdict(torch.full((1, 3, 3), float("nan")), torch.zeros(1, 3, 3), 0.5, "CausalAttention")
+
+
+@pytest.mark.parametrize("check, pairs, want", [
+    (stub_raises, ("causal.causal_mask", "mha.MultiHeadAttention.forward"), vocabulary.NOT_IMPLEMENTED),
+    (returns_dtype, (torch.zeros(2, dtype=torch.int16).numpy().tolist(), "a string"), vocabulary.KINDS["type"]),
+])
+def test_names_the_child_chose_never_reach_the_message(check, pairs, want):
+    """Which stub name it raises, which type it returns: the same words for the student."""
+    said = set()
+    for picked in pairs:
         student = FakeStudent(True)
         student.picked = picked
-        messages.add(runner.run_check("exercises", "x", choose_a_suite_number, student, {}).message)
-    assert messages == {"gpt2_small_attention() is built with num_heads=#"}
-    assert runner.grader_numbers_only("Exercise 3.2 asks for GPT-2's 12 heads") == "Exercise 3.2 asks for GPT-2's # heads"
+        said.add(runner.run_check("causal", "x", check, student, {}).message)
+    assert said == {want}
+
+
+def test_the_grader_s_advice_keeps_its_numbers():
+    """"-inf times 0 is NaN", ".transpose(1, 2)", "dropout=0.5"-like advice is read as written: a kind's
+    words with a hint written in the suites, a cause the comparison matched, a raising line's words."""
+    nan = runner.run_check("causal", "x", nan_with_hint, FakeStudent(True), {}).message
+    assert "-inf times 0" in nan and "sqrt(d_k)" in nan and "#" not in nan
+    heads = runner.run_check("mha", "x", transposed_heads, FakeStudent(True), {})
+    assert ".transpose(1, 2) to (b, num_heads, num_tokens, head_dim)" in heads.message and heads.cause == heads.message
+    dropout = runner.run_check("causal", "x", dropout_nan, FakeStudent(True), {}).message
+    assert dropout.startswith("... in training mode contains NaN") and "(-inf times 0 is NaN)" in dropout
+    assert "-inf times 0" in vocabulary.KINDS["nan"]
+    idle = FakeStudent(True)
+    idle.session.idle_out = True
+    assert "more than 2 s after an input only the grader knows" in vocabulary.death(idle.session)
+
+
+# ---------------------------------------------------------------- the real engine, two seeds
+
+CHOOSER = '''"""Round 5, class 6: after a hidden input the child picks a stub name and a dtype from what it sees."""
+import torch
+
+NAMES = ["causal.causal_mask", "mha.MultiHeadAttention.forward", "simple_attention.softmax_naive",
+         "self_attention_v1.SelfAttention_v1.forward", "exercises.gpt2_small_attention"]
+DTYPES = [torch.int16, torch.int32, torch.int8, torch.uint8, torch.int64]
+
+
+def _pick(x, options):
+    return options[int(torch.as_tensor(x).double().abs().sum().item() * 1e4) % len(options)]
+
+
+def softmax_naive(x):
+    return torch.zeros(x.shape, dtype=_pick(x, DTYPES))
+
+
+def attention_scores(inputs):
+    raise NotImplementedError(_pick(inputs, NAMES) + ": a hint")
+
+
+attention_weights = softmax_naive
+
+
+def context_vector(inputs, query_index):
+    raise NotImplementedError(_pick(inputs, NAMES) + ": a hint")
+
+
+def context_vectors(inputs):
+    raise NotImplementedError(_pick(inputs, NAMES) + ": a hint")
+'''
+
+
+def test_two_seeds_give_byte_identical_student_reports(engine, tmp_path):
+    """The same child (it picks a stub name and a dtype from each input) graded with two secrets: the
+    instructor's detail shows different picks, every student channel is byte for byte the same."""
+    rubric, suites, sandbox = engine
+    folder = tmp_path / "sub"
+    shutil.copytree(grading.chapter.current().solutions, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    (folder / "simple_attention.py").write_text(CHOOSER)
+    said, details = [], []
+    for secret in (11, 12):
+        grade = grading.grade_submission(folder, rubric, suites, sandbox, parts=["simple_attention"],
+                                         fixtures=runner.default_fixtures(secret), figures=False)
+        grade.seed = None
+        said.append([reports.markdown(grade), reports.dumps(reports.student_results(grade)),
+                     json.dumps(reports.gradescope_results(grade), sort_keys=True), reports.feedback("s", reports.results_json(grade))])
+        details.append(" ".join(c.detail for c in grade.checks if c.visibility != "visible"))
+        hidden = [c for c in grade.checks if c.visibility != "visible" and not c.passed]
+        assert hidden and all("#" not in c.message for c in hidden)
+        assert not any(name in c.message for c in hidden for name in ("int16", "int32", "int8", "uint8", "int64",
+                                                                        "causal.causal_mask", "mha."))
+    assert details[0] != details[1]  # the child did pick differently
+    for first, second in zip(*said):
+        assert first == second
+
+
+def test_a_message_a_helper_built_is_said_as_the_suites_wrote_it():
+    """A message a helper returned and a check raised (its own line has no words) is recognised as the
+    suites' template it fits, with "..." for the values; text that fits no template says nothing."""
+    said = vocabulary.recognised("MultiHeadAttention: its forward issues more matrix multiplications with 4 heads "
+                                 "than with 2 (one matmul per head): " + test_causal.efficiency.LOOP_HINT)
+    assert said.startswith("its forward issues more matrix multiplications with ... heads than with ...")
+    assert said.endswith("one for their context vectors, as in 3.6.2")
+    assert vocabulary.recognised("int16 chosen by the child, 73519") == ""

@@ -105,9 +105,9 @@ def test_the_batch_writes_no_score_for_a_part_not_graded(tmp_path):
     from autograder.gradebook import Gradebook
 
     book = Gradebook(tmp_path / "gradebook.db")
-    results = {"score": 90, "max_score": 100, "tests": [],
-               "parts": {"simple_attention": {"score": 0, "max_score": 10}, "causal": {"score": 22, "max_score": 22}}}
     problem = "not graded: the machine was overloaded (parts: simple_attention): graded again on the next run"
+    results = {"score": 90, "max_score": 100, "tests": [], "extra_data": {"not_graded": {"simple_attention": problem}},
+               "parts": {"simple_attention": {"score": 0, "max_score": 10}, "causal": {"score": 22, "max_score": 22}}}
     book.record("ann", batch.RETRY + "x", results, problem)
     batch.write_csv(book, tmp_path / "grades.csv")
     row = (tmp_path / "grades.csv").read_text().splitlines()[1].split(",")
@@ -119,7 +119,7 @@ def test_the_batch_writes_no_score_for_a_part_not_graded(tmp_path):
     assert "not graded, no score (1):" in said and "scored 0" not in said
     from autograder.reports import class_report
 
-    page = class_report.class_report([("ann", results, problem), ("bob", {**results, "score": 50}, "")])
+    page = class_report.class_report([("ann", results, problem), ("bob", {**results, "score": 50, "extra_data": {}}, "")])
     assert "not graded: the machine was overloaded</td>" in page and "2 submission(s)" not in page
     assert "1 submission(s); mean 50.0" in page  # ann's numbers count for nothing: no score stands
     book.close()

@@ -12,13 +12,15 @@ full marks.
 """
 import inspect
 import os
+import shutil
 import threading
+import types
 
 import pytest
 import torch
 from part_edits import failed, grade, scores, submission
 
-from autograder import PACKAGE_DIR, selftest
+from autograder import PACKAGE_DIR, runner, selftest
 from autograder.inside import protocol
 from autograder.inside import stand_in
 from autograder.student import stand_in_answer
@@ -42,7 +44,7 @@ def channel():
                 reply, payload = protocol.receive(replies_r)
             except protocol.ProtocolError:
                 return
-            protocol.send(requests_w, *stand_in_answer(reply, payload))
+            protocol.send(requests_w, *stand_in_answer(reply, payload, GIVEN, LEDGER))
 
     thread = threading.Thread(target=grader, daemon=True)
     thread.start()
@@ -53,6 +55,10 @@ def channel():
         os.close(fd)
     stand_in.CHANNEL.clear()
     stand_in.CHANNEL.update(saved)
+
+
+GIVEN = stand_ins.allowed(stand_ins.MODULES)  # what a child given every stand-in may ask about
+LEDGER = stand_ins.Ledger()
 
 
 def stand_in_classes():
@@ -207,3 +213,98 @@ def test_student_code_finds_nothing_of_the_grader_s_code_behind_a_stand_in(engin
     behind = [line for line in printed if "stand-in=True" in line]
     assert behind and all(line.endswith("found=nothing") for line in behind), printed
     assert scores(result)["mha"] == 22 and scores(result)["causal"] < 22, failed(result, "mha")
+
+
+# ---------------------------------------------------------------- issue 37.2: who may ask, and what it costs
+
+def test_a_child_is_answered_only_about_the_classes_it_was_given():
+    """A child given causal's stand-ins is answered about CausalAttention (and nothing else): a question
+    about mha's classes, or one no child was given, is refused as NotGiven and kept in the ledger."""
+    given, ledger = stand_ins.allowed(["causal"]), stand_ins.Ledger()
+    assert given == {("causal", "CausalAttention")}
+    assert ("causal", "CausalAttention") in stand_ins.allowed(["mha"])  # the wrapper's heads are the grader's
+    state = torch.get_rng_state()
+    question = {"do": "construct", "where": ["causal", "CausalAttention"], "arguments": [3, 4, 6, 0.0, False]}
+    answer, tensors = stand_ins.answer(question, [state], given, ledger)
+    assert "tree" in answer and len(tensors) > 1 and ledger.refused == []
+    for where in (["mha", "MultiHeadAttention"], ["self_attention_v1", "SelfAttention_v1"]):
+        with pytest.raises(stand_ins.NotGiven):
+            stand_ins.answer({**question, "where": where}, [state], given, ledger)
+        with pytest.raises(stand_ins.NotGiven):  # a child given nothing: nothing is answered
+            stand_ins.answer({**question, "where": where}, [state])
+    assert len(ledger.refused) == 2 and "mha.MultiHeadAttention" in ledger.refused[0]
+
+
+def _forward(module, name, arguments, x):
+    """A forward question about the grader's class with its own layout's tensors, as a child asks it."""
+    built = getattr(stand_ins.solutions()[module], name)(*arguments)
+    names = [n for n, _ in built.named_parameters()] + [n for n, _ in built.named_buffers()]
+    state = [t.detach() for _, t in built.named_parameters()] + list(built.buffers())
+    return {"do": "forward", "where": [module, name], "arguments": list(arguments), "names": names,
+            "training": [], "seed": 0, "inputs": 1}, state + [x]
+
+
+def test_the_work_of_a_question_and_of_a_part_is_bounded_before_it_runs():
+    """Shapes within the old bounds, but a forward of ~30 GFLOP: refused before any arithmetic (the meta
+    device counts it), its CPU time a small part of what the forward would take. Small questions are
+    answered and counted (FLOPs and the grader's seconds) in the part's ledger, until the part's total is
+    spent; memory past the part's limit is refused too."""
+    given, ledger = stand_ins.allowed(["mha"]), stand_ins.Ledger()
+    question, tensors = _forward("mha", "MultiHeadAttention", (64, 64, 4096, 0.0, 1), torch.zeros(8, 4096, 64))
+    clock = os.times()
+    with pytest.raises(stand_ins.Refused, match="small forward"):
+        stand_ins.answer(question, tensors, given, ledger)
+    assert os.times().user - clock.user < 5  # the real forward would take minutes of CPU here
+    assert ledger.flops == 0
+    small, small_tensors = _forward("mha", "MultiHeadAttention", (3, 4, 6, 0.0, 2), torch.rand(2, 5, 3))
+    _, out = stand_ins.answer(small, small_tensors, given, ledger)
+    assert out[0].shape == (2, 5, 4) and ledger.flops > 0 and ledger.seconds > 0
+    ledger.flops = stand_ins.MAX_PART_FLOPS  # the part has asked for all it may
+    with pytest.raises(stand_ins.Refused, match="all the work"):
+        stand_ins.answer(small, small_tensors, given, ledger)
+    middle, middle_tensors = _forward("mha", "MultiHeadAttention", (64, 64, 512, 0.0, 1), torch.zeros(2, 512, 64))
+    with pytest.raises(stand_ins.Refused, match="memory"):  # a part whose memory limit is 1 MiB
+        stand_ins.answer(middle, middle_tensors, given, stand_ins.Ledger(), memory_mb=1)
+    state = torch.get_rng_state()
+    big = {"do": "construct", "where": ["mha", "MultiHeadAttention"], "arguments": [1024, 1024, 8, 0.0, 1]}
+    with pytest.raises(stand_ins.Refused, match="memory"):
+        stand_ins.answer(big, [state], given, stand_ins.Ledger(), memory_mb=1)
+
+
+def test_the_grader_s_answering_time_counts_against_the_part():
+    """student.Student._left: the seconds the grader spent answering this child's questions are taken
+    from the call's limit and from the part's (the child's own clock counts only the child)."""
+    from autograder.student import Student
+
+    child = types.SimpleNamespace(spent=lambda: 1.0, timeout=3.0, memory_mb=512)
+    student = Student(child)
+    ledger = stand_ins.Ledger(seconds=5.0)
+    student.charge_to(ledger)
+    assert student._left((0.5, 5.0)) is None  # nothing answered yet: the child's own limit applies
+    ledger.seconds = 6.5  # 1.5 s answering this child's questions
+    assert student._left((0.5, 5.0)) == pytest.approx(3.0 - 1.0 - 1.5)
+    student.call_limit = 1.0
+    assert student._left((0.5, 5.0)) == 0.0  # the call's own second is spent: 0.5 s by the child, 1.5 s answering
+
+
+def _stand_in_line(module, name):
+    """One line that makes `name` the grader's stand-in class, taken from the child's own modules."""
+    return (f'\n{name} = __import__("sys").modules["autograder.inside.stand_in"].stand_in_class('
+            f'"{module}", "{name}", {stand_ins.classes(module)[name]!r})\n')
+
+
+def test_the_stubs_naming_the_grader_s_classes_score_what_the_stubs_score(engine, tmp_path):
+    """Issue 37.2's attack: the released stubs, each class replaced by one line naming the grader's
+    stand-in class (which the child's modules hold), asking the grader to compute everything. Nothing
+    is answered: they score what the stubs score (0), each class part says why, and the instructor
+    reads it as tampering."""
+    folder = tmp_path / "stubs"
+    shutil.copytree(PACKAGE_DIR.parent / "assignments" / "ch03", folder, ignore=shutil.ignore_patterns("tests", "*.md"))
+    for module in stand_ins.MODULES:
+        path = folder / f"{module}.py"
+        path.write_text(path.read_text() + "".join(_stand_in_line(module, n) for n in stand_ins.classes(module)))
+    result = grade(engine, folder, None)
+    assert result.score == 0, {p: s for p, s in scores(result).items() if s}
+    for part in ("self_attention_v1", "self_attention_v2", "causal", "mha"):
+        assert result.parts[part]["problem"] == runner.TRESPASS, (part, result.parts[part]["problem"])
+        assert any(t.startswith(f"{part}: asked the grader to compute ") for t in result.tampering), result.tampering

@@ -174,5 +174,6 @@ def test_a_grade_the_machine_did_not_finish_never_counts():
     done = {"causal": {"score": 0.0, "problem": "your code raised ValueError"}}
     assert finished(SimpleNamespace(parts=done))
     assert not finished(SimpleNamespace(parts={"causal": {"score": 0.0, "not_graded": "killed by the machine"}}))
-    assert not finished(SimpleNamespace(parts={"causal": {"score": 0.0, "problem": "not graded: overloaded"}}))
-    assert not finished(SimpleNamespace(parts=done, not_graded={"causal": "overloaded"}))
+    # issue 37.3: a problem's text proves nothing (an import error may read "not graded yet"); the flag does
+    assert finished(SimpleNamespace(parts={"causal": {"score": 0.0, "problem": "not graded: overloaded"}}))
+    assert not finished(SimpleNamespace(parts={**done, "mha": {"score": 0.0, "not_graded": "overloaded"}}))

@@ -67,6 +67,19 @@ def test_no_default_ignorable_code_point_survives_clean():
     assert text.clean("x\ufe0f\u3164y\n\U000e0101z", newlines=True) == "xy\nz"
 
 
+def test_blank_letters_are_dropped_and_spaces_folded():
+    """Issue 37.7: the Braille pattern blank (U+2800, category So) and the other letters fonts draw as
+    an empty cell are dropped like the ignorable ones, alone and among others, with and without
+    newlines; the Hangul fillers too (U+3164, U+115F, U+1160, U+FFA0); the other space separators
+    become one plain space."""
+    for blank in ("\u2800", "\U0001d159", "\u3164", "\u115f", "\u1160", "\uffa0"):
+        assert text.clean(f"a{blank}b") == "ab", hex(ord(blank))
+        assert text.clean(f"a{blank * 50}b\nc", newlines=True) == "ab\nc"
+        assert text.excerpt(blank * 10) == ""
+        assert text.identifier(f"Name{blank}") == "Name"
+    assert text.clean("a\u00a0b\u3000c\u2007d\u202fe") == "a b c d e"
+
+
 @pytest.mark.parametrize("value, expected", [
     ("bob", "bob"),
     ("=1+1", "'=1+1"),

@@ -16,6 +16,7 @@ import json
 import re
 import subprocess
 import sys
+import types
 
 import pytest
 import torch
@@ -137,7 +138,7 @@ class FakeSession:
     def __init__(self, number):
         self.number, self.died, self.closed, self.children = number, "", False, []
 
-    def part(self, timeout, memory_mb):
+    def part(self, timeout, memory_mb, budget=None):
         child = FakeChild(self)
         self.children.append((child, timeout))
         return child
@@ -155,7 +156,13 @@ class FakeSandbox:
         return self.sessions[-1]
 
 
-def test_probes_run_in_a_fresh_session_after_the_checks_and_picture_the_visible_check_first(monkeypatch):
+def _context():
+    return runner.SubmissionContext("folder", "key", {})
+
+
+def test_probes_run_in_fresh_children_and_picture_the_visible_check_first(monkeypatch):
+    """Each part with a probe is pictured in a fresh child (runner.take_pictures); the picture goes to
+    its first failed weight check, a visible one first (runner.attach_figures)."""
     rubric, _ = grading.load_rubric()
     seen = []
 
@@ -172,12 +179,12 @@ def test_probes_run_in_a_fresh_session_after_the_checks_and_picture_the_visible_
         "self_attention_v2": PartRun("self_attention_v2", [CheckResult("self_attention_v2", "v2_qkv_bias", False, "x")]),
     }
     sandbox = FakeSandbox()
-    runner.draw_figures(sandbox, "folder", "key", runs, rubric, runner.default_fixtures(1, "key"))
-    [session] = sandbox.sessions  # one session, opened here: it never ran a check
-    assert session.closed and all(child.closed for child, _ in session.children)
-    assert [name for name, _ in seen] == ["probe_simple_attention", "probe_self_attention_v2"]
+    session, pictures = runner.take_pictures(sandbox, None, _context(), runs, rubric, runner.default_fixtures(1, "key"))
+    assert sandbox.sessions == [session] and all(child.closed for child, _ in session.children)
+    assert [name for name, _ in seen] == ["probe_simple_attention", "probe_causal", "probe_self_attention_v2"]
     assert all(child.session is session for _, child in seen)
     assert all(timeout <= runner.FIGURE_SECONDS for _, timeout in session.children)
+    runner.attach_figures(runs, rubric, pictures)
     simple = runs["simple_attention"].results
     assert (simple[0].figure, simple[1].figure) == (None, {"probe": "probe_simple_attention"})  # the visible one
     assert runs["self_attention_v2"].results[0].figure == {"probe": "probe_self_attention_v2"}  # hidden only: it
@@ -192,22 +199,47 @@ def test_a_check_whose_diagnosis_is_withheld_gets_no_picture(monkeypatch):
     checks = rubric.parts["causal"].checks
     rubric.parts["causal"].checks = {**checks, "causal_attention_unseen_seeds": dataclasses.replace(
         checks["causal_attention_unseen_seeds"], diagnosis="withheld")}
-    monkeypatch.setattr(figures, "take", lambda probe, student, book: {"probe": probe.__name__})
     withheld = CheckResult("causal", "causal_attention_unseen_seeds", False, "wrong")
     shown = CheckResult("causal", "causal_qkv_bias", False, "wrong")
-    sandbox = FakeSandbox()
-    runner.draw_figures(sandbox, "f", "k", {"causal": PartRun("causal", [withheld])}, rubric, runner.default_fixtures(1))
-    assert sandbox.sessions == [] and withheld.figure is None
-    runner.draw_figures(sandbox, "f", "k", {"causal": PartRun("causal", [withheld, shown])}, rubric,
-                        runner.default_fixtures(1))
+    runner.attach_figures({"causal": PartRun("causal", [withheld])}, rubric, {"causal": {"probe": "probe_causal"}})
+    assert withheld.figure is None
+    runner.attach_figures({"causal": PartRun("causal", [withheld, shown])}, rubric, {"causal": {"probe": "probe_causal"}})
     assert withheld.figure is None and shown.figure == {"probe": "probe_causal"}
 
 
-def test_no_failed_weight_check_opens_no_session():
+def test_the_pictures_are_taken_before_the_first_hidden_input(monkeypatch):
+    """Issue 37.7: whatever the hidden checks leave (in container mode, a file under /tmp that a later
+    session of the same uid could read) cannot reach a picture: every probe runs before the first
+    turn of hidden checks is sent to any child. Recorded in order: every probe precedes every hidden
+    check, and the figure of a hidden-only failure is the one taken then."""
+    rubric, suites = grading.load_rubric()
+    order = []
+    monkeypatch.setattr(figures, "take", lambda probe, student, book: order.append(("probe", probe.__name__)) or
+                        {"probe": probe.__name__})
+
+    def attempt(sandbox, session, child, submission, run, checks, limits, fixtures, last, hidden):
+        order.extend(("hidden" if hidden else "shown", run.part) for _ in checks[:1])
+        run.results += [CheckResult(run.part, n, not hidden, "wrong") for n, _ in checks]
+        return session, None, "", False  # (session, child, why the machine ended it, proof)
+    monkeypatch.setattr(runner, "_attempt", attempt)
+    staged = types.SimpleNamespace(folder="folder", missing=lambda part: "")
+    monkeypatch.setattr(runner, "source_attributes", lambda folder: {})
+    runs = runner.run_submission(FakeSandbox(), staged, rubric, suites, runner.default_fixtures(1, "key"),
+                                 ["simple_attention", "causal"], key="key")
+    probes = [at for at, (kind, _) in enumerate(order) if kind == "probe"]
+    hidden = [at for at, (kind, _) in enumerate(order) if kind == "hidden"]
+    assert probes and hidden and max(probes) < min(hidden), order
+    assert max(at for at, (kind, _) in enumerate(order) if kind == "shown") < min(probes)
+    carriers = [r for run in runs.values() for r in run.results if r.figure]
+    assert {r.part for r in carriers} == {"simple_attention", "causal"}
+    assert all(rubric.parts[r.part].checks[r.name].visibility == "hidden" for r in carriers)
+
+
+def test_no_part_to_picture_opens_no_session():
     rubric, _ = grading.load_rubric()
     sandbox = FakeSandbox()
-    runs = {"causal": PartRun("causal", [CheckResult("causal", "causal_attention_book_example", True)])}
-    runner.draw_figures(sandbox, "folder", "key", runs, rubric, runner.default_fixtures(1, "key"))
+    runs = {"exercises": PartRun("exercises", [])}
+    assert runner.take_pictures(sandbox, None, _context(), runs, rubric, {}) == (None, {})
     assert sandbox.sessions == []
 
 
@@ -290,6 +322,11 @@ def test_grade_markdown_writes_the_pictures_beside_the_report(graded, tmp_path):
     assert re.search(r"[()_]", title) and f"**causal**: {title}" in section, section[:400]
     assert not re.search(r"\\[()_.!#+-]", section), section[:400]
     assert "![your code (CausalAttention)](report_pictures/" in section
+    # issue 37.7: file names from the part's name and a count, never a check's name (hidden or not)
+    assert sorted(link.split("/")[1] for link in links) == ["causal-1-1-expected.png", "causal-1-1-yours.png"]
+    assert sorted(p.name for p in (tmp_path / "report_pictures").iterdir()) == ["causal-1-1-expected.png",
+                                                                               "causal-1-1-yours.png"]
+    assert not any(c.name in text for c in grade.checks if c.visibility != "visible")
     assert markdown_pictures.markdown_pictures(graded("solutions"), tmp_path / "other.md") == ""
     assert not (tmp_path / "other_pictures").exists()
 

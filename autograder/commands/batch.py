@@ -8,6 +8,7 @@ from autograder import lateness
 from autograder.batch import run_batch
 from autograder.cli import UsageError, settings_of
 from autograder.rubric import RubricError
+from autograder.sandbox import container
 
 HELP = "grade every student (subfolder, .zip or notebook folder) of DIR into OUT: results, feedback, grades.csv, gradebook.db"
 
@@ -33,6 +34,9 @@ def add_arguments(parser):
 
 
 def run(args):
+    refused = container.refuse_many(settings_of(args).sandbox.container, "batch")
+    if refused:
+        raise UsageError(refused)
     folder = Path(args.folder)
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder")

@@ -218,12 +218,11 @@ def _submission_limit(root):
 
 
 def finished(grade):
-    """The grader finished this grade: no part the machine kept from running (the grade's `not_graded`
-    parts, a part marked `not_graded`, or a part whose problem says "not graded")."""
-    if getattr(grade, "not_graded", None):
-        return False
-    return not any(part.get("not_graded") or "not graded" in str(part.get("problem") or "")
-                   for part in grade.parts.values())
+    """The grader finished this grade: no part the machine kept from running, decided from the flags the
+    grader set itself (Grade.not_graded: each part's `not_graded`, set by runner/score_part), never from
+    a problem's or message's text, which may quote the student (issue 37.3: an import error reading
+    "not graded yet" must not keep a graded run from counting)."""
+    return not any(part.get("not_graded") for part in grade.parts.values())
 
 
 def check_environment(args=None):

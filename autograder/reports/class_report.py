@@ -27,9 +27,8 @@ from autograder import text
 from autograder.reports.common import fmt, printable, voided_by
 from autograder.reports.html_page import bar, esc, img, page
 from autograder.reports.plots import available, histogram_png
-from autograder.reports.records import checks_of, diagnoses_of
+from autograder.reports.records import checks_of, diagnoses_of, not_graded_of
 from autograder.reports.standing import overrides_of
-from autograder.sandbox.death import NOT_GRADED
 
 TOP_MISCONCEPTIONS = 25
 TOP_SLOW = 10
@@ -283,7 +282,7 @@ def _class_table(records, stats, late=None):
                         + (' <span class="note">(by hand)</span>' if p in changed else "") + "</td>" for p in parts)
         final = f'<td class="num">{_final(late.get(student))}</td>' if late else ""
         link = f'<a href="feedback/{esc(quote(student))}.html">{esc(student)}</a>'
-        if (problem or "").startswith(NOT_GRADED):  # the machine's doing: no score stands (runner.NOT_GRADED)
+        if not_graded_of(results):  # the machine's doing: no score stands (the grader's structured record)
             rows.append(f'<tr><td>{link}</td><td class="num"></td>' + '<td class="num"></td>' * (len(parts) + bool(late))
                         + '<td>not graded: the machine was overloaded</td></tr>')
             continue
@@ -364,7 +363,7 @@ def _regrades_section(moves):
 def class_report(records, late=None, moves=None):
     """report.html's text for records [(student, results, problem)] (every student of the gradebook)."""
     records = sorted(records, key=lambda r: r[0])
-    scored = [r for r in records if not (r[2] or "").startswith(NOT_GRADED)]  # no score stands for the others
+    scored = [r for r in records if not not_graded_of(r[1])]  # no score stands for the others
     stats = part_stats(scored)
     summary, _ = _summary(scored, late)
     body = ["<h1>Chapter 3: class report</h1>",

@@ -24,7 +24,6 @@ import sys
 from dataclasses import dataclass, field
 
 from autograder import causes, text
-from autograder.sandbox.death import NOT_GRADED
 
 WITHHELD = "hidden check failed"  # a hidden check whose diagnosis grading.yml withholds
 OWN_TEXT = "your error"             # the label of the text the student's own code raised
@@ -160,8 +159,8 @@ def _problem_items(checks, parts, holder):
             problems.setdefault(p["problem"], []).append(part)
     items = []
     for problem, names in problems.items():
-        # a part the machine kept from running (runner.NOT_GRADED) costs nothing: no score stands
-        lost = 0 if problem.startswith(NOT_GRADED) else sum(_lost(checks, n) for n in names)
+        # a part the machine kept from running (its `not_graded` flag, set by the grader) costs nothing
+        lost = 0 if any(parts[n].get("not_graded") for n in names) else sum(_lost(checks, n) for n in names)
         items.append(Item(", ".join(names), points=lost, message=printable(problem)))
         holder.update({(c.part, c.name): items[-1] for c in checks if c.part in names and not c.passed})
     return items

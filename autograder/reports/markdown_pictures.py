@@ -2,7 +2,9 @@
 
 Markdown cannot hold an image itself, so each figure's heatmaps (reports/plots.py) are written to
 FILE's folder, in <stem>_pictures/, and the report links them by a relative path: the report and
-its folder can be moved together. File names come from the grader's part and check names only.
+its folder can be moved together. File names come from the grader's part names and a count only:
+never a check's name (issue 37.7: a hidden check is unnamed in every student channel, its pictures'
+file names too).
 """
 import re
 from pathlib import Path
@@ -43,12 +45,14 @@ def markdown_pictures(grade, markdown_path):
     path = Path(markdown_path)
     folder = path.parent / f"{path.stem}_pictures"
     folder.mkdir(parents=True, exist_ok=True)
+    counts: dict[str, int] = {}
     for check, figure in figures:
+        counts[check.part] = counts.get(check.part, 0) + 1
         lines += [f"**{_md(check.part)}**: {_md(figure['title'])}", ""]
         if figure["diagnosis"]:
             lines += [f"What the picture shows: {_md(figure['diagnosis'])}", ""]
         for index, (name, got, want) in enumerate(figure_pictures(figure)):
-            stem = f"{_slug(check.part)}-{_slug(check.name)}-{index + 1}"
+            stem = f"{_slug(check.part)}-{counts[check.part]}-{index + 1}"
             (folder / f"{stem}-yours.png").write_bytes(got)
             (folder / f"{stem}-expected.png").write_bytes(want)
             label = f" ({_md(name)})" if name else ""

@@ -32,9 +32,18 @@ def diagnoses_of(results: dict) -> dict[str, str]:
     return {str(part): str(d) for part, d in diagnoses.items() if d} if isinstance(diagnoses, dict) else {}
 
 
+def not_graded_of(results) -> list[str]:
+    """The parts the machine kept from being graded, from the record's structured field (results_json's
+    extra_data.not_graded, set by the grader from Grade.not_graded): never from any message or problem
+    text, which may quote the student (issue 37.3). [] for a finished grade or an older record."""
+    found = (results.get("extra_data") or {}).get("not_graded") if isinstance(results, dict) else None
+    return sorted(str(part) for part in found) if isinstance(found, dict) else []
+
+
 def parts_of(results):
-    """{part: {"score", "max_score", "problem", "diagnosis"}} of a record written by results_json."""
+    """{part: {"score", "max_score", "problem", "diagnosis", "not_graded"}} of a record written by results_json."""
     problems = (results.get("extra_data") or {}).get("problems") or {}
-    diagnoses = diagnoses_of(results)
-    return {part: {**p, "problem": problems.get(part, ""), "diagnosis": diagnoses.get(part, "")}
+    diagnoses, kept = diagnoses_of(results), set(not_graded_of(results))
+    return {part: {**p, "problem": problems.get(part, ""), "diagnosis": diagnoses.get(part, ""),
+                   "not_graded": problems.get(part, "") if part in kept else ""}
             for part, p in (results.get("parts") or {}).items()}

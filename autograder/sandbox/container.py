@@ -28,6 +28,22 @@ PROTECTION = ("container mode (the kernel refused namespaces): the throw-away co
               "file system, network and other processes; the grader's files root-only (0700)")
 
 
+# issue 37.4: one process grading many students (batch, nbgrader's autograde) in one container would mix them:
+# the class folder, the output folder and the gradebook (with the run's secret) are the grader's files
+# there, not closed to every submission's uid as gradescope closes its own; so it is refused outright
+MANY_REFUSED = ("{what} grades many submissions in one process, and container mode (--container, or the deployment's container setting) "
+                "is for one submission per throw-away container: the class folder, the output folder and the "
+                "gradebook (with the run's secret) would be open to every submission's code. Grade each submission "
+                "in a container of its own (gradescope --run --container, or grade --container), or run {what} "
+                "without container mode where the kernel allows the sandbox's namespaces (docs/sandbox.md)")
+
+
+def refuse_many(requested: bool, what: str) -> str:
+    """Why `what` (a command grading many submissions in one process) may not run in container mode
+    ('' when container mode is not requested)."""
+    return MANY_REFUSED.format(what=what) if requested else ""
+
+
 def kernel_refusal():
     """Why this root process may not create namespaces ('' when it may): probed in a child."""
     if os.geteuid() != 0:

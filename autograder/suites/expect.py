@@ -19,12 +19,15 @@ class Mismatch(AssertionError):
     """A failed check. message: the diagnosis, safe for any student; detail: instructor only;
     student_text: the student's exception text (the runner decides where it may be shown)."""
 
-    def __init__(self, message, detail="", student_text="", cause=""):
+    def __init__(self, message, detail="", student_text="", cause="", kind="", hint=""):
         super().__init__(message)
         self.detail = detail
         self.student_text = student_text
         self.cause = cause  # the misconception named (misconceptions.py), in the grader's words: the part's diagnosis
         self.unexplained = False  # wrong numbers, no cause named (close()): the part's diagnosis may name one
+        # what kind of failure the grader's helper saw (vocabulary.KINDS) and the check's hint: after a
+        # hidden input the student reads these fixed words, never the formatted message
+        self.kind, self.hint = kind, hint
 
 
 class Note(Exception):
@@ -32,19 +35,20 @@ class Note(Exception):
     student something worth knowing (the runner records the check as passed, with the message)."""
 
 
-def fail(message, detail="", error=None, cause=""):
+def fail(message, detail="", error=None, cause="", kind="", hint=""):
     """Raise Mismatch; error: a StudentError whose text goes to student_text, never to the message;
-    cause: the misconception the message names, when it names one (runner.part_diagnosis)."""
-    raise Mismatch(message, detail, error.student_text() if error is not None else "", cause)
+    cause: the misconception the message names, when it names one (runner.part_diagnosis); kind, hint:
+    what a student reads instead after a hidden input (suites/vocabulary.py)."""
+    raise Mismatch(message, detail, error.student_text() if error is not None else "", cause, kind, hint)
 
 
 def as_tensor(value, what):
     if isinstance(value, RemoteObject):
-        fail(f"{what} should return a tensor, but returned a {value.type_name} object")
+        fail(f"{what} should return a tensor, but returned a {value.type_name} object", kind="type")
     if isinstance(value, np.ndarray):
         return torch.from_numpy(value)
     if not isinstance(value, torch.Tensor):
-        fail(f"{what} should return a tensor, but returned {type(value).__name__}")
+        fail(f"{what} should return a tensor, but returned {type(value).__name__}", kind="type")
     return value
 
 
@@ -53,10 +57,10 @@ def shape(got, want_shape, what, reveal=False, case=""):
     if tuple(got.shape) != tuple(want_shape):
         numbers = f"shape {tuple(got.shape)}, expected {tuple(want_shape)}"
         if reveal:
-            fail(f"{what} has {numbers}", case)
+            fail(f"{what} has {numbers}", case, kind="shape")
         fail(f"{what} has the wrong shape" + (f" ({got.dim()} dims instead of {len(want_shape)})"
                                              if got.dim() != len(want_shape) else ""),
-             "; ".join(filter(None, (case, numbers))))
+             "; ".join(filter(None, (case, numbers))), kind="shape")
     return got
 
 
@@ -67,7 +71,7 @@ def close(got, want, what, atol=1e-4, rtol=0.0, hint="", reveal=False, case=""):
         got = got.double()
     got, want = got.double(), want.double()
     if torch.isnan(got).any() or torch.isinf(got).any():
-        fail(f"{what} contains NaN or Inf values" + (f". {hint}" if hint else ""), case)
+        fail(f"{what} contains NaN or Inf values" + (f". {hint}" if hint else ""), case, kind="nan", hint=hint)
     diff = (got - want).abs()
     bad = diff > atol + rtol * want.abs()
     if not bad.any():
@@ -80,7 +84,7 @@ def close(got, want, what, atol=1e-4, rtol=0.0, hint="", reveal=False, case=""):
         message += f"; at index {first}: expected {want[first].item():.4f}, got {got[first].item():.4f}"
     if hint:
         message += f". {hint}"
-    error = Mismatch(message, "; ".join(filter(None, (case, numbers))))
+    error = Mismatch(message, "; ".join(filter(None, (case, numbers))), kind="values", hint=hint)
     error.unexplained = True
     raise error
 

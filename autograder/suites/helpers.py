@@ -342,7 +342,7 @@ def student_error_hint(error, hint):
     """Re-raise a StudentError with a hint, unless it is 'not implemented' (which must stay as is)."""
     if isinstance(error, StudentError) and error.not_implemented:
         raise error
-    raise Mismatch(f"{error.explain()}. {hint}", student_text=error.student_text()) from None
+    raise Mismatch(f"{error.explain()}. {hint}", student_text=error.student_text(), kind="raised", hint=hint) from None
 
 
 def reads_module_variable(kwargs, part):
@@ -399,7 +399,8 @@ def diagnose_errors(namespace, signature=""):
                                                    reads_module_variable(kwargs, part) else "")
                 if not why:
                     raise
-                raise Mismatch(f"{e.explain()}: {why}", student_text=e.student_text(), cause=why) from None
+                raise Mismatch(f"{e.explain()}: {why}", student_text=e.student_text(), cause=why, kind="raised",
+                               hint=why) from None
             except Mismatch as e:
                 said, why = refine(e, kwargs, part)
                 if not why:

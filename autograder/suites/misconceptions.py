@@ -13,7 +13,7 @@ import re
 
 import torch
 
-from autograder.suites import expect
+from autograder.suites import expect, vocabulary
 
 
 class Deferred:
@@ -261,7 +261,8 @@ def judge(got, want, what, mistakes=(), hint="", atol=1e-4, reveal=False, case="
         expect.fail(f"{what} is wrong: {why}", case, cause=why)
     if torch.is_floating_point(got) and torch.isnan(got).any() and tuple(got.shape) == tuple(want.shape):
         expect.fail(f"{what} contains NaN: a softmax over a row whose scores are all -inf gives NaN "
-                    f"(is a whole row masked?), and so does -inf times 0" + (f". {hint}" if hint else ""), case)
+                    f"(is a whole row masked?), and so does -inf times 0" + (f". {hint}" if hint else ""), case,
+                    kind="nan", hint=hint)
     return expect.close(got, want, what, atol=atol, hint=hint, reveal=reveal, case=case)
 
 
@@ -290,14 +291,18 @@ def error_diagnosis(error, signature=""):
         return ""
     text = error.message
     spec = f" {signature}" if signature else ""
-    if error.kind == "TypeError":
+    if error.kind == "TypeError":  # the grader's words and its specified signature only: fixed
         if re.search(r"unexpected keyword argument '?qkv_bias", text):
-            return (f"the constructor has no qkv_bias argument: the specification is{spec}, with "
-                    f"bias=qkv_bias passed to each nn.Linear")
+            return vocabulary.fixed(f"the constructor has no qkv_bias argument: the specification is{spec}, with "
+                                    f"bias=qkv_bias passed to each nn.Linear")
         if re.search(r"unexpected keyword argument|multiple values for argument|positional argument|"
                      r"required (positional|keyword)", text):
-            return (f"the constructor does not take the specified arguments (another order, another name, or "
-                    f"one missing): keep the signature{spec or ' the specification gives'}")
+            return vocabulary.fixed(f"the constructor does not take the specified arguments (another order, another "
+                                    f"name, or one missing): keep the signature{spec or ' the specification gives'}")
+    if error.kind == "AttributeError" and error.after_hidden:  # which attribute is the child's choice then
+        if re.search(r"object has no attribute '\w{1,40}'", text):
+            return ("an attribute is used but was never set: assign each one in __init__ as self.<name> = ... (a "
+                    "local variable is lost when __init__ returns)")
     if error.kind in ("RuntimeError", "FakeTensorDeviceMismatchError") and \
             re.search(r"Expected all tensors to be on the same device|found at least two devices", text):
         return DEVICES_MIXED

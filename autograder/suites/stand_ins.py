@@ -9,18 +9,33 @@ of the reference, nothing compiled in the child).
 A question is data from the student's process: its numbers are bounded before anything is built
 (constructor arguments, the elements a module holds, the size of a forward), and every answer is
 plain tensors and numbers.
+
+Who may ask (issue 37.2): only the child of a part the grader gave stand-ins, and only about the
+classes it substituted (`allowed`: each substituted module's classes and the grader's classes they
+hold, as a wrapper holds CausalAttention heads). Any other question is refused as NotGiven and
+recorded in the part's Ledger: the runner fails every check of that part and lists it for the
+instructor as tampering. The work is bounded per question and per part: before anything runs, the
+question runs on the meta device (no memory, no arithmetic) under a FLOP counter and a byte counter;
+a forward (or backward: counted as three forwards) over MAX_FLOPS, a part over MAX_PART_FLOPS, or
+memory over the part's own memory limit is refused. The grader's CPU time answering (process time,
+every thread) is the Ledger's `seconds`, which Student adds to the part's time (student.py).
 """
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import functools
 import importlib.util
 import inspect
 import math
+import time
 from pathlib import Path
 from typing import Any
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
+from torch.utils.flop_counter import FlopCounterMode
 
 from autograder import chapter, text
 
@@ -28,11 +43,40 @@ MODULES = ("self_attention_v1", "self_attention_v2", "causal", "mha")  # in impo
 MAX_ARGUMENT = 4096          # any whole number given to a constructor
 MAX_ELEMENTS = 1 << 25       # parameters and buffers of one module
 MAX_WORK = 1 << 28           # batch * tokens * tokens * heads of one forward
+MAX_FLOPS = 1 << 30          # floating-point operations of one forward (a backward counts three)
+MAX_PART_FLOPS = 1 << 34     # of every question one part's child asks
+MAX_BYTES = 1 << 30          # tensors one question makes, at most (and never more than the part's memory)
 DTYPES = {"float32": torch.float32, "float64": torch.float64, "float16": torch.float16}
 
 
 class Refused(ValueError):
     """A question the grader does not answer (too large, malformed): raised in the child as ValueError."""
+
+
+class NotGiven(Refused):
+    """A question about a class the grader did not give this child: never answered, and charged."""
+
+
+@dataclasses.dataclass
+class Ledger:
+    """What answering one part's questions cost the grader (runner.PartRun keeps one per part)."""
+    seconds: float = 0.0   # the grader's CPU time (all its threads) spent answering
+    flops: float = 0.0     # the work answered, as the meta device counted it
+    refused: list[str] = dataclasses.field(default_factory=list)  # questions about classes not given (NotGiven)
+
+
+def allowed(modules) -> frozenset[tuple[str, str]]:
+    """The (module, class) pairs a child given stand-ins for `modules` may ask about: each module's own
+    classes and the grader's classes it holds (mha's wrapper builds causal's CausalAttention)."""
+    found = set()
+    for module in modules:
+        if module not in MODULES:
+            continue
+        for name, value in vars(solutions()[module]).items():
+            if isinstance(value, type) and issubclass(value, torch.nn.Module) and \
+                    value.__module__.startswith("_ch03_reference_"):
+                found.add((value.__module__.replace("_ch03_reference_", ""), value.__name__))
+    return frozenset(found)
 
 
 @functools.lru_cache(maxsize=1)
@@ -89,18 +133,32 @@ def substitutes(modules) -> dict[str, dict[str, list]]:
     return {module: classes(module) for module in MODULES if module in modules}
 
 
-def answer(question: Any, tensors: list) -> tuple[dict, list]:
+def answer(question: Any, tensors: list, given: frozenset = frozenset(), ledger: Ledger | None = None,
+           memory_mb: float | None = None) -> tuple[dict, list]:
     """The answer to one question from the child -> (answer, tensors); Refused or the solution's own
-    exception when there is none."""
+    exception when there is none. given: the (module, class) pairs this child was given (`allowed`):
+    any other class is NotGiven, recorded in ledger.refused; ledger: the part's costs, added to here;
+    memory_mb: the part's memory limit, which no question's tensors may pass."""
+    ledger = ledger if ledger is not None else Ledger()
     if not isinstance(question, dict) or not all(isinstance(t, torch.Tensor) for t in tensors):
         raise Refused("malformed question")
-    cls = _class(question.get("where"))
+    where = question.get("where")
+    if not (isinstance(where, list) and len(where) == 2 and tuple(map(str, where)) in given):
+        said = ".".join(text.identifier(w, 40) for w in where[:2]) if isinstance(where, list) else "?"
+        ledger.refused.append(f"asked the grader to compute {said}, a class it was not given")
+        raise NotGiven("the grader answers only the stand-ins it gave this part")
+    cls = _class(where)
     arguments = _arguments(question.get("arguments"))
-    if question.get("do") == "construct":
-        return _construct(cls, arguments, question.get("dtype"), tensors)
-    if question.get("do") in ("forward", "backward"):
-        return _run(cls, arguments, question, tensors)
-    raise Refused("unknown question")
+    limit = MAX_BYTES if memory_mb is None else min(MAX_BYTES, int(memory_mb) << 20)
+    clock = time.process_time()
+    try:
+        if question.get("do") == "construct":
+            return _construct(cls, arguments, question.get("dtype"), tensors, limit)
+        if question.get("do") in ("forward", "backward"):
+            return _run(cls, arguments, question, tensors, ledger, limit)
+        raise Refused("unknown question")
+    finally:
+        ledger.seconds += time.process_time() - clock
 
 
 def _class(where):
@@ -142,13 +200,15 @@ def _tensors(module):
             if t is not None]
 
 
-def _construct(cls, arguments, dtype, tensors):
+def _construct(cls, arguments, dtype, tensors, limit=MAX_BYTES):
     """Build the solution class after the child's generator state -> its layout and tensors, in
     order, and the generator's state afterwards: the same draws the class makes in the child."""
     if len(tensors) != 1 or tensors[0].dtype != torch.uint8:
         raise Refused("malformed generator state")
     chosen = DTYPES.get(dtype, torch.float32)
-    _built(cls, arguments, chosen)  # bounded before anything is allocated
+    layout = _built(cls, arguments, chosen)  # bounded before anything is allocated
+    if sum(t.numel() * t.element_size() for t in _tensors(layout)) > limit:
+        raise Refused("the grader's stand-in would hold more memory than the part may use")
     default = torch.get_default_dtype()
     with torch.random.fork_rng(devices=[]):
         torch.set_rng_state(tensors[0])
@@ -184,8 +244,9 @@ def _layout(module, stand_in=False):
     return tree, values
 
 
-def _run(cls, arguments, question, tensors):
-    """Forward (or backward) of the solution class with the child's tensors in place of its own."""
+def _run(cls, arguments, question, tensors, ledger=None, limit=MAX_BYTES):
+    """Forward (or backward) of the solution class with the child's tensors in place of its own,
+    measured first on the meta device (_measure) and refused when it would cost too much."""
     names, inputs = question.get("names"), question.get("inputs")
     backward = question.get("do") == "backward"
     if not (isinstance(names, list) and isinstance(inputs, int) and 0 < inputs <= 4):
@@ -195,6 +256,8 @@ def _run(cls, arguments, question, tensors):
     module = _built(cls, arguments, tensors[-1].dtype if tensors[-1].is_floating_point() else torch.float32)
     _bound_work(module, tensors[len(names):len(names) + inputs])
     training = question.get("training") if isinstance(question.get("training"), list) else []
+    _measure(cls, arguments, module, dict(zip(names, tensors)), tensors[len(names):len(names) + inputs],
+             training, backward, ledger if ledger is not None else Ledger(), limit)
     for name, sub in module.named_modules():
         sub.training = name in training
     given = dict(zip(names, tensors))
@@ -220,6 +283,56 @@ def _run(cls, arguments, question, tensors):
             grads = torch.autograd.grad(output, want, tensors[-1], allow_unused=True)
     grads = [g if g is not None else torch.zeros_like(t) for g, t in zip(grads, want)]
     return {}, grads
+
+
+class _Bytes(TorchDispatchMode):
+    """Counts the bytes of every tensor the operations under it make."""
+
+    def __init__(self):
+        super().__init__()
+        self.total = 0
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        for t in tree_leaves(out):
+            if isinstance(t, torch.Tensor):
+                self.total += t.numel() * t.element_size()
+        return out
+
+
+def _measure(cls, arguments, module, given, inputs, training, backward, ledger, limit):
+    """The question's forward run on the meta device (shapes only: no memory, no arithmetic) with the
+    child's tensors as they are: its FLOPs and the bytes of every tensor it makes. Refused when one
+    question passes MAX_FLOPS (a backward counts three forwards), the part passes MAX_PART_FLOPS, or
+    the bytes (with the tensors given, twice for a backward) pass `limit`; else added to the ledger."""
+    meta = {name: torch.empty(t.shape, dtype=t.dtype, device="meta") for name, t in given.items()}
+    sample = _built(cls, arguments, module_dtype(module))
+    for name, sub in sample.named_modules():
+        sub.training = name in training
+    _place(sample, meta)
+    counter, made = FlopCounterMode(display=False), _Bytes()
+    try:
+        with counter, made:
+            sample(*[torch.empty(x.shape, dtype=x.dtype, device="meta") for x in inputs])
+    except Refused:
+        raise
+    except Exception:  # noqa: BLE001  (what fails on shapes fails in the real run too: that says why)
+        return
+    factor = 3 if backward else 1
+    flops = counter.get_total_flops() * factor
+    held = sum(t.numel() * t.element_size() for t in given.values()) + sum(x.numel() * x.element_size() for x in inputs)
+    if flops > MAX_FLOPS:
+        raise Refused("the grader's stand-in answers at most a small forward per call")
+    if ledger.flops + flops > MAX_PART_FLOPS:
+        raise Refused("this part has asked the grader's stand-in for all the work it answers")
+    if made.total * (2 if backward else 1) + held > limit:
+        raise Refused("the grader's stand-in would use more memory than the part may use")
+    ledger.flops += flops
+
+
+def module_dtype(module):
+    floating = [t.dtype for t in _tensors(module) if t.is_floating_point()]
+    return floating[0] if floating else torch.float32
 
 
 def _bound_work(module, inputs):

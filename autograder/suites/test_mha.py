@@ -400,7 +400,7 @@ def test_mha_rejects_indivisible_d_out(student):
                 why = error_diagnosis(e, MHA_SIGNATURE)
                 if why:
                     raise expect.Mismatch(f"MultiHeadAttention({d_in}, {d_out}, 6, 0.0, num_heads={h}): {e.explain()}: "
-                                          f"{why}", student_text=e.student_text(), cause=why) from None
+                                          f"{why}", student_text=e.student_text(), cause=why, kind="raised", hint=why) from None
                 raise expect.Mismatch(f"MultiHeadAttention({d_in}, {d_out}, 6, 0.0, num_heads={h}): {e.explain()}; "
                                       f"when num_heads does not divide d_out raise a ValueError (or assert) with a clear "
                                       f"message, before creating any layer", student_text=e.student_text()) from None
