@@ -12,6 +12,7 @@ import json
 import os
 import select
 import signal
+import sys
 import types
 
 import pytest
@@ -129,6 +130,7 @@ def test_the_batch_writes_no_score_for_a_part_not_graded(tmp_path):
 
 HOG = """import os
 import signal
+import sys
 import time
 
 
@@ -537,3 +539,21 @@ def test_a_fork_server_that_always_dies_leaves_the_run_not_graded_in_one_line(en
                                         f"{', '.join(rubric.parts)}): graded again on the next run"], err
     assert "NOT GRADED: the machine was overloaded" in out and "total" in out and "not graded" in out
     assert f"its process {client.SERVER_LOST}" in out  # the instructor's detail names the fork server
+
+
+def test_a_child_on_its_way_out_is_not_taken_for_one_that_closed_its_channel():
+    """A process being killed closes its files (the channel reads as closed) before its pidfd says it
+    ended; the kernel's state and PF_EXITING flag tell the two apart without waiting on the clock."""
+    import subprocess
+
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        assert client._exiting(sleeper.pid) is False  # alive, not exiting
+        os.kill(sleeper.pid, signal.SIGKILL)
+        os.waitid(os.P_PID, sleeper.pid, os.WEXITED | os.WNOWAIT)  # dead, not reaped: a zombie
+        assert client._exiting(sleeper.pid) is True
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert client._exiting(sleeper.pid) is True  # reaped: no such process
+    assert client._exiting(0) is False  # no pid: cannot be told

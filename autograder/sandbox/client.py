@@ -656,7 +656,11 @@ class PartChild:
         again, and charged when it ends so in every fresh child). See sandbox/death.py."""
         if isinstance(error, protocol.Deadline) and not self.cpu_out:  # before the kill: slept, or waited for a CPU?
             self.asleep = self.gauge.asleep(self.host_pid, time.monotonic() - self.started)
-        alive = self.pidfd is not None and not select.select([self.pidfd], [], [], 0)[0]
+        # alive: not yet reaped and not on its way out (a process being killed has closed its files, so
+        # its channel reads as closed, a moment before its pidfd says it ended: the kernel's PF_EXITING
+        # flag, read here, tells which without waiting on the clock)
+        alive = self.pidfd is not None and not select.select([self.pidfd], [], [], 0)[0] \
+            and not _exiting(self.host_pid or _host_pid(self.pidfd))
         self.kill()
         self.grader_killed = alive  # remembered: its SIGKILL below is the grader's, sent for `error`
         spent = self.spent() if self.cpu_start is not None else None
@@ -840,6 +844,22 @@ def _host_pid(pidfd):
     except (OSError, ValueError, IndexError):
         pass
     return 0
+
+
+PF_EXITING = 0x4  # include/linux/sched.h: the process has begun to exit (set before its files are closed)
+
+
+def _exiting(host_pid: int) -> bool:
+    """The process has begun to exit, or is gone (the kernel's own record: /proc/<pid>/stat's state and
+    flags); False where it cannot be told (no pid)."""
+    if host_pid <= 0:
+        return False
+    try:
+        with open(f"/proc/{host_pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # after the command's name, which may hold anything
+        return fields[0] in ("Z", "X", "x") or bool(int(fields[6]) & PF_EXITING)
+    except (OSError, ValueError, IndexError):
+        return True  # no such process any more
 
 
 def _read_output(fd, start=0):
