@@ -212,7 +212,14 @@ def test_student_code_finds_nothing_of_the_grader_s_code_behind_a_stand_in(engin
     printed = [line for line in result.output.get("mha", "").splitlines() if "STAND-IN-ATTACK" in line]
     behind = [line for line in printed if "stand-in=True" in line]
     assert behind and all(line.endswith("found=nothing") for line in behind), printed
-    assert scores(result)["mha"] == 22 and scores(result)["causal"] < 22, failed(result, "mha")
+    # what it reads (frames, the garbage collector's objects) is listed as tampering: the two checks
+    # measured in the child earn nothing (issue 34); every other point of mha stands
+    lost = failed(result, "mha")
+    assert sorted(lost) == ["mha_batches_the_heads", "mha_runs_on_the_inputs_device"], lost
+    assert all("reaches into the machinery" in message for message in lost.values()), lost
+    checks = engine[0].parts["mha"].checks
+    assert scores(result)["mha"] == sum(c.points for c in checks.values()) - sum(checks[n].points for n in lost)
+    assert scores(result)["causal"] < sum(c.points for c in engine[0].parts["causal"].checks.values())
 
 
 # ---------------------------------------------------------------- issue 37.2: who may ask, and what it costs
