@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 INTERNAL = ("The autograder could not grade this submission because of an internal error; your instructor "
             "can see the details.")
 RETRY = "retry:"  # a fingerprint kept with this prefix is graded again on the next run
+MACHINE = "machine:"  # after RETRY: kept so because the machine kept parts from running (counted, NOT_GRADED_RUNS)
 OTHER_GRADER = "graded by another grader"  # then what changed: other_grader_reason
 REGRADES_COLUMNS = ["run", "at", "student", "before", "after", "parts", "why"]
 
@@ -349,7 +350,7 @@ def settle(book: Gradebook, student: str, fingerprint: str, results: dict, probl
     if not_graded_of(results):  # the grader's structured record (issue 37.3), never the problem's text
         runs = book.not_graded_runs(student, fingerprint) + 1
         if runs < NOT_GRADED_RUNS:
-            return RETRY + fingerprint, problem
+            return RETRY + MACHINE + fingerprint, problem
         return fingerprint, charged_after_not_graded(results, runs)
     return fingerprint, problem
 

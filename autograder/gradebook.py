@@ -194,11 +194,10 @@ class Gradebook:
 
     def not_graded_runs(self, student, digest):
         """How many runs kept this submission (its digest) ungraded because the machine kept parts from
-        running: its history rows recorded as retry:DIGEST with a "not graded: the machine" problem."""
-        from autograder.sandbox.death import NOT_GRADED
-
-        return self.db.execute("SELECT COUNT(*) FROM history WHERE student = ? AND digest = ? AND problem LIKE ?",
-                               (student, "retry:" + digest, NOT_GRADED + "%")).fetchone()[0]
+        running: its history rows recorded as retry:machine:DIGEST (batch.settle sets that fingerprint from
+        the grader's structured not_graded record; no problem text is read)."""
+        return self.db.execute("SELECT COUNT(*) FROM history WHERE student = ? AND digest = ?",
+                               (student, "retry:machine:" + digest)).fetchone()[0]
 
     def rows(self):
         """[(student, score, max_score, {part: score})] sorted by student."""

@@ -424,7 +424,7 @@ def test_a_submission_not_graded_run_after_run_is_graded_as_it_stands_after_a_bo
         fingerprint, problem = batch.settle(book, "ann", "abc", results, NOT_GRADED_PROBLEM, "")
         book.record("ann", fingerprint, results, problem, "g1", "graded", run)
         if run < batch.NOT_GRADED_RUNS:
-            assert (fingerprint, problem) == (batch.RETRY + "abc", NOT_GRADED_PROBLEM)
+            assert (fingerprint, problem) == (batch.RETRY + batch.MACHINE + "abc", NOT_GRADED_PROBLEM)
             assert batch._why_grade(book.graded()["ann"], "abc", "g1", False) == \
                 "graded again: its last grading did not finish"
     assert fingerprint == "abc" and problem == (
@@ -557,3 +557,22 @@ def test_a_child_on_its_way_out_is_not_taken_for_one_that_closed_its_channel():
         sleeper.wait()
     assert client._exiting(sleeper.pid) is True  # reaped: no such process
     assert client._exiting(0) is False  # no pid: cannot be told
+
+
+def test_only_the_grader_s_structured_record_counts_a_not_graded_run(tmp_path):
+    """A run kept for a retry for another reason (the grader's own failure), whose problem text reads
+    like the machine's, is not one of the not-graded runs: the count reads the fingerprint batch.settle
+    chose from results' extra_data.not_graded, never the problem's words."""
+    from autograder import batch
+    from autograder.gradebook import Gradebook
+
+    book = Gradebook(tmp_path / "gradebook.db")
+    results = _not_graded_results()
+    del results["extra_data"]["not_graded"]
+    fingerprint, _ = batch.settle(book, "ann", "abc", results, NOT_GRADED_PROBLEM, "an internal error")
+    book.record("ann", fingerprint, results, NOT_GRADED_PROBLEM, "g1", "graded", 1)
+    assert fingerprint == batch.RETRY + "abc" and book.not_graded_runs("ann", "abc") == 0
+    fingerprint, _ = batch.settle(book, "ann", "abc", _not_graded_results(), "", "")
+    book.record("ann", fingerprint, _not_graded_results(), "", "g1", "graded", 2)
+    assert book.not_graded_runs("ann", "abc") == 1
+    book.close()

@@ -79,7 +79,7 @@ def test_the_batch_retries_on_the_flag_alone(tmp_path, monkeypatch):
     book = Gradebook(tmp_path / "gradebook.db")
     batch._grade_all(todo, ("subs", tmp_path, 1), engine, [], book, None, ("grader", 1))
     book.close()
-    assert stored == {"ann": "digest-ann", "bob": batch.RETRY + "digest-bob"}
+    assert stored == {"ann": "digest-ann", "bob": batch.RETRY + batch.MACHINE + "digest-bob"}
 
 
 class _InlinePool:

@@ -46,7 +46,7 @@ def history_text(rows):
     lines, previous, graded = [], {}, {}
     for row in rows:
         lines.append(f"{row['graded_at']}  {row['student']}  {row['score']:g} / {row['max_score']:g}  "
-                     f"{row['reason']}  (submission {row['digest'].removeprefix('retry:')[:10]}, "
+                     f"{row['reason']}  (submission {row['digest'].removeprefix('retry:').removeprefix('machine:')[:10]}, "
                      f"grader {row['grader'][:10] or 'unknown'})"
                      + (f"  problem: {row['problem']}" if row['problem'] else ""))
         before = (previous if row["run"] is None else graded).get(row["student"])
