@@ -220,12 +220,12 @@ def picture_parts(runs: dict[str, PartRun], rubric: Rubric, staged: Staged | Non
 def take_pictures(sandbox: Sandbox, session: Session | None, submission: SubmissionContext,
                   runs: dict[str, PartRun], rubric: Rubric, fixtures: dict,
                   staged: Staged | None = None) -> tuple[Session | None, dict[str, dict | None]]:
-    """Each part's probe (suites/figures.py) on the book's example, in a fresh child of the session,
-    BEFORE the grader has sent any hidden input anywhere (issue 37.7: a picture drawn after the hidden
-    checks could carry what they left, in container mode under /tmp for a later session of the same
-    uid) -> (session, {part: figure or None}). A probe that draws nothing (right weights, a crash)
-    gives None. The probes' time, output and any crash count for nothing; together they get
-    FIGURE_SECONDS."""
+    """Each part's probe (suites/figures.py) on the book's example, in a fresh child of the session
+    (one for every probe, another only after a probe ended it), BEFORE the grader has sent any hidden
+    input anywhere (issue 37.7: a picture drawn after the hidden checks could carry what they left, in
+    container mode under /tmp for a later session of the same uid) -> (session, {part: figure or
+    None}). A probe that draws nothing (right weights, a crash) gives None. The probes' time, output
+    and any crash count for nothing; together they get FIGURE_SECONDS."""
     from autograder.suites import figures
 
     pictures: dict[str, dict | None] = {}
@@ -233,16 +233,23 @@ def take_pictures(sandbox: Sandbox, session: Session | None, submission: Submiss
     if not names:
         return session, pictures
     deadline = time.monotonic() + FIGURE_SECONDS
+    memory_mb = max(rubric.parts[name].memory_mb for name in names)
+    child: PartChild | None = None
     for name in names:
-        left = min(deadline - time.monotonic(), rubric.parts[name].timeout)
+        left = deadline - time.monotonic()
         if left < 1:
             break
-        try:
-            session, child = fresh_child(sandbox, session, submission, Limits(left, rubric.parts[name].memory_mb, left))
-        except Exception:  # noqa: BLE001  (a sandbox that fails now costs the pictures only)
-            break
+        if child is None or child.died:
+            if child is not None:
+                child.close()
+            try:
+                session, child = fresh_child(sandbox, session, submission, Limits(left, memory_mb, left))
+            except Exception:  # noqa: BLE001  (a sandbox that fails now costs the pictures only)
+                child = None
+                break
         if not child.died:
             pictures[name] = figures.take(figures.PROBES[name], Student(child), fixtures["book"]())
+    if child is not None:
         child.close()
     return session, pictures
 
