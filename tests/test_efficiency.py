@@ -39,6 +39,12 @@ def failed(result):
     return {c.name: c.message for c in result.checks if not c.passed}
 
 
+def details(result):
+    """What the instructor reads of each failed check (a hidden check's student message is the grader's
+    fixed words since issue 37.6: the file and line are the instructor's)."""
+    return {c.name: c.detail or c.message for c in result.checks if not c.passed}
+
+
 # ---------------------------------------------------------------- through the engine
 
 @pytest.mark.parametrize("entry_id, words", [
@@ -153,7 +159,8 @@ def test_the_grader_s_reading_alone_names_a_loop_the_counter_did_not_see(engine,
     monkeypatch.setattr(efficiency, "bound_problem", lambda *args: "")
     result = grade(engine, ENTRIES["mha-loop-over-heads"], tmp_path)
     assert scores(result) == {"causal": 22, "mha": 20}
-    assert "loops over its heads in Python (mha.py, line" in failed(result)["mha_batches_the_heads"]
+    assert "loops over its heads in Python (mha.py, line" in details(result)["mha_batches_the_heads"]
+    assert "a Python loop over the heads: batch the heads" in failed(result)["mha_batches_the_heads"]
 
 
 def test_reading_values_in_forward_is_not_a_device_bug(engine, tmp_path):
@@ -234,7 +241,8 @@ def test_a_head_loop_hidden_from_the_counter_earns_nothing(engine, tmp_path):
     assert scores(in_the_open) == {"causal": 22, "mha": 20}, failed(in_the_open)
     assert scores(forged) == {"causal": 22, "mha": 19}, failed(forged)
     for check in ("mha_batches_the_heads", "mha_runs_on_the_inputs_device"):
-        assert "reaches into the machinery the measurement relies on (mha.py, line" in failed(forged)[check]
+        assert "reaches into the machinery the measurement relies on (mha.py, line" in details(forged)[check]
+        assert "reaches into the machinery the measurement relies on" in failed(forged)[check]
     assert [t.split(": ", 1)[1] for t in forged.tampering] == ["a dispatch mode (_python_dispatch)"]
     assert in_the_open.tampering == []
 
