@@ -39,7 +39,7 @@ FORGED = {  # case -> (parts graded, {check: words of its message}, the tamperin
     "decoy_first": (["mha"], {"mha_batches_the_heads": "one matmul per head"}, []),
     # a batched class under the name, then globals() rebinds it to a head loop calling itself by that name
     "rebound_at_run_time": (["mha"], {"mha_batches_the_heads": "one matmul per head",
-                                      "mha_runs_on_the_inputs_device": "found no class bound to the name"}, []),
+                                      "mha_runs_on_the_inputs_device": "no class bound to the name"}, []),
     "exercises_deletes_wrapper": (["exercises"], {"ex32_book_example": "differs from MultiHeadAttentionWrapper",
                                                   "ex32_two_heads_of_width_one": "differs from"}, []),
 }
@@ -99,7 +99,9 @@ def test_the_grader_reads_the_class_python_uses_not_a_decoy_before_it(engine, tm
     monkeypatch.setattr(efficiency, "bound_problem", lambda *args: "")
     result = grade(engine, case(tmp_path, "decoy_first"), ["mha"])
     assert scores(result) == {"mha": 20}
-    assert "loops over its heads in Python (mha.py, line" in failed(result, "mha")["mha_batches_the_heads"]
+    # a hidden check: the student reads the grader's fixed words, the instructor the file and line (issue 37.6)
+    assert "a Python loop over the heads" in failed(result, "mha")["mha_batches_the_heads"]
+    assert "loops over its heads in Python (mha.py, line" in details(result)["mha_batches_the_heads"]
 
 
 def test_the_child_s_pointer_and_the_grader_s_reading_must_agree(engine, tmp_path, monkeypatch):
@@ -115,7 +117,12 @@ def test_the_child_s_pointer_and_the_grader_s_reading_must_agree(engine, tmp_pat
     assert scores(result) == {"mha": 19}  # the batching point and the device point
     lost = failed(result, "mha")
     assert sorted(lost) == ["mha_batches_the_heads", "mha_runs_on_the_inputs_device"]
-    assert all("found no class bound to the name MultiHeadAttention" in message for message in lost.values())
+    assert all("no class bound to the name" in message for message in lost.values())
+    assert all("found no class bound to the name MultiHeadAttention" in details(result)[check] for check in lost)
+
+
+def details(result):
+    return {c.name: c.detail or c.message for c in result.checks if not c.passed}
 
 
 # ---------------------------------------------------------------- the grader's reading, in this process
