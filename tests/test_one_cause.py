@@ -79,7 +79,9 @@ ITEMS = {
 }
 ITEMS["two_parts"] = {**ITEMS["softmax_dim0"], **ITEMS["diagonal0"]}
 SCORES["split_and_merge"] = {"mha": 5}
-ITEMS["split_and_merge"] = {"mha": [(SPLIT_AND_MERGE, 17, "mha_book_example (-2) and 9 hidden checks (-13)")]}
+# every one of its checks says the pair (its hidden ones in the grader's fixed words, issue 37.6), so the item
+# lists them on its own line ("mha_book_example and 9 hidden checks (-17)") with no "this one mistake fails" note
+ITEMS["split_and_merge"] = {"mha": [(SPLIT_AND_MERGE, 17, "")]}
 
 
 def _submission(kind, folder):
