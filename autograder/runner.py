@@ -489,7 +489,9 @@ def _run_check(part, name, fn, student, fixtures, hidden=False):
                            student_text=str(getattr(e, "student_text", "")), cause=cause, unexplained=unexplained)
     except StudentError as e:
         if hidden:
-            said = vocabulary.NOT_IMPLEMENTED if e.not_implemented else vocabulary.RAISED
+            # an unfinished function named from the grader's own request (StudentError.called), so that its
+            # visible and hidden checks are one item; anything else the child raised: the fixed phrase
+            said = (e.explain() if e.called else vocabulary.NOT_IMPLEMENTED) if e.not_implemented else vocabulary.RAISED
             return CheckResult(part, name, False, said, detail=e.explain(), student_text=e.student_text(), raised=True)
         return CheckResult(part, name, False, e.explain(), student_text=e.student_text(), raised=True)
     except SessionDied as e:

@@ -37,8 +37,10 @@ class StudentError(Exception):
     a student only for checks whose inputs were visible ones.
     """
 
-    def __init__(self, kind, message, where="", not_implemented=False, attributes=frozenset(), after_hidden=False):
+    def __init__(self, kind, message, where="", not_implemented=False, attributes=frozenset(), after_hidden=False,
+                 called=""):
         self.kind = text.identifier(kind)
+        self.called = called  # the stub's name of what the grader itself called ('' for a method of a handle)
         # after a hidden input the child could pick its exception, file or attribute name to spell
         # that input out: explain() then says only that it raised (or which of the stubs' own names
         # is not implemented yet), and no attribute of its source is quoted
@@ -56,9 +58,10 @@ class StudentError(Exception):
         place = f" (in {file})" if file in CHAPTER_FILES and not self.after_hidden else ""
         if self.not_implemented:  # the stubs say "<module>.<qualname>: <hint>"; only a stub's name is quoted
             name = self.message.split(":", 1)[0]  # one of the stubs' own names (HINTS), never another
-            # after a hidden input which stub raised is the child's choice (1 of 25): no name then (issue 37.6)
+            # after a hidden input which stub raised is the child's choice (1 of 25): the name is then the
+            # one of what the grader called, its own request, or none (issue 37.6)
             if self.after_hidden:
-                return "not implemented yet"
+                return f"not implemented yet: {self.called}" if self.called in HINTS else "not implemented yet"
             # the stub's name says where (module.function): no file besides it, so that a visible check and a
             # hidden one say the same of one unfinished function (one item, not two: issue 34 item 7)
             return f"not implemented yet: {name}" if name in HINTS else f"not implemented yet{place}"
@@ -96,6 +99,16 @@ def source_attributes(folder, limit=200):
             if len(names) >= limit:
                 return frozenset(names)
     return frozenset(names)
+
+
+def _called(target) -> str:
+    """The stub's name (stubs.HINTS) of a module's function or class the grader calls, from its own
+    request; '' for anything else (a method reached through a handle)."""
+    module, attr = target.get("module"), target.get("attr")
+    if not isinstance(module, str) or not isinstance(attr, str) or not attr:
+        return ""
+    name = f"{module}.{attr}"
+    return name if name in HINTS else f"{name}.__init__" if f"{name}.__init__" in HINTS else ""
 
 
 class Student:
@@ -179,7 +192,7 @@ class Student:
         if "error" in header:
             e = header["error"]
             raise StudentError(str(e.get("type")), str(e.get("message", "")), str(e.get("where", "")),
-                               bool(e.get("not_implemented")), self.attributes, self.saw_hidden)
+                               bool(e.get("not_implemented")), self.attributes, self.saw_hidden, _called(target))
         try:
             answer = protocol.decode(header["result"], payload, lambda ref: RemoteObject(self, ref))
         except (KeyError, protocol.ProtocolError) as exc:

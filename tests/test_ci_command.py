@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from autograder import ghactions
+from autograder.stubs import HINTS
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"
@@ -100,8 +101,10 @@ def test_stubs_run_names_no_hidden_check(stubs_run):
     anonymous = [t for t in results["tests"] if t["visibility"] != "visible"]
     # a hidden check keeps its diagnosis (the grader's words), never the student's own error text
     assert anonymous and all(": hidden check " in t["name"] for t in anonymous)
-    # after a hidden input which stub raised is the child's choice: the fixed words, no stub name (issue 37.6)
-    assert all(t["output"] == "not implemented yet" for t in anonymous), anonymous[:2]
+    # after a hidden input which stub raised is the child's choice: the fixed words, named only by what the
+    # grader itself called (a module's function or class, from its own request: issue 37.6)
+    assert all(t["output"] == "not implemented yet" or t["output"].removeprefix("not implemented yet: ") in HINTS
+               for t in anonymous), anonymous[:2]
     visible = [t for t in results["tests"] if t["visibility"] == "visible"]
     softmax = [t for t in visible if t["name"] == "simple_attention: softmax_naive_book_example"]
     assert softmax and "your error: NotImplementedError: simple_attention.softmax_naive: " + HINT in softmax[0]["output"]
@@ -150,9 +153,11 @@ def test_every_check_hidden_shows_diagnoses_only(tmp_path):
     assert done.returncode == 0, done.stderr
     for where, text in (("comment", unescaped(files["comment"])), ("summary", unescaped(files["summary"])),
                         ("results.json", files["json"]), ("stdout", done.stdout)):
-        # hidden checks: the fixed words, not which stub the child raised (issue 37.6)
+        # hidden checks: the fixed words, named only by what the grader called, never by which stub the child
+        # raised (issue 37.6: tests/test_hidden_messages.py varies the raised name with the hidden input)
         assert "not implemented yet" in text, f"no diagnosis in the {where}"
-        assert "not implemented yet: simple_attention.softmax_naive" not in text, f"a stub's name in the {where}"
+        named = re.findall(r"not implemented yet: ([\w.]+)", text)
+        assert all(name.rstrip(".") in HINTS for name in named), (where, named)
         assert HINT not in text and "NotImplementedError" not in text, f"the student's own text in the {where}"
         assert "softmax_naive_book_example" not in text, f"a check named in the {where}"
     assert f"commit {SHA[:12]}" in files["comment"] and "pull request" not in files["comment"]

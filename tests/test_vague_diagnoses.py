@@ -36,8 +36,8 @@ def test_a_discarded_masked_fill_is_named_as_such(engine, tmp_path):
     folder = submission(tmp_path, ("causal", MASK, MASK.replace("masked_fill_", "masked_fill")))
     result = grade(engine, folder, ["causal"])
     assert result.parts["causal"]["score"] == 6 and result.parts["causal"]["diagnosis"] == \
-        source_mistakes.DISCARDED_MASKED_FILL
-    assert items(result, "causal") == [(16, source_mistakes.DISCARDED_MASKED_FILL,
+        source_mistakes.MASKED_FILL_RESULT_DISCARDED
+    assert items(result, "causal") == [(16, source_mistakes.MASKED_FILL_RESULT_DISCARDED,
                                         "causal_attention_book_example and 9 hidden checks")]
     assert not any("no causal mask" in c.message for c in result.checks)
 
@@ -46,7 +46,7 @@ def test_the_same_bug_with_masked_fill_underscore_missing_in_mha(engine, tmp_pat
     folder = submission(tmp_path, ("mha", MASK, MASK.replace("masked_fill_", "masked_fill")))
     result = grade(engine, folder, ["mha"])
     failed = [c for c in result.checks if not c.passed and c.part == "mha"]
-    assert result.parts["mha"]["score"] < 22 and result.parts["mha"]["diagnosis"] == source_mistakes.DISCARDED_MASKED_FILL
+    assert result.parts["mha"]["score"] < 22 and result.parts["mha"]["diagnosis"] == source_mistakes.MASKED_FILL_RESULT_DISCARDED
     assert len(items(result, "mha")) == 1 and not any("no causal mask" in c.message for c in failed)
 
 

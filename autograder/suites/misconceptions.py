@@ -64,7 +64,7 @@ def weights(scores, d_k, causal, *, divide_by=None, dim=-1, mask="-inf", diagona
     T = scores.shape[-1]
     if causal and mask in ("-inf", "zero"):
         s = s.masked_fill(future(T, diagonal), float("-inf") if mask == "-inf" else 0.0)
-    if causal and mask == "inverted":
+    if mask == "inverted" and causal:
         s = s.masked_fill(~future(T, diagonal), float("-inf"))
     w = torch.softmax(s, dim=dim)
     if scale_after:

@@ -4,7 +4,7 @@ A check's numbers say *what* is wrong ("no causal mask is applied"); two common 
 look alike in the numbers and differ in the fix. Here the submitted text is parsed with `ast` (never
 run, never quoted back) and a diagnosis the numbers gave is made precise when the text shows how:
 
-- DISCARDED_MASKED_FILL: a statement `scores.masked_fill(mask, -inf)` whose result is thrown away
+- MASKED_FILL_RESULT_DISCARDED: a statement `scores.masked_fill(mask, -inf)` whose result is thrown away
   (masked_fill returns a new tensor; masked_fill_ changes the scores in place). The numbers are those
   of no mask at all.
 - GLOBAL_READ: a method that reads a variable assigned at the module's top level (a notebook's
@@ -17,7 +17,7 @@ import ast
 import builtins
 from typing import Optional
 
-DISCARDED_MASKED_FILL = ("the result of masked_fill is discarded: masked_fill returns a new tensor and leaves the "
+MASKED_FILL_RESULT_DISCARDED = ("the result of masked_fill is discarded: masked_fill returns a new tensor and leaves the "
                          "scores unchanged; use masked_fill_ (in place) or assign it (scores = scores.masked_fill(...))")
 GLOBAL_READ = ("a function or method reads a variable set at the top of the module (a notebook variable such as "
                "inputs, d_out or context_length) instead of its own arguments or self.<name>: the grader calls it "
@@ -117,7 +117,7 @@ def refined(cause: str, unexplained: bool, source: str) -> str:
     masked_fill for the numbers of no mask; a module variable read in a method for numbers that are
     wrong with no known mistake named."""
     if cause.startswith(NO_MASK_CAUSES) and discards_masked_fill(source):
-        return DISCARDED_MASKED_FILL
+        return MASKED_FILL_RESULT_DISCARDED
     if unexplained and not cause and reads_module_variable(source):
         return GLOBAL_READ
     return ""

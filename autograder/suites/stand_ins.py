@@ -288,7 +288,7 @@ def _run(cls, arguments, question, tensors, ledger=None, limit=MAX_BYTES):
 class _Bytes(TorchDispatchMode):
     """Counts the bytes of every tensor the operations under it make."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__()
         self.total = 0
 
