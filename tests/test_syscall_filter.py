@@ -160,12 +160,12 @@ pid = os.fork()
 if pid == 0:
     if sys.argv[1] == "deaf":
         isolation.deaf_to_signals()
-    part = os.fork()
-    if part == 0:  # a part, in the leader's namespace, signalling its PID 1
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
-            os.kill(1, sig)
-        os._exit(0)
-    try:
+    try:  # from before the fork: the part's signals may arrive before the leader waits (the control's race)
+        part = os.fork()
+        if part == 0:  # a part, in the leader's namespace, signalling its PID 1
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1):
+                os.kill(1, sig)
+            os._exit(0)
         os.waitpid(part, 0)
         print("LEADER ALIVE", flush=True)
     except KeyboardInterrupt:
