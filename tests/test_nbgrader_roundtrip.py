@@ -39,7 +39,7 @@ from notebook_cases import fill_notebooks, module_texts, write_modules  # noqa: 
 
 from autograder import nbgrader_plugins  # noqa: E402
 from autograder.reports.common import diagnosis_and_place, printable, what_to_fix  # noqa: E402
-from rubric_points import TOTAL  # noqa: E402
+from rubric_points import CHECK, TOTAL  # noqa: E402
 
 pytestmark = pytest.mark.nbgrader
 
@@ -540,8 +540,9 @@ def test_a_detached_process_cannot_touch_the_gradebook(course):
     for target in attack_targets(course.root):
         path = Path(target) if Path(target).is_absolute() else course.root / "autograded" / "mallory" / "ch03" / target
         assert not path.exists() or b"MALLORY WAS HERE" not in path.read_bytes(), path
-    # the attack is in working code: the part scores full marks, and nobody else gained anything
-    assert course.scores["mallory"]["causal"][0] == part_max()["causal"]
+    # the attack is in working code: the part scores full marks but for the check the child measures (its
+    # exec() is listed as tampering, so the device check earns nothing: issue 34), and nobody else gained
+    assert course.scores["mallory"]["causal"][0] == part_max()["causal"] - CHECK["causal", "causal_runs_on_the_inputs_device"]
     assert all(score == 0 for score, _, _ in course.scores["bob"].values())
 
 
