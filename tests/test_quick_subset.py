@@ -34,8 +34,9 @@ def test_most_files_have_a_quick_path():
     # the files left out run a real nbgrader, a Jupyter kernel, fresh virtual environments or a loaded
     # machine: they have markers of their own (`-m nbgrader`, `-m notebooks`, `-m deploy`, `-m load`)
     left_out = sorted(name for name, tests in QUICK.items() if tests == set())
+    # and two read a whole graded class (test_readme_batch, test_regrades): the quick subset keeps its 2 minutes
     assert left_out == ["test_deploy_installs.py", "test_graded_under_load.py", "test_nbgrader_commands.py", "test_nbgrader_roundtrip.py",
-                        "test_nbgrader_validate.py", "test_notebook_outputs.py"]
+                        "test_nbgrader_validate.py", "test_notebook_outputs.py", "test_readme_batch.py", "test_regrades.py"]
 
 
 def _outside_names(tree):
