@@ -107,7 +107,7 @@ def failure_message(grade: Grade, device: str) -> str:
 
 
 def likely_cause(grade: Grade, device: str) -> str:
-    problems = " ".join(p.get("problem") or "" for p in grade.parts.values())
+    problems = " ".join(p.problem for p in grade.parts.values())
     if grade.not_graded:  # sandbox/death.py measured no cause of the reference's own
         return ("the machine was overloaded while the reference was graded (its processes were killed or kept "
                 "waiting by something else, again and again): grade again when the machine is quieter")

@@ -49,30 +49,41 @@ class ScoredCheck:
 
 
 @dataclass
+class PartScore:
+    """One part's total (results.json's `parts`, with extra_data's problems, seconds and diagnoses)."""
+    score: float
+    max_score: float
+    problem: str = ""     # what stopped the part (runner.PartRun.problem): said once, for all its checks
+    seconds: float = 0.0  # the part's wall time
+    diagnosis: str = ""   # the cause most failed checks name (runner.part_diagnosis)
+    not_graded: str = ""  # why the machine kept it from being graded (runner.NOT_GRADED); "" when graded
+
+
+@dataclass
 class Grade:
     submission: str
-    checks: list = field(default_factory=list)
-    parts: dict = field(default_factory=dict)     # part -> {"score", "max_score", "problem", "seconds", "diagnosis"}
-    protections: list = field(default_factory=list)
-    notes: list = field(default_factory=list)
-    output: dict = field(default_factory=dict)    # part -> what the student's code printed
+    checks: list[ScoredCheck] = field(default_factory=list)
+    parts: dict[str, PartScore] = field(default_factory=dict)
+    protections: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    output: dict[str, str] = field(default_factory=dict)  # part -> what the student's code printed
     seed: int | None = None                       # the run's secret behind the unseen inputs (instructors only)
-    environment_check: dict | None = None         # envcheck.ensure's record: the reference graded here first
-    tampering: list = field(default_factory=list)  # reaches into the grader its source writes (instructors only)
+    environment_check: dict[str, Any] | None = None  # envcheck.ensure's record: the reference graded here first
+    tampering: list[str] = field(default_factory=list)  # reaches into the grader its source writes (instructors only)
 
     @property
     def score(self) -> float:
-        return round(sum(p["score"] for p in self.parts.values()), 4)
+        return round(sum(p.score for p in self.parts.values()), 4)
 
     @property
     def not_graded(self) -> dict[str, str]:
         """{part: why} for the parts the machine kept from being graded (runner.NOT_GRADED): a grade with
         any is no grade at all, in every channel (never a lower score)."""
-        return {part: p["not_graded"] for part, p in self.parts.items() if p.get("not_graded")}
+        return {part: p.not_graded for part, p in self.parts.items() if p.not_graded}
 
     @property
     def max_score(self) -> float:
-        return round(sum(p["max_score"] for p in self.parts.values()), 4)
+        return round(sum(p.max_score for p in self.parts.values()), 4)
 
 
 def load_rubric(path: str | Path = RUBRIC_PATH) -> tuple[Rubric, dict[str, list]]:
@@ -146,10 +157,8 @@ def score_part(grade: Grade, part: rubric_mod.Part, run: runner.PartRun) -> None
                                         result.detail, result.student_text, check.diagnosis, figure=result.figure,
                                         voided_by=voided_by, cause=result.cause, unexplained=result.unexplained,
                                         not_graded=result.not_graded))
-    grade.parts[part.name] = {"score": round(total, 4), "max_score": round(part.max_score, 4),
-                              "problem": run.problem, "seconds": round(run.seconds, 3),
-                              "diagnosis": run.diagnosis,  # the cause most failed checks name (runner.part_diagnosis)
-                              "not_graded": run.not_graded}
+    grade.parts[part.name] = PartScore(round(total, 4), round(part.max_score, 4), problem=run.problem,
+                                       seconds=round(run.seconds, 3), diagnosis=run.diagnosis, not_graded=run.not_graded)
 
 
 GATED = ("passes here, but the same code fails the checks on inputs only the grader knows: this check earns its "

@@ -223,7 +223,7 @@ class GradeInSandbox(NbGraderPreprocessor):
         self._write_graded_cells(nb, grade, modules, problem)
         for part in graded:
             p = grade.parts[part]
-            self.log.info("%s: %s %s / %s", self.where, part, _fmt(p["score"]), _fmt(p["max_score"]))
+            self.log.info("%s: %s %s / %s", self.where, part, _fmt(p.score), _fmt(p.max_score))
         return nb, resources
 
     def _parts_to_grade(self, nb, resources):
@@ -351,9 +351,9 @@ class GradeInSandbox(NbGraderPreprocessor):
         execute_result as partial credit, and no output is an error or stderr, which would mean 0."""
         p = grade.parts[part]
         points = float(cell.metadata.nbgrader["points"])
-        value = p["score"] if points == p["max_score"] else round(p["score"] * points / p["max_score"], 6)
-        lines = [f"{part}: {_fmt(p['score'])} / {_fmt(p['max_score'])} points"
-                 + ("" if points == p["max_score"] else f" (this cell is worth {_fmt(points)}: {_fmt(value)})"),
+        value = p.score if points == p.max_score else round(p.score * points / p.max_score, 6)
+        lines = [f"{part}: {_fmt(p.score)} / {_fmt(p.max_score)} points"
+                 + ("" if points == p.max_score else f" (this cell is worth {_fmt(points)}: {_fmt(value)})"),
                  "Graded by the course's tests on the code of your solution cells; no cell of this notebook was run."]
         checks = [c for c in grade.checks if c.part == part]
         if missing:

@@ -152,7 +152,7 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
         visible = {n for n, check in rubric.parts[run.part].checks.items() if check.visibility == "visible"}
         import_failure.explain(run, staged.folder, visible)  # a module that does not import: one problem
         part_diagnosis(run, {n for n, check in rubric.parts[run.part].checks.items()
-                             if getattr(check, "diagnosis", "shown") == "withheld"})
+                             if check.diagnosis == "withheld"})
     attach_figures(runs, rubric, pictures)
     for run in runs.values():
         charge_trespass(run)
@@ -211,7 +211,7 @@ def picture_parts(runs: dict[str, PartRun], rubric: Rubric, staged: Staged | Non
     for name, run in runs.items():
         checks = rubric.parts[name].checks
         shown = [n for n in figures.FIGURE_CHECKS.get(name, ())
-                 if n in checks and getattr(checks[n], "diagnosis", "shown") != "withheld"]
+                 if n in checks and checks[n].diagnosis != "withheld"]
         if shown and name in figures.PROBES and not run.problem and not (staged and staged.missing(name)):
             found.append(name)
     return found
@@ -262,7 +262,7 @@ def attach_figures(runs: dict[str, PartRun], rubric: Rubric, pictures: dict[str,
     for name, run in runs.items():
         checks = rubric.parts[name].checks
         failed = [r for r in run.results if not r.passed and r.name in figures.FIGURE_CHECKS.get(name, ())
-                  and getattr(checks[r.name], "diagnosis", "shown") != "withheld"]
+                  and checks[r.name].diagnosis != "withheld"]
         if failed and pictures.get(name) and not run.problem:
             min(failed, key=lambda r: checks[r.name].visibility != "visible").figure = pictures[name]
 

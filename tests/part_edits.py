@@ -24,7 +24,7 @@ def grade(engine, folder, parts):
 
 
 def scores(result):
-    return {part: p["score"] for part, p in result.parts.items()}
+    return {part: p.score for part, p in result.parts.items()}
 
 
 def failed(result, part):

@@ -255,14 +255,15 @@ def messages(grade, part):
 def everything(grade):
     """All a grade says, in every form it is written out."""
     return "\n".join([json.dumps(reports.results_json(grade)), reports.table(grade), reports.markdown(grade),
-                      reports.junit_xml(grade), json.dumps(grade.output), json.dumps(grade.parts)])
+                      reports.junit_xml(grade), json.dumps(grade.output),
+                      json.dumps({part: dataclasses.asdict(p) for part, p in grade.parts.items()})])
 
 
 def assert_full_marks(grade, parts):
     for part in parts:
         p = grade.parts[part]
         failing = [f"{c.name}: {c.message}" for c in part_checks(grade, part) if not c.passed]
-        assert p["score"] == p["max_score"] > 0, f"{part} lost points: {failing} {p['problem']}"
+        assert p.score == p.max_score > 0, f"{part} lost points: {failing} {p.problem}"
 
 
 def assert_others_keep_full_marks(grade, attacked):
@@ -272,7 +273,7 @@ def assert_others_keep_full_marks(grade, attacked):
 
 def assert_part_zero(grade, part, *substrings):
     """Every check of the part failed, each message saying all of substrings."""
-    assert grade.parts[part]["score"] == 0, f"{part} kept points: {passed(grade, part)}"
+    assert grade.parts[part].score == 0, f"{part} kept points: {passed(grade, part)}"
     for message in messages(grade, part):
         for s in substrings:
             assert s in message, f"{s!r} not in {part} message {message!r}"
@@ -282,10 +283,10 @@ def assert_no_better_than_baseline(engine, tmp_path, case, part):
     """The attack passes no check that the same wrong math without the attack fails."""
     attacked = grade_case(engine, tmp_path, case, part)
     baseline = engine.grade(build(case, tmp_path, "off"), [part], part)
-    assert baseline.parts[part]["score"] < baseline.parts[part]["max_score"], "the baseline should be wrong math"
+    assert baseline.parts[part].score < baseline.parts[part].max_score, "the baseline should be wrong math"
     assert passed(attacked, part) <= passed(baseline, part), \
         f"the attack passed {passed(attacked, part) - passed(baseline, part)} that the plain wrong math fails"
-    assert attacked.parts[part]["score"] <= baseline.parts[part]["score"]
+    assert attacked.parts[part].score <= baseline.parts[part].score
     assert_others_keep_full_marks(attacked, part)
     return attacked
 
@@ -313,7 +314,7 @@ def test_exit_at_import(engine, tmp_path, case, says):
     assert_part_zero(grade, "simple_attention", says)
     assert_others_keep_full_marks(grade, "simple_attention")
     if case == "exit_os_exit_at_import":  # the status on visible checks only (a fixed phrase on hidden ones)
-        assert "exited with status 0" in grade.parts["simple_attention"]["problem"]
+        assert "exited with status 0" in grade.parts["simple_attention"].problem
         for check in part_checks(grade, "simple_attention"):
             assert ("exited with status 0" in check.message) == (check.visibility == "visible"), check
 
@@ -323,7 +324,7 @@ def test_sys_exit_in_a_function(engine, tmp_path):
     part's other checks and the other parts still pass."""
     grade = grade_case(engine, tmp_path, "exit_sys_exit_in_function", "simple_attention")
     part = grade.parts["simple_attention"]
-    assert 0 < part["score"] < part["max_score"]
+    assert 0 < part.score < part.max_score
     assert messages(grade, "simple_attention")
     assert all("sys.exit(3)" in m for m in messages(grade, "simple_attention"))
     assert_others_keep_full_marks(grade, "simple_attention")
@@ -334,8 +335,8 @@ def test_os_exit_in_a_method(engine, tmp_path):
     That part reports the exit status; the parts that do not import causal keep full marks."""
     grade = grade_case(engine, tmp_path, "exit_os_exit_in_method", "causal")
     part = grade.parts["causal"]
-    assert part["score"] < part["max_score"]
-    assert "exited with status 7" in part["problem"]
+    assert part.score < part.max_score
+    assert "exited with status 7" in part.problem
     failed = [c for c in part_checks(grade, "causal") if not c.passed]
     assert all("exited with status 7" in c.message for c in failed if c.visibility == "visible")
     from autograder.suites import vocabulary  # after a hidden input: the grader's fixed phrase (issue 37.6)
@@ -373,11 +374,11 @@ def test_grader_detection_with_book_outputs(engine, tmp_path):
     assert not gained, f"replaying the book earned {gained}"
     replayed = [c for c in part_checks(grade, "causal") if "book" in c.name]
     assert replayed and all(c.message == grading.GATED and c.score == 0 for c in replayed), replayed
-    assert grade.parts["causal"]["score"] <= baseline.parts["causal"]["score"]
+    assert grade.parts["causal"].score <= baseline.parts["causal"].score
     assert passed(baseline, "causal") <= passed(grade, "causal")
     unseen = {c.name for c in part_checks(grade, "causal") if "unseen" in c.name or "known_weights" in c.name}
     assert unseen and not unseen & passed(grade, "causal")
-    assert grade.parts["causal"]["score"] < grade.parts["causal"]["max_score"]
+    assert grade.parts["causal"].score < grade.parts["causal"].max_score
     assert_others_keep_full_marks(grade, "causal")
 
 
@@ -548,7 +549,7 @@ def test_loop_that_ignores_signals_is_killed(engine, tmp_path):
     grade = grade_case(engine, tmp_path, "loop_ignores_signals", "simple_attention")
     assert_part_zero(grade, "simple_attention", f"timed out after {TIMEOUT} s")
     # the clock, not an exit of the loop, ended it (no upper bound: a loaded machine is late to kill)
-    assert grade.parts["simple_attention"]["seconds"] >= TIMEOUT
+    assert grade.parts["simple_attention"].seconds >= TIMEOUT
     assert_others_keep_full_marks(grade, "simple_attention")
 
 
@@ -569,7 +570,7 @@ def test_memory_flood_fails_the_part_only(engine, tmp_path, case):
     The part gets MEMORY_TIMEOUT s, not 3: on a loaded machine the clock must never win the race
     against the memory limit (the limit stops the flood long before)."""
     grade = grade_case(engine, tmp_path, case, "simple_attention", limits={"timeout": MEMORY_TIMEOUT})
-    assert grade.parts["simple_attention"]["score"] == 0
+    assert grade.parts["simple_attention"].score == 0
     for message in messages(grade, "simple_attention"):
         assert "memory" in message.lower(), message
     assert_others_keep_full_marks(grade, "simple_attention")
@@ -587,7 +588,7 @@ def test_memory_spread_over_processes_is_capped_as_a_whole(engine, tmp_path):
                        limits={"memory_mb": 512, "timeout": MEMORY_TIMEOUT})
     if not any(p.startswith("control group (memory") for p in grade.protections):
         pytest.skip(f"no control group on this machine (protections: {grade.protections})")
-    assert grade.parts["simple_attention"]["score"] == 0
+    assert grade.parts["simple_attention"].score == 0
     for message in messages(grade, "simple_attention"):
         found = re.search(r"FILLED (\d) of 5, KILLED (\d), HOLDING (\d)", message)
         if found:
@@ -728,8 +729,8 @@ def test_forged_protocol_frames(engine, tmp_path):
     shape, JSON nested 40,000 deep, unknown tags, a 200 MiB payload that never comes). The
     grader survives every one of them and the part scores no better than plain wrong math."""
     grade = assert_no_better_than_baseline(engine, tmp_path, "protocol_forgery", "simple_attention")
-    assert grade.parts["simple_attention"]["score"] == 0
-    assert "sent back something that is not an answer" in grade.parts["simple_attention"]["problem"]
+    assert grade.parts["simple_attention"].score == 0
+    assert "sent back something that is not an answer" in grade.parts["simple_attention"].problem
     for message in messages(grade, "simple_attention"):
         assert "grader error" not in message and "json/decoder.py" not in message, message
 
@@ -892,7 +893,7 @@ def test_a_dead_fork_server_is_replaced(tmp_path):
         second = grading.grade_submission(SOLUTIONS, only, suites, sandbox)
         assert sandbox.process.pid != dead and sandbox.process.poll() is None
     for grade in (first, second):
-        assert grade.parts["simple_attention"]["score"] == grade.parts["simple_attention"]["max_score"] == PART["simple_attention"]
+        assert grade.parts["simple_attention"].score == grade.parts["simple_attention"].max_score == PART["simple_attention"]
 
 
 # ---------------------------------------------------------------- sandbox v2 (issue 10): one case per class
@@ -954,7 +955,7 @@ def test_signals_to_the_leader_are_dropped(engine, tmp_path):
     grade = grade_case(engine, tmp_path, "kill_the_leader", "simple_attention", every_part=True)
     assert "signalled PID 1:" in grade.output.get("simple_attention", "")
     assert_full_marks(grade, list(grade.parts))
-    assert not any(p["problem"] for p in grade.parts.values()), {k: p["problem"] for k, p in grade.parts.items()}
+    assert not any(p.problem for p in grade.parts.values()), {k: p.problem for k, p in grade.parts.items()}
 
 
 def test_no_earlier_output_in_a_later_childs_memory(engine, tmp_path):
@@ -994,7 +995,7 @@ def test_hidden_diagnoses_quote_no_name_the_code_chose(engine, tmp_path):
     and says only "your code raised an exception" (no class, not even a builtin one the code could
     choose by its input); the instructor's text has the fingerprints (the attack ran)."""
     grade = grade_case(engine, tmp_path, "hidden_inputs_in_error_names", "simple_attention")
-    assert grade.parts["simple_attention"]["score"] == 0
+    assert grade.parts["simple_attention"].score == 0
     hidden = [c for c in part_checks(grade, "simple_attention") if c.visibility != "visible"]
     assert hidden and not any(c.passed for c in hidden)
     shown = [reports.common.student_output(c) for c in hidden]
@@ -1022,7 +1023,7 @@ def test_hidden_diagnoses_carry_no_exit_status_or_signal(engine, tmp_path):
     inputs are public); what a student sees of a hidden check says only that the process exited or
     was killed by a signal, a fixed phrase, in every report."""
     grade = grade_case(engine, tmp_path, "hidden_inputs_in_exit_status", "simple_attention")
-    assert grade.parts["simple_attention"]["score"] == 0
+    assert grade.parts["simple_attention"].score == 0
     assert "FP " in grade.output.get("simple_attention", ""), "the attack never ran"
     visible = [c.message for c in part_checks(grade, "simple_attention") if c.visibility == "visible"]
     assert any(re.search(r"exited with status 1\d\d|killed by signal SIGRTMIN", m) for m in visible), visible

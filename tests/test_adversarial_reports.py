@@ -38,7 +38,7 @@ def channels(grade):
 
 
 def assert_the_real_score(grade):
-    assert grade.parts["simple_attention"]["score"] == 0, grade.parts["simple_attention"]
+    assert grade.parts["simple_attention"].score == 0, grade.parts["simple_attention"]
     assert_others_keep_full_marks(grade, "simple_attention")
     assert grade.score == grade.max_score - 10
 

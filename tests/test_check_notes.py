@@ -29,7 +29,7 @@ def test_a_check_raising_note_passes_with_its_message():
 def test_the_books_exercise_3_1_answer_keeps_full_marks_with_a_visible_note(engine, tmp_path):
     entry = ENTRIES["transfer-book-answer-shares-storage"]
     result = grade(engine, selftest.apply(entry, tmp_path / "submission"))
-    assert result.parts["weight_transfer"]["score"] == PART["weight_transfer"] == result.parts["weight_transfer"]["max_score"]
+    assert result.parts["weight_transfer"].score == PART["weight_transfer"] == result.parts["weight_transfer"].max_score
     assert all(check.passed for check in result.checks)
     notes = [note for note in result.notes if note.startswith(NOTE_START)]
     assert len(notes) == 1, result.notes
@@ -41,5 +41,5 @@ def test_the_books_exercise_3_1_answer_keeps_full_marks_with_a_visible_note(engi
 
 def test_the_solutions_get_no_note(engine):
     result = grade(engine, selftest.SOLUTIONS)
-    assert result.parts["weight_transfer"]["score"] == PART["weight_transfer"]
+    assert result.parts["weight_transfer"].score == PART["weight_transfer"]
     assert not [note for note in result.notes if "share storage" in note], result.notes

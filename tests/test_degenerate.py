@@ -107,7 +107,7 @@ def test_a_zeroed_module_earns_only_construction_checks(engine, tmp_path, part):
     for name in GATED_CONSTRUCTION.get(part, ()):  # it passed as such, and its gate took the points
         check = next(c for c in grade.checks if c.name == name)
         assert check.message == grading.GATED and check.score == 0, name
-    assert grade.parts[part]["score"] == sum(rubric.parts[part].checks[name].points for name in allowed)
+    assert grade.parts[part].score == sum(rubric.parts[part].checks[name].points for name in allowed)
     for name in PROPERTIES.get(part, ()):
         assert name not in passed(grade), name
 
@@ -153,7 +153,7 @@ def test_replaying_fixed_answers_earns_nothing_in_numpy(engine, tmp_path):
     path.write_text(path.read_text() + REPLAY)
     grade = grading.grade_submission(folder, Rubric(rubric.path, {"numpy_attention": rubric.parts["numpy_attention"]}),
                                      suites, sandbox)
-    assert grade.parts["numpy_attention"]["score"] == 0, [(c.name, c.passed, c.message) for c in grade.checks]
+    assert grade.parts["numpy_attention"].score == 0, [(c.name, c.passed, c.message) for c in grade.checks]
     gpt3 = next(c for c in grade.checks if c.name == "numpy_block_params_gpt3")
     assert gpt3.message == grading.GATED and gpt3.score == 0  # replayed, and its gate took the point
 
@@ -184,7 +184,7 @@ def test_zeros_from_the_exercise_and_its_own_wrapper_earn_nothing(engine, tmp_pa
     failed = {c.name: c.message for c in grade.checks if not c.passed}
     assert set(failed) == {"ex32_book_example", "ex32_two_heads_of_width_one"}, failed
     assert "holds no attention" in failed["ex32_two_heads_of_width_one"]
-    assert grade.parts["exercises"]["score"] == 4
+    assert grade.parts["exercises"].score == 4
 
 
 def test_a_submission_of_constants_earns_only_construction_checks(engine, tmp_path):

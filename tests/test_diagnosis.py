@@ -29,7 +29,7 @@ def test_every_failed_check_names_the_one_cause(engine, tmp_path, module, find, 
     messages = failures(result, module)
     assert scores(result)[module] < 22 and messages
     assert all(cause in m for m in messages), [m for m in messages if cause not in m]
-    assert cause in result.parts[module]["diagnosis"]
+    assert cause in result.parts[module].diagnosis
     assert not any("dropout must do nothing" in m or "mask is missing" in m for m in messages)
 
 
@@ -115,7 +115,7 @@ def test_parameters_in_another_order_are_one_item(engine, tmp_path, order):
                                                                      order)))
     result = grade(engine, folder, ["mha"])
     cause = ORDER.format(order + ", qkv_bias")
-    assert scores(result)["mha"] == 5 and result.parts["mha"]["diagnosis"] == cause
+    assert scores(result)["mha"] == 5 and result.parts["mha"].diagnosis == cause
     assert what_to_fix(result, "mha") == [(17, cause, "mha_book_example, mha_rejects_indivisible_d_out and 10 hidden "
                                                       "checks")]
 
@@ -127,7 +127,7 @@ def test_the_mistake_after_the_order_is_reached_by_keywords_and_named(engine, tm
     folder = submission(tmp_path, ("mha", MHA_INIT, MHA_INIT.replace("d_in, d_out", "d_out, d_in")),
                         ("mha", "keys = self.W_key(x)", "keys = self.W_query(x)"))
     result = grade(engine, folder, ["mha"])
-    assert scores(result)["mha"] == 5 and result.parts["mha"]["diagnosis"] == KEYS_FROM_QUERY
+    assert scores(result)["mha"] == 5 and result.parts["mha"].diagnosis == KEYS_FROM_QUERY
     assert what_to_fix(result, "mha") == [
         (15, KEYS_FROM_QUERY, "mha_book_example and 9 hidden checks"),
         (2, ORDER.format("d_out, d_in, context_length, dropout, num_heads, qkv_bias"),

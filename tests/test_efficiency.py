@@ -32,7 +32,7 @@ def edit(module, find, replace, more=()):
 
 
 def scores(result):
-    return {part: p["score"] for part, p in result.parts.items()}
+    return {part: p.score for part, p in result.parts.items()}
 
 
 def failed(result):

@@ -129,7 +129,7 @@ def test_a_lost_point_is_never_cached(tmp_path, monkeypatch):
         part, name, passed, message = "causal", "mask_book_example", False, "wrong weights"
 
     class Lost:
-        checks, score, max_score, protections, parts = [Check()], 99.0, 100.0, [], {"causal": {"problem": ""}}
+        checks, score, max_score, protections, parts = [Check()], 99.0, 100.0, [], {"causal": grading.PartScore(0.0, 2.0)}
         not_graded: dict = {}  # as grading.Grade: no part the machine kept from running
 
     monkeypatch.setattr(grading, "grade_submission", lambda *a, **k: Lost())

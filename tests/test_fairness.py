@@ -28,7 +28,7 @@ def graded_edit(engine, tmp_path, module, find, replace):
 
 
 def scores(result):
-    return {part: p["score"] for part, p in result.parts.items()}
+    return {part: p.score for part, p in result.parts.items()}
 
 
 def failed(result, part=None):

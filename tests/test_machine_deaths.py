@@ -61,8 +61,8 @@ def test_a_child_killed_from_outside_is_graded_again_in_a_fresh_one(engine, tmp_
     suites, calls = suites_killing(engine, times=1)
     grade = grade_with(engine, submission(tmp_path), suites)
     assert len(calls) == 2  # killed once, then run again
-    assert grade.parts[PART]["score"] == grade.parts[PART]["max_score"] == POINTS[PART]
-    assert not grade.parts[PART]["problem"] and not grade.not_graded
+    assert grade.parts[PART].score == grade.parts[PART].max_score == POINTS[PART]
+    assert not grade.parts[PART].problem and not grade.not_graded
     assert all(c.passed for c in grade.checks), [(c.name, c.message) for c in grade.checks if not c.passed]
 
 
@@ -73,8 +73,8 @@ def test_a_kill_with_no_proof_every_time_is_charged(engine, tmp_path):
     suites, calls = suites_killing(engine, times=99)
     grade = grade_with(engine, submission(tmp_path), suites)
     assert len(calls) == runner.MACHINE_RETRIES + 1
-    assert grade.not_graded == {} and grade.parts[PART]["score"] < 10
-    assert grade.parts[PART]["problem"] == f"the {PART} process {death.UNEXPLAINED_KILL} ({runner.SAME_EVERY_TIME})"
+    assert grade.not_graded == {} and grade.parts[PART].score < 10
+    assert grade.parts[PART].problem == f"the {PART} process {death.UNEXPLAINED_KILL} ({runner.SAME_EVERY_TIME})"
 
 
 def test_a_part_the_machine_kills_every_time_is_not_graded_and_loses_nothing(engine, tmp_path):

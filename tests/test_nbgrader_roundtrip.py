@@ -389,7 +389,7 @@ def test_solutions_get_full_marks_and_stubs_get_zero(course):
 
 def test_a_notebook_with_bugs_scores_what_the_modules_score_part_by_part(course, module_form):
     recorded = {part: score for part, (score, _, manual) in course.scores["carol"].items()}
-    expected = {part: p["score"] for part, p in module_form["carol"].parts.items()}
+    expected = {part: p.score for part, p in module_form["carol"].parts.items()}
     assert recorded == expected
     assert recorded["causal"] < part_max()["causal"] and recorded["numpy_attention"] < part_max()["numpy_attention"]
     assert recorded["simple_attention"] == part_max()["simple_attention"]
@@ -525,9 +525,9 @@ def test_input_transformers_in_solution_cells_change_nothing(course, module_form
     """Hole 2: under Execute, a transformer that blanks every later cell made the stubs score full
     marks. Here nothing runs in a kernel: the wrong code scores what it scores as modules."""
     recorded = {part: score for part, (score, _, _) in course.scores["mallory"].items()}
-    assert recorded == {part: p["score"] for part, p in module_form["mallory"].parts.items()}
+    assert recorded == {part: p.score for part, p in module_form["mallory"].parts.items()}
     assert recorded["simple_attention"] == 0
-    assert recorded["numpy_attention"] == module_form["carol"].parts["numpy_attention"]["score"] < 10
+    assert recorded["numpy_attention"] == module_form["carol"].parts["numpy_attention"].score < 10
     assert "get_ipython" in report(score_cell(course, "mallory", NOTEBOOKS[0], "simple_attention"))
 
 

@@ -29,7 +29,7 @@ def engine(engine):
 
 
 def by_part(grade):
-    return {part: p["score"] for part, p in grade.parts.items()}
+    return {part: p.score for part, p in grade.parts.items()}
 
 
 def by_check(grade):
@@ -39,7 +39,7 @@ def by_check(grade):
 def assert_same_grade(as_modules, as_notebooks):
     assert by_part(as_notebooks) == by_part(as_modules)
     assert by_check(as_notebooks) == by_check(as_modules)
-    assert [p["problem"] for p in as_notebooks.parts.values()] == [p["problem"] for p in as_modules.parts.values()]
+    assert [p.problem for p in as_notebooks.parts.values()] == [p.problem for p in as_modules.parts.values()]
 
 
 @pytest.mark.parametrize("case, base, bugs", [
@@ -59,9 +59,9 @@ def test_modules_and_notebooks_get_the_same_score_part_by_part(engine, tmp_path,
         assert total == 0
     else:
         scores = by_part(as_modules)
-        assert 0 < scores["causal"] < as_modules.parts["causal"]["max_score"]
-        assert scores["numpy_attention"] < as_modules.parts["numpy_attention"]["max_score"]
-        assert scores["simple_attention"] == as_modules.parts["simple_attention"]["max_score"]
+        assert 0 < scores["causal"] < as_modules.parts["causal"].max_score
+        assert scores["numpy_attention"] < as_modules.parts["numpy_attention"].max_score
+        assert scores["simple_attention"] == as_modules.parts["simple_attention"].max_score
     assert any(f"graded the solution cells of {NOTEBOOK_COUNT} notebook(s)" in note for note in as_notebooks.notes)
 
 
@@ -84,9 +84,9 @@ def test_notebooks_nested_in_a_submitted_folder_or_a_zip(engine, tmp_path):
 def test_one_notebook_grades_its_parts_and_names_what_is_missing(engine, tmp_path):
     folder = fill_notebooks(module_texts(), tmp_path / "nb")
     grade = engine(folder / "03_attention_in_numpy.ipynb", parts=["numpy_attention", "causal"])
-    assert grade.parts["numpy_attention"]["score"] == grade.parts["numpy_attention"]["max_score"]
-    assert grade.parts["causal"]["score"] == 0
-    assert grade.parts["causal"]["problem"] == (
+    assert grade.parts["numpy_attention"].score == grade.parts["numpy_attention"].max_score
+    assert grade.parts["causal"].score == 0
+    assert grade.parts["causal"].problem == (
         "no solution cell for causal (a code cell with nbgrader grade_id 'causal') in 03_attention_in_numpy.ipynb")
 
 
@@ -176,7 +176,7 @@ def test_an_input_transformer_in_a_solution_cell_changes_nothing(engine, tmp_pat
 def test_magics_in_a_solution_cell_are_comments_when_graded(engine, tmp_path):
     texts = module_texts(edits={"weight_transfer": lambda text: "%load_ext autoreload\n!pip install nothing\n" + text})
     grade = engine(fill_notebooks(texts, tmp_path / "nb"), parts=["weight_transfer"])
-    assert by_part(grade) == {"weight_transfer": grade.parts["weight_transfer"]["max_score"]}
+    assert by_part(grade) == {"weight_transfer": grade.parts["weight_transfer"].max_score}
 
 
 def test_source_notebooks_are_what_the_engine_grades_as_the_solutions(tmp_path):

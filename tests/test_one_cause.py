@@ -122,7 +122,7 @@ def graded_cell(grade, part):
 
     from autograder import nbgrader_plugins
 
-    points = grade.parts[part]["max_score"]
+    points = grade.parts[part].max_score
     cell = from_dict({"cell_type": "code", "metadata": {"nbgrader": {"points": points}}, "source": "", "outputs": []})
     shown, _ = nbgrader_plugins.GradeInSandbox()._outputs(cell, part, grade, False, "")
     return shown["data"]["text/plain"]
@@ -154,7 +154,7 @@ def test_one_item_per_cause_in_every_channel(grades, kind):
     grade = grades[kind]
     for part in GRADED[kind]:  # the scores are those before folding; a part without a bug keeps full marks
         p = grade.parts[part]
-        assert p["score"] == SCORES[kind].get(part, p["max_score"]), (part, p)
+        assert p.score == SCORES[kind].get(part, p.max_score), (part, p)
     for part, expected in ITEMS[kind].items():
         lost = sum(c.max_score - c.score for c in grade.checks if c.part == part)
         assert sum(points for _, points, _ in expected) == lost  # every point lost is in exactly one item
@@ -224,7 +224,7 @@ def test_a_diagnosis_only_a_withheld_check_names_leads_nothing(tmp_path):
         CheckResult("simple_attention", "vectors_book", False, f"v is wrong: {SEVERAL}", cause=SEVERAL),
         CheckResult("simple_attention", "vectors_unseen", False, f"w is wrong: {SEVERAL}", cause=SEVERAL),
         CheckResult("simple_attention", "naive", True)])
-    assert grade.parts["simple_attention"]["diagnosis"] == SECRET and grade.parts["simple_attention"]["score"] == 3
+    assert grade.parts["simple_attention"].diagnosis == SECRET and grade.parts["simple_attention"].score == 3
     items = common.what_to_fix(grade.checks, grade.parts)
     assert [(i.message, i.points) for i in items] == [(common.WITHHELD, 2), (SEVERAL, 2)]
     for fmt, text in _said(grade).items():

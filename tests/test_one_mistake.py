@@ -101,9 +101,9 @@ def mha_items(text, fmt):
 def test_a_module_that_does_not_import_is_one_item_in_every_format(grades, kind):
     graded = grades[kind]
     grade = graded.grade
-    assert grade.parts["mha"]["score"] == 0 and grade.parts["mha"]["max_score"] == PART["mha"]
-    assert grade.parts["exercises"]["score"] == grade.parts["exercises"]["max_score"] == 8  # the grader's mha
-    problem = grade.parts["mha"]["problem"]
+    assert grade.parts["mha"].score == 0 and grade.parts["mha"].max_score == PART["mha"]
+    assert grade.parts["exercises"].score == grade.parts["exercises"].max_score == 8  # the grader's mha
+    problem = grade.parts["mha"].problem
     if kind == "syntax":
         assert problem == f"mha.py does not import: SyntaxError: invalid syntax (line {graded.line}: def forward(self x):)"
     else:
@@ -128,7 +128,7 @@ def test_a_module_that_does_not_import_is_one_item_in_every_format(grades, kind)
 
 def test_a_voided_check_is_folded_into_the_mistake_that_voids_it(grades):
     grade = grades["unscaled"].grade
-    assert grade.parts["mha"]["score"] == 5 and grade.parts["exercises"]["score"] == PART["exercises"]
+    assert grade.parts["mha"].score == 5 and grade.parts["exercises"].score == PART["exercises"]
     voided = {c.name: c.voided_by for c in grade.checks if c.voided_by}
     assert set(voided) == {"mha_book_example", "mha_rejects_indivisible_d_out", "mha_structure"}
     assert voided["mha_book_example"] == ("mha_unseen_seeds",)
@@ -210,10 +210,8 @@ def test_an_error_at_import_is_said_only_from_a_check_with_visible_inputs(tmp_pa
 def test_a_check_voided_by_a_check_that_never_ran_counts_once():
     """A part that timed out: its visible book example passed before, the hidden check it requires was
     not run. The problem's item holds every point the part lost, the voided check's once."""
-    checks = [SimpleNamespace(part="causal", name="book", passed=False, score=0, max_score=2, visibility="visible",
-                              message=grading.GATED, student_text="", detail="", voided_by=("unseen",)),
-              SimpleNamespace(part="causal", name="unseen", passed=False, score=0, max_score=3, visibility="hidden",
-                              message="not run: the causal process timed out", student_text="", detail="")]
-    parts = {"causal": {"score": 0, "max_score": 5, "problem": "the causal process timed out"}}
+    checks = [grading.ScoredCheck("causal", "book", False, 0, 2, "visible", grading.GATED, voided_by=("unseen",)),
+              grading.ScoredCheck("causal", "unseen", False, 0, 3, "hidden", "not run: the causal process timed out")]
+    parts = {"causal": grading.PartScore(0, 5, problem="the causal process timed out")}
     [item] = common.what_to_fix(checks, parts)
     assert (item.title, item.points, item.message) == ("causal", 5, "the causal process timed out")

@@ -329,7 +329,7 @@ def test_every_report_stays_small_with_a_39_mb_name(rubric):
     grade = graded(rubric, visible_message=f"returned a {huge} object", visible_text=huge, detail=huge)
     grade.checks[1].message = grade.checks[2].message = f"your code raised {huge}"
     grade.notes.append(huge)
-    grade.parts["causal"]["problem"] = huge
+    grade.parts["causal"].problem = huge
     everything = {**student_channels(grade), **instructor_channels(grade)}
     for channel, text in everything.items():
         assert len(text) < 300_000, f"the {channel} holds {len(text)} characters"
@@ -533,7 +533,7 @@ def test_the_unscaled_mha_diagnosis_reaches_every_student_channel(tmp_path):
     with Sandbox() as sandbox:
         grade = grading.grade_submission(selftest.apply(entry, tmp_path / "submission"), rubric, suites, sandbox,
                                          parts=["mha"])
-    assert grade.parts["mha"]["score"] == 5 and grade.parts["mha"]["max_score"] == PART["mha"]
+    assert grade.parts["mha"].score == 5 and grade.parts["mha"].max_score == PART["mha"]
     failed = [c for c in grade.checks if not c.passed]
     assert failed and all(c.visibility != "visible" or c.message == grading.GATED for c in failed)
     hidden_names = [c.name for c in grade.checks if c.visibility != "visible"]

@@ -313,5 +313,5 @@ def test_the_stubs_naming_the_grader_s_classes_score_what_the_stubs_score(engine
     result = grade(engine, folder, None)
     assert result.score == 0, {p: s for p, s in scores(result).items() if s}
     for part in ("self_attention_v1", "self_attention_v2", "causal", "mha"):
-        assert result.parts[part]["problem"] == runner.TRESPASS, (part, result.parts[part]["problem"])
+        assert result.parts[part].problem == runner.TRESPASS, (part, result.parts[part].problem)
         assert any(t.startswith(f"{part}: asked the grader to compute ") for t in result.tampering), result.tampering

@@ -28,8 +28,8 @@ def test_an_import_error_that_reads_not_graded_is_a_finished_grade(engine, tmp_p
         (folder / module.name).write_text(module.read_text())
     (folder / "causal.py").write_text(f"raise ImportError({FORGED!r})\n")
     grade = grading.grade_submission(folder, rubric, suites, sandbox, parts=["causal", "simple_attention"])
-    assert grade.parts["causal"]["score"] == 0 and grade.parts["simple_attention"]["score"] == \
-        grade.parts["simple_attention"]["max_score"]
+    assert grade.parts["causal"].score == 0 and grade.parts["simple_attention"].score == \
+        grade.parts["simple_attention"].max_score
     assert grade.not_graded == {} and finished(grade)
     record = reports.results_json(grade)
     assert "not_graded" not in record["extra_data"]

@@ -167,13 +167,12 @@ def test_within_the_limit_the_bundle_grades_and_counts_it(limited_bundle, tmp_pa
 
 
 def test_a_grade_the_machine_did_not_finish_never_counts():
-    from types import SimpleNamespace
-
     from autograder.commands.gradescope import finished
+    from autograder.grading import Grade, PartScore
 
-    done = {"causal": {"score": 0.0, "problem": "your code raised ValueError"}}
-    assert finished(SimpleNamespace(parts=done))
-    assert not finished(SimpleNamespace(parts={"causal": {"score": 0.0, "not_graded": "killed by the machine"}}))
+    done = {"causal": PartScore(0.0, 2.0, problem="your code raised ValueError")}
+    assert finished(Grade("s", parts=done))
+    assert not finished(Grade("s", parts={"causal": PartScore(0.0, 2.0, not_graded="killed by the machine")}))
     # issue 37.3: a problem's text proves nothing (an import error may read "not graded yet"); the flag does
-    assert finished(SimpleNamespace(parts={"causal": {"score": 0.0, "problem": "not graded: overloaded"}}))
-    assert not finished(SimpleNamespace(parts={**done, "mha": {"score": 0.0, "not_graded": "overloaded"}}))
+    assert finished(Grade("s", parts={"causal": PartScore(0.0, 2.0, problem="not graded: overloaded")}))
+    assert not finished(Grade("s", parts={**done, "mha": PartScore(0.0, 2.0, not_graded="overloaded")}))

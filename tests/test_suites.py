@@ -56,8 +56,8 @@ def test_solutions_get_exactly_full_marks(engine):
     assert (result.score, result.max_score) == (TOTAL, TOTAL)
     rubric = engine[0]
     for part, scores in result.parts.items():
-        assert scores["score"] == scores["max_score"] == rubric.parts[part].max_score > 0, part
-        assert scores["problem"] == "", part
+        assert scores.score == scores.max_score == rubric.parts[part].max_score > 0, part
+        assert scores.problem == "", part
 
 
 def stub_folder(tmp_path):
@@ -301,7 +301,7 @@ def test_one_submission_grades_in_seconds(engine):
         result = grade(engine, folder)
     assert result.score == TOTAL
     # generous: about 1.5 s on an idle 2-core machine; a shared, loaded one can be several times slower
-    assert sum(p["seconds"] for p in result.parts.values()) < 30
+    assert sum(p.seconds for p in result.parts.values()) < 30
 
 
 @pytest.mark.parametrize("got, want, expected", [

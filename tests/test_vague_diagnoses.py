@@ -17,7 +17,7 @@ import pytest
 from part_edits import grade, submission
 
 from autograder.reports import common
-from autograder.grading import ScoredCheck
+from autograder.grading import PartScore, ScoredCheck
 from autograder.suites import source_mistakes
 
 MASK = "attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)"
@@ -35,7 +35,7 @@ def items(result, part):
 def test_a_discarded_masked_fill_is_named_as_such(engine, tmp_path):
     folder = submission(tmp_path, ("causal", MASK, MASK.replace("masked_fill_", "masked_fill")))
     result = grade(engine, folder, ["causal"])
-    assert result.parts["causal"]["score"] == 6 and result.parts["causal"]["diagnosis"] == \
+    assert result.parts["causal"].score == 6 and result.parts["causal"].diagnosis == \
         source_mistakes.MASKED_FILL_RESULT_DISCARDED
     assert items(result, "causal") == [(16, source_mistakes.MASKED_FILL_RESULT_DISCARDED,
                                         "causal_attention_book_example and 9 hidden checks")]
@@ -46,7 +46,7 @@ def test_the_same_bug_with_masked_fill_underscore_missing_in_mha(engine, tmp_pat
     folder = submission(tmp_path, ("mha", MASK, MASK.replace("masked_fill_", "masked_fill")))
     result = grade(engine, folder, ["mha"])
     failed = [c for c in result.checks if not c.passed and c.part == "mha"]
-    assert result.parts["mha"]["score"] < 22 and result.parts["mha"]["diagnosis"] == source_mistakes.MASKED_FILL_RESULT_DISCARDED
+    assert result.parts["mha"].score < 22 and result.parts["mha"].diagnosis == source_mistakes.MASKED_FILL_RESULT_DISCARDED
     assert len(items(result, "mha")) == 1 and not any("no causal mask" in c.message for c in failed)
 
 
@@ -55,8 +55,8 @@ def test_a_notebook_global_read_in_forward_is_named(engine, tmp_path):
                                    NOTEBOOK_TOP + "class CausalAttention(nn.Module):"),
                         ("causal", MASK, MASK.replace("num_tokens", "context_length")))
     result = grade(engine, folder, ["causal"])
-    assert result.parts["causal"]["score"] == 9
-    assert result.parts["causal"]["diagnosis"] == source_mistakes.GLOBAL_READ
+    assert result.parts["causal"].score == 9
+    assert result.parts["causal"].diagnosis == source_mistakes.GLOBAL_READ
     assert items(result, "causal") == [(13, source_mistakes.GLOBAL_READ, "6 hidden checks")]
 
 
@@ -65,7 +65,7 @@ def test_an_unfinished_function_is_one_item(engine):
 
     result = grade(engine, PROJECT_ROOT / "assignments" / "ch03", ["simple_attention"])  # the released stubs
     found = items(result, "simple_attention")
-    assert result.parts["simple_attention"]["score"] == 0
+    assert result.parts["simple_attention"].score == 0
     assert [message for _, message, _ in found] == [
         f"not implemented yet: simple_attention.{name}" for name in
         ("softmax_naive", "context_vector", "attention_scores", "attention_weights", "context_vectors")]
@@ -94,7 +94,7 @@ def test_nbgrader_feedback_names_the_solution_cell_not_a_file():
               ScoredCheck("mha", "mha_rejects_indivisible_d_out", False, 0.0, 2.0, "visible",
                           "MultiHeadAttention(3, 5, 6, 0.0, num_heads=2) was created although d_out=5 is not divisible "
                           "by num_heads=2: your assert (mha.py, line 51) is written assert (condition, \"message\")")]
-    parts = {part: {"score": 0.0, "max_score": 2.0, "problem": "", "diagnosis": ""} for part in ("causal", "mha")}
+    parts = {part: PartScore(0.0, 2.0) for part in ("causal", "mha")}
     lines = "\n".join(nbgrader_plugins._what_to_fix(checks, parts))
     assert ".py" not in lines, lines
     assert "(in your solution cell 'causal')" in lines and "your assert (your solution cell 'mha', line 51)" in lines

@@ -415,4 +415,4 @@ def test_figures_can_be_turned_off(engine, tmp_path):
     rubric, suites, sandbox = engine
     folder = selftest.apply(ENTRIES["simple-weights-softmax-dim0"], tmp_path / "submission")
     grade = grading.grade_submission(folder, rubric, suites, sandbox, parts=["simple_attention"], figures=False)
-    assert grade.parts["simple_attention"]["score"] < 10 and with_figure(grade) == []
+    assert grade.parts["simple_attention"].score < 10 and with_figure(grade) == []

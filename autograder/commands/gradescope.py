@@ -222,7 +222,7 @@ def finished(grade):
     grader set itself (Grade.not_graded: each part's `not_graded`, set by runner/score_part), never from
     a problem's or message's text, which may quote the student (issue 37.3: an import error reading
     "not graded yet" must not keep a graded run from counting)."""
-    return not any(part.get("not_graded") for part in grade.parts.values())
+    return not any(part.not_graded for part in grade.parts.values())
 
 
 def check_environment(args=None):

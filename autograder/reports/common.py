@@ -20,10 +20,16 @@ The rule (every student channel applies it through `what_to_fix`):
 Instructor channels (the `grade` table, JUnit, the stored results JSON) show everything:
 `instructor_lines`.
 """
+from __future__ import annotations
+
 import sys
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from autograder import causes, text
+
+if TYPE_CHECKING:
+    from autograder.grading import PartScore, ScoredCheck
 
 WITHHELD = "hidden check failed"  # a hidden check whose diagnosis grading.yml withholds
 OWN_TEXT = "your error"             # the label of the text the student's own code raised
@@ -121,15 +127,14 @@ def diagnosis_and_place(message):
     return (diagnosis, place) if said and diagnosis and place else (message, "")
 
 
-def what_to_fix(checks, parts):
+def what_to_fix(checks: list[ScoredCheck], parts: dict[str, PartScore]) -> list[Item]:
     """[Item] for a student: part problems once, then one item per diagnosis of each part, listing
     the failed checks that said it, by the rule above. A check voided by its `requires` (it passed,
     but a check it requires failed) is no item of its own: its points go to the item of the mistake
     that voids it, which names it (Item.voided_note): one mistake, one item. Likewise the failed
     checks one cause explains, whatever each says, are one item led by it (Item.lost_note lists them).
 
-    checks: ScoredChecks (anything with part, name, passed, score, max_score, visibility, message,
-    student_text and optionally diagnosis and voided_by); parts: {part: {"problem", ...}}.
+    checks: a Grade's (or a record's, records.checks_of); parts: the same's ({part: PartScore}).
     """
     holder = {}  # (part, check) -> the item that says it
     items = _problem_items(checks, parts, holder)
@@ -142,7 +147,7 @@ def what_to_fix(checks, parts):
             items.append(Item(c.part, c.name if visible else "", c.max_score, student_output(c).split("\n", 1)[0],
                               hidden=int(not visible), checks=[c.name] if visible else []))
             continue
-        if not (parts.get(c.part) or {}).get("problem"):  # a part problem's item counts all the part lost
+        if not _problem(parts, c.part):  # a part problem's item counts all the part lost
             item.points += c.max_score
         if c.visibility == "visible":
             item.voided.append(c.name)
@@ -155,12 +160,12 @@ def _problem_items(checks, parts, holder):
     """One Item per part problem (the parts it stopped named together), holding every failed check of them."""
     problems = {}
     for part, p in parts.items():
-        if p.get("problem"):
-            problems.setdefault(p["problem"], []).append(part)
+        if p.problem:
+            problems.setdefault(p.problem, []).append(part)
     items = []
     for problem, names in problems.items():
         # a part the machine kept from running (its `not_graded` flag, set by the grader) costs nothing
-        lost = 0 if any(parts[n].get("not_graded") for n in names) else sum(_lost(checks, n) for n in names)
+        lost = 0 if any(parts[n].not_graded for n in names) else sum(_lost(checks, n) for n in names)
         items.append(Item(", ".join(names), points=lost, message=printable(problem)))
         holder.update({(c.part, c.name): items[-1] for c in checks if c.part in names and not c.passed})
     return items
@@ -172,9 +177,9 @@ def _leads(failed, parts):
     leads = {}
     for part, p in parts.items():
         named = [printable(c.cause) for c in failed if c.part == part and not _withheld(c)
-                 and getattr(c, "cause", "") and not c.cause.startswith(causes.SEVERAL)]
-        if named and not (p or {}).get("problem"):
-            leads[part] = (printable((p or {}).get("diagnosis") or ""), list(dict.fromkeys(named)))
+                 and c.cause and not c.cause.startswith(causes.SEVERAL)]
+        if named and not p.problem:
+            leads[part] = (printable(p.diagnosis), list(dict.fromkeys(named)))
     return leads
 
 
@@ -186,7 +191,7 @@ def _explained(check, leads):
     diagnosis, named = leads.get(check.part, ("", []))
     if not named or _withheld(check):
         return ""
-    cause, unexplained = printable(getattr(check, "cause", "")), getattr(check, "unexplained", False) is True
+    cause, unexplained = printable(check.cause), check.unexplained
     for lead in ([diagnosis] if diagnosis in named else []) + named:
         if causes.explains(lead, cause, unexplained and lead == diagnosis):
             return lead
@@ -233,7 +238,7 @@ def _diagnosis_items(failed, holder, leads=None):
 def said_with_problem(check, parts):
     """A failed check that only repeats its part's problem ("the causal process timed out", or "not
     run: " and the problem, for the checks after it): said once, with the problem."""
-    problem = (parts.get(check.part) or {}).get("problem")
+    problem = _problem(parts, check.part)
     return bool(problem and check.message in (problem, f"not run: {problem}"))
 
 
@@ -245,10 +250,10 @@ VOIDED_ONE = " passes, but earns its points only together with the checks this m
 def voided_by(check):
     """The failed checks that void a passed check's points (grading.yml `requires`), () when none: the
     check's own record, or for an older record the instructor detail beside the fixed message."""
-    found = tuple(getattr(check, "voided_by", ()) or ())
+    found = tuple(check.voided_by)
     if found or check.passed or not str(check.message or "").startswith(GATED_START):
         return found
-    detail = str(getattr(check, "detail", "") or "")
+    detail = str(check.detail)
     return tuple(n.strip() for n in detail.partition("required: ")[2].split(",") if n.strip())
 
 
@@ -258,7 +263,13 @@ def hidden_diagnosis(check):
 
 
 def _withheld(check):
-    return getattr(check, "diagnosis", "shown") == "withheld"
+    return check.diagnosis == "withheld"
+
+
+def _problem(parts, part):
+    """The problem of a part ('' for none, or for a part these parts do not hold)."""
+    found = parts.get(part)
+    return found.problem if found is not None else ""
 
 
 def _lost(checks, part):

@@ -19,7 +19,7 @@ def feedback(student, results, late=None):
         lines += ["## Your grade", ""] + [f"- {md_text(line, 1000)}" for line in said] + ["", "## Parts", ""]
     else:
         lines += [f"Score: {fmt(results['score'])} / {fmt(results['max_score'])}", ""]
-    lines += [f"- {md_text(name, 100)}: {fmt(p['score'])} / {fmt(p['max_score'])}"
+    lines += [f"- {md_text(name, 100)}: {fmt(p.score)} / {fmt(p.max_score)}"
               + (f" ({OVERRIDE_MARK})" if name in changed else "") for name, p in parts.items()]
     lines += fix_section(what_to_fix(checks_of(results), parts), "##")
     notes = (results.get("extra_data") or {}).get("notes") or []

@@ -41,9 +41,9 @@ def figure_html(figure, said=""):
 
 
 def _parts_table(parts, changed=()):
-    rows = [f'<tr><th scope="row">{esc(part)}</th><td class="num">{fmt(p["score"])} / {fmt(p["max_score"])}'
+    rows = [f'<tr><th scope="row">{esc(part)}</th><td class="num">{fmt(p.score)} / {fmt(p.max_score)}'
             + (f' <span class="note">({OVERRIDE_MARK})</span>' if part in changed else "")
-            + f'</td><td>{bar(p["score"], p["max_score"])}</td></tr>' for part, p in parts.items()]
+            + f'</td><td>{bar(p.score, p.max_score)}</td></tr>' for part, p in parts.items()]
     return ('<table><tr><th scope="col">part</th><th scope="col" class="num">score</th>'
             '<th scope="col"><span class="visually-hidden">share of the points</span></th></tr>\n'
             + "\n".join(rows) + "</table>")

@@ -59,13 +59,13 @@ def md_code(value, limit=FIELD):
 def markdown(grade):
     """A score table per part, then what to fix as a student may see it (hidden checks are never
     named), then the notes. A grade the machine kept from running says only that (runner.NOT_GRADED)."""
-    if getattr(grade, "not_graded", None):
+    if grade.not_graded:
         from autograder.grading import NOT_GRADED_MESSAGE
 
         return f"## Not graded\n\n{NOT_GRADED_MESSAGE}\n"
     lines = [f"## Chapter 3 score: {fmt(grade.score)} / {fmt(grade.max_score)}", "",
              "| part | score |", "| --- | ---: |"]
-    lines += [f"| {_title(part)} | {fmt(p['score'])} / {fmt(p['max_score'])} |" for part, p in grade.parts.items()]
+    lines += [f"| {_title(part)} | {fmt(p.score)} / {fmt(p.max_score)} |" for part, p in grade.parts.items()]
     lines += fix_section(what_to_fix(grade.checks, grade.parts), "###")
     if grade.notes:
         lines += ["", "### Notes", ""] + [f"- {md_text(note)}" for note in grade.notes]

@@ -38,31 +38,29 @@ def results_json(grade):
         test["extra_data"] = {key: value for key, value in (
             ("part", c.part), ("check", c.name), ("message", printable(c.message)),
             ("student_text", printable(c.student_text)), ("detail", printable(c.detail)),
-            ("diagnosis", getattr(c, "diagnosis", "shown")),
-            ("figure", getattr(c, "figure", None)),
-            ("voided_by", list(getattr(c, "voided_by", ()))),
-            ("cause", printable(getattr(c, "cause", ""))),  # what the feedback folds by (common.what_to_fix)
-            ("unexplained", getattr(c, "unexplained", False) is True)) if value}  # figure: numbers on public inputs (figure_data.py)
+            ("diagnosis", c.diagnosis), ("figure", c.figure), ("voided_by", list(c.voided_by)),
+            ("cause", printable(c.cause)),  # what the feedback folds by (common.what_to_fix)
+            ("unexplained", c.unexplained)) if value}  # figure: numbers on public inputs (figure_data.py)
         tests.append(test)
     results = _top(grade, tests)
     results["extra_data"] = {"protections": [printable(p, 200) for p in grade.protections],
                              "notes": [printable(n) for n in grade.notes],
-                             "problems": {part: printable(p["problem"]) for part, p in grade.parts.items()
-                                          if p.get("problem")},
-                             "seconds": {part: p.get("seconds", 0.0) for part, p in grade.parts.items()},
+                             "problems": {part: printable(p.problem) for part, p in grade.parts.items()
+                                          if p.problem},
+                             "seconds": {part: p.seconds for part, p in grade.parts.items()},
                              # the cause most of a part's failed checks name (runner.part_diagnosis): one row
                              # per student and misconception in the class report
-                             "diagnoses": {part: printable(p["diagnosis"]) for part, p in grade.parts.items()
-                                           if p.get("diagnosis")},
+                             "diagnoses": {part: printable(p.diagnosis) for part, p in grade.parts.items()
+                                           if p.diagnosis},
                              "seed": grade.seed,
-                             "tampering": [printable(t, 200) for t in getattr(grade, "tampering", [])]}
+                             "tampering": [printable(t, 200) for t in grade.tampering]}
     if _not_graded(grade):  # the machine kept these parts from running: no score stands (runner.NOT_GRADED)
         results["extra_data"]["not_graded"] = {part: printable(why) for part, why in _not_graded(grade).items()}
     return results
 
 
 def _not_graded(grade):
-    return getattr(grade, "not_graded", None) or {}
+    return grade.not_graded
 
 
 def _machine_results(grade, gradescope=False):
@@ -70,7 +68,7 @@ def _machine_results(grade, gradescope=False):
     its check, no score at all (never a lower one); the student reads why it is not their doing."""
     from autograder.grading import NOT_GRADED_MESSAGE
 
-    return not_graded_results(NOT_GRADED_MESSAGE, getattr(grade, "environment_check", None), gradescope=gradescope)
+    return not_graded_results(NOT_GRADED_MESSAGE, grade.environment_check, gradescope=gradescope)
 
 
 def student_results(grade):
@@ -92,7 +90,7 @@ def gradescope_results(grade):
         return _machine_results(grade, gradescope=True)
     # a check with a figure: its output in HTML, with the student's and the expected weights drawn
     tests = [gradescope_test({**_test(c, f"{c.part}: {c.name}"), "output": student_output(c)},
-                             getattr(c, "figure", None)) for c in grade.checks]
+                             c.figure) for c in grade.checks]
     results = _top(grade, tests)
     results["output_format"] = results["test_output_format"] = "text"
     results["extra_data"] = {"parts": results.pop("parts"), "environment_check": results.pop("environment_check"),
@@ -169,8 +167,8 @@ def _test(check, name):
 def _top(grade, tests):
     return {"score": grade.score, "max_score": grade.max_score, "output": summary(grade), "visibility": "visible",
             "stdout_visibility": "hidden", "tests": tests,
-            "parts": {part: {"score": p["score"], "max_score": p["max_score"]} for part, p in grade.parts.items()},
-            "environment_check": environment_check(getattr(grade, "environment_check", None))}
+            "parts": {part: {"score": p.score, "max_score": p.max_score} for part, p in grade.parts.items()},
+            "environment_check": environment_check(grade.environment_check)}
 
 
 def environment_check(record):

@@ -12,16 +12,16 @@ def table(grade, show_hidden=True, seed=True):
     show_hidden=False: what a student may see (common.what_to_fix), never the secret."""
     lines = [f"Submission: {printable(grade.submission, 300)}", "", f"{'part':<20}{'score':>12}", "-" * 32]
     for part, p in grade.parts.items():
-        score = "not graded" if p.get("not_graded") else fmt(p['score']) + ' / ' + fmt(p['max_score'])
+        score = "not graded" if p.not_graded else fmt(p.score) + ' / ' + fmt(p.max_score)
         lines.append(f"{printable(part, 60):<20}{score:>12}")
-    total = "not graded" if getattr(grade, "not_graded", None) else fmt(grade.score) + ' / ' + fmt(grade.max_score)
+    total = "not graded" if grade.not_graded else fmt(grade.score) + ' / ' + fmt(grade.max_score)
     lines += ["-" * 32, f"{'total':<20}{total:>12}"]
-    if getattr(grade, "not_graded", None):  # never a lower score: the machine's trouble is nobody's grade
+    if grade.not_graded:  # never a lower score: the machine's trouble is nobody's grade
         lines += ["", f"NOT GRADED: the machine was overloaded ({', '.join(grade.not_graded)}): no score stands; "
                       f"grade again on a quieter machine"]
     lines += _instructor_failures(grade) if show_hidden else _student_failures(grade)
     lines += [f"note: {printable(note)}" for note in grade.notes]
-    if show_hidden and getattr(grade, "tampering", None):  # the instructor's only
+    if show_hidden and grade.tampering:  # the instructor's only
         lines += ["", "TAMPERING: the source reaches into the grader:"] + [f"  {printable(t, 200)}" for t in grade.tampering]
     if show_hidden and seed and grade.seed is not None:
         lines.append(f"unseen inputs: regrade with --seed {grade.seed} (instructors only)")
@@ -30,7 +30,7 @@ def table(grade, show_hidden=True, seed=True):
 
 def _instructor_failures(grade):
     failed = [c for c in grade.checks if not c.passed]
-    problems = {part: p["problem"] for part, p in grade.parts.items() if p.get("problem")}
+    problems = {part: p.problem for part, p in grade.parts.items() if p.problem}
     if not failed and not problems:
         return []
     lines = ["", "What went wrong:"]

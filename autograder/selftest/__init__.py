@@ -197,7 +197,7 @@ def affected_parts(entry, folder):
 
 def judge(entry, grade):
     """An Outcome from a Grade: did the mutant get caught as expected / did the variant keep full marks?"""
-    scores = {part: (p["score"], p["max_score"]) for part, p in grade.parts.items()}
+    scores = {part: (p.score, p.max_score) for part, p in grade.parts.items()}
     losing = sorted(part for part, (score, best) in scores.items() if score < best)
     failed = [(c.part, c.name, c.message) for c in grade.checks if not c.passed]
     outcome = Outcome(entry.id, entry.kind, False, "", losing, scores, failed)
