@@ -194,6 +194,7 @@ def _grade_one(student, path):
     from autograder.submission import SubmissionError
 
     try:
+        assert _worker_engine is not None, "_init_worker runs first in every worker"
         grade = _worker_engine.grade(path)
         # the machine kept a part from running: recorded as not graded, graded again on the next run
         return student, reports.results_json(grade), grading.not_graded_problem(grade), ""

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -70,7 +71,7 @@ class Chapter:
     def module_files(self) -> list[str]:
         return [f"{part}.py" for part in self.parts]
 
-    def released_copy(self) -> dict:
+    def released_copy(self) -> dict[str, Any]:
         """What the released files need of the manifest (assignments/<id>/tests/chapter.json)."""
         return {"id": self.id, "title": self.title, "parts": list(self.parts)}
 

@@ -42,7 +42,7 @@ class Engine:
         self.sandbox: Sandbox | None = None
         self.owns_sandbox = False
         self.rubric: Rubric | None = None
-        self.suites: dict[str, list] | None = None
+        self.suites: dict[str, list[Any]] | None = None
         self.environment_check: dict[str, Any] | None = None
 
     @classmethod

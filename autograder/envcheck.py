@@ -86,7 +86,7 @@ def _grade_reference(sandbox, rubric, suites, reference, seed=None):
 def _record(sandbox, grade):
     import torch
 
-    record = {"passed": False, "score": 0.0, "max_score": None, "device": getattr(sandbox, "device", "cpu"),
+    record: dict[str, Any] = {"passed": False, "score": 0.0, "max_score": None, "device": getattr(sandbox, "device", "cpu"),
               "walls": [], "torch": torch.__version__, "python": platform.python_version(), "failed": []}
     if grade is not None:
         failed = [f"{c.part}: {c.name}" for c in grade.checks if not c.passed]
@@ -165,6 +165,8 @@ def _version_file(package):
 
     try:
         spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            return "not installed"
         return (Path(spec.submodule_search_locations[0]) / "version.py").read_text(encoding="utf-8")
     except (ImportError, AttributeError, TypeError, IndexError, OSError, ValueError):
         return "not installed"

@@ -33,7 +33,7 @@ def matrix(values, finite_only=False, where="matrix"):
         if len(row) != width:
             raise FigureError(f"{where}: rows of different lengths")
         rows.append([_number(v, finite_only, where) for v in row])
-    if len(rows) > MAX_SIDE or width > MAX_SIDE:
+    if len(rows) > MAX_SIDE or (width or 0) > MAX_SIDE:
         raise FigureError(f"{where}: {len(rows)}x{width} is larger than {MAX_SIDE}x{MAX_SIDE}")
     return rows
 

@@ -150,7 +150,7 @@ class Gradebook:
                 self.db.execute("SELECT student, digest, grader, score FROM submissions")}
 
     def part_scores(self):
-        parts = {}
+        parts: dict[str, dict[str, float]] = {}
         for student, part, score in self.db.execute("SELECT student, part, score FROM part_scores"):
             parts.setdefault(student, {})[part] = score
         return parts

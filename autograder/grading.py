@@ -41,7 +41,7 @@ class ScoredCheck:
     detail: str = ""       # instructor only
     student_text: str = ""  # what the student's code raised, cleaned; never shown for hidden checks
     diagnosis: str = "shown"  # grading.yml's `diagnosis`: "withheld" keeps a hidden check's message from students
-    figure: dict | None = None  # the student's and the expected weights on the book's example (suites/figures.py)
+    figure: dict[str, Any] | None = None  # the student's and the expected weights on the book's example (suites/figures.py)
     voided_by: tuple[str, ...] = ()  # the failed checks its grading.yml `requires` names: it passed, but earns nothing
     cause: str = ""           # the misconception its message names (runner.CheckResult.cause): what reports fold by
     unexplained: bool = False  # wrong numbers, no cause named: the part's diagnosis is the likely one
@@ -86,14 +86,14 @@ class Grade:
         return round(sum(p.max_score for p in self.parts.values()), 4)
 
 
-def load_rubric(path: str | Path = RUBRIC_PATH) -> tuple[Rubric, dict[str, list]]:
+def load_rubric(path: str | Path = RUBRIC_PATH) -> tuple[Rubric, dict[str, list[Any]]]:
     suites = runner.discover()
     return rubric_mod.load(path, {part: [name for name, _ in checks] for part, checks in suites.items()}), suites
 
 
-def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list], sandbox: Any,
-                     fixtures: dict | None = None, parts: list[str] | None = None, seed: int | None = None,
-                     figures: bool = True, environment_check: dict | None = None) -> Grade:
+def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list[Any]], sandbox: Any,
+                     fixtures: dict[str, Any] | None = None, parts: list[str] | None = None, seed: int | None = None,
+                     figures: bool = True, environment_check: dict[str, Any] | None = None) -> Grade:
     """Grade the submission at path; parts (names) limits grading to those parts of the rubric.
 
     seed: the run's secret (runner.draw_secret() when None); kept in grade.seed, for instructors only.

@@ -28,7 +28,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 try:
     import pwd
 except ImportError:  # Windows: nbgrader's exchange is for shared Unix machines
-    pwd = None
+    pwd = None  # type: ignore[assignment]
 
 
 # ---------------------------------------------------------------- collect: owners and times
@@ -82,7 +82,7 @@ class VerifiedCollect(ExchangeCollect):
 
     def _choose(self, records):
         """One entry per student, as nbgrader chooses it, by the kernel's times."""
-        by_student = {}
+        by_student: dict = {}
         for record in records:
             by_student.setdefault(record["username"], []).append(record)
         chosen = []

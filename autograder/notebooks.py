@@ -92,8 +92,8 @@ def parse_template(text, filename="<template>"):
     Blank lines around a body are dropped. Any other line starting with '%%' is a ValueError naming
     filename and line, as are text before the first header, a repeated id or any option.
     """
-    cells = []
-    current = None
+    cells: list[dict] = []
+    current: dict | None = None
     for number, line in enumerate(text.splitlines(), start=1):
         if line.startswith("%%"):
             match = HEADER.match(line)
@@ -101,7 +101,7 @@ def parse_template(text, filename="<template>"):
                 raise ValueError(f"{filename}, line {number}: not a cell header: {line!r} "
                                  f"(expected '%% <{'|'.join(KINDS)}> <id> [key=value ...]')")
             options = dict(option.split("=", 1) for option in match["options"].split())
-            allowed = set()
+            allowed: set[str] = set()
             if set(options) != allowed:
                 raise ValueError(f"{filename}, line {number}: a {match['kind']} cell takes "
                                  f"{sorted(allowed) or 'no options'}, got {sorted(options)}")
@@ -280,7 +280,7 @@ def build_notebook(template_path, solutions_dir=SOLUTIONS, book_path=BOOK_EXAMPL
     points = part_points(rubric_path) if points is None else points
     cells = []
     solved = []
-    checks = []  # the bodies of the check cells since the last solution cell
+    checks: list[tuple[str, str]] = []  # the bodies of the check cells since the last solution cell
     for spec in parse_template(template_path.read_text(), str(template_path)):
         kind, cell_id, body = spec["kind"], spec["id"], spec["body"]
         where = f"{template_path}, line {spec['line']}"
@@ -388,7 +388,8 @@ def templates(templates_dir=TEMPLATES):
 
 def notebook_texts(solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, book_path=BOOK_EXAMPLES, rubric_path=RUBRIC):
     """{notebook file name: JSON text} for every template, checking each module appears exactly once."""
-    texts, seen = {}, {}
+    texts: dict = {}
+    seen: dict = {}
     points = part_points(rubric_path)
     limit = submission_limit_cell(rubric_path)
     for template in templates(templates_dir):

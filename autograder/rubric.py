@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 from dataclasses import dataclass, field
+from typing import Any, NoReturn
 
 import yaml
 
@@ -116,7 +117,7 @@ class _Reader:
     def __init__(self, path):
         self.path = path
 
-    def fail(self, node, message):
+    def fail(self, node: Any, message: str) -> NoReturn:
         line = f":{node.start_mark.line + 1}" if node is not None else ""
         raise RubricError(f"{self.path}{line}: {message}")
 
@@ -198,7 +199,7 @@ class _Reader:
         value = None if node.style in ("'", '"') else yaml.safe_load(node.value)  # a quoted "20" is text
         number = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         if name == "timeout":
-            if not number or value < MIN_TIMEOUT:
+            if not number or not isinstance(value, (int, float)) or value < MIN_TIMEOUT:
                 self.fail(node, f"{where}.timeout must be a number of seconds, at least {MIN_TIMEOUT:g} (no part "
                                 f"runs in less), not {node.value!r}")
             return float(value)

@@ -4,7 +4,7 @@ import hashlib
 import secrets
 
 
-def draw_secret():
+def draw_secret() -> int:
     """A fresh secret for one grading run (instructors may pass it back with --seed to regrade)."""
     return secrets.randbits(63)
 

@@ -80,7 +80,7 @@ def read_limit(name: str) -> int:
     return {".ipynb": MAX_NOTEBOOK_BYTES, ".zip": MAX_ZIP_BYTES}.get(suffix, 0)
 
 
-def shown(name: str | PurePath, limit: int = 200) -> str:
+def shown(name: str | PurePath | BaseException, limit: int = 200) -> str:
     """A file name from a submission, safe and short enough for a message."""
     return text.excerpt(str(name), limit)
 
@@ -336,7 +336,9 @@ def _extract_zip(path, dest, staged, label):
 def _members_to_take(members, staged, label):
     """{normalised name: ZipInfo} of the regular files staging takes; links and names that leave the
     folder are skipped with a note; a name taken twice, or a file that is also a folder, is an error."""
-    taken, files, folders = {}, set(), set()
+    taken: dict[str, zipfile.ZipInfo] = {}
+    files: set[str] = set()
+    folders: set[str] = set()
     for info in members:
         raw = info.filename
         name = raw.replace("\\", "/")  # some Windows tools write backslashes

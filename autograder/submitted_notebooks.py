@@ -54,6 +54,7 @@ class _LineScanner:
 
     def _in_string(self, line, pos):
         """Inside a string from pos: the position after its closing quote, or the end of the line."""
+        assert self.quote is not None  # called only inside a string
         match = self._STRING[self.quote].search(line, pos)
         if match is None:
             return len(line)
@@ -123,7 +124,8 @@ def notebook_solution_sources(notebook, where, modules=MODULES, skip_unknown=Fal
     source or nbgrader metadata, a solution cell whose grade_id is not one of `modules` (with
     skip_unknown such a cell is passed over instead), or a module with two solution cells.
     """
-    found, where_found = {}, {}
+    found: dict = {}
+    where_found: dict = {}
     for index, cell in enumerate(notebook["cells"]):
         at = f"{where}, cell {index}"
         if not isinstance(cell, dict):
@@ -173,7 +175,8 @@ def extract_modules(source, out_dir, modules=MODULES):
     in two notebooks. Nothing is written unless every notebook is well formed. Only names in
     `modules` are ever written, so a grade_id cannot choose another file name.
     """
-    found, origin = {}, {}
+    found: dict = {}
+    origin: dict = {}
     for path in notebook_paths(source):
         for module, text in solution_sources(path, modules).items():
             if module in found:

@@ -232,6 +232,7 @@ def check_environment(args=None):
 
     with Engine.open(settings_of(args), chapter.current().rubric) as engine:
         record = engine.environment_check
+    assert record is not None  # Engine.open checked the environment (or raised)
     print(f"environment check: the reference scored {record['score']:g} / {record['max_score']:g} "
           f"(device {record['device']}, torch {record['torch']}){', cached' if record['cached'] else ''}")
     return 0

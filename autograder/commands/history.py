@@ -43,7 +43,9 @@ def history_text(rows):
     """One line per grade; the parts that moved since the student's previous grade on the next line (a
     grade by the grader is compared with the grader's previous grade; an override set or removed, a row
     without a run, with the row before it)."""
-    lines, previous, graded = [], {}, {}
+    lines: list[str] = []
+    previous: dict = {}
+    graded: dict = {}
     for row in rows:
         lines.append(f"{row['graded_at']}  {row['student']}  {row['score']:g} / {row['max_score']:g}  "
                      f"{row['reason']}  (submission {row['digest'].removeprefix('retry:').removeprefix('machine:')[:10]}, "

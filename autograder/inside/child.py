@@ -11,6 +11,7 @@ import os
 import random
 import sys
 import traceback
+from typing import Any
 
 import numpy as np
 import torch
@@ -78,7 +79,7 @@ def run(handles, header, payload):
     for name in [target.get("module")] + [p[0] for p in inputs.get("patches", ()) if isinstance(p, (list, tuple))]:
         if isinstance(name, str) and name:
             importlib.import_module(name)
-    obj = resolve(handles, target) if op != "import" else None
+    obj: Any = resolve(handles, target) if op != "import" else None
     reset_global_state(header.get("seed", 0))
     if op == "import":
         return None
@@ -136,7 +137,8 @@ class Recorder:
     next object the grader supplied (None once those run out)."""
 
     def __init__(self, returns):
-        self.calls, self.returns, self.original = [], list(returns), None
+        self.calls, self.returns = [], list(returns)
+        self.original: Any = None
 
     def __call__(self, *args, **kwargs):
         call = {"args": list(args), "kwargs": dict(kwargs)}
@@ -202,7 +204,7 @@ def student_modules():
     return found
 
 
-SUBSTITUTED = set()  # names of the chapter's modules the grader's own code stands in for (substitute())
+SUBSTITUTED: set[str] = set()  # names of the chapter's modules the grader's own code stands in for (substitute())
 
 
 def substitute(stand_ins):
@@ -268,7 +270,8 @@ def raised_by_student(tb):
     """True when the innermost frame of the traceback is in the student's own files (a stub's raise),
     not inside torch or another library (FlexAttention on CPU raises NotImplementedError too)."""
     frames = traceback.extract_tb(tb)
-    return bool(frames) and bool(WORKSPACE) and frames[-1].filename.startswith(WORKSPACE)
+    workspace = WORKSPACE
+    return bool(frames and workspace and frames[-1].filename.startswith(workspace))
 
 
 def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memory_mb=512):
@@ -321,6 +324,7 @@ def flush_output():
     SIGKILL, so anything left in Python's buffers would be lost."""
     for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
         try:
-            stream.flush()
+            if stream is not None:
+                stream.flush()
         except BaseException:  # a replaced or broken stream (or a full output file): nothing to do
             pass

@@ -6,6 +6,8 @@ efficiency checks). With device=EMULATED it runs the module on the emulated GPU 
 on the CPU meeting the inputs raises the error a GPU raises (the device checks; issue 35 replaced
 the `meta` stand-in they used, which code could tell from a GPU with `x.is_meta`).
 """
+from typing import Any
+
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -34,7 +36,7 @@ def emulated_run(module, args, kwargs):
     [the error's type] when a tensor on the CPU met one on cuda, "not_about_devices": the error's
     type when the code raised anything else (a value read: a fake tensor holds none), "device",
     "dtype", "shape": the output tensor's; "output": None (no data)}."""
-    answer = {"counts": {}, "mixed_devices": [], "output": None}
+    answer: dict[str, Any] = {"counts": {}, "mixed_devices": [], "output": None}
     with emulated_gpu.EmulatedGPU() as gpu:
         if isinstance(module, torch.nn.Module):
             gpu.module(module)

@@ -104,7 +104,7 @@ def _processes_and_files():
             return None
 
     others = [p for p in listing("/proc") or () if p.isdigit() and int(p) not in (1, os.getpid())]
-    ipc = []
+    ipc: list[int | None] = []
     for kind in ("shm", "msg", "sem"):
         try:
             with open(f"/proc/sysvipc/{kind}") as f:

@@ -64,9 +64,9 @@ def encode(obj: Any, fallback: Callable | None = None) -> tuple[Any, list]:
         if isinstance(value, dict):
             return {"__map__": [[walk(k, depth + 1), walk(v, depth + 1)] for k, v in value.items()]}
         if isinstance(value, tensor):
-            array, kind = _tensor_array(torch, value), "torch"
+            array, family = _tensor_array(torch, value), "torch"
         elif isinstance(value, np.ndarray):
-            array, kind = np.ascontiguousarray(value), "numpy"
+            array, family = np.ascontiguousarray(value), "numpy"
             if array.dtype not in DTYPE_NAMES and array.dtype.byteorder == ">":  # sent in this machine's order
                 array = array.astype(array.dtype.newbyteorder("="))
         else:
@@ -75,7 +75,7 @@ def encode(obj: Any, fallback: Callable | None = None) -> tuple[Any, list]:
         if dtype is None:
             raise TypeError(f"arrays of dtype {array.dtype} are not accepted")
         buffers.append(array.tobytes())
-        return {"__array__": len(buffers) - 1, "kind": kind, "dtype": dtype, "shape": list(array.shape)}
+        return {"__array__": len(buffers) - 1, "kind": family, "dtype": dtype, "shape": list(array.shape)}
 
     return walk(obj), buffers
 
@@ -149,6 +149,7 @@ def decode(structure: Any, payload: bytes, handle_factory: Callable | None = Non
             if tag == "map":
                 return {_hashable(build(k)): build(v) for k, v in node[1]}
             if tag == "handle":
+                assert handle_factory is not None  # walk makes a handle node only with one
                 return handle_factory(node[1])
         return node
 

@@ -21,7 +21,7 @@ import torch
 
 from autograder.inside import protocol
 
-CHANNEL = {}  # {"requests": fd, "replies": fd}: set by child.serve
+CHANNEL: dict[str, int] = {}  # {"requests": fd, "replies": fd}: set by child.serve
 PLAIN = (bool, int, float, str, type(None))
 
 
@@ -54,7 +54,7 @@ def make_module(name, classes):
     return module
 
 
-_CLASSES = {}
+_CLASSES: dict = {}
 
 
 def stand_in_class(module, name, signature=None):
@@ -79,6 +79,7 @@ class StandIn(torch.nn.Module):
     """One of the grader's classes, as data in the child (see the module's docstring)."""
 
     _where = ("", "")
+    __signature__: inspect.Signature  # the grader's class's, set on each class made here
 
     def __init__(self, *args, **kwargs):
         bound = type(self).__signature__.bind(*args, **kwargs)  # a TypeError, as the real class gives

@@ -130,7 +130,7 @@ def compile_filter():
     return program
 
 
-_CACHE = {}
+_CACHE: dict = {}
 
 
 def program():

@@ -28,7 +28,7 @@ import torch
 
 from autograder.inside import child, counting, emulated_gpu, isolation, protocol, uid_cleanup
 
-CONFIG = {}  # from the grader's first message: seccomp program, namespaces or not
+CONFIG: dict = {}  # from the grader's first message: seccomp program, namespaces or not
 
 
 def main(control_fd, grader_pid):
@@ -235,7 +235,7 @@ def warm_up(autograd=True):
     layer = nn.Sequential(nn.Linear(4, 4, bias=False), nn.Dropout(0.5), nn.Linear(4, 4))
     layer.register_buffer("mask", torch.triu(torch.ones(3, 3), diagonal=1))
     x = torch.rand(2, 3, 4, dtype=torch.float64).float()
-    scores = (x @ x.transpose(1, 2)).masked_fill(layer.mask.bool(), -torch.inf)
+    scores = (x @ x.transpose(1, 2)).masked_fill(layer.get_buffer("mask").bool(), -torch.inf)
     weights = torch.softmax(scores / 2**0.5, dim=-1)
     out = layer(weights @ x).view(2, 3, 2, 2).transpose(1, 2).contiguous().reshape(2, 3, 4)
     out = out + torch.einsum("btd,bsd->bts", x, x).sum() + nn.functional.scaled_dot_product_attention(x, x, x)

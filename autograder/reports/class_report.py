@@ -83,7 +83,9 @@ def _student_groups(checks, problems, diagnoses=None):
     failed = [c for c in checks if not c.passed]
     said = {c.name: diagnosis(printable(c.message or "check failed")) for c in failed}
     kinds = {c.name: unfinished(printable(c.message or ""), problems.get(c.part, "")) for c in failed}
-    groups, of_check, voided = {}, {}, []
+    groups: dict = {}
+    of_check: dict = {}
+    voided = []
     for c in failed:
         if voided_by(c):
             voided.append(c)
@@ -98,11 +100,11 @@ def _student_groups(checks, problems, diagnoses=None):
         groups.setdefault(key, (kind, message, []))[2].append(c.name)
         of_check[c.part, c.name] = key
     for c in voided:
-        key = next((of_check[c.part, n] for n in voided_by(c) if (c.part, n) in of_check), None)
-        if key is None:  # what voids it is not in the record: it counts as what it says
-            key = (c.part, "", _key(said[c.name]))
-            groups.setdefault(key, ("", said[c.name], []))
-        groups[key][2].append(c.name)
+        found = next((of_check[c.part, n] for n in voided_by(c) if (c.part, n) in of_check), None)
+        if found is None:  # what voids it is not in the record: it counts as what it says
+            found = (c.part, "", _key(said[c.name]))
+            groups.setdefault(found, ("", said[c.name], []))
+        groups[found][2].append(c.name)
     return groups
 
 
@@ -113,7 +115,7 @@ def misconceptions(records):
     Unfinished work (a stub, a part that did not run, a crash that names no misconception) is one row
     per part and kind, after every real misconception; a check voided by `requires` counts with the
     mistake that voids it."""
-    groups = {}
+    groups: dict = {}
     for student, results, problem in records:
         if problem:
             continue
@@ -180,7 +182,7 @@ def seconds_of(results):
 
 def part_stats(records):
     """{part: {"max_score", "scores": [...], "seconds": [...]}} over the class (times: graded submissions)."""
-    stats = {}
+    stats: dict = {}
     for _, results, problem in records:
         seconds = {} if problem else seconds_of(results)
         for part, p in (results.get("parts") or {}).items():

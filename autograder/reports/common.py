@@ -136,7 +136,7 @@ def what_to_fix(checks: list[ScoredCheck], parts: dict[str, PartScore]) -> list[
 
     checks: a Grade's (or a record's, records.checks_of); parts: the same's ({part: PartScore}).
     """
-    holder = {}  # (part, check) -> the item that says it
+    holder: dict[tuple[str, str], Item] = {}  # (part, check) -> the item that says it
     items = _problem_items(checks, parts, holder)
     failed = [c for c in checks if not c.passed and not said_with_problem(c, parts)]
     items += _diagnosis_items([c for c in failed if not voided_by(c)], holder, _leads(failed, parts))
@@ -158,7 +158,7 @@ def what_to_fix(checks: list[ScoredCheck], parts: dict[str, PartScore]) -> list[
 
 def _problem_items(checks, parts, holder):
     """One Item per part problem (the parts it stopped named together), holding every failed check of them."""
-    problems = {}
+    problems: dict[str, list[str]] = {}
     for part, p in parts.items():
         if p.problem:
             problems.setdefault(p.problem, []).append(part)
@@ -201,7 +201,9 @@ def _explained(check, leads):
 def _diagnosis_items(failed, holder, leads=None):
     """One Item per (part, diagnosis) of the failed checks, each check's name, place and points in it;
     every check its part's diagnosis explains (leads: _leads) in one item led by that diagnosis."""
-    items, by_diagnosis, first = [], {}, {}  # first: the diagnosis of each item's first check
+    items: list[Item] = []
+    by_diagnosis: dict[tuple[str, str, bool], Item] = {}
+    first: dict[tuple[str, str, bool], str] = {}  # first: the diagnosis of each item's first check
     for c in failed:
         visible = c.visibility == "visible"
         if visible and _withheld(c):
@@ -279,7 +281,8 @@ def _lost(checks, part):
 def anonymous_names(checks):
     """{id(check): "part: hidden check k"} for every check that is not visible (k counts per part,
     in rubric order, passed or not: the same numbering in every channel)."""
-    names, counters = {}, {}
+    names: dict[int, str] = {}
+    counters: dict[str, int] = {}
     for c in checks:
         if c.visibility != "visible":
             counters[c.part] = counters.get(c.part, 0) + 1

@@ -52,7 +52,7 @@ def _parts_table(parts, changed=()):
 def figures_by_part(results):
     """{part: [(check name, figure)]}: the validated figures a record's tests carry, in order, once each,
     with the check that carries each."""
-    found = {}
+    found: dict = {}
     for check, test in zip(checks_of(results), results.get("tests", [])):
         figure = figure_of(test)
         if figure is not None and figure not in [f for _, f in found.get(check.part, [])]:

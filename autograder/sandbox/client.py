@@ -222,7 +222,7 @@ class Sandbox:
             stdout=None if debug else subprocess.DEVNULL, stderr=None if debug else subprocess.DEVNULL,
             start_new_session=True)
         theirs.close()
-        self.pidfd = os.pidfd_open(self.process.pid)  # its liveness, from any process that inherits this object
+        self.pidfd: int | None = os.pidfd_open(self.process.pid)  # its liveness, from any process that inherits this object
         self.info, self.baseline = None, 0  # baseline: the server's own memory, read once it is ready
         # its configuration now (read once it has warmed up): other doors may be attached behind it
         try:
@@ -493,10 +493,10 @@ class PartChild:
         self.requests_w, self.replies_r, self.pidfd, self.output_fd = fds or (None, None, None, None)
         self.output_from, self.host_pid, self.gpu_killed = 0, 0, None
         self.cpu_out = False  # the last deadline was the CPU-time limit's (else the wall clock's)
-        self.clock = None  # where no control group counts: the session's processes, from /proc
+        self.clock: session_cpu.SessionClock | None = None  # where no control group counts: the session's processes, from /proc
         self.machine = ""  # it died of a cause its own time and memory do not explain: death.PROOF or SUSPECT
         self.grader_killed = False  # the grader's own SIGKILL ended it (after a deadline or a broken channel)
-        self.asleep = None    # at a wall-clock deadline: was it mostly off the CPU by its own doing?
+        self.asleep: bool | None = None    # at a wall-clock deadline: was it mostly off the CPU by its own doing?
         self._limits(timeout, memory_mb)
         if fds:
             self._hello()
@@ -763,7 +763,7 @@ class _IdleMeter:
 
     def __init__(self, part, budget):
         self.part, self.budget = part, budget
-        self.base = None  # (session CPU, the child's run delay) at the first call after a hidden input
+        self.base: tuple[float, float] | None = None  # (session CPU, the child's run delay) at the first call after a hidden input
         self.wall, self.checked, self.started = 0.0, 0.0, None
         self.grader, self.grader_at = 0.0, None  # the grader thread's CPU + run delay within calls
 
@@ -791,6 +791,7 @@ class _IdleMeter:
         if not waiting and self.wall - self.checked < self.CHECK_EVERY:
             return False
         self.checked = self.wall
+        assert self.base is not None  # set by the first call_begins
         wall = self.wall + (time.monotonic() - self.started if self.started is not None else 0.0)
         grader = self.grader + (self._grader_now() if self.started is not None else 0.0)
         cpu, delay = self.base

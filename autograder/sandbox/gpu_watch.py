@@ -38,7 +38,7 @@ def usage():
 
 def parse_smi(output):
     """nvidia-smi's "pid, used_memory" CSV lines -> {pid: MiB}, summed over GPUs; odd lines skipped."""
-    held = {}
+    held: dict = {}
     for line in output.splitlines():
         fields = [f.strip() for f in line.split(",")]
         if len(fields) == 2 and fields[0].isdigit() and fields[1].isdigit():
@@ -55,7 +55,8 @@ def _nvml_usage():
     nvml = ctypes.CDLL("libnvidia-ml.so.1")
     if nvml.nvmlInit_v2() != 0:
         raise RuntimeError("nvmlInit")
-    count, held = ctypes.c_uint(0), {}
+    count = ctypes.c_uint(0)
+    held: dict = {}
     if nvml.nvmlDeviceGetCount_v2(ctypes.byref(count)) != 0:
         raise RuntimeError("nvmlDeviceGetCount")
     for index in range(count.value):

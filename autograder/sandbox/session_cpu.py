@@ -48,7 +48,8 @@ class SessionClock:
     """CPU seconds of everything below one leader (not the leader's own work)."""
 
     def __init__(self, leader: int):
-        self.leader, self.members, self.scanned = leader, set(), 0.0
+        self.leader, self.scanned = leader, 0.0
+        self.members: set[int] = set()
 
     def seconds(self) -> float | None:
         now = time.monotonic()

@@ -159,7 +159,7 @@ def module_imports(folder):
         if not path.is_file():
             continue
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        names = set()
+        names: set[str] = set()
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 names.update(a.name.split(".")[0] for a in node.names)

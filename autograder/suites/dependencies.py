@@ -15,6 +15,8 @@ their own parts); CausalAttention and MultiHeadAttention may name their layers a
 """
 import functools
 
+from typing import Any, Callable
+
 import torch
 
 from autograder.student import SessionDied, StudentError
@@ -85,7 +87,7 @@ def expected():
     x2, x3, x4 = torch.rand(5, 3, generator=rng), torch.rand(2, 4, 3, generator=rng), torch.rand(2, 5, 3, generator=rng)
     per_head = [{k.split(".", 1)[1]: v for k, v in heads.items() if k.startswith(f"{i}.")} for i in range(2)]
     return {
-        "v1": (v1, x2, reference.attention(*(x2 @ v1[k] for k in helpers.QKV), causal=False)),
+        "v1": (v1, x2, reference.attention(*(x2 @ v1[k] for k in helpers.QKV), causal=False)),  # type: ignore[misc]  # a star of 3
         "v2": (v2, x2, reference.single_head(x2, v2, causal=False)),
         "causal": (x3, reference.single_head(x3, head)),
         "wrapper": (x4, torch.cat([reference.single_head(x4, h) for h in per_head], dim=-1)),
@@ -120,7 +122,7 @@ def probe_mha(student):
     require(close(mha.MultiHeadAttention(3, 4, 6, 0.0, num_heads=2, _seed=SEED)(x), want))
 
 
-PROBES = {"self_attention_v1": functools.partial(probe_self_attention, module="self_attention_v1",
+PROBES: dict[str, Callable[..., Any]] = {"self_attention_v1": functools.partial(probe_self_attention, module="self_attention_v1",
                                                    name="SelfAttention_v1", key="v1"),
           "self_attention_v2": functools.partial(probe_self_attention, module="self_attention_v2",
                                                    name="SelfAttention_v2", key="v2"),

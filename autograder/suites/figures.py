@@ -66,12 +66,12 @@ def make_figure(title, panels, diagnosis=""):
 
 # ---------------------------------------------------------------- the public probe inputs
 
-def book_scores(book):
+def book_scores(book: dict) -> tuple[torch.Tensor, int]:
     """The book's scores of section 3.5 (SelfAttention_v2 after torch.manual_seed(789)), 6x6, and d_k = 2."""
     return book["attn_scores_sa_v2"].double(), 2
 
 
-def identity_qk(scores, book_d_k):
+def identity_qk(scores: torch.Tensor, book_d_k: float) -> tuple[torch.Tensor, torch.Tensor]:
     """(Q, K) with K = I whose scaled scores Q @ K.T / sqrt(T) equal scores / sqrt(book_d_k)."""
     return scores * math.sqrt(T / book_d_k), torch.eye(T, dtype=torch.float64)
 

@@ -7,6 +7,8 @@ Nothing here runs student code except through the `student` adapter (remote call
 import functools
 import math
 
+from typing import Any
+
 import torch
 
 from autograder.student import StudentError
@@ -179,7 +181,7 @@ def seeding_problem(got, want, seed, book=False, order_hint="W_query, W_key, W_v
     differ = [n for n in want if not same(got[n], want[n])]
     if not differ:
         return ""
-    holds = {n: next((m for m in want if same(got[n], want[m])), None) for n in want}
+    holds: dict[str, Any] = {n: next((m for m in want if same(got[n], want[m])), None) for n in want}
     if all(holds.values()) and sorted(holds.values()) == sorted(want):
         swapped = ", ".join(f"{n} holds what {m} should get" for n, m in holds.items() if n != m)
         return (f"parameters created in another order ({swapped}): {consequence}. Create {order_hint} "

@@ -8,7 +8,7 @@ Every function here takes source text and returns plain data; text that does not
 import ast
 import hashlib
 from contextlib import contextmanager
-from typing import Iterator, Mapping, NamedTuple, Optional, Union
+from typing import Any, Iterator, Mapping, NamedTuple, Optional, Union, cast
 
 LIMIT = 8 << 20  # characters of a module read at most: the whole of any staged module (submission.MAX_BYTES);
 # a longer text says nothing (read whole or not at all: nothing can hide past the part read)
@@ -57,7 +57,7 @@ def _parse(text: str) -> Optional[ast.Module]:
         return None
 
 
-Sources = Union[str, Mapping[str, str]]
+Sources = Union[str, Mapping[str, str], "Reading"]  # a Reading: the sources read once
 
 
 class Found(NamedTuple):
@@ -72,7 +72,7 @@ class Reading:
     the module's top level runs them (the bodies of its if, try, with and for statements too, not an
     `if __name__ == "__main__":` block); the last binding of a name is the one that counts."""
 
-    def __init__(self, sources: Sources, module: str = ""):
+    def __init__(self, sources: Union[str, Mapping[str, str]], module: str = ""):
         self.sources = {module: sources} if isinstance(sources, str) else dict(sources)
         self._trees: dict = {}
         self._env: dict = {}
@@ -89,7 +89,8 @@ class Reading:
         ("def", module, node), ("module", name), ("from", module, name) or None (anything else)."""
         if module in self._env:
             return self._env[module]
-        self._env[module] = env = {}  # (an import cycle reads what is bound so far)
+        env: dict[str, Any] = {}
+        self._env[module] = env  # (an import cycle reads what is bound so far)
         tree = self.tree(module)
         for node in _run_at_import(tree.body if tree is not None else []):
             if isinstance(node, ast.ClassDef):
@@ -161,7 +162,8 @@ class Reading:
     def bases(self, found: Found) -> list:
         """found and its bases written in the submission, nearest first (each once)."""
         self.bindings(found.module)
-        chain, todo = [], [found]
+        chain: list[Found] = []
+        todo = [found]
         while todo and len(chain) < 64:
             cls = todo.pop(0)
             if any(c.node is cls.node for c in chain):
@@ -196,7 +198,8 @@ class Reading:
                 target = self.follow(_value(env, owner))
                 if target and target[0] == "class" and id(target[2]) in nodes:
                     picked += self._functions_of(module, env, value, None)
-        seen, result = set(), []
+        seen: set[int] = set()
+        result: list[Any] = []
         while picked:
             module, function = picked.pop(0)
             if id(function) in seen or len(result) > 4096:
@@ -234,6 +237,9 @@ def _is_main_guard(test: ast.AST) -> bool:
         test.comparators[0].value == "__main__"
 
 
+TRY_NODES: tuple[type[ast.Try], ...] = (ast.Try, getattr(ast, "TryStar", ast.Try))  # try, and except* (3.11)
+
+
 def _run_at_import(body: list):
     """The statements a module's top level runs, in order: those inside its if/try/with/for/while
     blocks too (any branch: the reading cannot know which runs), not an `if __name__ == "__main__":`."""
@@ -244,7 +250,7 @@ def _run_at_import(body: list):
                 continue
             yield from _run_at_import(node.body)
             yield from _run_at_import(node.orelse)
-        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        elif isinstance(node, TRY_NODES):
             yield from _run_at_import(node.body)
             for handler in node.handlers:
                 yield from _run_at_import(handler.body)
@@ -339,7 +345,7 @@ def loops_over_heads(source: Sources, class_name: str, module: str = "", pointer
         for node in ast.walk(function):
             if isinstance(node, (ast.For, ast.comprehension)) and _mentions_heads(node.iter) or \
                     isinstance(node, ast.While) and _mentions_heads(node.test):
-                return where, getattr(node, "lineno", None) or getattr(node.iter, "lineno", 0) or function.lineno
+                return where, getattr(node, "lineno", None) or getattr(getattr(node, "iter", None), "lineno", 0) or function.lineno
     return ()
 
 
@@ -373,7 +379,8 @@ def cpu_tensors(source: Sources, class_name: str, module: str = "", pointer: Opt
         moved = _moved(function)
         for node in ast.walk(function):
             if _cpu_factory(node) and id(node) not in moved:
-                made.append((where, node.lineno, f"torch.{node.func.attr}"))
+                call = cast(ast.Call, node)  # _cpu_factory: a call of torch.<factory>
+                made.append((where, call.lineno, f"torch.{cast(ast.Attribute, call.func).attr}"))
     return sorted(set(made))
 
 

@@ -93,13 +93,14 @@ def solutions(folder: str | None = None) -> dict[str, Any]:
 
     for stem in MODULES:  # (not `name`: the release's leak test finds no suite line in public files)
         spec = importlib.util.spec_from_file_location(f"_ch03_reference_{stem}", folder_path / f"{stem}.py")
+        assert spec is not None and spec.loader is not None  # a .py file always has a loader
         module = importlib.util.module_from_spec(spec)
         module.__dict__["__builtins__"] = {**vars(builtins), "__import__": chapter_import}
         spec.loader.exec_module(module)
         loaded[stem] = module
         for value in list(vars(module).values()):
             if isinstance(value, type) and issubclass(value, torch.nn.Module) and value.__module__ == module.__name__:
-                value.__init__ = _recording(value.__init__)
+                value.__init__ = _recording(value.__init__)  # type: ignore[method-assign]  # recorded
     return loaded
 
 
@@ -281,8 +282,7 @@ def _run(cls, arguments, question, tensors, ledger=None, limit=MAX_BYTES):
             leaves = list(given.values()) + inputs_
             want = [t for t in leaves if t.requires_grad]
             grads = torch.autograd.grad(output, want, tensors[-1], allow_unused=True)
-    grads = [g if g is not None else torch.zeros_like(t) for g, t in zip(grads, want)]
-    return {}, grads
+    return {}, [g if g is not None else torch.zeros_like(t) for g, t in zip(grads, want)]
 
 
 class _Bytes(TorchDispatchMode):

@@ -59,7 +59,7 @@ def asked(student, function, class_name, *args, **kwargs):
             return name
         return CONTRACT[position] if position is not None and position < len(CONTRACT) else None
 
-    found = {}
+    found: dict = {}
     for position, value in enumerate(call.args):
         found.setdefault(contract_name(names[position] if names and position < len(names) else None, position), value)
     for name, value in call.kwargs.items():

@@ -113,7 +113,7 @@ def test_numpy_multi_head_concat_and_projection(student, rng):
     heads = [tuple(array(rng, C, m, scale=2.0) for _ in range(3)) for _ in range(h)]
     wo = array(rng, h * m, d, scale=2.0)
     for causal in (True, False):
-        outs = [head_output(x, *w, causal) for w in heads]
+        outs = [head_output(x, *w, causal) for w in heads]  # type: ignore[call-arg]  # w: 3 arrays
         concat = torch.cat(outs, dim=-1)
         per_head = zip(*(head_mistakes(x, *w, causal) for w in heads))  # the same mistake in every head
         wrong = [(torch.cat([t for t, _ in same], dim=-1), same[0][1]) for same in per_head]

@@ -14,7 +14,7 @@ pytestmark = part_marker("self_attention_v1")
 PART = "self_attention_v1"
 
 
-def projections(x, state):
+def projections(x: torch.Tensor, state: dict) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return x @ state["W_query"], x @ state["W_key"], x @ state["W_value"]
 
 

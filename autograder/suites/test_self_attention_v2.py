@@ -27,7 +27,7 @@ def v2_mistakes(x, state):
 
 
 def expected_parameters(d_in, d_out, bias):
-    table = []
+    table: list[tuple[str, tuple[int, ...]]] = []
     for name in QKV:
         table.append((f"{name}.weight", (d_out, d_in)))
         if bias:

@@ -101,7 +101,7 @@ def judge_transfer(student, v1, v1_before, v2_state, x, what, case=""):
     as a SelfAttention_v1 holding those weights does (v1's own math, graded there); or, when v1's
     forward cannot tell, the weights it holds are sa_v2's, transposed."""
     d_in = x.shape[-1]
-    want = reference.attention(*(x @ v2_state[f"{n}.weight"].T for n in QKV), causal=False)
+    want = reference.attention(*(x @ v2_state[f"{n}.weight"].T for n in QKV), causal=False)  # type: ignore[misc]  # a star of 3
     got = outputs(v1, x)
     if got is not None and matches(got, want, 1e-5):
         return
