@@ -145,7 +145,7 @@ def start_fork_servers(count: int, settings: Settings) -> list[Sandbox]:
         doors.append(Sandbox(slot=0, settings=settings.sandbox))
         for slot in range(1, count):
             doors.append(doors[0].attach(slot))
-    except Exception:  # noqa: BLE001  (the workers will try again and say why)
+    except Exception:  # the workers will try again and say why
         stop_fork_servers(doors)
     return doors
 

@@ -239,7 +239,7 @@ class Gradebook:
                  "FROM history" + (" WHERE student = ?" if student is not None else "") + " ORDER BY id")
         keys = ("id", "run", "student", "graded_at", "reason", "digest", "grader", "score", "max_score", "parts",
                 "problem")
-        rows = [dict(zip(keys, row)) for row in self.db.execute(query, () if student is None else (student,))]
+        rows = [dict(zip(keys, row, strict=True)) for row in self.db.execute(query, () if student is None else (student,))]
         for row in rows:
             row["parts"] = json.loads(row["parts"])
         return rows
@@ -292,7 +292,7 @@ class Gradebook:
     def regrades(self):
         """[{run, at, student, before, after, parts: {part: (before, after)}, why}] of every run, oldest first."""
         keys = ("run", "at", "student", "before", "after", "parts", "why")
-        rows = [dict(zip(keys, row)) for row in self.db.execute(
+        rows = [dict(zip(keys, row, strict=True)) for row in self.db.execute(
             "SELECT run, at, student, before, after, parts, why FROM regrades ORDER BY id")]
         for row in rows:
             row["parts"] = {part: tuple(pair) for part, pair in json.loads(row["parts"]).items()}
@@ -402,7 +402,7 @@ class Gradebook:
     def lateness(self):
         """{student: {submitted_at, due, late_days, penalty, final_score, note, cutoff}} of the last run's late policy."""
         keys = ("submitted_at", "due", "late_days", "penalty", "final_score", "note", "cutoff")
-        return {row[0]: dict(zip(keys, row[1:])) for row in self.db.execute(
+        return {row[0]: dict(zip(keys, row[1:], strict=True)) for row in self.db.execute(
             "SELECT student, submitted_at, due, late_days, penalty, final_score, note, cutoff FROM lateness "
             "ORDER BY student")}
 

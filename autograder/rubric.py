@@ -156,7 +156,7 @@ class _Reader:
             self.fail(root, "the rubric has no 'parts'")
         defaults = {"timeout": 20.0, "memory_mb": 2048, "visibility": "visible"}
         if "defaults" in top:
-            for name, (key, value) in self.mapping(top["defaults"][1], DEFAULT_KEYS, "defaults").items():
+            for name, (_, value) in self.mapping(top["defaults"][1], DEFAULT_KEYS, "defaults").items():
                 defaults[name] = self.option(name, value, "defaults")
         parts = {}
         for part_name, (key, node) in self.mapping(top["parts"][1], None, "parts").items():
@@ -245,7 +245,7 @@ class _Reader:
             if suites is not None and check not in suites[name]:
                 self.fail(key, f"check '{check}' is not in the hidden suite for {name}")
             part.checks[check] = Check(name, check, points, visibility, diagnosis=diagnosis)
-        for group, (key, value) in self.mapping(fields["groups"][1], None, f"{name}.groups").items() if "groups" in fields else ():
+        for group, (_, value) in self.mapping(fields["groups"][1], None, f"{name}.groups").items() if "groups" in fields else ():
             spec = self.mapping(value, GROUP_KEYS, f"{name}.groups.{group}")
             if "points" not in spec or "checks" not in spec:
                 self.fail(value, f"group '{group}' needs both points and checks")

@@ -244,7 +244,7 @@ def take_pictures(sandbox: Sandbox, session: Session | None, submission: Submiss
                 child.close()
             try:
                 session, child = fresh_child(sandbox, session, submission, Limits(left, memory_mb, left))
-            except Exception:  # noqa: BLE001  (a sandbox that fails now costs the pictures only)
+            except Exception:  # a sandbox that fails now costs the pictures only
                 child = None
                 break
         if not child.died:

@@ -296,7 +296,7 @@ class RemoteCallable:
             if self._student.keywords and "module" in self._target else None
         if known and args:  # the contract's positional arguments, passed by the contract's names
             names, contract = known
-            kwargs = {**dict(zip(contract, args[:len(contract)])), **kwargs}
+            kwargs = {**dict(zip(contract, args[:len(contract)], strict=False)), **kwargs}  # fewer args: the rest by name
             args = tuple(args[len(contract):])
         return self._student.request("call", self._target, args, kwargs, _seed)
 

@@ -145,7 +145,7 @@ def summary(name, times, sizes):
     {class size: [seconds per repeat]}: medians over the repeats."""
     small, large = sizes
     whole = statistics.median(t / large for t in times[large])
-    steady = statistics.median((b - a) / (large - small) for a, b in zip(times[small], times[large]))
+    steady = statistics.median((b - a) / (large - small) for a, b in zip(times[small], times[large], strict=True))
     return {f"{name}_whole_batch_s_per_submission": round(whole, 3),
             f"{name}_steady_state_s_per_submission": round(steady, 3),
             f"{name}_seconds": {str(n): [round(t, 2) for t in times[n]] for n in sizes}}

@@ -169,8 +169,8 @@ def main():
               "floor_cpu_s_per_submission": round(statistics.median(floors), 3),
               "batch_cpu_s_per_submission_whole_batch": round(statistics.median(whole), 3),
               "batch_cpu_s_per_submission_steady_state": round(statistics.median(steady), 3),
-              "ratio_whole_batch": round(statistics.median(b / f for b, f in zip(whole, floors)), 2),
-              "ratio_steady_state": round(statistics.median(b / f for b, f in zip(steady, floors)), 2)}
+              "ratio_whole_batch": round(statistics.median(b / f for b, f in zip(whole, floors, strict=True)), 2),
+              "ratio_steady_state": round(statistics.median(b / f for b, f in zip(steady, floors, strict=True)), 2)}
     print(json.dumps(result, indent=1))
 
 

@@ -292,7 +292,7 @@ def main(argv=None):
     for name, step in steps.items():
         try:
             step()
-        except Exception as e:  # noqa: BLE001  (its results stay unset: the summary says "not run")
+        except Exception as e:  # its results stay unset: the summary says "not run"
             r["log"][f"{name} error"] = f"{type(e).__name__}: {e}"
             print(f"  {name}: {type(e).__name__}: {e}", flush=True)
         print(f"  {name} done at {time.monotonic() - started:.0f} s", flush=True)

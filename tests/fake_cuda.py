@@ -85,7 +85,7 @@ def run_case(build, call):
     with emulated_gpu.EmulatedGPU() as gpu:
         try:
             output = call(*gpu.convert(arguments))
-        except Exception as e:  # noqa: BLE001  (what the code raised is the finding)
+        except Exception as e:  # what the code raised is the finding
             kind = emulated_gpu.classify(e)
             if kind == emulated_gpu.MIXED:
                 return f"mixed devices: {e}"

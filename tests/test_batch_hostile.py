@@ -133,7 +133,7 @@ def run(args, code=None):
 def read_csv(out):
     with open(out / "grades.csv", newline="") as f:
         rows = list(csv.reader(f))
-    return rows[0], {row[0]: dict(zip(rows[0], row)) for row in rows[1:]}
+    return rows[0], {row[0]: dict(zip(rows[0], row, strict=True)) for row in rows[1:]}
 
 
 @pytest.fixture(scope="module")

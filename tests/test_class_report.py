@@ -326,7 +326,7 @@ def nbgrader_feedback_page(record_path, tmp_path):
 
     record = json.loads(record_path.read_text())
     checks = checks_of(record)
-    for check, test in zip(checks, record["tests"]):
+    for check, test in zip(checks, record["tests"], strict=True):
         check.figure = (test.get("extra_data") or {}).get("figure")
     grade = SimpleNamespace(checks=checks, parts=parts_of(record), notes=[])
     cell = nbformat.v4.new_code_cell("### BEGIN HIDDEN TESTS\nassert True\n### END HIDDEN TESTS", metadata={

@@ -9,7 +9,7 @@ import pytest
 from autograder import PROJECT_ROOT
 
 sys.path.insert(0, str(PROJECT_ROOT / "scripts"))
-import gpu_check  # noqa: E402
+import gpu_check
 
 SCRIPT = PROJECT_ROOT / "scripts" / "gpu-check.sh"
 

@@ -197,7 +197,7 @@ def test_the_student_uid_cannot_read_results_or_the_bundle_even_without_namespac
         outcome = f.read().split()
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
-    assert outcome == ["PermissionError"] * len(targets), dict(zip(map(str, targets), outcome))
+    assert outcome == ["PermissionError"] * len(targets), dict(zip(map(str, targets), outcome, strict=False))
 
 
 def test_the_folder_form_matches_the_zip(bundle, tmp_path):

@@ -113,7 +113,7 @@ def test_the_batch_writes_no_score_for_a_part_not_graded(tmp_path):
     batch.write_csv(book, tmp_path / "grades.csv")
     row = (tmp_path / "grades.csv").read_text().splitlines()[1].split(",")
     header = (tmp_path / "grades.csv").read_text().splitlines()[0].split(",")
-    cells = dict(zip(header, row))
+    cells = dict(zip(header, row, strict=False))
     assert cells["score"] == cells["max_score"] == cells["simple_attention"] == ""
     assert cells["causal"] == "22" and cells["problem"].startswith("not graded: the machine")
     said = batch.summary_text(book, "subs", tmp_path, ["ann"], ["ann"], [])
@@ -434,7 +434,7 @@ def test_a_submission_not_graded_run_after_run_is_graded_as_it_stands_after_a_bo
     assert batch._why_grade(book.graded()["ann"], "abc", "g1", False) is None  # no run after regrades it
     batch.write_csv(book, tmp_path / "grades.csv")
     lines = (tmp_path / "grades.csv").read_text().splitlines()
-    cells = dict(zip(lines[0].split(","), lines[1].split(",")))
+    cells = dict(zip(lines[0].split(","), lines[1].split(","), strict=False))
     assert cells["score"] == "90" and cells["simple_attention"] == "0"  # a score stands, the part failed
     book.close()
 
@@ -457,7 +457,7 @@ def test_lateness_applies_whether_or_not_a_grade_finished(tmp_path):
     assert rows["ann"].late_days == 3 and rows["ann"].penalty == 30
     batch.write_csv(book, tmp_path / "grades.csv", ["ann"], rows)
     lines = (tmp_path / "grades.csv").read_text().splitlines()
-    cells = dict(zip(lines[0].split(","), lines[1].split(",")))
+    cells = dict(zip(lines[0].split(","), lines[1].split(","), strict=False))
     assert (cells["late_days"], cells["penalty"], cells["final_score"], cells["score"]) == ("3", "30", "", "")
     assert book.lateness()["ann"]["penalty"] == 30
     book.close()

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("nbgrader")
 
-from autograder import PROJECT_ROOT  # noqa: E402
+from autograder import PROJECT_ROOT
 
 COURSE = "ch03-attention"
 STUDENT, CLASSMATE = "daemon", "nobody"

@@ -35,11 +35,11 @@ import yaml
 
 pytest.importorskip("nbgrader", reason="nbgrader is not installed (pip install '.[notebooks]', nbgrader==0.9.6)")
 
-from notebook_cases import fill_notebooks, module_texts, write_modules  # noqa: E402
+from notebook_cases import fill_notebooks, module_texts, write_modules
 
-from autograder import nbgrader_plugins  # noqa: E402
-from autograder.reports.common import diagnosis_and_place, printable, what_to_fix  # noqa: E402
-from rubric_points import CHECK, TOTAL  # noqa: E402
+from autograder import nbgrader_plugins
+from autograder.reports.common import diagnosis_and_place, printable, what_to_fix
+from rubric_points import CHECK, TOTAL
 
 pytestmark = pytest.mark.nbgrader
 

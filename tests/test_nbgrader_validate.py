@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("nbgrader", reason="nbgrader is not installed (pip install '.[notebooks]', nbgrader==0.9.6)")
 
-from notebook_cases import BUGS, fill_notebooks, module_texts  # noqa: E402
+from notebook_cases import BUGS, fill_notebooks, module_texts
 
 pytestmark = pytest.mark.nbgrader
 
@@ -65,7 +65,7 @@ def validate(base, folder):
     """{notebook name: what `nbgrader validate` printed for it}, all notebooks of folder in one run."""
     output = nbgrader(base, "validate", *(str(folder / name) for name in NOTEBOOKS))
     parts = re.split(r"\[ValidateApp \| INFO\] Validating '([^']+)'", output)
-    return {Path(path).name: verdict for path, verdict in zip(parts[1::2], parts[2::2])}
+    return {Path(path).name: verdict for path, verdict in zip(parts[1::2], parts[2::2], strict=True)}
 
 
 def graded_cells(name):

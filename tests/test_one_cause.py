@@ -161,7 +161,7 @@ def test_one_item_per_cause_in_every_channel(grades, kind):
         for fmt, text in channels(grade, part).items():
             found = items_of(text, fmt, part)
             assert [points for points, _ in found] == [points for _, points, _ in expected], (fmt, found)
-            for (_, line), (lead, _, listed) in zip(found, expected):
+            for (_, line), (lead, _, _) in zip(found, expected, strict=True):
                 assert lead in line, (fmt, line)
             said = readable(text)
             for _, _, listed in expected:

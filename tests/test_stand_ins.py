@@ -70,7 +70,7 @@ def stand_in_classes():
 
 def test_the_stand_ins_draw_compute_and_differentiate_as_the_solutions_do(channel):
     seen = set()
-    for module, name, ours, theirs in stand_in_classes():
+    for _module, name, ours, theirs in stand_in_classes():
         seen.add(name)
         assert str(inspect.signature(ours)) == str(inspect.signature(theirs)), name
         torch.manual_seed(7)
@@ -79,7 +79,7 @@ def test_the_stand_ins_draw_compute_and_differentiate_as_the_solutions_do(channe
         got, got_next = ours(*ARGUMENTS[name]), torch.rand(3)
         assert torch.equal(want_next, got_next), f"{name}: the generator is not where the solution leaves it"
         assert list(want.state_dict()) == list(got.state_dict()), name
-        assert all(torch.equal(a, b) for a, b in zip(want.state_dict().values(), got.state_dict().values())), name
+        assert all(torch.equal(a, b) for a, b in zip(want.state_dict().values(), got.state_dict().values(), strict=True)), name
         assert [type(m).__name__ for m in want.modules()] == [type(m).__name__ for m in got.modules()], name
         want.eval(), got.eval()
         x = torch.rand(5, 3) if name.startswith("SelfAttention") else torch.rand(2, 5, 3)
@@ -90,7 +90,7 @@ def test_the_stand_ins_draw_compute_and_differentiate_as_the_solutions_do(channe
         (out_want * upstream).sum().backward()
         (out_got * upstream).sum().backward()
         assert torch.allclose(x_want.grad, x_got.grad, atol=1e-6), name
-        for (key, a), (_, b) in zip(want.named_parameters(), got.named_parameters()):
+        for (key, a), (_, b) in zip(want.named_parameters(), got.named_parameters(), strict=True):
             assert torch.allclose(a.grad, b.grad, atol=1e-6), (name, key)
     assert seen == set(ARGUMENTS)
 

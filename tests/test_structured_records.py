@@ -51,7 +51,7 @@ def test_the_batch_reads_not_graded_from_the_record_not_the_problem(tmp_path):
     assert book.not_graded() == {"bob": ["causal"]}
     batch.write_csv(book, tmp_path / "grades.csv")
     lines = (tmp_path / "grades.csv").read_text().splitlines()
-    cells = {row.split(",")[0]: dict(zip(lines[0].split(","), row.split(","))) for row in lines[1:]}
+    cells = {row.split(",")[0]: dict(zip(lines[0].split(","), row.split(","), strict=False)) for row in lines[1:]}
     assert (cells["ann"]["score"], cells["ann"]["causal"], cells["ann"]["mha"]) == ("8", "0", "8")
     assert (cells["bob"]["score"], cells["bob"]["causal"], cells["bob"]["mha"]) == ("", "", "8")
     said = batch.summary_text(book, "subs", tmp_path, ["ann", "bob"], ["ann", "bob"], [])

@@ -259,7 +259,7 @@ def _number(value):
 def _agree(a, b, tolerance):
     if isinstance(a, list) or isinstance(b, list):
         return isinstance(a, list) and isinstance(b, list) and len(a) == len(b) and \
-            all(_agree(x, y, tolerance) for x, y in zip(a, b))
+            all(_agree(x, y, tolerance) for x, y in zip(a, b, strict=True))
     a, b = _number(a), _number(b)
     if math.isinf(a) or math.isinf(b):
         return a == b

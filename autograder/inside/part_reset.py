@@ -66,7 +66,7 @@ def _switches():
         fn = getattr(torch._C, name, None) or getattr(torch, name, None)
         try:
             return fn(*args) if fn else None
-        except Exception:  # noqa: BLE001  (a build without it)
+        except Exception:  # a build without it
             return None
 
     opts = torch._tensor_str.PRINT_OPTS

@@ -169,5 +169,5 @@ class _Remote(torch.autograd.Function):
         answer, grads = ask({"do": "backward", "wanted": wanted, **ctx.question},
                             [t.detach().cpu() for t in tensors] + [grad_output.detach().cpu()])
         given = iter(grads)
-        out = [next(given).to(t.device) if w else None for t, w in zip(tensors, wanted)]
+        out = [next(given).to(t.device) if w else None for t, w in zip(tensors, wanted, strict=False)]  # wanted: maybe shorter
         return (None, *out)

@@ -136,7 +136,7 @@ def _remove_ipc_of(uid):
         except (OSError, ValueError):
             continue
         for row in rows:
-            entry = dict(zip(header, row))
+            entry = dict(zip(header, row, strict=False))  # a row may lack trailing fields
             if entry.get("uid") == str(uid) and entry.get(key, "").isdigit():
                 removed += getattr(libc, call)(int(entry[key]), 0, 0) == 0  # IPC_RMID
     return removed

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 
-import numpy as np  # noqa: F401  (imported once here, inherited by every child)
+import numpy as np  # imported once here, inherited by every child
 import torch
 
 from autograder.inside import child, counting, emulated_gpu, isolation, protocol, uid_cleanup

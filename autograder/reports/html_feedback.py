@@ -53,7 +53,7 @@ def figures_by_part(results):
     """{part: [(check name, figure)]}: the validated figures a record's tests carry, in order, once each,
     with the check that carries each."""
     found: dict = {}
-    for check, test in zip(checks_of(results), results.get("tests", [])):
+    for check, test in zip(checks_of(results), results.get("tests", []), strict=True):  # one check per test
         figure = figure_of(test)
         if figure is not None and figure not in [f for _, f in found.get(check.part, [])]:
             found.setdefault(check.part, []).append((check.name, figure))

@@ -107,9 +107,9 @@ def renamed_state(module, state):
     the module names its layers differently (W_q for W_query); None when they do not line up.
     The names are judged by the structure checks; the math is judged whatever the names."""
     own = parameter_order(module)
-    if len(own) != len(state) or any(tuple(v.shape) != shape for (_, shape), v in zip(own, state.values())):
+    if len(own) != len(state) or any(tuple(v.shape) != shape for (_, shape), v in zip(own, state.values(), strict=True)):
         return None
-    return {name: value for (name, _), value in zip(own, state.values())}
+    return {name: value for (name, _), value in zip(own, state.values(), strict=True)}
 
 
 def renamed_grads(module, want):
@@ -260,7 +260,7 @@ def call_keeping_arguments(student, function, *args):
 
 
 def assert_unchanged(before, after, what):
-    for i, (a, b) in enumerate(zip(before, after)):
+    for i, (a, b) in enumerate(zip(before, after, strict=False)):
         if isinstance(a, torch.Tensor) or hasattr(a, "shape"):
             a_t, b_t = torch.as_tensor(a), torch.as_tensor(b)
             if a_t.shape != b_t.shape or not torch.equal(a_t, b_t):
@@ -432,7 +432,7 @@ def judge_seeded(got, want, what, module, drawn, seed, mistakes, book=False, rev
     if any(k not in own for k in drawn):  # layers named otherwise: matched by registration order
         order = [name for name, _ in parameter_order(module)]
         if len(order) == len(drawn) and all(name in own for name in order):
-            own = {k: own[name] for k, name in zip(drawn, order)}
+            own = {k: own[name] for k, name in zip(drawn, order, strict=True)}
     problem = seeding_problem(own, drawn, seed, book, order_hint)
     if problem:
         fail(f"{what} differs from the expected output: {problem}", case)

@@ -72,7 +72,7 @@ def allowed(modules) -> frozenset[tuple[str, str]]:
     for module in modules:
         if module not in MODULES:
             continue
-        for name, value in vars(solutions()[module]).items():
+        for value in vars(solutions()[module]).values():
             if isinstance(value, type) and issubclass(value, torch.nn.Module) and \
                     value.__module__.startswith("_ch03_reference_"):
                 found.add((value.__module__.replace("_ch03_reference_", ""), value.__name__))
@@ -257,20 +257,21 @@ def _run(cls, arguments, question, tensors, ledger=None, limit=MAX_BYTES):
     module = _built(cls, arguments, tensors[-1].dtype if tensors[-1].is_floating_point() else torch.float32)
     _bound_work(module, tensors[len(names):len(names) + inputs])
     training = question.get("training") if isinstance(question.get("training"), list) else []
-    _measure(cls, arguments, module, dict(zip(names, tensors)), tensors[len(names):len(names) + inputs],
+    _measure(cls, arguments, module, dict(zip(names, tensors, strict=False)), tensors[len(names):len(names) + inputs],
              training, backward, ledger if ledger is not None else Ledger(), limit)
     for name, sub in module.named_modules():
         sub.training = name in training
-    given = dict(zip(names, tensors))
+    given = dict(zip(names, tensors, strict=False))  # the tensors after the names: the inputs
     if backward:
         wanted = question.get("wanted")
         if not (isinstance(wanted, list) and len(wanted) == len(tensors) - 1):
             raise Refused("malformed question")
         given = {n: t.detach().requires_grad_(bool(w) and t.is_floating_point())
-                 for (n, t), w in zip(given.items(), wanted)}
+                 for (n, t), w in zip(given.items(), wanted, strict=False)}
     _place(module, given)
     inputs_ = [t.detach().requires_grad_(backward and bool(w) and t.is_floating_point())
-               for t, w in zip(tensors[len(names):len(names) + inputs], (question.get("wanted") or [0] * 99)[len(names):])]
+               for t, w in zip(tensors[len(names):len(names) + inputs], (question.get("wanted") or [0] * 99)[len(names):],
+                               strict=False)]
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(question.get("seed") or 0) % 2**63)
         with torch.enable_grad():
@@ -282,7 +283,7 @@ def _run(cls, arguments, question, tensors, ledger=None, limit=MAX_BYTES):
             leaves = list(given.values()) + inputs_
             want = [t for t in leaves if t.requires_grad]
             grads = torch.autograd.grad(output, want, tensors[-1], allow_unused=True)
-    return {}, [g if g is not None else torch.zeros_like(t) for g, t in zip(grads, want)]
+    return {}, [g if g is not None else torch.zeros_like(t) for g, t in zip(grads, want, strict=True)]
 
 
 class _Bytes(TorchDispatchMode):
@@ -316,7 +317,7 @@ def _measure(cls, arguments, module, given, inputs, training, backward, ledger, 
             sample(*[torch.empty(x.shape, dtype=x.dtype, device="meta") for x in inputs])
     except Refused:
         raise
-    except Exception:  # noqa: BLE001  (what fails on shapes fails in the real run too: that says why)
+    except Exception:  # what fails on shapes fails in the real run too: that says why
         return
     factor = 3 if backward else 1
     flops = counter.get_total_flops() * factor

@@ -65,7 +65,7 @@ def asked(student, function, class_name, *args, **kwargs):
     for name, value in call.kwargs.items():
         found.setdefault(contract_name(name, names.index(name) if names and name in names else None), value)
     if names:  # the defaults of the student's own class
-        for position, (name, value) in enumerate(zip(names, call.bound)):
+        for position, (name, value) in enumerate(zip(names, call.bound, strict=False)):
             found.setdefault(contract_name(name, position), value)
     found.pop(None, None)
     found.setdefault("qkv_bias", False)

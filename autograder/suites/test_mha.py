@@ -126,7 +126,7 @@ def heads_by_behaviour(student, d_in, d_out, ctx, num_heads, bias, x, what):
         state = helpers.state_of(head, f"head {i}")
         if len(order) != len(names) or any(name not in state for name in order):
             return None
-        own = {want: state[name] for want, name in zip(names, order)}
+        own = {want: state[name] for want, name in zip(names, order, strict=True)}
         got = head(x)
         if not (isinstance(got, torch.Tensor) and matches(got, reference.single_head(x, own), 1e-5)):
             return None

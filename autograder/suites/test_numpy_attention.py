@@ -115,7 +115,7 @@ def test_numpy_multi_head_concat_and_projection(student, rng):
     for causal in (True, False):
         outs = [head_output(x, *w, causal) for w in heads]  # type: ignore[call-arg]  # w: 3 arrays
         concat = torch.cat(outs, dim=-1)
-        per_head = zip(*(head_mistakes(x, *w, causal) for w in heads))  # the same mistake in every head
+        per_head = zip(*(head_mistakes(x, *w, causal) for w in heads), strict=True)  # the same mistake in every head
         wrong = [(torch.cat([t for t, _ in same], dim=-1), same[0][1]) for same in per_head]
         wrong += [(torch.stack(outs, dim=-1), "the heads are stacked on a new axis: concatenate them on the last axis"),
                  (torch.cat(outs, dim=0), "the heads are concatenated on axis 0: concatenate them on the last axis"),

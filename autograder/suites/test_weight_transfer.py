@@ -51,7 +51,7 @@ def v1_matrices(v1):
     if all(name in state for name in QKV):
         return {name: state[name] for name in QKV}
     order = [name for name, _ in helpers.parameter_order(v1)]
-    return {name: state[own] for name, own in zip(QKV, order) if own in state}
+    return {name: state[own] for name, own in zip(QKV, order, strict=False) if own in state}
 
 
 def v2_weights(v2):
@@ -61,7 +61,7 @@ def v2_weights(v2):
     if all(k in state for k in keys):
         return {k: state[k] for k in keys}
     weights = [name for name, _ in helpers.parameter_order(v2) if name.endswith("weight")]
-    return {k: state[own] for k, own in zip(keys, weights) if own in state}
+    return {k: state[own] for k, own in zip(keys, weights, strict=False) if own in state}
 
 
 def transfer_problem(v1_after, v2_state, v1_before):
