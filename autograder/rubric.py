@@ -49,7 +49,7 @@ class Check:
     # checks of the same part that must pass for this one to earn its points: a printed example
     # replayed from the book, or what the child says of itself, is worth nothing when the same
     # code fails the inputs only the grader knows (grading.score_part)
-    requires: tuple = ()
+    requires: tuple[str, ...] = ()
 
 
 @dataclass
@@ -57,8 +57,8 @@ class Part:
     name: str
     timeout: float
     memory_mb: int
-    checks: dict = field(default_factory=dict)  # name -> Check
-    groups: dict = field(default_factory=dict)  # name -> (points, [check names])
+    checks: dict[str, Check] = field(default_factory=dict)
+    groups: dict[str, tuple[float, list[str]]] = field(default_factory=dict)  # name -> (points, [check names])
 
     @property
     def max_score(self) -> float:
@@ -78,8 +78,8 @@ class SubmissionLimit:
 
 @dataclass
 class Rubric:
-    path: str
-    parts: dict  # name -> Part, in file order
+    path: str | Path  # as load was given it
+    parts: dict[str, Part]  # name -> Part, in file order
     submissions: SubmissionLimit | None = None  # grading.yml's `submissions`, when it has one
 
     @property
@@ -102,7 +102,7 @@ def load(path: str | Path, suites: dict[str, list[str]] | None = None) -> Rubric
     return _Reader(path).rubric(root, suites)
 
 
-def _plain_value(node):
+def _plain_value(node: Any) -> Any:
     """An unquoted scalar's value (a quoted "3" is text, a mapping or list is nothing)."""
     return yaml.safe_load(node.value) if isinstance(node, yaml.ScalarNode) and not node.style else None
 
@@ -114,17 +114,17 @@ MIN_MEMORY_MB = 256
 
 
 class _Reader:
-    def __init__(self, path):
+    def __init__(self, path: str | Path) -> None:
         self.path = path
 
     def fail(self, node: Any, message: str) -> NoReturn:
         line = f":{node.start_mark.line + 1}" if node is not None else ""
         raise RubricError(f"{self.path}{line}: {message}")
 
-    def mapping(self, node, allowed, where):
+    def mapping(self, node: Any, allowed: set[str] | None, where: str) -> dict[str, tuple[Any, Any]]:
         if not isinstance(node, yaml.MappingNode):
             self.fail(node, f"{where} must be a mapping")
-        out = {}
+        out: dict[str, tuple[Any, Any]] = {}
         for key, value in node.value:
             name = key.value
             if allowed is not None and name not in allowed:
@@ -134,21 +134,21 @@ class _Reader:
             out[name] = (key, value)
         return out
 
-    def scalar(self, node, kind, where, choices=None):
+    def scalar(self, node: Any, kind: type, where: str, choices: tuple[str, ...] | None = None) -> Any:
         if not isinstance(node, yaml.ScalarNode):
             self.fail(node, f"{where} must be a single value")
-        value = node.value if kind is str else yaml.safe_load(node.value)
+        value: Any = node.value if kind is str else yaml.safe_load(node.value)
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, kind) or isinstance(value, bool) and kind is not bool:
             self.fail(node, f"{where} must be a {kind.__name__}, not {node.value!r}")
-        if kind in (float, int) and value < 0:
+        if kind in (float, int) and isinstance(value, (int, float)) and value < 0:
             self.fail(node, f"{where} must not be negative")
         if choices and value not in choices:
             self.fail(node, f"{where} must be one of {', '.join(choices)}, not {value!r}")
         return value
 
-    def rubric(self, root, suites):
+    def rubric(self, root: Any, suites: dict[str, list[str]] | None) -> Rubric:
         if root is None:
             raise RubricError(f"{self.path}: the rubric is empty")
         top = self.mapping(root, TOP_KEYS, "the rubric")
@@ -170,7 +170,7 @@ class _Reader:
         limit = self.submissions(top["submissions"][1]) if "submissions" in top else None
         return Rubric(self.path, parts, limit)
 
-    def submissions(self, node):
+    def submissions(self, node: Any) -> SubmissionLimit:
         """`submissions: {limit: N, window_hours: H}`: N a whole number >= 1, H a number of hours > 0."""
         fields = self.mapping(node, SUBMISSION_KEYS, "submissions")
         for name in sorted(SUBMISSION_KEYS - set(fields)):
@@ -186,12 +186,12 @@ class _Reader:
                                   f"{getattr(hours_node, 'value', '?')!r}")
         return SubmissionLimit(limit, float(hours))
 
-    def option(self, name, node, where):
+    def option(self, name: str, node: Any, where: str) -> Any:
         if name in ("timeout", "memory_mb"):
             return self.limit(name, node, where)
         return self.scalar(node, str, f"{where}.visibility", VISIBILITIES)
 
-    def limit(self, name, node, where):
+    def limit(self, name: str, node: Any, where: str) -> float:
         """timeout (seconds, at least MIN_TIMEOUT) or memory_mb (whole MiB, at least MIN_MEMORY_MB):
         a limit no part can run under is the rubric's mistake, never the student's."""
         if not isinstance(node, yaml.ScalarNode):
@@ -208,11 +208,11 @@ class _Reader:
                             f"runs in less), not {node.value!r}")
         return value
 
-    def required(self, node, part, check):
+    def required(self, node: Any, part: Part, check: str) -> tuple[str, ...]:
         """A check's `requires`: a non-empty list of other checks of the same part."""
         if not isinstance(node, yaml.SequenceNode) or not node.value:
             self.fail(node, f"{part.name}.checks.{check}.requires must be a non-empty list of checks of {part.name}")
-        names = []
+        names: list[str] = []
         for m in node.value:
             if not isinstance(m, yaml.ScalarNode) or m.value not in part.checks or m.value == check:
                 self.fail(m, f"{part.name}.checks.{check}.requires names '{getattr(m, 'value', m)}', which is not "
@@ -220,13 +220,13 @@ class _Reader:
             names.append(m.value)
         return tuple(names)
 
-    def part(self, name, node, defaults, suites):
+    def part(self, name: str, node: Any, defaults: dict[str, Any], suites: dict[str, list[str]] | None) -> Part:
         fields = self.mapping(node, PART_KEYS, f"part '{name}'")
         opts = {k: self.option(k, fields[k][1], name) if k in fields else defaults[k] for k in DEFAULT_KEYS}
         part = Part(name, opts["timeout"], opts["memory_mb"])
         if "checks" not in fields:
             self.fail(node, f"part '{name}' lists no checks")
-        requires = {}  # check -> its `requires` node, resolved once every check is known
+        requires: dict[str, Any] = {}  # check -> its `requires` node, resolved once every check is known
         for check, (key, value) in self.mapping(fields["checks"][1], None, f"{name}.checks").items():
             where = f"{name}.checks.{check}"
             diagnosis = "shown"
@@ -255,14 +255,14 @@ class _Reader:
                 self.fail(members, f"group '{group}' checks must be a non-empty list")
             names = []
             for m in members.value:
-                check = part.checks.get(m.value)
-                if check is None:
+                member = part.checks.get(m.value)
+                if member is None:
                     self.fail(m, f"group '{group}' names '{m.value}', which is not a check of {name}")
-                if check.group:
-                    self.fail(m, f"'{m.value}' is already in group '{check.group}'")
-                if check.points:
+                if member.group:
+                    self.fail(m, f"'{m.value}' is already in group '{member.group}'")
+                if member.points:
                     self.fail(m, f"'{m.value}' has its own points and is in group '{group}': give points to one")
-                check.group = group
+                member.group = group
                 names.append(m.value)
             part.groups[group] = (points, names)
         if suites is not None:

@@ -9,7 +9,7 @@ def draw_secret() -> int:
     return secrets.randbits(63)
 
 
-def check_seed(secret, key, part, name):
+def check_seed(secret: object, key: object, part: str, name: str) -> int:
     """The seed of one check's unseen inputs: from the run's secret, the submission and the check."""
     digest = hashlib.sha256(f"{secret}|{key}|{part}|{name}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1

@@ -29,6 +29,7 @@ import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath, PurePosixPath
+from typing import IO
 
 from autograder import PARTS, text
 
@@ -59,9 +60,9 @@ class SubmissionError(ValueError):
 class Staged:
     folder: Path                     # the staged modules
     source: str                      # what was handed in, by its name
-    found: list = field(default_factory=list)     # module stems present
-    notes: list = field(default_factory=list)     # what was skipped, and why
-    notebooks: list = field(default_factory=list)  # the notebooks the modules came from, as shown to people
+    found: list[str] = field(default_factory=list)     # module stems present
+    notes: list[str] = field(default_factory=list)     # what was skipped, and why
+    notebooks: list[str] = field(default_factory=list)  # the notebooks the modules came from, as shown to people
 
     def missing(self, part: str) -> str:
         if part in self.found:
@@ -137,7 +138,7 @@ def walk(root: Path, limit: int = MAX_ENTRIES) -> list[tuple[PurePosixPath, dict
     return found
 
 
-def _stage_folder(root, staged, label="", unzipped=None):
+def _stage_folder(root: Path, staged: Staged, label: str = "", unzipped: list[str] | None = None) -> None:
     """label: '' for the submission itself, 'hw.zip: ' for a zip found inside it (names in messages
     are relative to the submission, after the label); unzipped: the member names of the zip that
     root was unpacked from (it holds only the members staging takes), None for a folder."""
@@ -166,11 +167,11 @@ def _stage_folder(root, staged, label="", unzipped=None):
     raise SubmissionError(f"{label}{_nothing_to_grade(names)}")
 
 
-def _folder(rel):
+def _folder(rel: PurePosixPath) -> str:
     return f"{shown(rel, 120)}/" if rel.parts else "the top folder"
 
 
-def _nothing_to_grade(files):
+def _nothing_to_grade(files: list[str]) -> str:
     modules = ", ".join(f"{p}.py" for p in PARTS)
     if not files:
         return "nothing to grade: the submission is empty (expected the chapter's modules, e.g. causal.py, or notebooks)"
@@ -179,7 +180,7 @@ def _nothing_to_grade(files):
             f"submission, which holds {len(files)} other file(s): {others}")
 
 
-def _copy_modules(root, rel, staged, label):
+def _copy_modules(root: Path, rel: PurePosixPath, staged: Staged, label: str) -> None:
     """Copy the source files of the modules' folder (not its subfolders), links skipped with a note."""
     total = 0
     folder = Path(root) / rel
@@ -197,11 +198,11 @@ def _copy_modules(root, rel, staged, label):
             _copy_capped(source, staged.folder / entry.name, MAX_BYTES)
 
 
-def _no_follow(path, flags):
+def _no_follow(path: str, flags: int) -> int:
     return os.open(path, flags | os.O_NOFOLLOW)
 
 
-def _copy_capped(source, target, limit):
+def _copy_capped(source: IO[bytes], target: str | Path, limit: int) -> int:
     """Copy the stream source into the new file target, at most limit bytes -> bytes written."""
     written = 0
     with open(target, "xb") as out:
@@ -216,7 +217,7 @@ def _copy_capped(source, target, limit):
 
 # --- notebooks ----------------------------------------------------------------------------------
 
-def _stage_notebooks(notebooks, root, label, staged):
+def _stage_notebooks(notebooks: list[Path], root: Path, label: str, staged: Staged) -> None:
     """Extract the modules of all the notebooks in one go; errors name the file as handed in, and the cell."""
     from autograder import submitted_notebooks as nb
 
@@ -263,18 +264,18 @@ def json_shape_problem(data: bytes) -> str:
     return ""
 
 
-def _read_capped(path, limit):
+def _read_capped(path: Path, limit: int) -> bytes:
     with open(path, "rb") as f:
         return f.read(limit + 1)
 
 
-def _show(path, root, label):
+def _show(path: Path, root: Path, label: str) -> str:
     return f"{label}{shown(PurePosixPath(Path(path).relative_to(root)))}"
 
 
 # --- zips ---------------------------------------------------------------------------------------
 
-def _stage_zip(path, staged, label):
+def _stage_zip(path: Path, staged: Staged, label: str) -> None:
     """label: '' for a zip handed in, 'hw.zip: ' for a zip inside the folder handed in."""
     if path.stat().st_size > MAX_ZIP_BYTES:
         raise SubmissionError(f"{label}the zip is larger than {MAX_ZIP_BYTES >> 20} MiB")
@@ -284,7 +285,7 @@ def _stage_zip(path, staged, label):
         _stage_folder(Path(tmp), staged, label, unzipped=names)
 
 
-def _check_end_record(path, label):
+def _check_end_record(path: Path, label: str) -> None:
     """Refuse a zip whose end record declares more entries, or a larger table of contents, than
     staging accepts: read from the last 64 KiB, before zipfile reads the table."""
     with open(path, "rb") as f:
@@ -299,7 +300,7 @@ def _check_end_record(path, label):
         raise SubmissionError(f"{label}too many files in the zip (more than {MAX_MEMBERS})")
 
 
-def _extract_zip(path, dest, staged, label):
+def _extract_zip(path: Path, dest: Path, staged: Staged, label: str) -> list[str]:
     """Unpack the members staging takes (read_limit), nothing else, into dest -> the names of
     every regular file in the zip."""
     try:
@@ -333,7 +334,7 @@ def _extract_zip(path, dest, staged, label):
     return [info.filename for info in members if not info.is_dir()]
 
 
-def _members_to_take(members, staged, label):
+def _members_to_take(members: list[zipfile.ZipInfo], staged: Staged, label: str) -> dict[str, zipfile.ZipInfo]:
     """{normalised name: ZipInfo} of the regular files staging takes; links and names that leave the
     folder are skipped with a note; a name taken twice, or a file that is also a folder, is an error."""
     taken: dict[str, zipfile.ZipInfo] = {}

@@ -5,6 +5,7 @@ and the cell; IPython magics and shell lines are commented out (they mean nothin
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 from autograder.stubs import MODULES
 
@@ -166,7 +167,7 @@ def notebook_paths(source):
     return sorted(source.glob("*.ipynb")) if source.is_dir() else [source]
 
 
-def extract_modules(source, out_dir, modules=MODULES):
+def extract_modules(source: Any, out_dir: str | Path, modules: Any = MODULES) -> Any:
     """Write <module>.py into out_dir for every solution cell of the notebook(s); return the module names.
 
     source is one .ipynb file, a folder whose *.ipynb files (not its subfolders) are read in name

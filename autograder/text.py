@@ -45,7 +45,7 @@ def _visible(match):
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def clean(value, limit=MESSAGE, newlines=False):
+def clean(value: object, limit: int = MESSAGE, newlines: bool = False) -> str:
     """`value` (any object; str() is taken) as inert text of at most `limit` characters.
 
     newlines=False folds every line break into a visible ' | ' (one-line fields: type names,
@@ -93,7 +93,7 @@ def csv_cell(value):
     return "'" + value if value[:1] in ("\t", "\r") else value
 
 
-def excerpt(value, limit=SHORT):
+def excerpt(value: object, limit: int = SHORT) -> str:
     """A short one-line excerpt of student text, for a student-visible message."""
     return clean(value, limit=limit, newlines=False)
 
