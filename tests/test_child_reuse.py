@@ -71,12 +71,22 @@ def submission(tmp_path, leftover=""):
 
 def test_one_child_per_submission(engine, tmp_path, children):
     rubric, suites, sandbox = engine
+    sandbox.round_trips.clear()
     grade = grading.grade_submission(submission(tmp_path), rubric, suites, sandbox, seed=1)
     assert grade.score == grade.max_score, [(c.part, c.name, c.message) for c in grade.checks if not c.passed]
     assert len(children) == WITHOUT_LEFTOVERS, children
+    # the grading is not chattier than the rubric makes it (issue 38.7): request/reply round trips
+    # with the children, counted on the client's request path (Sandbox.round_trips, by op)
+    checks = sum(len(part.checks) for part in rubric.parts.values())
+    trips = sum(sandbox.round_trips.values())
+    assert 0 < trips <= ROUND_TRIPS_PER_CHECK * checks, (trips, checks, dict(sandbox.round_trips))
 
 
 WITHOUT_LEFTOVERS = 3  # the visible turns' child, the pictures' child, the hidden turns' child
+# round trips a clean submission may take per check of the rubric, its parts' ends and pictures included
+# (measured 2026-11-28: 547 for 66 checks, 8.3 a check; a change that adds a round trip to every
+# check fails here)
+ROUND_TRIPS_PER_CHECK = 9
 
 
 @pytest.mark.parametrize("leftover", sorted(LEFTOVERS))

@@ -17,6 +17,7 @@ why and what to do), unless the grader was asked to run without one (--unsafe-no
 """
 from __future__ import annotations
 
+import collections
 import os
 import select
 import shutil
@@ -192,6 +193,10 @@ class Sandbox:
         self.session_group = None  # set when the server is shared: this door's sessions are capped there
         self.starts = 1 if server is None else 0  # fork servers this door started (replacements included)
         self._lost_key: str | None = None  # the submission whose session found no server that would start
+        # request/reply round trips with part children through this door, by the request's op (a
+        # stand-in's answer counts as "stand_in_answer", a part's end as "end_part"): what makes a grading
+        # chatty, counted so a test can bound it (tests/test_round_trips.py)
+        self.round_trips: collections.Counter[str] = collections.Counter()
         if server is None:
             self._start()
         else:
@@ -571,6 +576,7 @@ class PartChild:
         if limit is not None:
             cpu_limit = min(cpu_limit, self.spent() + limit)
             deadline = min(deadline, time.monotonic() + limit * self.WALL_FACTOR + self.WALL_SLACK)
+        self.session.sandbox.round_trips[str(header.get("op", "?"))] += 1
         try:
             protocol.send(self.requests_w, header, buffers, deadline)
             deadline = self._await_reply(cpu_limit, deadline)
@@ -629,6 +635,7 @@ class PartChild:
         if not self.died:
             try:
                 deadline = time.monotonic() + self.RESET_SECONDS
+                self.session.sandbox.round_trips["end_part"] += 1
                 protocol.send(self.requests_w, {"op": "end_part", "memory_mb": self.memory_mb}, (), deadline)
                 reply, _ = protocol.receive(self.replies_r, deadline, max_payload=0)
                 reusable = reply.get("clean") is True  # the child's word: it decides only about its own reuse
