@@ -189,20 +189,34 @@ def _ready():
 
 
 def _grade_one(student, path):
-    """-> (student, results or None, problem, internal detail): never raises for a submission."""
+    """-> (student, results or None, problem, internal detail, pictures): never raises for a submission.
+    pictures: the PNGs of the results' figures, drawn here, where the grade is made (plots.draw_all),
+    for the parent to write (plots.remember), not to draw one student after the other."""
     from autograder import grading
     from autograder.submission import SubmissionError
 
     try:
         grade = _worker_engine.grade(path)
+        results = reports.results_json(grade)
         # the machine kept a part from running: recorded as not graded, graded again on the next run
-        return student, reports.results_json(grade), grading.not_graded_problem(grade), ""
+        return student, results, grading.not_graded_problem(grade), "", _pictures(results)
     except SubmissionError as e:
-        return student, None, text.clean(str(e)), ""
+        return student, None, text.clean(str(e)), "", {}
     except Exception as e:  # a failure of the grader on this submission: recorded; the others go on
         print(f"batch: grading {student} failed:", file=sys.stderr)
         traceback.print_exc()
-        return student, None, INTERNAL, text.excerpt(f"{type(e).__name__}: {e}")
+        return student, None, INTERNAL, text.excerpt(f"{type(e).__name__}: {e}"), {}
+
+
+def _pictures(results):
+    """The pictures of every figure the feedback of results shows ({} where none can be drawn here: the
+    parent then draws or words them as before)."""
+    if not plots.available():
+        return {}
+    try:
+        return plots.draw_all(f for figures in html_feedback.figures_by_part(results).values() for _, f in figures)
+    except Exception:  # a picture never costs a grade: the parent draws what is missing
+        return {}
 
 
 def run_batch(folder: str | Path, out: str | Path, jobs: int = 2, force: bool = False,
@@ -417,7 +431,8 @@ def _grade_all(todo, where, engine, doors, book, progress, run):
     pending = {s: (p, f, r) for s, p, f, r in todo}
     _progress(progress, 0, total, started, "")
 
-    def finish(student, results, problem, internal):
+    def finish(student, results, problem, internal, pictures=None):
+        plots.remember(pictures or {})  # drawn in the worker: written here, not drawn again
         path, fingerprint, reason = pending.pop(student)
         if results is None:
             results = reports.broken_results(engine.rubric, problem)

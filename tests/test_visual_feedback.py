@@ -156,6 +156,28 @@ class FakeSandbox:
         return self.sessions[-1]
 
 
+def test_a_batch_worker_draws_the_pictures_and_the_parent_only_writes_them(graded, monkeypatch):
+    """issue 38.7: the pictures are drawn in the worker that made the grade (batch._pictures) and handed
+    to the parent as bytes (plots.remember); the parent's feedback page draws none of them itself."""
+    from autograder import batch
+
+    results = reports.results_json(graded("simple-weights-softmax-dim0"))
+    drawn = batch._pictures(results)
+    assert len(drawn) == 1, drawn
+    [[(name, got, want)]] = drawn.values()
+    assert name == "attention_weights" and got.startswith(b"\x89PNG") and got != want
+    plots._DRAWN.clear()  # the parent: nothing drawn here
+
+    def no_drawing(*args, **kwargs):
+        raise AssertionError("the parent drew a picture")
+
+    monkeypatch.setattr(plots, "heatmap_png", no_drawing)
+    with pytest.raises(AssertionError, match="the parent drew"):
+        html_feedback.feedback_html("bob", results)
+    plots.remember(drawn)
+    assert pngs(html_feedback.feedback_html("bob", results)) == [got, want]
+
+
 def _context():
     return runner.SubmissionContext("folder", "key", {})
 
