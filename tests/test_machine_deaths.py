@@ -19,7 +19,7 @@ import pytest
 from part_edits import run_one, submission
 
 from autograder import grading, reports, runner
-from autograder.sandbox import client, death
+from autograder.sandbox import client, death, idle, procfs
 from rubric_points import PART as POINTS
 
 PART = "simple_attention"
@@ -365,13 +365,13 @@ class _Clocks:
 
     def __init__(self, monkeypatch):
         self.wall = self.cpu = self.delay = self.grader = 0.0
-        monkeypatch.setattr(client.time, "monotonic", lambda: self.wall)
-        monkeypatch.setattr(client, "_run_delay", lambda pid: self.delay)
-        monkeypatch.setattr(client, "_own_schedule", lambda: self.grader)
+        monkeypatch.setattr(idle.time, "monotonic", lambda: self.wall)
+        monkeypatch.setattr(procfs, "run_delay", lambda pid: self.delay)
+        monkeypatch.setattr(procfs, "own_schedule", lambda: self.grader)
         self.part = types.SimpleNamespace(spent=lambda: self.cpu, host_pid=1, pidfd=None)
 
     def call(self, wall, cpu, delay, grader):
-        meter = client._IdleMeter(self.part, 2.0)
+        meter = idle.IdleMeter(self.part, 2.0)
         meter.call_begins()
         self.wall, self.cpu, self.delay, self.grader = wall, cpu, delay, grader
         return meter.over(waiting=True)
