@@ -240,11 +240,10 @@ def test_after_a_hidden_input_a_death_is_never_free(engine, tmp_path, digit, pas
 
     run = runner.PartRun("task")
     context = runner.SubmissionContext(str(folder), None, {})
-    session, child = runner.run_checks(sandbox, None, None, context, run, [("hidden", test_hidden)],
-                                       runner.Limits(2, 512, 2), runner.default_fixtures(), last=True, hidden=True)
-    for opened in (child, session):
-        if opened is not None:
-            opened.close()
+    place = runner.Place(sandbox, context)
+    runner.run_checks(place, run, [("hidden", test_hidden)], runner.Limits(2, 512, 2), runner.default_fixtures(),
+                      last=True, hidden=True)
+    place.close()
     assert not run.not_graded and run.results[0].passed is passes
     if not passes:
         assert run.problem == f"the task process {death.UNEXPLAINED_KILL} ({runner.SAME_EVERY_TIME})", run.problem

@@ -201,8 +201,10 @@ def test_probes_run_in_fresh_children_and_picture_the_visible_check_first(monkey
         "self_attention_v2": PartRun("self_attention_v2", [CheckResult("self_attention_v2", "v2_qkv_bias", False, "x")]),
     }
     sandbox = FakeSandbox()
-    session, pictures = runner.take_pictures(sandbox, None, _context(), runs, rubric, runner.default_fixtures(1, "key"))
-    assert sandbox.sessions == [session] and all(child.closed for child, _ in session.children)
+    place = runner.Place(sandbox, _context())
+    pictures = runner.take_pictures(place, runs, rubric, runner.default_fixtures(1, "key"))
+    session = place.session
+    assert sandbox.sessions == [session] and place.child is None and all(child.closed for child, _ in session.children)
     assert [name for name, _ in seen] == ["probe_simple_attention", "probe_causal", "probe_self_attention_v2"]
     assert all(child.session is session for _, child in seen)
     assert all(timeout <= runner.FIGURE_SECONDS for _, timeout in session.children)
@@ -239,10 +241,10 @@ def test_the_pictures_are_taken_before_the_first_hidden_input(monkeypatch):
     monkeypatch.setattr(figures, "take", lambda probe, student, book: order.append(("probe", probe.__name__)) or
                         {"probe": probe.__name__})
 
-    def attempt(sandbox, session, child, submission, run, checks, limits, fixtures, last, hidden):
+    def attempt(place, run, checks, limits, fixtures, last, hidden):
         order.extend(("hidden" if hidden else "shown", run.part) for _ in checks[:1])
         run.results += [CheckResult(run.part, n, not hidden, "wrong") for n, _ in checks]
-        return session, None, "", False  # (session, child, why the machine ended it, proof)
+        return "", False  # (why the machine ended it, proof)
     monkeypatch.setattr(runner, "_attempt", attempt)
     staged = types.SimpleNamespace(folder="folder", missing=lambda part: "")
     monkeypatch.setattr(runner, "source_attributes", lambda folder: {})
@@ -261,8 +263,9 @@ def test_no_part_to_picture_opens_no_session():
     rubric, _ = grading.load_rubric()
     sandbox = FakeSandbox()
     runs = {"exercises": PartRun("exercises", [])}
-    assert runner.take_pictures(sandbox, None, _context(), runs, rubric, {}) == (None, {})
-    assert sandbox.sessions == []
+    place = runner.Place(sandbox, _context())
+    assert runner.take_pictures(place, runs, rubric, {}) == {}
+    assert sandbox.sessions == [] and place.session is None
 
 
 def test_every_check_named_for_pictures_exists_in_its_suite():
