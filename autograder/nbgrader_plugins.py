@@ -28,6 +28,7 @@ generate_feedback
     tests, or what student code printed while they ran, if Execute ever ran them).
 """
 import atexit
+import functools
 import re
 import tempfile
 from pathlib import Path
@@ -41,10 +42,18 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, NbGraderPreprocessor, OverwriteCells
 
 from autograder.reports.common import OWN_TEXT, printable, what_to_fix
-from autograder.stubs import MODULES, make_stub, solution_regions
+from autograder.stubs import make_stub, solution_regions
 
 SCORE_PREFIX = "score_"          # the graded cell of part P has the grade_id score_P (autograder.notebooks)
 ENGINE_MARK = "ch03_autograder"  # metadata key of the outputs GradeInSandbox writes
+
+
+def chapter_parts() -> tuple[str, ...]:
+    """The parts of the chapter nbgrader's course is (this repository's chapter.yml, read on call: an
+    nbgrader plugin is an entry point, and nothing here reads the chapter at import)."""
+    from autograder import chapter
+
+    return chapter.current().parts
 
 
 class ClearSolutionsWithHints(ClearSolutions):
@@ -52,7 +61,7 @@ class ClearSolutionsWithHints(ClearSolutions):
 
     def preprocess_cell(self, cell, resources, cell_index):
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if cell.cell_type != "code" or not utils.is_solution(cell) or grade_id not in MODULES:
+        if cell.cell_type != "code" or not utils.is_solution(cell) or grade_id not in chapter_parts():
             return super().preprocess_cell(cell, resources, cell_index)
         notebook = resources.get("nbgrader", {}).get("notebook", "?")
         where = f"{notebook}.ipynb, cell {cell_index} ({grade_id})"
@@ -173,13 +182,15 @@ def _fmt(number):
     return f"{number:g}"
 
 
-_MODULE_FILE = re.compile(rf"\b({'|'.join(map(re.escape, MODULES))})\.py\b")
+@functools.lru_cache(maxsize=4)
+def _module_file(parts: tuple[str, ...]) -> re.Pattern:
+    return re.compile(rf"\b({'|'.join(map(re.escape, parts))})\.py\b")
 
 
 def in_notebook_words(said):
     """The grader's words about a module file (causal.py, line 5) as a notebook student sees that code:
     the solution cell whose grade_id is the module (its text is the module, line for line)."""
-    return _MODULE_FILE.sub(lambda found: f"your solution cell '{found.group(1)}'", said)
+    return _module_file(chapter_parts()).sub(lambda found: f"your solution cell '{found.group(1)}'", said)
 
 
 def _what_to_fix(checks, parts):
@@ -230,7 +241,7 @@ class GradeInSandbox(NbGraderPreprocessor):
         """The parts whose graded cells the gradebook knows for this notebook (cells put back first)."""
         known = _gradebook_notebook(resources)
         parts = [grade_id[len(SCORE_PREFIX):] for grade_id in known["grade"]
-                 if grade_id.startswith(SCORE_PREFIX) and grade_id[len(SCORE_PREFIX):] in MODULES]
+                 if grade_id.startswith(SCORE_PREFIX) and grade_id[len(SCORE_PREFIX):] in chapter_parts()]
         if self.restore_deleted_cells:
             self._restore_graded_cells(nb, known, parts)
         return parts

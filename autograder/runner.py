@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from autograder import PARTS, import_failure
+from autograder import import_failure
 from autograder.sandbox import death
 from autograder.sandbox.client import SessionDied
 from autograder.secret import check_seed, draw_secret
@@ -87,8 +87,13 @@ class Limits:
     budget: float
 
 
-def discover(parts: tuple[str, ...] | list[str] = PARTS) -> dict[str, list[tuple[str, Callable]]]:
-    """part -> [(check name, function)] in the order they are written."""
+def discover(parts: tuple[str, ...] | list[str] | None = None) -> dict[str, list[tuple[str, Callable]]]:
+    """part -> [(check name, function)] in the order they are written, for the chapter's parts (the
+    Engine's chapter, through grading.load_rubric; None: this repository's, chapter.current())."""
+    if parts is None:
+        from autograder import chapter
+
+        parts = chapter.current().parts
     suites = {}
     for part in parts:
         module = importlib.import_module(f"autograder.suites.test_{part}")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from autograder import text
 from autograder.inside import protocol
-from autograder.stubs import HINTS, MODULES
+from autograder.stubs import HINTS
 from autograder.sandbox.client import SessionDied  # noqa: F401  (re-exported for the suites)
 from autograder.suites import stand_ins
 
@@ -24,7 +24,13 @@ from autograder.suites import stand_ins
 # line number picked with compile()) into a message the student sees.
 BUILTIN_ERRORS = frozenset(name for name, value in vars(builtins).items()
                            if isinstance(value, type) and issubclass(value, BaseException))
-CHAPTER_FILES = frozenset(f"{module}.py" for module in MODULES)
+
+
+def chapter_files() -> frozenset[str]:
+    """The chapter's module files (chapter.yml's parts), read on call: a place a diagnosis may quote."""
+    from autograder import chapter
+
+    return frozenset(f"{module}.py" for module in chapter.current().parts)
 
 
 class StudentError(Exception):
@@ -55,7 +61,7 @@ class StudentError(Exception):
 
     def explain(self):
         file = self.where.split(",", 1)[0]
-        place = f" (in {file})" if file in CHAPTER_FILES and not self.after_hidden else ""
+        place = f" (in {file})" if file in chapter_files() and not self.after_hidden else ""
         if self.not_implemented:  # the stubs say "<module>.<qualname>: <hint>"; only a stub's name is quoted
             name = self.message.split(":", 1)[0]  # one of the stubs' own names (HINTS), never another
             # after a hidden input which stub raised is the child's choice (1 of 25): the name is then the
