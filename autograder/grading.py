@@ -106,7 +106,7 @@ def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list], 
     environment_check: envcheck.ensure's record for this sandbox (engine.Engine passes it), kept in the grade.
     chapter: the chapter graded (the Engine's; None: this repository's): its parts are what staging looks for.
     """
-    from autograder.suites import source_reading
+    from autograder import source_reading
 
     chapter = chapter or chapter_mod.current()
     key = os.path.basename(os.path.normpath(str(path)))
@@ -131,9 +131,9 @@ def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list], 
 
 def tampering_in(folder: str | Path) -> list[str]:
     """What the submission's source writes that reaches into the grader (dispatch modes, frames,
-    builtins, the counting machinery, the grader's modules), read here (suites/source_reading.py): for
+    builtins, the counting machinery, the grader's modules), read here (source_reading.py): for
     the instructor, in results.json's extra_data and the batch's report; it costs no point by itself."""
-    from autograder.suites import source_reading
+    from autograder import source_reading
 
     sources = {}
     for path in sorted(Path(folder).glob("*.py"))[:64]:
