@@ -148,6 +148,15 @@ def move(moves):
                 init.write_text(f'"""{PACKAGE_DOCS[package]}"""\n', encoding="utf-8")
                 sh("git", "add", str(init))
             sh("git", "mv", str(source), str(target))
+    for old, new in moves.items():  # a module one folder deeper finds the package's files one step further up
+        target = Path(to_path(new))
+        if target.is_file() and new.count(".") > old.count("."):
+            text = target.read_text(encoding="utf-8")
+            fixed = re.sub(r"Path\(__file__\)((?:\.resolve\(\))?)\.parent\b(?!s)", r"Path(__file__)\1.parents[1]", text)
+            fixed = re.sub(r"(Path\(__file__\)(?:\.resolve\(\))?\.parents)\[(\d+)\]",
+                           lambda m: f"{m.group(1)}[{int(m.group(2)) + 1}]", fixed) if fixed == text else fixed
+            if fixed != text:
+                target.write_text(fixed, encoding="utf-8")
     changed = []
     for path, text in tracked_text_files():
         new = rewrite(text, moves)
