@@ -11,6 +11,7 @@ prints what it changed. Idempotent: a second run changes nothing.
 import re
 import subprocess
 import sys
+import textwrap
 from pathlib import Path
 
 # what student.py (the suites' adapter) and grading.py need of suites/, beside them: the dependency
@@ -145,7 +146,7 @@ def move(moves):
             init = target.parent / "__init__.py"
             package = ".".join(target.parent.parts)
             if not init.exists() and package in PACKAGE_DOCS:
-                init.write_text(f'"""{PACKAGE_DOCS[package]}"""\n', encoding="utf-8")
+                init.write_text('"""' + textwrap.fill(PACKAGE_DOCS[package], 100) + '"""\n', encoding="utf-8")
                 sh("git", "add", str(init))
             sh("git", "mv", str(source), str(target))
     for old, new in moves.items():  # a module one folder deeper finds the package's files one step further up
