@@ -38,9 +38,10 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from autograder import chapter as chapter_mod, envcheck, lateness, regrades, reports, submission, text
+from autograder import chapter as chapter_mod, envcheck, reports, submission, text
+from autograder.course import lateness, regrades
 from autograder.engine import Engine
-from autograder.gradebook import Gradebook
+from autograder.course.gradebook import Gradebook
 from autograder.reports import class_report, html_feedback, plots
 from autograder.reports.records import not_graded_of
 from autograder.sandbox import container

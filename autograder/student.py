@@ -14,7 +14,7 @@ from pathlib import Path
 
 from autograder import stand_ins, text
 from autograder.inside import protocol
-from autograder.stubs import HINTS
+from autograder.authoring.stubs import HINTS
 from autograder.sandbox.client import SessionDied  # noqa: F401  (re-exported for the suites)
 
 

@@ -1,7 +1,7 @@
 """Reading submitted notebooks: the solution cells (by nbgrader grade_id) back into modules, without
 running anything. Notebooks are parsed as JSON; a malformed file or cell is an error naming the file
 and the cell; IPython magics and shell lines are commented out (they mean nothing to the grader).
-(Writing the notebooks: autograder.notebooks.)"""
+(Writing the notebooks: autograder.authoring.notebooks.)"""
 import json
 import re
 from pathlib import Path

@@ -117,7 +117,8 @@ def test_the_command_line_resolves_the_chapter_once(other_chapter, tmp_path):
 def test_the_stubs_command_works_on_the_chapter_it_is_given(other_chapter, tmp_path, capsys):
     """`stubs --check --chapter FILE`: the other chapter's two modules and its released copy (whose id,
     ch99, differs from the committed ch03 copy: the one file out of date)."""
-    from autograder import cli, stubs
+    from autograder import cli
+    from autograder.authoring import stubs
 
     out = tmp_path / "assignment"
     stubs.generate(other_chapter.solutions, out, other_chapter)

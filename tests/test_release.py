@@ -217,7 +217,7 @@ def test_the_release_has_what_students_need(release):
         stub = release / "assignments" / "ch03" / module.name
         assert stub.read_bytes() == (ROOT / "assignments" / "ch03" / module.name).read_bytes()
     assert "assignments/ch03/README.md" in (release / "README.md").read_text()
-    notebooks = pytest.importorskip("autograder.notebooks")
+    notebooks = pytest.importorskip("autograder.authoring.notebooks")
     if hasattr(notebooks, "release_notebooks"):  # the notebooks tooling is there: the release has notebooks
         assert sorted((release / "notebooks" / "ch03").glob("*.ipynb"))
         assert "notebooks/ch03/" in (release / "README.md").read_text()

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import chapter, stubs
+from autograder import chapter
+from autograder.authoring import stubs
 from autograder.commands import stubs as stubs_command
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,7 +4,7 @@ import os
 import sys
 from pathlib import Path
 
-from autograder import lateness
+from autograder.course import lateness
 from autograder.batch import run_batch
 from autograder.cli import UsageError, chapter_of, settings_of
 from autograder.rubric import RubricError

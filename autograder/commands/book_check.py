@@ -13,7 +13,7 @@ def add_arguments(parser):
 
 
 def run(args):
-    from autograder import book_check
+    from autograder.authoring import book_check
 
     manifest = chapter_of(args)
     folder = Path(args.folder) if args.folder else manifest.solutions

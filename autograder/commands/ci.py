@@ -42,7 +42,7 @@ def add_arguments(parser):
 
 
 def run(args):
-    from autograder import ghactions
+    from autograder.deploy import ghactions
 
     path = Path(args.path)
     if not path.exists():
@@ -102,7 +102,8 @@ def not_graded(args, environ, failure, message=None):
     running (message: the student's words for that): nobody is scored. The student reads that the
     submission was not graded and why it is not their doing; the job log (the instructor's) names
     the cause. Exit status 3."""
-    from autograder import envcheck, ghactions, reports
+    from autograder import envcheck, reports
+    from autograder.deploy import ghactions
 
     message = message or envcheck.STUDENT_MESSAGE
     student = f"## Not graded\n\n{message}\n"

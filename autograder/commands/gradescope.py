@@ -32,7 +32,8 @@ import traceback
 import zipfile
 from pathlib import Path
 
-from autograder import PACKAGE_DIR, PROJECT_ROOT, chapter, gradescope_limits
+from autograder import PACKAGE_DIR, PROJECT_ROOT, chapter
+from autograder.course import gradescope_limits
 from autograder.cli import UsageError, chapter_of
 
 HELP = "build the Gradescope autograder bundle (--out autograder.zip) or grade inside Gradescope (--run)"

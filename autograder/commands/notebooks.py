@@ -1,5 +1,6 @@
 """python -m autograder notebooks [--check] | --extract NOTEBOOKS --out DIR"""
-from autograder import notebooks, submitted_notebooks
+from autograder import submitted_notebooks
+from autograder.authoring import notebooks
 from autograder.cli import UsageError, chapter_of
 
 HELP = ("regenerate the nbgrader source notebooks in the chapter's source folder from the templates "

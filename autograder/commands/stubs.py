@@ -1,5 +1,5 @@
 """python -m autograder stubs [--check]"""
-from autograder import stubs
+from autograder.authoring import stubs
 from autograder.cli import UsageError, chapter_of
 
 HELP = ("regenerate the student stubs in the chapter's assignments folder from its solutions "

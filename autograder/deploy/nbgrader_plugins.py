@@ -2,7 +2,7 @@
 
 generate_assignment
     ClearSolutionsWithHints takes the place of nbgrader's ClearSolutions. A code solution cell whose
-    grade_id is one of the chapter's modules becomes `autograder.stubs.make_stub` of its code, exactly
+    grade_id is one of the chapter's modules becomes `autograder.authoring.stubs.make_stub` of its code, exactly
     the stub in assignments/ch03/<module>.py: each region turns into
     `raise NotImplementedError("<module>.<function>: <hint>")`. Any other cell is left to
     ClearSolutions (whose code_stub nbgrader_config.py sets). A module cell without any solution
@@ -14,7 +14,7 @@ autograde (nothing of the student's notebook runs in a kernel, nor in the nbgrad
     cells with an unknown or missing grade_id into plain cells, so OverwriteCells can always restore
     the locked and test cells and a stray cell can neither be graded nor be read as a module.
     GradeInSandbox takes the place of Execute. It reads the code of the notebook's solution cells
-    by grade_id (autograder.notebooks, as `python -m autograder grade` does for notebooks), grades
+    by grade_id (autograder.authoring.notebooks, as `python -m autograder grade` does for notebooks), grades
     the notebook's parts with the hidden suites in the sandbox (autograder.grading, one fork server
     per nbgrader process), puts back a graded cell the student deleted, and writes into each graded
     cell `score_<part>` two outputs: what to fix as text (autograder.reports.common's rule: visible
@@ -42,9 +42,9 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, NbGraderPreprocessor, OverwriteCells
 
 from autograder.reports.common import OWN_TEXT, printable, what_to_fix
-from autograder.stubs import make_stub, solution_regions
+from autograder.authoring.stubs import make_stub, solution_regions
 
-SCORE_PREFIX = "score_"          # the graded cell of part P has the grade_id score_P (autograder.notebooks)
+SCORE_PREFIX = "score_"          # the graded cell of part P has the grade_id score_P (autograder.authoring.notebooks)
 ENGINE_MARK = "ch03_autograder"  # metadata key of the outputs GradeInSandbox writes
 
 
@@ -57,7 +57,7 @@ def chapter_parts() -> tuple[str, ...]:
 
 
 class ClearSolutionsWithHints(ClearSolutions):
-    """ClearSolutions, with the per-function hints of autograder.stubs for the chapter's modules."""
+    """ClearSolutions, with the per-function hints of autograder.authoring.stubs for the chapter's modules."""
 
     def preprocess_cell(self, cell, resources, cell_index):
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
@@ -474,7 +474,7 @@ def configure_feedback_page(config) -> None:
     formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
     exporter = config.GenerateFeedback.HTMLExporter
     exporter.template_name = FEEDBACK_TEMPLATE
-    exporter.extra_template_basedirs = [str(Path(__file__).parent / "templates" / "nbgrader_feedback"),
+    exporter.extra_template_basedirs = [str(Path(__file__).parents[1] / "templates" / "nbgrader_feedback"),
                                         str(formgrader / "templates")]
     # nbgrader's bootstrap css, as nbgrader sets it, and its templates' folder, where `extends
     # 'feedback/index.html.j2'` finds the page this template changes

@@ -8,7 +8,7 @@ Source notebooks (source/ch03/*.ipynb, nbgrader assignment id `ch03`) are made f
 * grading.yml: each module's graded cell is worth the points of its part there;
 * the reference solutions solutions/ch03/<module>.py: each module's whole text becomes one solution
   cell whose nbgrader grade_id is the module name, markers included, so `nbgrader generate_assignment`
-  (with `autograder.nbgrader_plugins.ClearSolutionsWithHints`, see nbgrader_config.py) turns it into
+  (with `autograder.deploy.nbgrader_plugins.ClearSolutionsWithHints`, see nbgrader_config.py) turns it into
   the same stub as assignments/ch03/<module>.py.
 
 Below each solution cell the generator puts a read-only cell `publish("<module>", [names])`; the
@@ -20,7 +20,7 @@ plain name like the files in solutions/ch03.
 
 Each module has read-only check cells (the public tests, for the student to run) and one graded
 cell, `score_<module>`, worth the part's points in grading.yml. When a notebook is autograded
-(autograder.nbgrader_plugins.GradeInSandbox) no cell runs: the module's code is graded by the hidden
+(autograder.deploy.nbgrader_plugins.GradeInSandbox) no cell runs: the module's code is graded by the hidden
 suites in the sandbox and the score is written as that cell's output.
 
 A template without solution cells makes a notebook with nothing graded: the speed lab (04_speed_lab),
@@ -36,7 +36,7 @@ from typing import Any
 
 from autograder import chapter as chapter_mod
 from autograder.chapter import Chapter
-from autograder.stubs import solution_regions
+from autograder.authoring.stubs import solution_regions
 
 
 @dataclass(frozen=True)
@@ -337,7 +337,8 @@ def part_points(rubric_path=None):
 def submission_limit_cell(rubric_path=None):
     """A read-only Markdown cell telling students grading.yml's Gradescope submission limit, or None
     when it sets none (gradescope_limits.student_text: the release README says the same)."""
-    from autograder import gradescope_limits, rubric
+    from autograder import rubric
+    from autograder.course import gradescope_limits
 
     limit = rubric.load(layout().RUBRIC if rubric_path is None else rubric_path).submissions
     if limit is None:
@@ -562,13 +563,13 @@ def _without_hidden_tests(source, where):
 def student_notebook(notebook):
     """The student version of a source notebook dict, made without nbgrader.
 
-    Solution cells of the chapter's modules become the stubs of autograder.stubs (as
+    Solution cells of the chapter's modules become the stubs of autograder.authoring.stubs (as
     ClearSolutionsWithHints makes them), hidden test regions are removed, and read-only and test
     cells are marked non-editable and non-deletable, as nbgrader's LockCells does. The nbgrader
     metadata stays, so extract_modules reads the student's work by grade_id; there are no nbgrader
     checksums, so for grading with `nbgrader autograde` release through `nbgrader generate_assignment`.
     """
-    from autograder.stubs import make_stub
+    from autograder.authoring.stubs import make_stub
 
     cells = []
     for index, cell in enumerate(notebook["cells"]):
