@@ -497,14 +497,14 @@ def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, la
     With late ({student: lateness.Late}, a run with a due date) the columns lateness.COLUMNS and
     late_note follow: `score` stays what the code earned, `final_score` is after the late policy.
     parts: the chapter's (its manifest's; None: this repository's)."""
-    parts = list(chapter_mod.current().parts if parts is None else parts)
+    columns = list(chapter_mod.current().parts if parts is None else parts)
     problems, kept = book.problems(), book.not_graded()
     wanted = None if students is None else set(students)
     overrides = book.overrides()
     effective = {s: r for s, r, _ in book.effective_records()} if overrides else {}
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, newline="") as tmp:
         writer = csv.writer(tmp)
-        writer.writerow(["student", "score", "max_score", *parts, "problem"]
+        writer.writerow(["student", "score", "max_score", *columns, "problem"]
                         + ([*lateness.COLUMNS, "late_note"] if late is not None else [])
                         + (["overrides"] if overrides else []))
         for student, score, max_score, by_part in book.rows():
@@ -517,7 +517,7 @@ def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, la
                 if ungraded:  # no score stands, not even 0 (never a lower score): the grader's structured record
                     score = max_score = None
                 row = [text.csv_cell(student), _cell(score), _cell(max_score),
-                       *(_cell(None if p in ungraded else by_part.get(p, 0)) for p in parts), text.csv_cell(problem)]
+                       *(_cell(None if p in ungraded else by_part.get(p, 0)) for p in columns), text.csv_cell(problem)]
                 if late is not None and student in late:
                     cells = late[student].cells()
                     if score is None:  # no score stands yet: no final score either (its lateness does)
