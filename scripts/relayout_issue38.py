@@ -139,9 +139,11 @@ def rewrite(text, moves):
 
 
 def move(moves):
+    moved = {}  # what this run moved (a second run moves nothing and fixes nothing twice)
     for old, new in moves.items():
         source, target = Path(to_path(old)), Path(to_path(new))
         if source.exists():
+            moved[old] = new
             target.parent.mkdir(parents=True, exist_ok=True)
             init = target.parent / "__init__.py"
             package = ".".join(target.parent.parts)
@@ -149,7 +151,7 @@ def move(moves):
                 init.write_text('"""' + textwrap.fill(PACKAGE_DOCS[package], 100) + '"""\n', encoding="utf-8")
                 sh("git", "add", str(init))
             sh("git", "mv", str(source), str(target))
-    for old, new in moves.items():  # a module one folder deeper finds the package's files one step further up
+    for old, new in moved.items():  # a module one folder deeper finds the package's files one step further up
         target = Path(to_path(new))
         if target.is_file() and new.count(".") > old.count("."):
             text = target.read_text(encoding="utf-8")
