@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from autograder import PARTS, import_failure
+from autograder import import_failure, stand_ins
 from autograder.sandbox import death
 from autograder.sandbox.client import SessionDied
 from autograder.secret import check_seed, draw_secret
 from autograder.student import Student, StudentError, source_attributes
-from autograder.suites import dependencies, expect, stand_ins, vocabulary
+from autograder.suites import dependencies, expect, vocabulary
 
 if TYPE_CHECKING:
     from autograder.rubric import Rubric
@@ -65,7 +65,7 @@ class PartRun:
     diagnosis: str = ""         # the cause that explains most of its failed checks (part_diagnosis)
     not_graded: str = ""        # why the part was not graded (NOT_GRADED): it is scored by nobody
     # what answering its children's stand-in questions cost the grader, and the questions refused because
-    # the child was not given that class (suites/stand_ins.py: the part is charged, the instructor told)
+    # the child was not given that class (stand_ins.py: the part is charged, the instructor told)
     ledger: stand_ins.Ledger = field(default_factory=lambda: stand_ins.Ledger())
 
 
@@ -124,8 +124,13 @@ class Limits:
     budget: float
 
 
-def discover(parts: tuple[str, ...] | list[str] = PARTS) -> dict[str, list[tuple[str, Callable]]]:
-    """part -> [(check name, function)] in the order they are written."""
+def discover(parts: tuple[str, ...] | list[str] | None = None) -> dict[str, list[tuple[str, Callable]]]:
+    """part -> [(check name, function)] in the order they are written, for the chapter's parts (the
+    Engine's chapter, through grading.load_rubric; None: this repository's, chapter.current())."""
+    if parts is None:
+        from autograder import chapter
+
+        parts = chapter.current().parts
     suites = {}
     for part in parts:
         module = importlib.import_module(f"autograder.suites.test_{part}")

@@ -91,7 +91,7 @@ CHECKED = {
 
 
 def _one_instant(first, second):
-    from autograder.lateness import parse_time
+    from autograder.course.lateness import parse_time
 
     return parse_time(first, "x") == parse_time(second, "x")
 
@@ -100,7 +100,7 @@ def _late_days_of(**after):
     """lateness.late_days of a submission `after` the due date: "a day is 24 hours", per started day."""
     from datetime import timedelta
 
-    from autograder.lateness import late_days, parse_time
+    from autograder.course.lateness import late_days, parse_time
 
     due = parse_time("2026-12-01T23:59:00Z", "x")
     return late_days(due + timedelta(**after), due)
@@ -110,7 +110,7 @@ def _late_penalty(percent, days):
     """The penalty of a submission `days` days late at `percent` a day: it stops at 100 %."""
     from datetime import timedelta
 
-    from autograder.lateness import LatePolicy, parse_time
+    from autograder.course.lateness import LatePolicy, parse_time
 
     due = parse_time("2026-12-01T23:59:00Z", "x")
     return LatePolicy(due, percent, times={"s": due + timedelta(days=days)}).judge("s", 50.0).penalty

@@ -103,7 +103,7 @@ def test_a_part_the_machine_kills_every_time_is_not_graded_and_loses_nothing(eng
 def test_the_batch_writes_no_score_for_a_part_not_graded(tmp_path):
     """grades.csv: an empty score and part cell (never a 0) and the problem; the summary says so."""
     from autograder import batch
-    from autograder.gradebook import Gradebook
+    from autograder.course.gradebook import Gradebook
 
     book = Gradebook(tmp_path / "gradebook.db")
     problem = "not graded: the machine was overloaded (parts: simple_attention): graded again on the next run"
@@ -415,7 +415,7 @@ def test_a_submission_not_graded_run_after_run_is_graded_as_it_stands_after_a_bo
     run grades it as it stands, the parts the machine kept from running scored as failed, with a
     note for the instructor; no run after regrades it (the same submission, the same grader)."""
     from autograder import batch
-    from autograder.gradebook import Gradebook
+    from autograder.course.gradebook import Gradebook
 
     book = Gradebook(tmp_path / "gradebook.db")
     for run in range(1, batch.NOT_GRADED_RUNS + 1):
@@ -443,8 +443,9 @@ def test_lateness_applies_whether_or_not_a_grade_finished(tmp_path):
     now (its final score waits, like its score, for a run that grades it)."""
     from datetime import datetime, timezone
 
-    from autograder import batch, lateness
-    from autograder.gradebook import Gradebook
+    from autograder import batch
+    from autograder.course import lateness
+    from autograder.course.gradebook import Gradebook
 
     book = Gradebook(tmp_path / "gradebook.db")
     book.record("ann", batch.RETRY + "abc", _not_graded_results(), NOT_GRADED_PROBLEM, "g1", "graded", 1)
@@ -563,7 +564,7 @@ def test_only_the_grader_s_structured_record_counts_a_not_graded_run(tmp_path):
     like the machine's, is not one of the not-graded runs: the count reads the fingerprint batch.settle
     chose from results' extra_data.not_graded, never the problem's words."""
     from autograder import batch
-    from autograder.gradebook import Gradebook
+    from autograder.course.gradebook import Gradebook
 
     book = Gradebook(tmp_path / "gradebook.db")
     results = _not_graded_results()

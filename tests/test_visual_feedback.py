@@ -361,7 +361,7 @@ def test_the_nbgrader_graded_cell_gets_the_pictures_before_its_score(graded):
     picture, side by side (twice as wide as one heatmap, as tall), with an alt text saying which is which."""
     nbformat = pytest.importorskip("nbformat")
     pytest.importorskip("nbgrader")
-    from autograder.nbgrader_plugins import ENGINE_MARK, with_figures
+    from autograder.deploy.nbgrader_plugins import ENGINE_MARK, with_figures
     from autograder.reports.plots import figure_pictures
 
     grade = graded("simple-weights-softmax-dim0")
