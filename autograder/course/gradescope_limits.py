@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from autograder.lateness import LateInputError, parse_time
+from autograder.course.lateness import LateInputError, parse_time
 from autograder.rubric import SubmissionLimit
 
 METADATA = "submission_metadata.json"
@@ -69,7 +69,7 @@ def read_metadata(root: Path) -> dict | None:
     return data if isinstance(data, dict) else None
 
 
-def _time(value, where) -> datetime | None:
+def _time(value: object, where: str) -> datetime | None:
     try:
         return parse_time(value, where) if isinstance(value, str) else None
     except LateInputError:
