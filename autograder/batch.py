@@ -38,10 +38,11 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from autograder import chapter as chapter_mod, envcheck, reports, submission, text
+from autograder import chapter as chapter_mod
+from autograder import envcheck, reports, submission, text
 from autograder.course import lateness, regrades
-from autograder.engine import Engine
 from autograder.course.gradebook import Gradebook
+from autograder.engine import Engine
 from autograder.reports import class_report, html_feedback, plots
 from autograder.reports.records import not_graded_of
 from autograder.sandbox import container

@@ -12,7 +12,7 @@ lazily, and it runs before anything else is importable).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -96,7 +96,7 @@ def load(path: Path | str) -> Chapter:
                    folders={k: str(v) for k, v in folders.items()}, rubric_name=str(data.get("rubric", "grading.yml")))
 
 
-@lru_cache(maxsize=None)
+@cache
 def current() -> Chapter:
     """The manifest of this copy of the grader (the repository's, or the Gradescope bundle's)."""
     return load(PROJECT_ROOT / MANIFEST)

@@ -7,7 +7,8 @@ import importlib
 import sys
 from dataclasses import replace
 
-from autograder import chapter as chapter_mod, settings as settings_mod
+from autograder import chapter as chapter_mod
+from autograder import settings as settings_mod
 from autograder.chapter import Chapter
 from autograder.envcheck import EnvironmentFailed
 from autograder.sandbox.client import SandboxUnavailable, check_device

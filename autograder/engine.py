@@ -21,7 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autograder import chapter as chapter_mod, settings as settings_mod
+from autograder import chapter as chapter_mod
+from autograder import settings as settings_mod
 from autograder.settings import Settings
 
 if TYPE_CHECKING:

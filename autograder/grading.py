@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autograder import chapter as chapter_mod, rubric as rubric_mod, runner
+from autograder import chapter as chapter_mod
+from autograder import rubric as rubric_mod
+from autograder import runner
 from autograder.rubric import Rubric
 from autograder.submission import stage
 
@@ -25,7 +27,7 @@ NOT_GRADED_MESSAGE = ("This submission was not graded: the machine that graded i
                       "not about your code; it will be graded again.")
 
 
-def not_graded_problem(grade: "Grade") -> str:
+def not_graded_problem(grade: Grade) -> str:
     """The instructor's one line for a grade with parts the machine kept from being graded ('' when none)."""
     found = grade.not_graded
     return f"{runner.NOT_GRADED} (parts: {', '.join(found)}): graded again on the next run" if found else ""

@@ -18,8 +18,8 @@ Every error names the file and the line.
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NoReturn
 
 import yaml

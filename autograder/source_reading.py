@@ -7,8 +7,9 @@ Every function here takes source text and returns plain data; text that does not
 """
 import ast
 import hashlib
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping, NamedTuple, Optional, Union, cast
+from typing import Any, NamedTuple, Union, cast
 
 LIMIT = 8 << 20  # characters of a module read at most: the whole of any staged module (submission.MAX_BYTES);
 # a longer text says nothing (read whole or not at all: nothing can hide past the part read)
@@ -21,7 +22,7 @@ HEAD_WORDS = ("head",)  # a loop over range(self.num_heads) / self.heads / ... i
 
 
 # the trees of the submission being graded, by the digest of the text parsed (per_submission); None: none kept
-_TREES: Optional[dict] = None
+_TREES: dict | None = None
 
 
 @contextmanager
@@ -37,7 +38,7 @@ def per_submission() -> Iterator[None]:
         _TREES = outer
 
 
-def parse(source: str) -> Optional[ast.Module]:
+def parse(source: str) -> ast.Module | None:
     """The module's tree; None when the text does not parse or is longer than LIMIT (read whole or not at all)."""
     if len(source) > LIMIT:
         return None
@@ -50,7 +51,7 @@ def parse(source: str) -> Optional[ast.Module]:
     return _TREES[key]
 
 
-def _parse(text: str) -> Optional[ast.Module]:
+def _parse(text: str) -> ast.Module | None:
     try:
         return ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -72,13 +73,13 @@ class Reading:
     the module's top level runs them (the bodies of its if, try, with and for statements too, not an
     `if __name__ == "__main__":` block); the last binding of a name is the one that counts."""
 
-    def __init__(self, sources: Union[str, Mapping[str, str]], module: str = ""):
+    def __init__(self, sources: str | Mapping[str, str], module: str = ""):
         self.sources = {module: sources} if isinstance(sources, str) else dict(sources)
         self._trees: dict = {}
         self._env: dict = {}
         self._bases: dict = {}  # id(ClassDef) -> the bindings its base expressions had where it was defined
 
-    def tree(self, module: str) -> Optional[ast.Module]:
+    def tree(self, module: str) -> ast.Module | None:
         if module not in self._trees:
             source = self.sources.get(module)
             self._trees[module] = parse(source) if isinstance(source, str) else None
@@ -153,7 +154,7 @@ class Reading:
                 return None
         return None
 
-    def find(self, module: str, name: str) -> Optional[Found]:
+    def find(self, module: str, name: str) -> Found | None:
         """The class `module.name` is bound to at the end of module's import, when it is a class written
         in the submission (None otherwise)."""
         found = self.follow(self.bindings(module).get(name))
@@ -290,7 +291,7 @@ def _written_onto(tree: ast.Module) -> list:
     return found
 
 
-def find(sources: Sources, module: str, class_name: str, pointer: Optional[dict] = None) -> Optional[Found]:
+def find(sources: Sources, module: str, class_name: str, pointer: dict | None = None) -> Found | None:
     """The class `module.class_name` is bound to, read by the grader (Reading), or None. pointer: the
     child's word on it ({"module", "qualname", "line", "line_module"}: data, see efficiency.where_bound): the grader's
     reading must agree with it (the same module and class name, and the line of the forward the child
@@ -314,8 +315,8 @@ def find(sources: Sources, module: str, class_name: str, pointer: Optional[dict]
     return found
 
 
-def class_functions(source: Sources, class_name: str, module: str = "", pointer: Optional[dict] = None) \
-        -> Optional[list]:
+def class_functions(source: Sources, class_name: str, module: str = "", pointer: dict | None = None) \
+        -> list | None:
     """The function nodes of what class_name runs (Reading.functions); None when the name is bound to
     no class the submission writes (or the child's pointer disagrees with the reading)."""
     reading = source if isinstance(source, Reading) else Reading(source, module)
@@ -332,8 +333,8 @@ def _mentions_heads(node: ast.AST) -> bool:
     return False
 
 
-def loops_over_heads(source: Sources, class_name: str, module: str = "", pointer: Optional[dict] = None) \
-        -> Optional[tuple]:
+def loops_over_heads(source: Sources, class_name: str, module: str = "", pointer: dict | None = None) \
+        -> tuple | None:
     """(module, line) of a Python loop over the heads (a for loop, comprehension or while loop whose
     iterable or condition names the heads) in what class_name runs (Reading.functions); () when there is
     none; None when the name is bound to no class the submission writes (find)."""
@@ -364,8 +365,8 @@ def _cpu_factory(node: ast.AST) -> bool:
     return True
 
 
-def cpu_tensors(source: Sources, class_name: str, module: str = "", pointer: Optional[dict] = None) \
-        -> Optional[list]:
+def cpu_tensors(source: Sources, class_name: str, module: str = "", pointer: dict | None = None) \
+        -> list | None:
     """[(module, line, 'torch.ones')] for each tensor factory called without device= in what class_name
     runs (Reading.functions): such a tensor is made on the CPU whatever the inputs' device. None when the
     name is bound to no class the submission writes (find). (x.new_ones(...), torch.ones_like(x),
@@ -400,7 +401,7 @@ def _moved(function: ast.AST) -> set:
     return moved
 
 
-def init_parameters(source: Sources, class_name: str, module: str = "") -> Optional[list]:
+def init_parameters(source: Sources, class_name: str, module: str = "") -> list | None:
     """The names of the __init__ positional parameters of the class class_name is bound to (its own or
     the nearest base's written in the submission), self left out (None: no such class or __init__)."""
     reading = source if isinstance(source, Reading) else Reading(source, module)
@@ -412,7 +413,7 @@ def init_parameters(source: Sources, class_name: str, module: str = "") -> Optio
     return None
 
 
-def reordered(source: Sources, class_name: str, contract: tuple, module: str = "") -> Optional[list]:
+def reordered(source: Sources, class_name: str, contract: tuple, module: str = "") -> list | None:
     """class_name.__init__'s parameter names when they are the contract's names in another order (so a
     call by keywords reaches them as specified); None otherwise."""
     names = init_parameters(source, class_name, module)

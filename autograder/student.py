@@ -13,10 +13,9 @@ import re
 from pathlib import Path
 
 from autograder import stand_ins, text
-from autograder.inside import protocol
 from autograder.authoring.stubs import HINTS
+from autograder.inside import protocol
 from autograder.sandbox.client import SessionDied  # noqa: F401  (re-exported for the suites)
-
 
 # The only exception names and places a diagnosis quotes: a check that has run on hidden inputs
 # must not carry text the student's code chose (a class named after an answer, a file name or a

@@ -9,11 +9,11 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-
 import quick_subset
 from shared_engine import open_engine
 
-from autograder import selftest, settings as settings_mod
+from autograder import selftest
+from autograder import settings as settings_mod
 
 
 @pytest.fixture(scope="session")

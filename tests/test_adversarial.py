@@ -35,15 +35,14 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from rubric_points import PART, TOTAL, g
+from shared_engine import open_engine
 
 from autograder import PARTS, PROJECT_ROOT, grading, reports
 from autograder.engine import Engine
 from autograder.rubric import Rubric
-from autograder.sandbox.client import Sandbox
-from autograder.sandbox.client import UIDS_PER_SLOT, _first_uid
+from autograder.sandbox.client import UIDS_PER_SLOT, Sandbox, _first_uid
 from autograder.settings import UIDS_ENV
-from rubric_points import PART, TOTAL, g
-from shared_engine import open_engine
 
 CASES = Path(__file__).resolve().parent / "adversarial" / "cases"
 SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"

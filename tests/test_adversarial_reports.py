@@ -13,12 +13,11 @@ import re
 import xml.etree.ElementTree as ET
 
 import pytest
+from test_adversarial import assert_others_keep_full_marks, engine, grade_case, nothing_left_behind, outside  # noqa: F401
 
 from autograder import reports
 from autograder.deploy import ghactions
 from autograder.reports.common import fmt, what_to_fix
-from test_adversarial import (assert_others_keep_full_marks, engine, grade_case, nothing_left_behind,  # noqa: F401
-                              outside)
 
 CASES = ["report_ansi_forgery", "report_huge_class_name", "report_lone_surrogates", "report_markup_injection",
          "report_workflow_commands"]

@@ -21,9 +21,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from rubric_points import TOTAL, g
 
 from autograder import PARTS, PROJECT_ROOT, batch, grading, text
-from rubric_points import TOTAL, g
 
 SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
 LOCAL, CENTRAL = b"PK\x03\x04", b"PK\x01\x02"

@@ -4,8 +4,8 @@ import sys
 
 import pytest
 
-from autograder.sandbox import client
 from autograder.inside import syscalls
+from autograder.sandbox import client
 
 
 @pytest.fixture()

@@ -5,10 +5,11 @@ sa_v2: it keeps full marks, and the grade says so in a visible note (grade.notes
 report). The solutions, which copy the weights, get no note.
 """
 
+from rubric_points import PART
+
 from autograder import reports, runner, selftest
 from autograder.runner import CheckResult
 from autograder.suites import expect
-from rubric_points import PART
 
 ENTRIES = {e.id: e for e in selftest.corpus()}
 # transfer_returns_v1_and_keeps_v2 is a hidden check: its note names the part only

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autograder.deploy import ghactions
 from autograder.authoring.stubs import HINTS
+from autograder.deploy import ghactions
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"

@@ -25,12 +25,11 @@ import sys
 import zipfile
 from types import SimpleNamespace
 
+import axe
+import chromium
 import pytest
 
 from autograder import PROJECT_ROOT, selftest
-
-import axe
-import chromium
 
 HOSTILE_MEMBER = "../<img src=x onerror=alert(1)>.py"
 IMG = re.compile(r'<img src="data:image/png;base64,[A-Za-z0-9+/=]+"')

@@ -20,9 +20,9 @@ import bundle_attack
 import gradescope_bundle
 import leftovers
 import pytest
+from rubric_points import PART, TOTAL
 
 from autograder.sandbox import container
-from rubric_points import PART, TOTAL
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"

@@ -28,9 +28,9 @@ from pathlib import Path
 import gradescope_bundle
 import pytest
 import yaml
+from rubric_points import TOTAL, g
 
 from autograder.commands import gradescope
-from rubric_points import TOTAL, g
 
 pytestmark = pytest.mark.deploy
 

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder.inside import protocol
+from autograder.inside import child, protocol
 from autograder.sandbox import room
-from autograder.inside import child
 
 ROOT = Path(__file__).resolve().parents[1]
 NO_GPU = "no CUDA device on this machine: the GPU verdicts are checked where one is"

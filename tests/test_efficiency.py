@@ -11,12 +11,12 @@ import sys
 
 import pytest
 import torch
+from rubric_points import PART
 
 from autograder import PROJECT_ROOT, grading, runner, selftest
 from autograder.inside import child
 from autograder.inside.emulated_gpu import EMULATED
 from autograder.suites import efficiency
-from rubric_points import PART
 
 ENTRIES = {e.id: e for e in selftest.corpus()}
 PARTS = ["causal", "mha"]

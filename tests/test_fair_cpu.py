@@ -13,10 +13,10 @@ import sys
 
 import pytest
 from part_edits import grade, run_one, scores, submission
+from rubric_points import PART, TOTAL
 
 from autograder import PARTS, PROJECT_ROOT, selftest
 from autograder.sandbox import cgroup
-from rubric_points import PART, TOTAL
 
 ATTACK = PROJECT_ROOT / "tests" / "adversarial" / "cases" / "busy_processes" / "simple_attention.append.py"
 EDITS = {  # a correct one, a bug in one part, a part that raises (costing only its own part)

@@ -7,8 +7,9 @@ applied, and states the score per part and the message it expects.
 import re
 from pathlib import Path
 
-from autograder import selftest
 from rubric_points import PART, TOTAL
+
+from autograder import selftest
 
 ENTRIES = {e.id: e for e in selftest.corpus()}
 

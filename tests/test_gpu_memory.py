@@ -9,9 +9,9 @@ import subprocess
 
 import pytest
 
-from autograder.sandbox import gpu_watch
 from autograder.inside import gpu
 from autograder.inside.gpu import CONTEXT_MB
+from autograder.sandbox import gpu_watch
 
 
 def test_the_allocator_cap_is_the_parts_memory_as_a_share_of_the_card():

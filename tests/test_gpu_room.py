@@ -7,8 +7,8 @@ names that must be left out) stands in for the host.
 """
 import os
 
-from autograder.sandbox import nvidia, room
 from autograder.inside import syscalls
+from autograder.sandbox import nvidia, room
 
 V = "550.54.15"
 

@@ -18,9 +18,9 @@ from contextlib import contextmanager
 
 import pytest
 from part_edits import grade, scores, submission
+from rubric_points import PART, TOTAL, g
 
 from autograder import PARTS, PROJECT_ROOT
-from rubric_points import PART, TOTAL, g
 
 pytestmark = pytest.mark.load
 BUSY_PER_CORE = 12

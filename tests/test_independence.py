@@ -6,12 +6,11 @@ states the score per part and the message it expects. Only the parts concerned a
 """
 import pytest
 from part_edits import failed, grade, scores, submission
-
-from autograder import selftest
-from autograder.suites import dependencies
-from autograder.stand_ins import MODULES
 from rubric_points import PART
 
+from autograder import selftest
+from autograder.stand_ins import MODULES
+from autograder.suites import dependencies
 
 V2_RAISES = ("self_attention_v2", "        super().__init__()\n", "        super().__init__()\n        raise KeyError(1)\n")
 

@@ -8,7 +8,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from part_edits import failed, grade, scores, submission
 from rubric_points import PART
 

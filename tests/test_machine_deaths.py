@@ -17,10 +17,10 @@ import types
 
 import pytest
 from part_edits import run_one, submission
+from rubric_points import PART as POINTS
 
 from autograder import grading, reports, runner
 from autograder.sandbox import client, death, idle, procfs
-from rubric_points import PART as POINTS
 
 PART = "simple_attention"
 
@@ -326,7 +326,8 @@ class _Engine:
 
 def test_grade_and_ci_commands_give_no_score_and_exit_3(engine, tmp_path, monkeypatch, capsys):
     from autograder import commands
-    from autograder.commands import ci as ci_command, grade as grade_command
+    from autograder.commands import ci as ci_command
+    from autograder.commands import grade as grade_command
 
     suites, _ = suites_killing(engine, times=99, target="leader")
     folder = submission(tmp_path)

@@ -36,10 +36,10 @@ import yaml
 pytest.importorskip("nbgrader", reason="nbgrader is not installed (pip install '.[notebooks]', nbgrader==0.9.6)")
 
 from notebook_cases import fill_notebooks, module_texts, write_modules
+from rubric_points import CHECK, TOTAL
 
 from autograder.deploy import nbgrader_plugins
 from autograder.reports.common import diagnosis_and_place, printable, what_to_fix
-from rubric_points import CHECK, TOTAL
 
 pytestmark = pytest.mark.nbgrader
 

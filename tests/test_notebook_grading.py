@@ -7,17 +7,17 @@ naming the file (as handed in) and the cell. An IPython input transformer in a s
 changes nothing: the code runs in the sandbox as a plain module, where there is no IPython.
 """
 import json
+import re
 import shutil
 import subprocess
 import sys
 import zipfile
 
 import pytest
-
-from autograder.submission import SubmissionError, stage
 from notebook_cases import MODULES, ROOT, SOURCE, STUBS, fill_notebooks, module_texts, write_modules
 from rubric_points import TOTAL, g
-import re
+
+from autograder.submission import SubmissionError, stage
 
 NOTEBOOK_COUNT = len(list(SOURCE.glob("*.ipynb")))  # the speed lab too: read, and no solution cell in it
 

@@ -25,7 +25,6 @@ nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (pi
 nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (pip install '.[notebooks]')")
 pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install '.[notebooks]')")
 import torch  # noqa: E402
-
 from notebook_cases import BUGS, module_texts  # noqa: E402
 
 from autograder.authoring import notebooks  # noqa: E402

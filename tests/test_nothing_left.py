@@ -11,9 +11,9 @@ token and for a line of the reference solutions that the submission does not hav
 import inspect
 import secrets
 
+import leftovers
 from part_edits import grade, scores, submission
 
-import leftovers
 from autograder import selftest
 from autograder.student import Student
 

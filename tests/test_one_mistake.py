@@ -22,13 +22,13 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from rubric_points import PART
 
 from autograder import grading, import_failure, reports, selftest
 from autograder.deploy import ghactions
 from autograder.reports import common, records
 from autograder.reports.html_feedback import feedback_html
 from autograder.runner import CheckResult, PartRun
-from rubric_points import PART
 
 SYNTAX_LINE = "    def forward(self x):"
 ROOT = Path(__file__).resolve().parents[1]

@@ -13,9 +13,9 @@ The rule under test (autograder/reports/common.py):
   the instructor detail or the run's secret;
 - instructor channels (`grade` table, JUnit, the stored results JSON): everything, and the secret.
 """
+import html
 import importlib
 import io
-import html
 import json
 import os
 import re
@@ -33,9 +33,10 @@ from autograder.reports import common
 # the modules (the package's attributes of the same names are their main functions)
 feedback_md, job_log, markdown = (importlib.import_module(f"autograder.reports.{name}")
                                   for name in ("feedback_md", "job_log", "markdown"))
+from rubric_points import PART, TOTAL, g  # noqa: E402
+
 from autograder.rubric import RubricError, load  # noqa: E402
 from autograder.runner import CheckResult, PartRun  # noqa: E402
-from rubric_points import PART, TOTAL, g  # noqa: E402
 
 RUBRIC = """\
 version: 1

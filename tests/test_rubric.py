@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from rubric_points import TOTAL
 
 from autograder import PARTS, cli, grading, runner, selftest
 from autograder.rubric import RubricError, load
-from rubric_points import TOTAL
 
 ROOT = Path(__file__).resolve().parents[1]
 RUBRIC = ROOT / "grading.yml"

@@ -9,13 +9,13 @@ import subprocess
 import sys
 
 import pytest
+from rubric_points import CHECK, PART, RUBRIC_PATH, TOTAL, g
 
 from autograder import PROJECT_ROOT
 from autograder.authoring import notebooks
-from autograder.course import gradescope_limits
 from autograder.commands.release import stale_notebooks
+from autograder.course import gradescope_limits
 from autograder.rubric import SubmissionLimit
-from rubric_points import CHECK, PART, RUBRIC_PATH, TOTAL, g
 
 PART_NAME, CHECK_NAME = "simple_attention", "attention_weights_on_unseen_scores"
 LIMIT = SubmissionLimit(3, 12)

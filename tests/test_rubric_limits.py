@@ -7,7 +7,8 @@ else in grading.yml (in defaults or in a part) is refused by the loader and by `
 """
 import pytest
 
-from autograder import PROJECT_ROOT, cli, rubric as rubric_mod, runner
+from autograder import PROJECT_ROOT, cli, runner
+from autograder import rubric as rubric_mod
 from autograder.rubric import RubricError, load
 
 RUBRIC = PROJECT_ROOT / "grading.yml"

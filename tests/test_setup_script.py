@@ -3,8 +3,8 @@ default index otherwise, saying which. The choice is tested on its own (the scri
 choose_torch_index, sourced), against a local HTTP server standing in for the index."""
 import http.server
 import json
-import re
 import os
+import re
 import socket
 import subprocess
 import sys

@@ -12,12 +12,12 @@ import signal
 from pathlib import Path
 
 import pytest
+from rubric_points import TOTAL, g
 
 from autograder import batch
 from autograder.sandbox import client
 from autograder.sandbox.client import Sandbox
 from autograder.student import Student
-from rubric_points import TOTAL, g
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"

@@ -21,8 +21,7 @@ import torch
 from part_edits import failed, grade, scores, submission
 
 from autograder import PACKAGE_DIR, runner, selftest, stand_ins
-from autograder.inside import protocol
-from autograder.inside import stand_in
+from autograder.inside import protocol, stand_in
 from autograder.student import stand_in_answer
 
 ARGUMENTS = {"SelfAttention_v1": (3, 4), "SelfAttention_v2": (3, 4, True), "CausalAttention": (3, 4, 6, 0.5, True),

@@ -160,7 +160,8 @@ def test_nothing_is_added_to_the_sandbox_from_outside():
 def test_the_engine_grades_with_its_settings_and_keeps_the_environment_check(monkeypatch, tmp_path):
     """Engine.grade hands the grade its secret and the environment check's record (no attribute on
     the sandbox); a worker's engine carries both over."""
-    from autograder import engine as engine_mod, grading
+    from autograder import engine as engine_mod
+    from autograder import grading
 
     seen = {}
 

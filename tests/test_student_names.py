@@ -6,9 +6,10 @@ import csv
 import os
 import shutil
 
+from rubric_points import TOTAL
+
 from autograder import batch, selftest
 from autograder.course.gradebook import Gradebook
-from rubric_points import TOTAL
 
 
 def make(folder, *names):

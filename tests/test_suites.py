@@ -19,11 +19,11 @@ import tempfile
 from pathlib import Path
 
 import pytest
+from rubric_points import TOTAL
 
 from autograder import PARTS, grading, selftest
 from autograder.rubric import Rubric
 from autograder.suites import book as book_module
-from rubric_points import TOTAL
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"

@@ -16,8 +16,8 @@
 import pytest
 from part_edits import grade, submission
 
-from autograder.reports import common
 from autograder.grading import PartScore, ScoredCheck
+from autograder.reports import common
 from autograder.suites import source_mistakes
 
 MASK = "attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)"

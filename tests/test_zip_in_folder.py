@@ -10,8 +10,9 @@ import subprocess
 import sys
 import zipfile
 
-from autograder import PROJECT_ROOT
 from rubric_points import TOTAL
+
+from autograder import PROJECT_ROOT
 
 SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
 

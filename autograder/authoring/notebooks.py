@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from autograder import chapter as chapter_mod
-from autograder.chapter import Chapter
 from autograder.authoring.stubs import solution_regions
+from autograder.chapter import Chapter
 
 
 @dataclass(frozen=True)

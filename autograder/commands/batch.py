@@ -4,9 +4,9 @@ import os
 import sys
 from pathlib import Path
 
-from autograder.course import lateness
 from autograder.batch import run_batch
 from autograder.cli import UsageError, chapter_of, settings_of
+from autograder.course import lateness
 from autograder.rubric import RubricError
 from autograder.sandbox import container
 

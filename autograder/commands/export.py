@@ -12,8 +12,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder.course import lms_export
 from autograder.cli import UsageError
+from autograder.course import lms_export
 from autograder.course.gradebook import Gradebook
 
 HELP = "write a batch's final scores for Canvas's or Moodle's gradebook import (one row per roster student)"

@@ -33,8 +33,8 @@ import zipfile
 from pathlib import Path
 
 from autograder import PACKAGE_DIR, PROJECT_ROOT, chapter
-from autograder.course import gradescope_limits
 from autograder.cli import UsageError, chapter_of
+from autograder.course import gradescope_limits
 
 HELP = "build the Gradescope autograder bundle (--out autograder.zip) or grade inside Gradescope (--run)"
 TEMPLATES = PACKAGE_DIR / "templates" / "gradescope"

@@ -35,14 +35,13 @@ from pathlib import Path
 
 from nbformat.notebooknode import from_dict
 from nbformat.v4 import new_output
-from traitlets import Bool, Unicode
-
 from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, NbGraderPreprocessor, OverwriteCells
+from traitlets import Bool, Unicode
 
-from autograder.reports.common import OWN_TEXT, printable, what_to_fix
 from autograder.authoring.stubs import make_stub, solution_regions
+from autograder.reports.common import OWN_TEXT, printable, what_to_fix
 
 SCORE_PREFIX = "score_"          # the graded cell of part P has the grade_id score_P (autograder.authoring.notebooks)
 ENGINE_MARK = "ch03_autograder"  # metadata key of the outputs GradeInSandbox writes

@@ -278,7 +278,7 @@ def receive_message(sock: socket.socket, deadline: float | None = None, max_fds:
     sock.settimeout(timeout)
     try:
         data, fds, flags, _ = socket.recv_fds(sock, MAX_MESSAGE, max_fds)
-    except (socket.timeout, BlockingIOError):
+    except (TimeoutError, BlockingIOError):
         raise Deadline("no control message in time") from None
     except OSError as e:
         raise ProtocolError(f"control channel: {e}") from None

@@ -12,6 +12,7 @@ import shutil
 import stat
 import time
 
+
 def kill_uid(uid):
     """Kill every process of uid (a part's leftovers, in whatever process group): a helper becomes
     uid and signals all it may signal, i.e. that uid's processes (kill(-1) spares the sender)."""

@@ -15,9 +15,16 @@ from autograder.reports.feedback_md import feedback
 from autograder.reports.job_log import job_log
 from autograder.reports.junit import junit_xml
 from autograder.reports.markdown import markdown
-from autograder.reports.results_json import (broken_grade, broken_results, dumps, environment_check,
-                                             gradescope_results, not_graded_results, results_json,
-                                             student_results)
+from autograder.reports.results_json import (
+    broken_grade,
+    broken_results,
+    dumps,
+    environment_check,
+    gradescope_results,
+    not_graded_results,
+    results_json,
+    student_results,
+)
 from autograder.reports.table import table
 
 __all__ = ["table", "results_json", "student_results", "gradescope_results", "broken_results", "broken_grade", "dumps",

@@ -14,7 +14,6 @@ from autograder.reports.markdown import md_text
 from autograder.reports.plots import available, figure_pictures
 
 
-
 def _md(text):
     """Grader text as literal Markdown, escaped only where it would render (reports.markdown.md_text):
     "torch.manual_seed(123)" reads as written, in the file and where it renders."""

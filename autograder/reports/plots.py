@@ -41,8 +41,8 @@ def _canvas(width, height):
 def warm_up():
     """Import matplotlib's figure and Agg canvas now (nothing where it is missing)."""
     try:
-        from matplotlib.backends import backend_agg  # noqa: F401
         from matplotlib import figure  # noqa: F401
+        from matplotlib.backends import backend_agg  # noqa: F401
     except ImportError:
         pass
 

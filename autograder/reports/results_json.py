@@ -21,10 +21,9 @@ Every student-facing text follows reports.common's rule.
 import json
 
 from autograder import text
+from autograder.reports.common import OWN_TEXT, anonymous_names, fmt, instructor_lines, printable, student_output, what_to_fix
 from autograder.reports.html_feedback import gradescope_test
 from autograder.reports.records import checks_of, parts_of  # noqa: F401  (read back here too)
-from autograder.reports.common import (OWN_TEXT, anonymous_names, fmt, instructor_lines, printable,
-                                       student_output, what_to_fix)
 
 OUTPUT = 60_000  # the most the top-level output holds
 

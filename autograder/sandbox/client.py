@@ -26,13 +26,15 @@ import sys
 import time
 from pathlib import Path
 
-from autograder import PACKAGE_DIR, settings as settings_mod, text
+from autograder import PACKAGE_DIR, text
+from autograder import settings as settings_mod
 from autograder.inside import isolation, protocol, syscalls
 from autograder.sandbox import cgroup, container, room
 from autograder.sandbox.errors import SandboxUnavailable, ServerLost, SessionDied
 from autograder.sandbox.idle import IdleMeter
 from autograder.sandbox.part_child import OUTPUT_CAP, PartChild
-from autograder.sandbox.procfs import exiting as _exiting, host_pid as _host_pid
+from autograder.sandbox.procfs import exiting as _exiting
+from autograder.sandbox.procfs import host_pid as _host_pid
 from autograder.sandbox.session import SERVER_LOST, Session, private_scratch
 from autograder.settings import DEVICE_ENV, UIDS_ENV, UNSAFE_ENV, SandboxSettings  # noqa: F401 (the names, for callers)
 

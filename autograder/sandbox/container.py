@@ -104,4 +104,11 @@ def _closed_to_others(path):
 
 # what a session leader (inside the room's package) and the grader both do after a part or session
 from autograder.inside.uid_cleanup import (  # noqa: E402,F401  (the names, for the grader's callers)
-    become_subreaper, clear_uid, end_processes, kill_uid, processes_of, remove_files_of, writable_folders)
+    become_subreaper,
+    clear_uid,
+    end_processes,
+    kill_uid,
+    processes_of,
+    remove_files_of,
+    writable_folders,
+)

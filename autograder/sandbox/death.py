@@ -38,7 +38,7 @@ import select
 import signal
 import time
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from autograder import text
 from autograder.inside import protocol
@@ -50,7 +50,7 @@ VMSTAT = "/proc/vmstat"
 ASLEEP_SHARE = 0.5  # of the wall clock: a child off the CPU and not waiting for one this long waited on its own
 
 
-def oom_kills(group) -> Optional[int]:
+def oom_kills(group) -> int | None:
     """The out-of-memory kills the kernel made inside the group so far (None where unreadable)."""
     if group is None:
         return None
@@ -67,7 +67,7 @@ def oom_kills(group) -> Optional[int]:
     return None
 
 
-def machine_oom_kills() -> Optional[int]:
+def machine_oom_kills() -> int | None:
     """The out-of-memory kills of the whole machine so far (every group's and the host's), or None."""
     try:
         with open(VMSTAT) as f:
@@ -79,7 +79,7 @@ def machine_oom_kills() -> Optional[int]:
     return None
 
 
-def schedule(host_pid: int) -> Optional[tuple]:
+def schedule(host_pid: int) -> tuple | None:
     """(seconds on a CPU, seconds runnable but waiting for one) of a process so far, all its threads
     together (a main thread blocked on a helper that waits for a CPU is kept waiting too), or None."""
     if host_pid <= 0:
@@ -104,9 +104,9 @@ def schedule(host_pid: int) -> Optional[tuple]:
 @dataclass
 class Gauge:
     """Readings at the start of a part, to compare with when it ends."""
-    oom_kills: Optional[int]
-    schedule: Optional[tuple]
-    machine_ooms: Optional[int] = None
+    oom_kills: int | None
+    schedule: tuple | None
+    machine_ooms: int | None = None
 
     @classmethod
     def start(cls, group, host_pid: int) -> "Gauge":
@@ -127,7 +127,7 @@ class Gauge:
         now = oom_kills(group)
         return now is not None and self.oom_kills is not None and now > self.oom_kills
 
-    def asleep(self, host_pid: int, wall: float) -> Optional[bool]:
+    def asleep(self, host_pid: int, wall: float) -> bool | None:
         """Over `wall` seconds since the part began, was the child mostly neither on a CPU nor
         waiting for one (it slept, or waited for something of its own)? None where unmeasured.
         Read before the child is killed."""

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import yaml
 
-from autograder import PACKAGE_DIR, chapter, settings as settings_mod
+from autograder import PACKAGE_DIR, chapter
+from autograder import settings as settings_mod
 
 HERE = Path(__file__).resolve().parent
 MUTANTS = HERE / "mutants.yml"

@@ -14,14 +14,14 @@ Names: SelfAttention_v1 and _v2 must hold W_query, W_key and W_value (the contra
 their own parts); CausalAttention and MultiHeadAttention may name their layers as they like.
 """
 import functools
-
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
+from autograder.stand_ins import MODULES
 from autograder.student import SessionDied, StudentError
 from autograder.suites import helpers, reference
-from autograder.stand_ins import MODULES
 
 DEPENDS = {"weight_transfer": ("self_attention_v1", "self_attention_v2"), "mha": ("causal",),
            "exercises": ("causal", "mha")}

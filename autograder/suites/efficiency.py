@@ -32,8 +32,8 @@ import re
 import torch
 
 from autograder import source_reading
-from autograder.suites import expect
 from autograder.student import StudentError
+from autograder.suites import expect
 
 # aten ops (overload packet names) that multiply matrices; einsum, linear and matmul reach the
 # dispatcher as mm / bmm / addmm / baddbmm, scaled_dot_product_attention as its fused kernels
@@ -86,8 +86,8 @@ SLACK_SOFTMAX = 1
 def reference_counts(d_in, d_out, context_length, num_heads, shape):
     """{op: calls} of the reference solution's MultiHeadAttention (the grader's own, run here) on inputs
     of the given shape: the batched computation of 3.6.2, counted as the child counts."""
-    from autograder.inside.counting import count_ops
     from autograder import stand_ins
+    from autograder.inside.counting import count_ops
 
     with torch.random.fork_rng(devices=[]):
         module = stand_ins.solutions()["mha"].MultiHeadAttention(d_in, d_out, context_length, 0.0, num_heads)

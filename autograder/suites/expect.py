@@ -9,10 +9,8 @@ puts an input, a seed, an expected value or a measured number into the message.
 import numpy as np
 import torch
 
-from autograder.student import RemoteObject
-
-
 from autograder.causes import SEVERAL  # noqa: F401  (how a cause naming several possible mistakes begins)
+from autograder.student import RemoteObject
 
 
 class Mismatch(AssertionError):

@@ -6,7 +6,6 @@ Nothing here runs student code except through the `student` adapter (remote call
 """
 import functools
 import math
-
 from typing import Any
 
 import torch
@@ -424,8 +423,8 @@ def judge_seeded(got, want, what, module, drawn, seed, mistakes, book=False, rev
     mistakes: the misconceptions on the drawn weights (a @deferred *_mistakes list: computed only
     when the weights are the drawn ones but the output is still wrong).
     """
-    from autograder.suites.misconceptions import judge, matches
     from autograder.suites import expect
+    from autograder.suites.misconceptions import judge, matches
 
     got = expect.as_tensor(got, what)
     if matches(got, want, 1e-4):

@@ -15,7 +15,6 @@ Each diagnosis is a fixed sentence of the grader's: nothing of the student's tex
 """
 import ast
 import builtins
-from typing import Optional
 
 MASKED_FILL_RESULT_DISCARDED = ("the result of masked_fill is discarded: masked_fill returns a new tensor and leaves the "
                          "scores unchanged; use masked_fill_ (in place) or assign it (scores = scores.masked_fill(...))")
@@ -27,7 +26,7 @@ GLOBAL_READ = ("a function or method reads a variable set at the top of the modu
 NO_MASK_CAUSES = ("no causal mask is applied",)
 
 
-def _parse(source: str) -> Optional[ast.Module]:
+def _parse(source: str) -> ast.Module | None:
     try:
         return ast.parse(source)
     except (SyntaxError, ValueError):

@@ -8,11 +8,19 @@ gradients, and inputs left unchanged.
 """
 import torch
 
+from autograder.student import StudentError
 from autograder.suites import efficiency, expect, helpers, part_marker, reference
 from autograder.suites.helpers import QKV
-from autograder.suites.misconceptions import (HIDES_DIAGONAL, SEES_NEXT, attention_mistakes, deferred, judge, matches,
-                                              weight_mistakes, weights)
-from autograder.student import StudentError
+from autograder.suites.misconceptions import (
+    HIDES_DIAGONAL,
+    SEES_NEXT,
+    attention_mistakes,
+    deferred,
+    judge,
+    matches,
+    weight_mistakes,
+    weights,
+)
 
 pytestmark = part_marker("causal")
 PART = "causal"

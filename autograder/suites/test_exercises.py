@@ -13,9 +13,9 @@ import math
 import torch
 
 from autograder import source_reading, stand_ins
+from autograder.student import StudentError
 from autograder.suites import expect, helpers, part_marker, reference
 from autograder.suites.misconceptions import matches
-from autograder.student import StudentError
 
 pytestmark = part_marker("exercises")
 PART = "exercises"

@@ -9,11 +9,19 @@ with seeded and with known weights, against stacked single heads, and for causal
 import torch
 
 from autograder import source_reading
+from autograder.student import RemoteObject, StudentError
 from autograder.suites import efficiency, expect, helpers, part_marker, reference
 from autograder.suites.helpers import QKV
-from autograder.suites.misconceptions import (deferred, error_diagnosis, judge, matches, multi_head_mistakes,
-                                              named_mistake, raised_in, weights)
-from autograder.student import RemoteObject, StudentError
+from autograder.suites.misconceptions import (
+    deferred,
+    error_diagnosis,
+    judge,
+    matches,
+    multi_head_mistakes,
+    named_mistake,
+    raised_in,
+    weights,
+)
 
 pytestmark = part_marker("mha")
 PART = "mha"

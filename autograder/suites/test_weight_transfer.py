@@ -8,10 +8,10 @@ order: the names cost points in v1 and v2 only.
 """
 import torch
 
+from autograder.student import RemoteObject, StudentError
 from autograder.suites import expect, helpers, part_marker, reference
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import matches, raised_in
-from autograder.student import RemoteObject, StudentError
 
 pytestmark = part_marker("weight_transfer")
 PART = "weight_transfer"

@@ -62,7 +62,7 @@ def known(said: str) -> bool:
     return said in literals() or said in _MADE
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _tree(path: str) -> ast.Module | None:
     try:
         return ast.parse(Path(path).read_text(encoding="utf-8"))
