@@ -28,9 +28,14 @@ from autograder.student import Student, StudentError, source_attributes
 from autograder.suites import dependencies, expect, vocabulary
 
 if TYPE_CHECKING:
-    from autograder.rubric import Rubric
+    from autograder.rubric import Part, Rubric
     from autograder.sandbox.client import PartChild, Sandbox, Session
     from autograder.submission import Staged
+
+Check = Callable[..., object]  # a suite's test_<name>(student, ...): what it returns is not read
+Checks = list[tuple[str, Check]]  # (check name, function), in the order they run
+Fixtures = dict[str, Any]  # fixture name -> its factory (and "secret", "key": plain values)
+Figure = dict[str, Any]  # suites/figures.py's picture: JSON-ready data for the reports
 
 
 @dataclass
@@ -45,7 +50,7 @@ class CheckResult:
     message: str = ""
     detail: str = ""
     student_text: str = ""
-    figure: dict | None = None  # the student's and the expected weights on public inputs (suites/figures.py)
+    figure: Figure | None = None  # the student's and the expected weights on public inputs (suites/figures.py)
     cause: str = ""      # the misconception its message names (expect.Mismatch.cause), if any
     unexplained: bool = False  # its values are wrong and it could name no cause (part_diagnosis may)
     not_graded: bool = False   # the machine, not the code, kept it from running (NOT_GRADED)
@@ -55,11 +60,11 @@ class CheckResult:
 @dataclass
 class PartRun:
     part: str
-    results: list = field(default_factory=list)
+    results: list[CheckResult] = field(default_factory=list)
     seconds: float = 0.0
     cpu_seconds: float = 0.0    # the child's CPU time: what the part's time limit counts (not the machine's load)
     output: str = ""            # what the student's code printed (capped)
-    protections: list = field(default_factory=list)
+    protections: list[str] = field(default_factory=list)
     problem: str = ""           # set when the part's process died or could not start
     timed_out: bool = False     # the part used up its time limit: its later checks are not run
     diagnosis: str = ""         # the cause that explains most of its failed checks (part_diagnosis)
@@ -74,8 +79,8 @@ class SubmissionContext:
     """What the runner needs of a staged submission while it runs its parts."""
     folder: str | Path
     key: str | None          # the submission's key (its uid in the sandbox); None: its folder
-    attributes: dict         # the names its modules define (student.source_attributes)
-    known: dict = field(default_factory=dict)  # its verdicts on the parts other parts use (suites/dependencies.py)
+    attributes: frozenset[str]  # the names its modules define (student.source_attributes)
+    known: dict[str, str] = field(default_factory=dict)  # its verdicts on the parts other parts use (suites/dependencies.py)
 
 
 @dataclass
@@ -124,17 +129,17 @@ class Limits:
     budget: float
 
 
-def discover(parts: tuple[str, ...] | list[str] | None = None) -> dict[str, list[tuple[str, Callable]]]:
+def discover(parts: tuple[str, ...] | list[str] | None = None) -> dict[str, Checks]:
     """part -> [(check name, function)] in the order they are written, for the chapter's parts (the
     Engine's chapter, through grading.load_rubric; None: this repository's, chapter.current())."""
     if parts is None:
         from autograder import chapter
 
         parts = chapter.current().parts
-    suites = {}
+    suites: dict[str, Checks] = {}
     for part in parts:
         module = importlib.import_module(f"autograder.suites.test_{part}")
-        checks: list[tuple[str, Callable]] = [(name[5:], fn) for name, fn in vars(module).items()
+        checks: Checks = [(name[5:], fn) for name, fn in vars(module).items()
                   if name.startswith("test_") and inspect.isfunction(fn) and fn.__module__ == module.__name__]
         suites[part] = sorted(checks, key=lambda item: item[1].__code__.co_firstlineno)
     return suites
@@ -143,7 +148,7 @@ def discover(parts: tuple[str, ...] | list[str] | None = None) -> dict[str, list
 VISIBILITY_ORDER = ("visible", "after_due_date", "hidden")
 
 
-def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dict[str, list], fixtures: dict,
+def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dict[str, Checks], fixtures: Fixtures,
                    parts: list[str] | None = None, key: str | None = None, figures: bool = True) -> dict[str, PartRun]:
     """Every check of a staged submission -> {part: PartRun}.
 
@@ -158,7 +163,7 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
     """
     runs = {name: PartRun(name) for name in rubric.parts if parts is None or name in parts}
     context = SubmissionContext(staged.folder, key, source_attributes(staged.folder))
-    turns = []  # (run, part, its checks of one visibility), in the order they run
+    turns: list[tuple[PartRun, Part, Checks]] = []  # (run, part, its checks of one visibility), in the order they run
     for visibility in VISIBILITY_ORDER:
         for name, run in runs.items():
             part = rubric.parts[name]
@@ -166,7 +171,7 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
             if checks:
                 turns.append((run, part, checks))
     place = Place(sandbox, context)
-    pictures: dict[str, dict | None] | None = None if figures else {}
+    pictures: dict[str, Figure | None] | None = None if figures else {}
     for at, (run, part, checks) in enumerate(turns):
         hidden = any(part.checks[n].visibility == "hidden" for n, _ in checks)
         if hidden and pictures is None:  # the pictures are taken before any hidden input exists
@@ -254,8 +259,8 @@ def picture_parts(runs: dict[str, PartRun], rubric: Rubric, staged: Staged | Non
     return found
 
 
-def take_pictures(place: Place, runs: dict[str, PartRun], rubric: Rubric, fixtures: dict,
-                  staged: Staged | None = None) -> dict[str, dict | None]:
+def take_pictures(place: Place, runs: dict[str, PartRun], rubric: Rubric, fixtures: Fixtures,
+                  staged: Staged | None = None) -> dict[str, Figure | None]:
     """Each part's probe (suites/figures.py) on the book's example, in a fresh child of the place's
     session (one for every probe, another only after a probe ended it), BEFORE the grader has sent any
     hidden input anywhere (issue 37.7: a picture drawn after the hidden checks could carry what they
@@ -264,7 +269,7 @@ def take_pictures(place: Place, runs: dict[str, PartRun], rubric: Rubric, fixtur
     crash count for nothing; together they get FIGURE_SECONDS. The place is left without a child."""
     from autograder.suites import figures
 
-    pictures: dict[str, dict | None] = {}
+    pictures: dict[str, Figure | None] = {}
     names = picture_parts(runs, rubric, staged)
     if not names:
         return pictures
@@ -289,7 +294,7 @@ def take_pictures(place: Place, runs: dict[str, PartRun], rubric: Rubric, fixtur
     return pictures
 
 
-def attach_figures(runs: dict[str, PartRun], rubric: Rubric, pictures: dict[str, dict | None]) -> None:
+def attach_figures(runs: dict[str, PartRun], rubric: Rubric, pictures: dict[str, Figure | None]) -> None:
     """Each part's picture (take_pictures) goes to the first failed check about attention weights (a
     visible one first; never one whose diagnosis grading.yml withholds, nor a part that crashed)."""
     from autograder.suites import figures
@@ -306,7 +311,7 @@ MACHINE_RETRIES = 2  # fresh children for a part whose child the machine killed,
 NOT_GRADED = death.NOT_GRADED
 
 
-def run_checks(place: Place, run: PartRun, checks: list[tuple[str, Callable]], limits: Limits, fixtures: dict,
+def run_checks(place: Place, run: PartRun, checks: Checks, limits: Limits, fixtures: Fixtures,
                last: bool = False, hidden: bool = False) -> None:
     """Some checks of one part, in the place's child (reset after the part before) or a fresh child of
     its session (a new session when it has died); a crash fails the rest of these checks.
@@ -345,7 +350,7 @@ def run_checks(place: Place, run: PartRun, checks: list[tuple[str, Callable]], l
 SAME_EVERY_TIME = "the same in each fresh process it was run in again: charged to the code"
 
 
-def _attempt(place: Place, run: PartRun, checks: list[tuple[str, Callable]], limits: Limits, fixtures: dict,
+def _attempt(place: Place, run: PartRun, checks: Checks, limits: Limits, fixtures: Fixtures,
              last: bool, hidden: bool) -> tuple[str, bool]:
     """One try at the checks (run_checks), in the place's child or a fresh one -> (why the machine may
     have ended it: '' when it did not, whether that is proved). The place keeps the child only when it
@@ -415,7 +420,7 @@ def with_dependencies(place: Place, part: str, limits: Limits) -> tuple[Student,
     return student, found
 
 
-def run_dependent_check(part: str, name: str, fn: Callable, student: Student, fixtures: dict,
+def run_dependent_check(part: str, name: str, fn: Check, student: Student, fixtures: Fixtures,
                         found: dict[str, str]) -> CheckResult:
     """One check; where the grader's code stands in for a part found wrong or raising (not hanging),
     a failed check is run again with the student's own code, which may be written for it (a transfer
@@ -435,8 +440,8 @@ def run_dependent_check(part: str, name: str, fn: Callable, student: Student, fi
     return own if own.passed or (result.raised and not own.raised) else result
 
 
-def run_part(sandbox: Sandbox, submission: str, part: str, checks: list[tuple[str, Callable]], limits: Any,
-             fixtures: dict, missing: str = "") -> PartRun:
+def run_part(sandbox: Sandbox, submission: str, part: str, checks: Checks, limits: Any,
+             fixtures: Fixtures, missing: str = "") -> PartRun:
     """All given checks of one part in one fresh session (tests and tools that need no rubric)."""
     run = PartRun(part)
     if missing:
@@ -449,7 +454,7 @@ def run_part(sandbox: Sandbox, submission: str, part: str, checks: list[tuple[st
     return run
 
 
-def run_check(part: str, name: str, fn: Callable, student: Student, fixtures: dict) -> CheckResult:
+def run_check(part: str, name: str, fn: Check, student: Student, fixtures: Fixtures) -> CheckResult:
     hidden = bool(getattr(student, "saw_hidden", False))
     result = _run_check(part, name, fn, student, fixtures, hidden)
     # a reordered constructor: its parameter names are read from the source by the grader, before any input
@@ -458,7 +463,7 @@ def run_check(part: str, name: str, fn: Callable, student: Student, fixtures: di
     return result
 
 
-def with_keywords(part: str, name: str, fn: Callable, student: Student, fixtures: dict,
+def with_keywords(part: str, name: str, fn: Check, student: Student, fixtures: Fixtures,
                   result: CheckResult, hidden: bool = False) -> CheckResult:
     """A failed check on a submission whose class takes the contract's parameter names in another order
     (read from its source; the positional call raised, or built something else): run again calling those
@@ -486,7 +491,8 @@ def with_keywords(part: str, name: str, fn: Callable, student: Student, fixtures
                        unexplained=again.unexplained, figure=again.figure, raised=True)
 
 
-def _run_check(part, name, fn, student, fixtures, hidden=False):
+def _run_check(part: str, name: str, fn: Check, student: Student, fixtures: Fixtures,
+               hidden: bool = False) -> CheckResult:
     """One check -> CheckResult. hidden: the child has seen a hidden input, so what a student reads of
     it comes from the fixed vocabulary (suites/vocabulary.py), chosen by the grader; the formatted
     message goes to the instructor's detail."""
@@ -526,13 +532,13 @@ def _run_check(part, name, fn, student, fixtures, hidden=False):
         return CheckResult(part, name, False, said)
 
 
-def _fixture(fixtures, parameter, part, name):
+def _fixture(fixtures: Fixtures, parameter: str, part: str, name: str) -> Any:
     if parameter in ("seed", "rng"):
         return fixtures[parameter]((part, name))
     return fixtures[parameter]()
 
 
-def default_fixtures(secret: int | None = None, key: str = "") -> dict[str, Any]:
+def default_fixtures(secret: int | None = None, key: str = "") -> Fixtures:
     """Fixture factories, called afresh for every check that names them: `book` (the book's printed
     values), and `seed` / `rng` (an int and a torch.Generator for the check's unseen inputs, drawn
     from the run's secret, the submission and the check's name: a table of answers captured in one
@@ -546,7 +552,7 @@ def default_fixtures(secret: int | None = None, key: str = "") -> dict[str, Any]
         secret = from_environment().seed
         secret = draw_secret() if secret is None else secret
     secret = int(secret)
-    fixtures = {"book": lambda: values, "secret": secret, "key": key}
+    fixtures: Fixtures = {"book": lambda: values, "secret": secret, "key": key}
     fixtures["seed"] = lambda check=("", ""): check_seed(secret, key, *check)
     fixtures["rng"] = lambda check=("", ""): torch.Generator().manual_seed(check_seed(secret, key, *check))
     return fixtures

@@ -11,6 +11,7 @@ objects that are not data (modules) stay in the child and come back as RemoteObj
 import builtins
 import re
 from pathlib import Path
+from typing import Any
 
 from autograder import stand_ins, text
 from autograder.authoring.stubs import HINTS
@@ -41,8 +42,8 @@ class StudentError(Exception):
     a student only for checks whose inputs were visible ones.
     """
 
-    def __init__(self, kind, message, where="", not_implemented=False, attributes=frozenset(), after_hidden=False,
-                 called=""):
+    def __init__(self, kind: str, message: str, where: str = "", not_implemented: bool = False,
+                 attributes: frozenset[str] = frozenset(), after_hidden: bool = False, called: str = "") -> None:
         self.kind = text.identifier(kind)
         self.called = called  # the stub's name of what the grader itself called ('' for a method of a handle)
         # after a hidden input the child could pick its exception, file or attribute name to spell
@@ -57,7 +58,7 @@ class StudentError(Exception):
         self.not_implemented = not_implemented
         super().__init__(self.explain())
 
-    def explain(self):
+    def explain(self) -> str:
         file = self.where.split(",", 1)[0]
         place = f" (in {file})" if file in chapter_files() and not self.after_hidden else ""
         if self.not_implemented:  # the stubs say "<module>.<qualname>: <hint>"; only a stub's name is quoted
@@ -74,7 +75,7 @@ class StudentError(Exception):
         kind = self.kind if self.kind in BUILTIN_ERRORS else "an exception of its own class"
         return f"your code raised {kind}{place}"
 
-    def student_text(self):
+    def student_text(self) -> str:
         """What the exception said and where, as a short one-line excerpt."""
         said = f"{self.kind}: {self.message}" if self.message else self.kind
         return text.excerpt(f"{said} ({self.where})" if self.where else said)
@@ -90,7 +91,7 @@ CONSTRUCTORS = {  # the specified positional parameters of the chapter's classes
 SELF_ATTRIBUTE = re.compile(r"\bself\.([A-Za-z_]\w{0,39})\b")
 
 
-def source_attributes(folder, limit=200):
+def source_attributes(folder: str | Path, limit: int = 200) -> frozenset[str]:
     """The first `limit` distinct names written as `self.<name>` in the staged modules of folder."""
     names = set()
     for path in sorted(Path(folder).glob("*.py")):
@@ -118,7 +119,7 @@ def _called(target) -> str:
 class Student:
     """One part's session on one submission."""
 
-    def __init__(self, session, attributes=frozenset(), folder=None):
+    def __init__(self, session: Any, attributes: frozenset[str] = frozenset(), folder: str | Path | None = None) -> None:
         """attributes: the names the submission's source writes as `self.<name>` (source_attributes):
         a diagnosis may repeat one of them, chosen before any input was seen. folder: the staged
         submission, whose text the grader reads itself (source())."""
@@ -126,18 +127,18 @@ class Student:
         self.attributes = attributes
         self.folder = folder
         self.keywords = False  # call the chapter's classes by keyword where their source reorders the contract
-        self._reordered = None
-        self.last_arguments = []
-        self.call_limit = None  # seconds one remote call may take (None: the part's limit)
+        self._reordered: dict[tuple[str, str], tuple[Any, tuple[str, ...]]] | None = None
+        self.last_arguments: list[Any] = []
+        self.call_limit: float | None = None  # seconds one remote call may take (None: the part's limit)
         self.substituted = False  # the child holds the grader's own code for another part: never reused
-        self._sources = None
+        self._sources: dict[str, str] | None = None
         # the grader's classes this child was given stand-ins for: the only ones whose questions are
         # answered (stand_ins.allowed); the part's costs of answering (the runner may share one
         # Ledger between a part's children, so the part's bounds hold over all of them)
         self.given: frozenset = frozenset()
         self.ledger, self.ledger_base = stand_ins.Ledger(), 0.0
 
-    def charge_to(self, ledger):
+    def charge_to(self, ledger: stand_ins.Ledger) -> None:
         """Answer this child's questions on the part's Ledger (its seconds from now count in this child)."""
         self.ledger, self.ledger_base = ledger, ledger.seconds
 
@@ -154,7 +155,7 @@ class Student:
     def module(self, name):
         return RemoteCallable(self, {"module": name, "attr": ""})
 
-    def reordered(self):
+    def reordered(self) -> dict[tuple[str, str], tuple[Any, tuple[str, ...]]]:
         """{(module, class): (its parameter names, the contract's)} for the chapter's classes whose __init__
         takes the contract's names in another order (read from the source here)."""
         if self._reordered is None:
@@ -230,7 +231,7 @@ class Student:
             left = part if left is None else min(left, part)
         return None if left is None else max(0.0, left)
 
-    def substitute(self, modules):
+    def substitute(self, modules: Any) -> Any:
         """From now on the child imports the grader's own classes (stand-ins computed here, from the
         reference solutions: stand_ins.py) for each module named, in place of the student's;
         () gives the student's back."""

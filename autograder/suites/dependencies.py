@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from autograder.stand_ins import MODULES
-from autograder.student import SessionDied, StudentError
+from autograder.student import SessionDied, Student, StudentError
 from autograder.suites import helpers, reference
 
 DEPENDS = {"weight_transfer": ("self_attention_v1", "self_attention_v2"), "mha": ("causal",),
@@ -33,7 +33,7 @@ class Wrong(Exception):
     """The probed part is not right on its own."""
 
 
-def verdicts(student, part, known):
+def verdicts(student: Student, part: str, known: dict[str, str]) -> dict[str, str]:
     """{module: '' (right on its own), 'wrong', 'raises' or 'hangs'} for the parts `part` uses;
     known: the submission's verdicts so far (filled in here). A probe that ran past its time ends
     the child: the caller starts another."""
@@ -43,7 +43,7 @@ def verdicts(student, part, known):
     return {module: known.get(module, "hangs") for module in DEPENDS.get(part, ())}
 
 
-def substitutes(found):
+def substitutes(found: dict[str, str]) -> list[str]:
     """The parts found not right on their own, in import order: the child gets the grader's classes
     for them (stand-ins whose every computation is the reference solutions', run in the grader:
     stand_ins.py)."""

@@ -18,6 +18,8 @@ Panels that equal the expected weights are dropped: a figure exists only where t
 weights are visibly wrong.
 """
 import math
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -197,7 +199,7 @@ PROBES = {
 }
 
 
-def take(probe, student, book):
+def take(probe: Callable[[Any, Any], dict[str, Any] | None], student: Any, book: Any) -> dict[str, Any] | None:
     """probe(student, book) -> a figure or None; anything the student's code does wrong -> None."""
     try:
         return probe(student, book)
