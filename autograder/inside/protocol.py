@@ -30,6 +30,10 @@ MAX_HEADER = 4 << 20
 MAX_PAYLOAD = 256 << 20
 MAX_STRING = 4000
 
+# a decoded JSON object from the other side (a frame's header, a control message, an array's entry):
+# what it holds is checked where it is read, so its values are Any
+Message = dict[str, Any]
+
 
 class ProtocolError(Exception):
     """What came back is not a well-formed answer (or the peer went away)."""
@@ -39,17 +43,17 @@ class Deadline(Exception):
     """The peer did not answer in time."""
 
 
-def encode(obj: Any, fallback: Callable | None = None) -> tuple[Any, list]:
+def encode(obj: Any, fallback: Callable[[Any], Any] | None = None) -> tuple[Any, list[bytes]]:
     """obj -> (json-able structure, list of byte buffers).
 
     Objects that are not data go to fallback(value) -> JSON dict (the child turns them into
     handles); without a fallback they raise TypeError.
     """
-    buffers = []
+    buffers: list[bytes] = []
     torch = sys.modules.get("torch")  # never imported for this: a process without torch sends none
     tensor = torch.Tensor if torch is not None else ()
 
-    def walk(value, depth=0):
+    def walk(value: Any, depth: int = 0) -> Any:
         if depth > 20:
             raise TypeError("structure nested too deeply")
         kind = type(value)  # the exact built-in types first: most of what travels
@@ -80,16 +84,17 @@ def encode(obj: Any, fallback: Callable | None = None) -> tuple[Any, list]:
     return walk(obj), buffers
 
 
-def _tensor_array(torch, value):
+def _tensor_array(torch: Any, value: Any) -> np.ndarray[Any, Any]:
     """A tensor (of any subclass, on any device) as a NumPy array of its values."""
     with torch._C.DisableTorchFunctionSubclass():
         t = value.detach().cpu().contiguous()
     if t.dtype == torch.bfloat16:
         t = t.float()
-    return t.numpy() if t.dim() else t.reshape(1).numpy().reshape(())
+    array: np.ndarray[Any, Any] = t.numpy() if t.dim() else t.reshape(1).numpy().reshape(())  # torch: Any here
+    return array
 
 
-def _other(value, depth, walk, fallback):
+def _other(value: Any, depth: int, walk: Callable[[Any, int], Any], fallback: Callable[[Any], Any] | None) -> Any:
     """What is not a built-in type, an array or a tensor: subclasses of str, int and float (sent as
     those types), NumPy scalars, and objects that are not data (fallback, else TypeError)."""
     if isinstance(value, str):
@@ -106,11 +111,11 @@ def _other(value, depth, walk, fallback):
 ARRAY_KEYS = frozenset({"__array__", "kind", "dtype", "shape"})
 
 
-def decode(structure: Any, payload: bytes, handle_factory: Callable | None = None) -> Any:
+def decode(structure: Any, payload: bytes, handle_factory: Callable[[Message], Any] | None = None) -> Any:
     """Inverse of encode, validating every array against its declared dtype and shape."""
-    specs = []
+    specs: list[Message] = []
 
-    def walk(value):
+    def walk(value: Any) -> Any:
         if type(value) is dict:
             if "__array__" in value:
                 if value.keys() != ARRAY_KEYS or value["dtype"] not in DTYPES:
@@ -138,7 +143,7 @@ def decode(structure: Any, payload: bytes, handle_factory: Callable | None = Non
     tree = walk(structure)
     built = _arrays(specs, payload)
 
-    def build(node):
+    def build(node: Any) -> Any:
         if type(node) is tuple:
             tag = node[0]
             if tag == "array":
@@ -156,12 +161,13 @@ def decode(structure: Any, payload: bytes, handle_factory: Callable | None = Non
     return build(tree)
 
 
-def _arrays(specs, payload):
+def _arrays(specs: list[Message], payload: bytes) -> dict[int, Any]:
     """{index: array} rebuilt from the payload, laid out in index order (0..n-1, each once)."""
     by_index = sorted(specs, key=lambda s: s["__array__"] if type(s["__array__"]) is int else -1)
     if [s["__array__"] for s in by_index] != list(range(len(by_index))):
         raise ProtocolError("array indices are not 0..n-1")
-    built, position = {}, 0
+    built: dict[int, Any] = {}
+    position = 0
     for spec in by_index:
         dtype = NUMPY_DTYPES[spec["dtype"]]
         count = math.prod(spec["shape"])
@@ -180,19 +186,19 @@ def _arrays(specs, payload):
     return built
 
 
-def _hashable(key):
+def _hashable(key: Any) -> Any:
     if isinstance(key, (str, int, float, bool, type(None), tuple)):
         return key
     raise ProtocolError("dictionary keys must be plain values")
 
 
-def pack(header: Any, buffers: Sequence = ()) -> bytes:
+def pack(header: Any, buffers: Sequence[bytes] = ()) -> bytes:
     head = json.dumps(header, separators=(",", ":")).encode()
     payload = b"".join(buffers)
     return HEAD.pack(len(head), len(payload)) + head + payload
 
 
-def send(fd: int, header: Any, buffers: Sequence = (), deadline: float | None = None) -> None:
+def send(fd: int, header: Any, buffers: Sequence[bytes] = (), deadline: float | None = None) -> None:
     """Write one frame to a file descriptor, giving up at deadline (time.monotonic() value)."""
     data = memoryview(pack(header, buffers))
     while data:
@@ -221,8 +227,9 @@ def receive(fd: int, deadline: float | None = None, max_payload: int = MAX_PAYLO
     return header, body[head_len:].tobytes()
 
 
-def _read_exact(fd, n, deadline):
-    chunks, missing = [], n
+def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
+    chunks: list[bytes] = []
+    missing = n
     while missing:
         _wait(fd, deadline, write=False)
         try:
@@ -236,7 +243,7 @@ def _read_exact(fd, n, deadline):
     return b"".join(chunks)
 
 
-def _wait(fd, deadline, write):
+def _wait(fd: int, deadline: float | None, write: bool) -> None:
     if deadline is None:
         return
     remaining = deadline - time.monotonic()
@@ -260,7 +267,7 @@ def control_pair() -> tuple[socket.socket, socket.socket]:
     return socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
 
 
-def send_message(sock: socket.socket, header: dict, fds: Sequence[int] = ()) -> None:
+def send_message(sock: socket.socket, header: Message, fds: Sequence[int] = ()) -> None:
     import socket
 
     data = json.dumps(header, allow_nan=False).encode()
@@ -269,7 +276,7 @@ def send_message(sock: socket.socket, header: dict, fds: Sequence[int] = ()) -> 
     socket.send_fds(sock, [data], list(fds))
 
 
-def receive_message(sock: socket.socket, deadline: float | None = None, max_fds: int = 4) -> tuple[dict, list[int]]:
+def receive_message(sock: socket.socket, deadline: float | None = None, max_fds: int = 4) -> tuple[Message, list[int]]:
     """-> (header dict, [fds]). Never trusts the peer: the size, the JSON and the number of
     descriptors are all bounded; descriptors beyond max_fds are closed by the kernel (MSG_CTRUNC)."""
     import socket
