@@ -98,7 +98,7 @@ def excerpt(value: object, limit: int = SHORT) -> str:
     return clean(value, limit=limit, newlines=False)
 
 
-def identifier(value, limit=100):
+def identifier(value: object, limit: int = 100) -> str:
     """A name the student chose (a class or exception type name) as a short plain identifier."""
     value = re.sub(r"[^\w.]", "", clean(value, limit=limit * 2), flags=re.ASCII)
     return value[:limit] or "?"

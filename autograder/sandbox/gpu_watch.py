@@ -90,7 +90,7 @@ class Watch:
         self.lock, self.thread, self.pid = threading.Lock(), None, None
         self.watched, self.killed = {}, {}
 
-    def add(self, pid, pidfd, memory_mb):
+    def add(self, pid: int, pidfd: int, memory_mb: int) -> None:
         with self.lock:
             self.watched[pid] = (pidfd, int(memory_mb))
             if self.thread is None or self.pid != os.getpid():  # a forked worker starts its own thread
@@ -98,7 +98,7 @@ class Watch:
                 self.thread = threading.Thread(target=self._run, daemon=True, name="gpu-watch")
                 self.thread.start()
 
-    def remove(self, pid):
+    def remove(self, pid: int) -> str | None:
         with self.lock:
             self.watched.pop(pid, None)
             return self.killed.pop(pid, None)

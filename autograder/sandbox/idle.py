@@ -3,9 +3,12 @@ bound on the one channel time gives a child that has seen one (docs/sandbox.md, 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from autograder.sandbox import procfs
+
+if TYPE_CHECKING:
+    from autograder.sandbox.part_child import PartChild
 
 
 class IdleMeter:
@@ -25,7 +28,7 @@ class IdleMeter:
 
     CHECK_EVERY = 0.5
 
-    def __init__(self, part: Any, budget: float) -> None:
+    def __init__(self, part: PartChild, budget: float) -> None:
         self.part, self.budget = part, budget
         # (session CPU, the child's run delay) at the first call after a hidden input
         self.base: tuple[float, float] | None = None
@@ -47,7 +50,7 @@ class IdleMeter:
             self.grader += self._grader_now()
             self.started = self.grader_at = None
 
-    def _grader_now(self):
+    def _grader_now(self) -> float:
         """The grader thread's CPU + run delay since the current call began."""
         now = procfs.own_schedule()
         return max(0.0, now - self.grader_at) if now is not None and self.grader_at is not None else 0.0
@@ -63,7 +66,7 @@ class IdleMeter:
         cpu, delay = self.base if self.base is not None else (self.part.spent(), self._delay())
         return wall - (self.part.spent() - cpu) - (self._delay() - delay) - grader > self.budget
 
-    def _delay(self):
+    def _delay(self) -> float:
         """Seconds the child's threads have been runnable but waiting for a CPU, all together."""
         part = self.part
         part.host_pid = part.host_pid or (procfs.host_pid(part.pidfd) if part.pidfd is not None else 0)

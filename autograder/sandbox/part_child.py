@@ -35,19 +35,20 @@ class PartChild:
         # set by the runner before the first hidden input is sent: from then on every word about
         # this child (how it ended) comes from a fixed phrase, never a number or name it picked
         self.saw_hidden = False
-        self.end: dict | None = None if fds else {"output": "", "output_bytes": 0}
+        self.end: dict[str, Any] | None = None if fds else {"output": "", "output_bytes": 0}
         # the child's descriptors (None once it has ended: every use is behind a check of self.died)
         self.requests_w: Any
         self.replies_r: Any
         self.pidfd: Any
         self.output_fd: Any
         self.requests_w, self.replies_r, self.pidfd, self.output_fd = fds or (None, None, None, None)
-        self.output_from, self.host_pid, self.gpu_killed = 0, 0, None
+        self.output_from, self.host_pid = 0, 0
+        self.gpu_killed: str | None = None  # gpu_watch: why the watch killed it, if it did
         self.cpu_out = False  # the last deadline was the CPU-time limit's (else the wall clock's)
         self.clock: session_cpu.SessionClock | None = None  # where no control group counts: the session's processes, from /proc
         self.machine = ""  # it died of a cause its own time and memory do not explain: death.PROOF or SUSPECT
         self.grader_killed = False  # the grader's own SIGKILL ended it (after a deadline or a broken channel)
-        self.asleep = None    # at a wall-clock deadline: was it mostly off the CPU by its own doing?
+        self.asleep: bool | None = None    # at a wall-clock deadline: was it mostly off the CPU by its own doing?
         self._limits(timeout, memory_mb)
         if fds:
             self._hello()
@@ -57,7 +58,7 @@ class PartChild:
     IDLE_AFTER_HIDDEN = 2.0  # seconds a part's child may spend neither running nor runnable, after a hidden input
     TICK = 0.05  # how often a wait looks at the child's CPU time
 
-    def _limits(self, timeout, memory_mb):
+    def _limits(self, timeout: float, memory_mb: int) -> None:
         """The part's clocks start now: `timeout` seconds of the child's own CPU time, and a generous
         wall clock behind them (a child that sleeps uses none); its memory cap is the server's own
         memory plus memory_mb."""
@@ -80,12 +81,12 @@ class PartChild:
             self.host_pid = self.host_pid or procfs.host_pid(self.pidfd)
             gpu_watch.WATCH.add(self.host_pid, self.pidfd, memory_mb)
 
-    def _cpu(self):
+    def _cpu(self) -> float | None:
         """CPU seconds so far of the session's control group (the child and everything it started:
         no neighbour's), or else of every process below the session's leader (session_cpu.py: the
         child, its helpers whether reaped or not, orphans); None when neither can be read (then the
         wall clock stands in)."""
-        used = self.group.cpu_seconds() if self.group is not None else None
+        used: float | None = self.group.cpu_seconds() if self.group is not None else None
         if used is not None or self.pidfd is None:
             return used
         if self.clock is None:
@@ -100,7 +101,7 @@ class PartChild:
             return time.monotonic() - self.started
         return max(0.0, now - self.cpu_start)
 
-    def _hello(self):
+    def _hello(self) -> None:
         """The child's first frame, written before any student code ran: the walls that stand."""
         try:
             hello, _ = protocol.receive(self.replies_r, self.deadline, max_payload=0)
@@ -113,7 +114,8 @@ class PartChild:
         except (protocol.Deadline, protocol.ProtocolError) as e:
             self._fail(e)
 
-    def call(self, header: dict, buffers: Sequence = (), limit: float | None = None) -> tuple[dict, bytes]:
+    def call(self, header: protocol.Message, buffers: Sequence[bytes] = (),
+             limit: float | None = None) -> tuple[protocol.Message, bytes]:
         """Send one request and wait for its reply -> (reply header, payload); SessionDied on trouble.
         limit: seconds of CPU time this call may take at most (within the part's time)."""
         if self.died:
@@ -134,7 +136,7 @@ class PartChild:
             reply = {"error": _plain_error(reply["error"])}
         return reply, payload
 
-    def _await_reply(self, cpu_limit, deadline):
+    def _await_reply(self, cpu_limit: float, deadline: float) -> float:
         """Wait until the reply begins: Deadline once the child has used cpu_limit seconds of CPU time
         in this part, or at the wall-clock deadline. A neighbour's load slows the wait, never ends it.
         After a hidden input, also once the child has been idle (neither on the CPU nor waiting for
@@ -174,7 +176,7 @@ class PartChild:
         far = self.started + self.FAR_WALL * (self.deadline - self.started)
         return now < far and self.gauge.asleep(self.host_pid, now - self.started) is False
 
-    def finish(self) -> dict:
+    def finish(self) -> dict[str, Any]:
         """End the current part -> {'output', 'output_bytes', 'reusable'}: what the part printed, and
         whether the child forgot it cleanly and may take the next part (else it is ended now)."""
         reusable = False
@@ -203,7 +205,7 @@ class PartChild:
         self._limits(timeout, memory_mb)
         return self
 
-    def _fail(self, error):
+    def _fail(self, error: BaseException) -> None:
         """Why the child ended before answering -> self.died and self.machine (death.judge)."""
         death.judge(self, error)
 
@@ -217,7 +219,7 @@ class PartChild:
             except OSError:
                 pass
 
-    def _collect_end(self):
+    def _collect_end(self) -> dict[str, Any]:
         if self.end is None:
             code = self.session.ended(time.monotonic() + 30)
             if self.host_pid:
@@ -229,7 +231,7 @@ class PartChild:
             self.requests_w = self.replies_r = self.pidfd = self.output_fd = None
         return self.end
 
-    def close(self) -> dict:
+    def close(self) -> dict[str, Any]:
         """End the child (whatever it is doing) -> {'exitcode', 'output', 'output_bytes'}: the output
         of its current part."""
         self.kill()
@@ -240,14 +242,14 @@ class PartChild:
         return end
 
 
-def _read_output(fd, start=0):
+def _read_output(fd: int, start: int = 0) -> tuple[str, int]:
     """What the part's code printed since `start`: the first OUTPUT_CAP bytes, cleaned, and the full size."""
     size = max(0, os.fstat(fd).st_size - start)
     data = os.pread(fd, OUTPUT_CAP, start) if size else b""
     return text.clean(data.decode("utf-8", "replace"), text.OUTPUT, newlines=True), size
 
 
-def _plain_error(error):
+def _plain_error(error: Any) -> dict[str, Any]:
     """An error reply as the grader may use it: short plain strings and a bool, whatever was sent."""
     error = error if isinstance(error, dict) else {}
     return {"type": text.identifier(error.get("type", "")) if error.get("type") else "Exception",
