@@ -143,7 +143,7 @@ def _remove_ipc_of(uid):
     return removed
 
 
-def clear_uid(uid, folders):
+def clear_uid(uid: int, folders: list[str]) -> bool:
     """After a part or a session: no process of uid left (waited for), nothing it wrote left in a
     folder others may write, none of its SysV IPC objects -> True when all processes were gone."""
     gone = end_processes(uid)
