@@ -88,7 +88,7 @@ def read_files(fd, limit=16 << 20):
     return files
 
 
-def pack(files):
+def pack(files: dict[str, bytes]) -> bytes:
     """{relative path: bytes} -> the bytes read_files takes (grader side)."""
     out = bytearray()
     for name, content in files.items():

@@ -133,7 +133,7 @@ def compile_filter():
 _CACHE: dict = {}
 
 
-def program():
+def program() -> bytes:
     """compile_filter(), once per process."""
     if "bpf" not in _CACHE:
         _CACHE["bpf"] = compile_filter()

@@ -68,12 +68,12 @@ def end_processes(uid, patience=30.0):
         time.sleep(0.002)
 
 
-def become_subreaper():
+def become_subreaper() -> None:
     """Orphans of the processes below this one come here (so they can be reaped and counted)."""
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
 
 
-def writable_folders(top="/"):
+def writable_folders(top: str = "/") -> list[str]:
     """Every folder that any user may write (others' write bit: /tmp, /var/tmp, /dev/shm, ...),
     found once: where a submission's uid can leave files. Folders others cannot enter are not
     walked (nothing below them is within that uid's reach)."""

@@ -76,14 +76,14 @@ class Group:
     workers share one server, each worker's own, which its session leaders join (join()) before
     their first part; set_memory() before each part."""
 
-    def __init__(self, folders, processes):
+    def __init__(self, folders: list[str], processes: int) -> None:
         self.folders, self.processes = folders, processes
 
-    def procs_files(self):
+    def procs_files(self) -> list[str]:
         """The files a process writes its pid into to join (the fork server's start-up shim)."""
         return [os.path.join(folder, "cgroup.procs") for folder in self.folders]
 
-    def join(self, pid):
+    def join(self, pid: int) -> bool:
         """Move process pid (and what it starts from now on) into this group -> True when every
         hierarchy took it."""
         if pid <= 0:
@@ -96,7 +96,7 @@ class Group:
             return False
         return True
 
-    def usage(self):
+    def usage(self) -> int:
         """Bytes of anonymous memory the group holds now (0 where it cannot be read): the part of
         its charge the kernel cannot reclaim (file pages, torch's libraries among them, it can)."""
         for path in (os.path.join(f, "memory.stat") for f in self.folders):
@@ -110,7 +110,7 @@ class Group:
                     return int(stat[name])
         return 0
 
-    def cpu_seconds(self):
+    def cpu_seconds(self) -> float | None:
         """CPU time used by every process that has been in the group (None where it cannot be read):
         cgroup v1's cpuacct.usage (ns) or v2's cpu.stat usage_usec."""
         for folder in self.folders:
@@ -128,10 +128,10 @@ class Group:
                 pass
         return None
 
-    def has_cpu_share(self):
+    def has_cpu_share(self) -> bool:
         return any(os.path.exists(os.path.join(f, name)) for f in self.folders for name in CPU_SHARE)
 
-    def set_memory(self, memory_bytes):
+    def set_memory(self, memory_bytes: int) -> str:
         """Cap the group's memory at memory_bytes -> the sentence for the report."""
         caps = [f"memory {memory_bytes >> 20} MiB"] if _write_any(self.folders, MEMORY_FILES, memory_bytes) else []
         if self.processes:
@@ -155,7 +155,7 @@ def _write_any(folders, names, value):
     return written
 
 
-def make(name, memory_bytes, processes):
+def make(name: str, memory_bytes: int, processes: int) -> Group | None:
     """A Group named name with those caps, or None where this machine gives none."""
     if os.geteuid() != 0:
         return None
@@ -232,7 +232,7 @@ def _owner(name):
     return owner if owner.isdigit() else ""
 
 
-def remove(folders, wait=1.0):
+def remove(folders: list[str], wait: float = 1.0) -> None:
     """rmdir each group this module made (named ch03-sandbox-PID); the last processes of a killed
     tree may take a moment to leave."""
     deadline = time.monotonic() + wait

@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from autograder import PACKAGE_DIR, text
 from autograder import settings as settings_mod
@@ -57,10 +58,10 @@ def scrubbed_environment() -> dict[str, str]:
     return env
 
 
-_PLAN: dict = {}
+_PLAN: dict[str, Any] = {}
 
 
-def plan(container_allowed: bool = False) -> dict:
+def plan(container_allowed: bool = False) -> dict[str, Any]:
     """How this machine isolates student code: {'room', 'user_namespace', 'seccomp', 'why', 'container'}.
     Probed once per process: bubblewrap must start a program in the room. container_allowed: the
     deployment allows container mode (--container) where the room cannot be built."""
@@ -177,10 +178,11 @@ class Sandbox:
         if self.container:  # the submission's orphans come to the grader, which waits for them (Session.close)
             container.become_subreaper()
         first_uid = self.settings.first_uid or _first_uid()
-        self._uid_key, self._uid_next = None, first_uid + self.slot * UIDS_PER_SLOT
+        self._uid_key: str | None = None
+        self._uid_next = first_uid + self.slot * UIDS_PER_SLOT
         self._uid_first = self._uid_next
         self.uid = self._uid_next
-        self.session_group = None  # set when the server is shared: this door's sessions are capped there
+        self.session_group: cgroup.Group | None = None  # set when the server is shared: this door's sessions are capped there
         self.starts = 1 if server is None else 0  # fork servers this door started (replacements included)
         self._lost_key: str | None = None  # the submission whose session found no server that would start
         # request/reply round trips with part children through this door, by the request's op (a
@@ -194,7 +196,7 @@ class Sandbox:
 
     # ------------------------------------------------------------ the fork server
 
-    def _start(self):
+    def _start(self) -> None:
         ours, theirs = protocol.control_pair()
         self.control, self.owner = ours, True
         folders = room.import_paths(in_room=self.in_room)
@@ -218,7 +220,8 @@ class Sandbox:
             start_new_session=True)
         theirs.close()
         self.pidfd: int | None = os.pidfd_open(self.process.pid)  # its liveness, from any process that inherits this object
-        self.info, self.baseline = None, 0  # baseline: the server's own memory, read once it is ready
+        self.info: protocol.Message | None = None
+        self.baseline = 0  # baseline: the server's own memory, read once it is ready
         # its configuration now (read once it has warmed up): other doors may be attached behind it
         try:
             protocol.send_message(self.control, {"seccomp": self.plan["seccomp"], "namespaces": self.in_room,
@@ -234,22 +237,23 @@ class Sandbox:
             self.session_group = self._new_group()
         return Sandbox(slot=slot, device=self.device, server=self, settings=self.settings)
 
-    def _attach(self, server):
+    def _attach(self, server: Sandbox) -> None:
         ours, theirs = protocol.control_pair()
         try:
             protocol.send_message(server.control, {"op": "attach"}, [theirs.fileno()])
         finally:
             theirs.close()
         self.control, self.owner, self.process, self.info = ours, False, server.process, None
+        assert server.pidfd is not None, "a door attaches to a fork server that runs (not a closed Sandbox)"
         self.pidfd = os.dup(server.pidfd)
         self.group, self.baseline = None, 0
         self.session_group = self._new_group() if server.group else None
 
-    def _new_group(self):
+    def _new_group(self) -> cgroup.Group | None:
         return cgroup.make(f"{cgroup.PREFIX}{os.getpid()}-{id(self) % 10**6}-{time.monotonic_ns() % 10**6}",
                            1 << 30, isolation.PROCESSES + 16)
 
-    def ready(self, timeout: float = 120) -> dict:
+    def ready(self, timeout: float = 120) -> protocol.Message:
         """The fork server's first word, once it has warmed up; ServerLost (the server stopped) when
         none comes."""
         if self.info is None:
@@ -261,7 +265,7 @@ class Sandbox:
             self.baseline = self.group.usage() if self.group else 0
         return self.info
 
-    def _uid_for(self, key):
+    def _uid_for(self, key: str) -> int:
         """A uid per submission: the next one of this worker's block whenever the submission changes."""
         if key != self._uid_key:
             self._uid_key, self.uid = key, self._uid_next
@@ -350,9 +354,10 @@ class Sandbox:
         self.close()
 
 
-def _read_tree(folder, limit=16 << 20):
+def _read_tree(folder: str | Path, limit: int = 16 << 20) -> dict[str, bytes]:
     """The staged submission as {relative path: bytes}: regular files only, links skipped."""
-    files, total = {}, 0
+    files: dict[str, bytes] = {}
+    total = 0
     for root, dirs, names in os.walk(folder):
         dirs[:] = [d for d in dirs if not os.path.islink(os.path.join(root, d))]
         for name in names:

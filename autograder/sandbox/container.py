@@ -20,6 +20,7 @@ the network and the other processes of the machine (one submission per container
 import ctypes
 import os
 import stat
+from pathlib import Path
 
 from autograder import PROJECT_ROOT
 
@@ -79,7 +80,7 @@ def usable(requested: bool) -> tuple[bool, str]:
     return True, refusal
 
 
-def check_grader_files(paths=(PROJECT_ROOT,)):
+def check_grader_files(paths: tuple[Path, ...] = (PROJECT_ROOT,)) -> str:
     """SandboxUnavailable-worthy text when a grader-only folder is reachable by other users, else ''."""
     for path in paths:
         if not _closed_to_others(os.path.realpath(path)):

