@@ -24,6 +24,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,18 +34,21 @@ from autograder.settings import CACHE_ENV  # noqa: F401 (the variable's name, fo
 if TYPE_CHECKING:
     from autograder.grading import Grade
     from autograder.rubric import Rubric
+    from autograder.runner import Checks
 
 VERSION = 1
 STUDENT_MESSAGE = ("This submission was not graded: the autograder's environment failed its own check (it "
                    "could not give the reference solutions full marks), so no score was recorded. This is not "
                    "about your code; your instructor can see the details.")
 
+Record = dict[str, Any]  # the environment_check record, as results.json stores it (JSON: its values vary)
+
 
 class EnvironmentFailed(RuntimeError):
     """The reference solutions did not get full marks here; str() names the failing checks and the likely cause.
     .record: the environment_check record (passed False)."""
 
-    def __init__(self, message: str, record: dict) -> None:
+    def __init__(self, message: str, record: Record) -> None:
         super().__init__(message)
         self.record = record
 
@@ -54,8 +58,8 @@ def reference_folder() -> Path:
     return chapter.current().solutions
 
 
-def ensure(sandbox: Any, rubric: Rubric, suites: dict[str, list], rubric_path: str | Path,
-           reference: str | Path | None = None, cache: str | Path | None = None, seed: int | None = None) -> dict:
+def ensure(sandbox: Any, rubric: Rubric, suites: dict[str, Checks], rubric_path: str | Path,
+           reference: str | Path | None = None, cache: str | Path | None = None, seed: int | None = None) -> Record:
     """The environment_check record for this sandbox, from the cache or by grading the reference
     now; EnvironmentFailed when the reference loses any point. cache: the verdicts' folder (default:
     cache_folder()); seed: the run's secret for the reference's unseen inputs (default: drawn)."""
@@ -73,7 +77,8 @@ def ensure(sandbox: Any, rubric: Rubric, suites: dict[str, list], rubric_path: s
     return {**record, "cached": record.get("cached", False)}
 
 
-def _grade_reference(sandbox, rubric, suites, reference, seed=None):
+def _grade_reference(sandbox: Any, rubric: Rubric, suites: dict[str, Checks], reference: Path,
+                     seed: int | None = None) -> Record:
     from autograder import grading
 
     grade = grading.grade_submission(reference, rubric, suites, sandbox, figures=False, seed=seed)
@@ -83,10 +88,10 @@ def _grade_reference(sandbox, rubric, suites, reference, seed=None):
     return record
 
 
-def _record(sandbox, grade):
+def _record(sandbox: Any, grade: Grade | None) -> Record:
     import torch
 
-    record: dict[str, Any] = {"passed": False, "score": 0.0, "max_score": None, "device": getattr(sandbox, "device", "cpu"),
+    record: Record = {"passed": False, "score": 0.0, "max_score": None, "device": getattr(sandbox, "device", "cpu"),
               "walls": [], "torch": torch.__version__, "python": platform.python_version(), "failed": []}
     if grade is not None:
         failed = [f"{c.part}: {c.name}" for c in grade.checks if not c.passed]
@@ -165,7 +170,7 @@ def grader_fingerprint(rubric_path: str | Path, reference: str | Path | None = N
     return h.hexdigest()
 
 
-def _version_file(package):
+def _version_file(package: str) -> str:
     """The text of package/version.py (its version and build), found without importing the package."""
     import importlib.util
 
@@ -178,14 +183,14 @@ def _version_file(package):
         return "not installed"
 
 
-def _hash_files(h, sources):
+def _hash_files(h: hashlib._Hash, sources: Iterable[tuple[str | Path, str]]) -> None:
     for folder, pattern in sources:
         for path in sorted(Path(folder).glob(pattern)):
             if "__pycache__" not in path.parts and path.is_file():
                 h.update(str(path.relative_to(folder)).encode() + b"\0" + path.read_bytes() + b"\0")
 
 
-def _gpus():
+def _gpus() -> dict[str, Any]:
     """The cards and their driver, asked without initialising CUDA here (the batch's workers are
     forked from this process: client.cuda_devices)."""
     from autograder.sandbox.client import cuda_devices
@@ -209,7 +214,7 @@ def cache_folder(cache: str | Path | None = None) -> Path:
     return Path(settings.user_cache_home()) / "ch03-autograder"
 
 
-def _ours(path):
+def _ours(path: str | Path) -> bool:
     """path exists, is not a link, belongs to this user and only this user can write it."""
     try:
         info = os.lstat(path)
@@ -219,7 +224,7 @@ def _ours(path):
         and not stat.S_ISLNK(info.st_mode)
 
 
-def _cached(key, folder=None):
+def _cached(key: str, folder: Path | None = None) -> Record | None:
     folder = folder or cache_folder()
     path = folder / f"envcheck-{key}.json"
     if not (_ours(folder) and _ours(path)):
@@ -231,7 +236,7 @@ def _cached(key, folder=None):
     return {**record, "cached": True} if isinstance(record, dict) and record.get("passed") is True else None
 
 
-def _store(key, record, folder=None):
+def _store(key: str, record: Record, folder: Path | None = None) -> None:
     folder = folder or cache_folder()
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
