@@ -45,6 +45,7 @@ import stat
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 from autograder import text
 
@@ -134,7 +135,7 @@ class Late:
     cutoff: bool = False  # more started days late than --late-days accepts: final score 0
 
     @classmethod
-    def from_row(cls, row: dict) -> Late:
+    def from_row(cls, row: dict[str, Any]) -> Late:
         """A row as the gradebook's lateness table keeps it (gradebook.Gradebook.lateness)."""
         return cls(parse_time(row["submitted_at"], "submitted_at") if row["submitted_at"] else None,
                    parse_time(row["due"], "due"), row["late_days"], float(row["penalty"]), float(row["final_score"]),
@@ -176,8 +177,8 @@ class LatePolicy:
     due: datetime
     percent_per_day: float = 0.0
     max_days: int | None = None  # --late-days: more started days late than this scores 0
-    times: dict = field(default_factory=dict)  # student -> submitted_at (TIMES.csv)
-    extensions: dict = field(default_factory=dict)  # student -> their own due date (EXT.csv)
+    times: dict[str, datetime] = field(default_factory=dict)  # student -> submitted_at (TIMES.csv)
+    extensions: dict[str, datetime] = field(default_factory=dict)  # student -> their own due date (EXT.csv)
 
     def due_for(self, student: str) -> datetime:
         return self.extensions.get(student, self.due)
@@ -205,7 +206,7 @@ class LatePolicy:
         note = "" if student in self.times or not collected.where else f"time from {collected.where}"
         return self._charge(submitted, due, late_days(submitted, due), score, note)
 
-    def _charge(self, submitted, due, days, score, note):
+    def _charge(self, submitted: datetime | None, due: datetime, days: int, score: float, note: str) -> Late:
         if self.max_days is not None and days > self.max_days:
             why = f"{days} days late, more than the {self.max_days} day(s) late work is accepted: final score 0"
             return Late(submitted, due, days, 100.0, 0.0, f"{note}; {why}" if note else why, cutoff=True)
