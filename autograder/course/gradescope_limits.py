@@ -29,6 +29,7 @@ import stat
 from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 from autograder.course.lateness import LateInputError, parse_time
 from autograder.rubric import SubmissionLimit
@@ -44,12 +45,12 @@ class Verdict:
     used: int  # counted submissions in the window before this one
     now: datetime
     next_at: datetime | None = None  # when the next graded submission is possible (refused only)
-    last: dict | None = None  # the last graded submission's results.json (refused only)
+    last: dict[str, Any] | None = None  # the last graded submission's results.json (refused only)
     last_at: datetime | None = None
     problem: str = ""  # why the metadata could not be used (then the submission is graded)
 
 
-def read_metadata(root: Path) -> dict | None:
+def read_metadata(root: Path) -> dict[str, Any] | None:
     """ROOT/submission_metadata.json as a dict; None when absent, not a regular file, too large or
     not JSON (the limit then cannot be applied, and the submission is graded)."""
     try:
@@ -76,10 +77,10 @@ def _time(value: object, where: str) -> datetime | None:
         return None
 
 
-def counted(previous: object) -> list[tuple[datetime, dict]]:
+def counted(previous: object) -> list[tuple[datetime, dict[str, Any]]]:
     """[(submission time, results)] of the earlier submissions the grader finished, oldest first
     (previous: Gradescope's previous_submissions, whatever it holds)."""
-    found: list[tuple[datetime, dict]] = []
+    found: list[tuple[datetime, dict[str, Any]]] = []
     for entry in previous if isinstance(previous, list) else []:
         if not isinstance(entry, dict):
             continue
@@ -90,7 +91,7 @@ def counted(previous: object) -> list[tuple[datetime, dict]]:
     return sorted(found, key=lambda item: item[0])
 
 
-def judge(limit: SubmissionLimit, metadata: dict | None) -> Verdict:
+def judge(limit: SubmissionLimit, metadata: dict[str, Any] | None) -> Verdict:
     """Whether this submission may be graded under limit, from Gradescope's metadata."""
     if metadata is None:
         return Verdict(True, 0, datetime.now(timezone.utc), problem=f"no readable {METADATA}: the limit is not applied")
@@ -110,7 +111,7 @@ def _utc(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def over_limit_results(verdict: Verdict, limit: SubmissionLimit) -> dict:
+def over_limit_results(verdict: Verdict, limit: SubmissionLimit) -> dict[str, Any]:
     """results.json of a refused submission: the last graded one's score and tests under the message."""
     assert verdict.last_at is not None and verdict.next_at is not None, "a refused submission's verdict"
     last = dict(verdict.last or {})
@@ -137,7 +138,7 @@ def graded_note(verdict: Verdict, limit: SubmissionLimit) -> str:
             f"(this course grades {limit.describe()}).")
 
 
-def _record(verdict: Verdict, limit: SubmissionLimit) -> dict:
+def _record(verdict: Verdict, limit: SubmissionLimit) -> dict[str, Any]:
     return {"limit": limit.limit, "window_hours": limit.window_hours, "used": verdict.used,
             "next_graded_from": verdict.next_at.isoformat() if verdict.next_at else None}
 
