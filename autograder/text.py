@@ -85,7 +85,7 @@ def _kept(char):
 _FORMULA = re.compile(r"(^|[,;\t\r\n|])([ \t\r\n]*)([=+\-@])")
 
 
-def csv_cell(value):
+def csv_cell(value: object) -> str:
     """A text cell of grades.csv or misconceptions.csv that no spreadsheet evaluates: every part that
     would start a formula (at the start or after a separator) gets a leading apostrophe, as does a
     cell that starts with a tab or a carriage return."""

@@ -24,6 +24,7 @@ import os
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -143,7 +144,7 @@ class Gradebook:
         row = self.db.execute("SELECT digest FROM submissions WHERE student = ?", (student,)).fetchone()
         return row[0] if row else None
 
-    def graded(self):
+    def graded(self) -> dict[str, tuple[str, str, float, dict[str, float]]]:
         """{student: (digest, grader fingerprint, score, {part: score})} of every current grade."""
         parts = self.part_scores()
         return {s: (d, g, score, parts.get(s, {})) for s, d, g, score in
@@ -372,7 +373,7 @@ class Gradebook:
                         (student, now, reason, digest, grader, effective["score"], effective["max_score"],
                          json.dumps(parts, sort_keys=True)))
 
-    def effective_records(self):
+    def effective_records(self) -> list[tuple[str, dict[str, Any], str]]:
         """records() with every standing override applied (apply_overrides): the grade of record before lateness."""
         overrides = self.overrides()
         return [(s, apply_overrides(results, overrides.get(s, {})), problem) for s, results, problem in self.records()]
@@ -399,7 +400,7 @@ class Gradebook:
             self.db.execute("ROLLBACK")
             raise
 
-    def lateness(self):
+    def lateness(self) -> dict[str, dict[str, Any]]:
         """{student: {submitted_at, due, late_days, penalty, final_score, note, cutoff}} of the last run's late policy."""
         keys = ("submitted_at", "due", "late_days", "penalty", "final_score", "note", "cutoff")
         return {row[0]: dict(zip(keys, row[1:], strict=True)) for row in self.db.execute(

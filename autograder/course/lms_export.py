@@ -40,7 +40,7 @@ class ExportError(ValueError):
 @dataclass(frozen=True)
 class RosterRow:
     student: str
-    cells: dict  # column (lower case) -> text
+    cells: dict[str, str]  # column (lower case) -> text
     line: int
 
 
@@ -99,7 +99,7 @@ def _grade(value: float | None) -> str:
     return "" if value is None else f"{value:g}"
 
 
-def canvas_rows(roster: list[RosterRow], grades: dict, assignment: str) -> tuple[list[str], list[list[str]]]:
+def canvas_rows(roster: list[RosterRow], grades: dict[str, float | None], assignment: str) -> tuple[list[str], list[list[str]]]:
     """Canvas's import rows; a roster row with none of id, sis_user_id, sis_login_id is an ExportError naming
     its line: Canvas finds a student by one of them and would skip (or mismatch) a row without any."""
     for r in roster:
@@ -111,7 +111,7 @@ def canvas_rows(roster: list[RosterRow], grades: dict, assignment: str) -> tuple
     return header, rows
 
 
-def moodle_rows(roster: list[RosterRow], grades: dict, assignment: str) -> tuple[list[str], list[list[str]]]:
+def moodle_rows(roster: list[RosterRow], grades: dict[str, float | None], assignment: str) -> tuple[list[str], list[list[str]]]:
     header = ["Email address", text.csv_cell(assignment)]
     for r in roster:
         email = r.cells["email"]
