@@ -3,12 +3,17 @@ bound on the one channel time gives a child that has seen one (docs/sandbox.md, 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from autograder.sandbox import procfs
 
-if TYPE_CHECKING:
-    from autograder.sandbox.part_child import PartChild
+
+class Metered(Protocol):
+    """What the meter reads of a part's child (part_child.PartChild, which imports this module)."""
+    host_pid: int  # 0 until read from its pidfd
+    pidfd: Any  # an int; None once the child has ended
+
+    def spent(self) -> float: ...
 
 
 class IdleMeter:
@@ -28,7 +33,7 @@ class IdleMeter:
 
     CHECK_EVERY = 0.5
 
-    def __init__(self, part: PartChild, budget: float) -> None:
+    def __init__(self, part: Metered, budget: float) -> None:
         self.part, self.budget = part, budget
         # (session CPU, the child's run delay) at the first call after a hidden input
         self.base: tuple[float, float] | None = None
