@@ -113,6 +113,10 @@ c.GenerateFeedback.preprocessors = [
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
     "autograder.nbgrader_plugins.WrapOutputLines",  # the report's long lines wrap on the page
 ]
+# nbgrader's feedback page with its language declared (<html lang="en">), for screen readers
+from autograder.nbgrader_plugins import configure_feedback_page  # noqa: E402 - after sys.path is set above
+
+configure_feedback_page(c)
 
 # --- what the instructor's browser renders: formgrader and generate_feedback ------------------------
 # Both render students' notebooks through nbconvert's HTMLExporter, which by default passes the HTML

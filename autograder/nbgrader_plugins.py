@@ -450,6 +450,27 @@ WRAP_CSS = ("div.output_area pre, div.output_text pre { white-space: pre-wrap; o
             " body li.late-penalty { color: #a1251b; } body a { color: #1d4f7a; text-decoration: underline; }")
 
 
+FEEDBACK_TEMPLATE = "ch03_feedback"  # autograder/templates/nbgrader_feedback/ch03_feedback
+
+
+def configure_feedback_page(config) -> None:
+    """Point generate_feedback's HTMLExporter at the course's feedback template (nbgrader's own, with
+    `<html lang="en">`). Scoped to GenerateFeedback: the formgrader's exporter keeps its own template, and
+    a top-level HTMLExporter.template_name (which formgrader's "generate feedback" button sets) does not
+    override it. Both template searches are given whole because nbgrader fills them only when unset."""
+    import nbgrader
+
+    formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
+    exporter = config.GenerateFeedback.HTMLExporter
+    exporter.template_name = FEEDBACK_TEMPLATE
+    exporter.extra_template_basedirs = [str(Path(__file__).parent / "templates" / "nbgrader_feedback"),
+                                        str(formgrader / "templates")]
+    # nbgrader's bootstrap css, as nbgrader sets it, and its templates' folder, where `extends
+    # 'feedback/index.html.j2'` finds the page this template changes
+    exporter.extra_template_paths = [str(formgrader / "static" / "node_modules" / "bootstrap" / "dist" / "css"),
+                                     str(formgrader / "templates")]
+
+
 class WrapOutputLines(NbGraderPreprocessor):
     """generate_feedback, after CSSHTMLHeaderPreprocessor: the page's outputs wrap their long lines
     (a graded cell's "What to fix" is one line per diagnosis) at spaces instead of running off the page

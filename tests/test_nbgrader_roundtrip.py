@@ -485,6 +485,8 @@ def test_feedback_for_every_notebook_of_every_student(course):
     assert "data:image/png;base64," not in raw
     # issue 22: the graded cells' report lines wrap on the page (the fix itself was cut off)
     assert nbgrader_plugins.WRAP_CSS in raw
+    # the page declares its language (nbgrader's own template does not; ours, configure_feedback_page, does)
+    assert re.match(r"\s*<!DOCTYPE html>\s*<html lang=\"en\">", raw), raw[:200]
 
 
 def test_feedback_holds_no_hidden_test(course, module_form):
