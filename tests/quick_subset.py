@@ -24,9 +24,9 @@ QUICK = {
     "test_cuda_fork.py": {"test_a_machine_where_nvml_and_torch_see_no_gpu_refuses_cuda"},
     "test_degenerate.py": {"test_the_degenerate_helper"},
     "test_doc_figures.py": None,
+    # and test_every_failed_check_names_the_one_cause's first case, marked quick in the file
     "test_diagnosis.py": {"test_two_mistakes_with_the_same_numbers_are_both_named",
-                          "test_the_cause_named_by_most_failed_checks_is_the_part_s_diagnosis",
-                          "test_every_failed_check_names_the_one_cause"},
+                          "test_the_cause_named_by_most_failed_checks_is_the_part_s_diagnosis"},
     "test_deploy_installs.py": set(),  # fresh virtual environments of the deployed paths: `-m deploy`
     "test_device.py": {"test_on_the_cpu_nothing_is_copied"},
     "test_fake_cuda.py": {"test_the_emulated_gpu_follows_torchs_device_rules",
