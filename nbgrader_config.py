@@ -16,7 +16,7 @@ import sys
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-if HERE not in sys.path:  # nbgrader imports autograder.nbgrader_plugins from this repository
+if HERE not in sys.path:  # nbgrader imports autograder.deploy.nbgrader_plugins from this repository
     sys.path.insert(0, HERE)
 # nbgrader runs `alembic` (the gradebook's migrations) as a program found on PATH: put the folder of
 # this interpreter first, where pip installed alembic with nbgrader, so `.venv/bin/nbgrader ...` works
@@ -50,12 +50,12 @@ c.Exchange.root = "/srv/nbgrader/exchange"
 c.Exchange.path_includes_course = False
 # collect takes an inbound entry only from the account of the student it names (anyone can write into
 # the inbound folder), and the submission time from the kernel's record of the entry's last change,
-# never from its name or timestamp.txt, which the student writes (autograder/nbgrader_exchange.py)
-c.ExchangeFactory.collect = "autograder.nbgrader_exchange.VerifiedCollect"
+# never from its name or timestamp.txt, which the student writes (autograder/deploy/nbgrader_exchange.py)
+c.ExchangeFactory.collect = "autograder.deploy.nbgrader_exchange.VerifiedCollect"
 
 # --- releasing: the stubs carry the same hints as assignments/ch03/*.py ----------------------------
 # ClearSolutionsWithHints replaces nbgrader's ClearSolutions: a solution cell named after one of the
-# chapter's modules becomes autograder.stubs.make_stub of its code. code_stub is what ClearSolutions
+# chapter's modules becomes autograder.authoring.stubs.make_stub of its code. code_stub is what ClearSolutions
 # itself writes for any other solution region.
 c.ClearSolutions.code_stub = {
     "python": 'raise NotImplementedError("write this part: the docstring above says what it computes")',
@@ -64,7 +64,7 @@ c.GenerateAssignment.preprocessors = [
     "nbgrader.preprocessors.IncludeHeaderFooter",
     "nbgrader.preprocessors.InstantiateTests",
     "nbgrader.preprocessors.LockCells",
-    "autograder.nbgrader_plugins.ClearSolutionsWithHints",
+    "autograder.deploy.nbgrader_plugins.ClearSolutionsWithHints",
     "nbgrader.preprocessors.ClearOutput",
     "nbgrader.preprocessors.CheckCellMetadata",
     "nbgrader.preprocessors.ComputeChecksums",
@@ -83,16 +83,16 @@ c.GenerateAssignment.preprocessors = [
 # Student code never runs in this process nor as this user; see docs/notebooks.md.
 c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput",
-    "autograder.nbgrader_exchange.SanitizeMarkdown",  # formgrader renders Markdown without a sanitizer
-    "autograder.nbgrader_plugins.RestoreCellRoles",
+    "autograder.deploy.nbgrader_exchange.SanitizeMarkdown",  # formgrader renders Markdown without a sanitizer
+    "autograder.deploy.nbgrader_plugins.RestoreCellRoles",
     "nbgrader.preprocessors.DeduplicateIds",
     "nbgrader.preprocessors.OverwriteKernelspec",
     # OverwriteCells, without warning about the graded cells whose hidden tests the release cleared
-    "autograder.nbgrader_plugins.OverwriteCellsQuietly",
+    "autograder.deploy.nbgrader_plugins.OverwriteCellsQuietly",
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 c.Autograde.autograde_preprocessors = [
-    "autograder.nbgrader_plugins.GradeInSandbox",
+    "autograder.deploy.nbgrader_plugins.GradeInSandbox",
     "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor",
     "nbgrader.preprocessors.LimitOutput",
@@ -109,12 +109,12 @@ c.Autograde.autograde_preprocessors = [
 # --- feedback: no hidden test source, no output of hidden tests ------------------------------------
 c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
-    "autograder.nbgrader_plugins.ScrubHiddenTests",
+    "autograder.deploy.nbgrader_plugins.ScrubHiddenTests",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
-    "autograder.nbgrader_plugins.WrapOutputLines",  # the report's long lines wrap on the page
+    "autograder.deploy.nbgrader_plugins.WrapOutputLines",  # the report's long lines wrap on the page
 ]
 # nbgrader's feedback page with its language declared (<html lang="en">), for screen readers
-from autograder.nbgrader_plugins import configure_feedback_page  # noqa: E402 - after sys.path is set above
+from autograder.deploy.nbgrader_plugins import configure_feedback_page  # noqa: E402 - after sys.path is set above
 
 configure_feedback_page(c)
 
@@ -129,7 +129,7 @@ c.HTMLExporter.sanitize_html = True
 # placed (as files or inside zips) in downloaded/ch03/archive.
 # a file is collected only for the student whose upload it came from (a file in Alice's zip named like
 # Bob's is refused, not handed in as Bob's), and a duplicate is skipped instead of stopping the class
-c.ZipCollectApp.collector_plugin = "autograder.nbgrader_exchange.OwnFilesCollector"
+c.ZipCollectApp.collector_plugin = "autograder.deploy.nbgrader_exchange.OwnFilesCollector"
 c.ZipCollectApp.archive_directory = "archive"
 c.ZipCollectApp.extracted_directory = "extracted"
 c.FileNameCollectorPlugin.named_regexp = (

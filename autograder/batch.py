@@ -38,9 +38,10 @@ from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from autograder import PARTS, chapter, envcheck, lateness, regrades, reports, submission, text
+from autograder import chapter as chapter_mod, envcheck, reports, submission, text
+from autograder.course import lateness, regrades
 from autograder.engine import Engine
-from autograder.gradebook import Gradebook
+from autograder.course.gradebook import Gradebook
 from autograder.reports import class_report, html_feedback, plots
 from autograder.reports.records import not_graded_of
 from autograder.sandbox import container
@@ -189,27 +190,42 @@ def _ready():
 
 
 def _grade_one(student, path):
-    """-> (student, results or None, problem, internal detail): never raises for a submission."""
+    """-> (student, results or None, problem, internal detail, pictures): never raises for a submission.
+    pictures: the PNGs of the results' figures, drawn here, where the grade is made (plots.draw_all),
+    for the parent to write (plots.remember), not to draw one student after the other."""
     from autograder import grading
     from autograder.submission import SubmissionError
 
     try:
         grade = _worker_engine.grade(path)
+        results = reports.results_json(grade)
         # the machine kept a part from running: recorded as not graded, graded again on the next run
-        return student, reports.results_json(grade), grading.not_graded_problem(grade), ""
+        return student, results, grading.not_graded_problem(grade), "", _pictures(results)
     except SubmissionError as e:
-        return student, None, text.clean(str(e)), ""
+        return student, None, text.clean(str(e)), "", {}
     except Exception as e:  # a failure of the grader on this submission: recorded; the others go on
         print(f"batch: grading {student} failed:", file=sys.stderr)
         traceback.print_exc()
-        return student, None, INTERNAL, text.excerpt(f"{type(e).__name__}: {e}")
+        return student, None, INTERNAL, text.excerpt(f"{type(e).__name__}: {e}"), {}
+
+
+def _pictures(results):
+    """The pictures of every figure the feedback of results shows ({} where none can be drawn here: the
+    parent then draws or words them as before)."""
+    if not plots.available():
+        return {}
+    try:
+        return plots.draw_all(f for figures in html_feedback.figures_by_part(results).values() for _, f in figures)
+    except Exception:  # a picture never costs a grade: the parent draws what is missing
+        return {}
 
 
 def run_batch(folder: str | Path, out: str | Path, jobs: int = 2, force: bool = False,
               rubric_path: str | Path | None = None, progress: TextIO | None = sys.stderr,
               summary: TextIO | None = None, settings: Settings | None = None,
-              late: lateness.LatePolicy | None = None) -> int:
+              late: lateness.LatePolicy | None = None, chapter: chapter_mod.Chapter | None = None) -> int:
     """Grade every submission of folder into out -> the number of submissions in the gradebook.
+    chapter: the chapter graded (the command's; None: this repository's).
 
     progress: a stream for the progress bar (drawn only on a terminal); summary: a stream for the
     end-of-batch summary (after grades.csv is written); settings: the run's (default: the environment's);
@@ -223,7 +239,7 @@ def run_batch(folder: str | Path, out: str | Path, jobs: int = 2, force: bool = 
     out = Path(out)
     for sub in ("results", "feedback"):
         (out / sub).mkdir(parents=True, exist_ok=True)
-    engine = Engine(settings, rubric_path or chapter.current().rubric)
+    engine = Engine(settings, rubric_path, chapter)
     progress = progress if progress is not None and progress.isatty() else None
     book = Gradebook(out / "gradebook.db")
     found, todo, doors = None, [], []
@@ -262,7 +278,7 @@ def run_batch(folder: str | Path, out: str | Path, jobs: int = 2, force: bool = 
         stop_fork_servers(doors)
         students = None if found is None else [student for student, _, _ in found]
         late_rows = _lateness(book, late, found) if found is not None else {}
-        write_csv(book, out / "grades.csv", students, late_rows if late else None)
+        write_csv(book, out / "grades.csv", students, late_rows if late else None, parts=engine.chapter.parts)
     reasons = {student: reason for student, _, _, reason in todo}
     moves = book.moves(run) if graded else []
     book.add_regrades(run, moves, reasons)  # appended: earlier runs' moves stay
@@ -278,11 +294,12 @@ def run_batch(folder: str | Path, out: str | Path, jobs: int = 2, force: bool = 
     return count
 
 
-def rewrite_outputs(out: str | Path) -> list[str]:
+def rewrite_outputs(out: str | Path, chapter: chapter_mod.Chapter | None = None) -> list[str]:
     """After a change made outside a batch run (an override set or removed): grades.csv, regrades.csv,
     report.html and the feedback whose grade of record changed, rewritten from the gradebook for the
     students grades.csv lists (the last run's class), the last run's late rows rescored on the grade of
-    record (their policy and times as that run judged them) -> the students of grades.csv."""
+    record (their policy and times as that run judged them) -> the students of grades.csv.
+    chapter: whose parts grades.csv has columns for (None: this repository's)."""
     out = Path(out)
     book = Gradebook(out / "gradebook.db")
     try:
@@ -297,7 +314,8 @@ def rewrite_outputs(out: str | Path) -> list[str]:
             late_rows = {s: lateness.Late.from_row(row).rescored(scores.get(s, row["final_score"]))
                          for s, row in stored.items()}
             book.set_lateness(late_rows)
-        write_csv(book, out / "grades.csv", students, late_rows if stored else None)
+        write_csv(book, out / "grades.csv", students, late_rows if stored else None,
+                  parts=(chapter or chapter_mod.current()).parts)
         write_regrades(out / "regrades.csv", book.regrades())
         write_feedback(book, out, students, late_rows)
         class_report.write_class_report(out, book.effective_records(), late_rows, book.regrades())
@@ -417,7 +435,8 @@ def _grade_all(todo, where, engine, doors, book, progress, run):
     pending = {s: (p, f, r) for s, p, f, r in todo}
     _progress(progress, 0, total, started, "")
 
-    def finish(student, results, problem, internal):
+    def finish(student, results, problem, internal, pictures=None):
+        plots.remember(pictures or {})  # drawn in the worker: written here, not drawn again
         path, fingerprint, reason = pending.pop(student)
         if results is None:
             results = reports.broken_results(engine.rubric, problem)
@@ -486,19 +505,21 @@ def _store(book, out, student, stamp, results, problem):
             pass  # the gradebook itself refuses: the student is missing from grades.csv, graded on the next run
 
 
-def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, late: dict | None = None) -> None:
+def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, late: dict | None = None,
+              parts: tuple[str, ...] | None = None) -> None:
     """grades.csv: student, score, max_score, one column per part, problem (why a submission could
     not be graded; empty when it was); one row per student of `students` (default: the gradebook's).
     With late ({student: lateness.Late}, a run with a due date) the columns lateness.COLUMNS and
-    late_note follow: `score` stays what the code earned, `final_score` is after the late policy."""
-    parts = [p for p in PARTS]
+    late_note follow: `score` stays what the code earned, `final_score` is after the late policy.
+    parts: the chapter's (its manifest's; None: this repository's)."""
+    columns = list(chapter_mod.current().parts if parts is None else parts)
     problems, kept = book.problems(), book.not_graded()
     wanted = None if students is None else set(students)
     overrides = book.overrides()
     effective = {s: r for s, r, _ in book.effective_records()} if overrides else {}
     with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, newline="") as tmp:
         writer = csv.writer(tmp)
-        writer.writerow(["student", "score", "max_score", *parts, "problem"]
+        writer.writerow(["student", "score", "max_score", *columns, "problem"]
                         + ([*lateness.COLUMNS, "late_note"] if late is not None else [])
                         + (["overrides"] if overrides else []))
         for student, score, max_score, by_part in book.rows():
@@ -511,7 +532,7 @@ def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, la
                 if ungraded:  # no score stands, not even 0 (never a lower score): the grader's structured record
                     score = max_score = None
                 row = [text.csv_cell(student), _cell(score), _cell(max_score),
-                       *(_cell(None if p in ungraded else by_part.get(p, 0)) for p in parts), text.csv_cell(problem)]
+                       *(_cell(None if p in ungraded else by_part.get(p, 0)) for p in columns), text.csv_cell(problem)]
                 if late is not None and student in late:
                     cells = late[student].cells()
                     if score is None:  # no score stands yet: no final score either (its lateness does)

@@ -7,7 +7,8 @@ import importlib
 import sys
 from dataclasses import replace
 
-from autograder import settings as settings_mod
+from autograder import chapter as chapter_mod, settings as settings_mod
+from autograder.chapter import Chapter
 from autograder.envcheck import EnvironmentFailed
 from autograder.sandbox.client import SandboxUnavailable, check_device
 from autograder.settings import SEED_ENV, Settings  # noqa: F401 (SEED_ENV: the variable's name, for callers)
@@ -35,10 +36,13 @@ def main(argv=None):
         modules[name] = module
         command = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.add_arguments(command)
+        command.add_argument("--chapter", metavar="FILE", default=None,
+                             help="the chapter manifest (chapter.yml) to work on (default: this repository's)")
         if name in GRADING:
             _add_sandbox_arguments(command)
     args = parser.parse_args(argv)
     try:
+        args.chapter = chapter_of(args)  # the chapter, resolved once here and passed down from here on
         if args.command in GRADING:
             args.settings = settings_from(args)
         return modules[args.command].run(args) or 0
@@ -82,6 +86,23 @@ def settings_from(args) -> Settings:
     except ValueError as e:
         raise UsageError(str(e)) from None
     return (replace(settings, seed=args.seed) if args.seed is not None else settings).with_secret()
+
+
+def chapter_of(args) -> Chapter:
+    """The chapter a command works on: --chapter's manifest (a path or the Chapter main() resolved),
+    else this repository's (chapter.current()); a manifest that cannot be read: UsageError."""
+    given = getattr(args, "chapter", None)
+    if isinstance(given, Chapter):
+        return given
+    try:
+        return chapter_mod.load(given) if given else chapter_mod.current()
+    except chapter_mod.ManifestError as e:
+        raise UsageError(str(e)) from None
+
+
+def rubric_of(args) -> str:
+    """--rubric, else the chapter's grading.yml."""
+    return str(getattr(args, "rubric", None) or chapter_of(args).rubric)
 
 
 def settings_of(args) -> Settings:

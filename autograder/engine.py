@@ -47,10 +47,12 @@ class Engine:
 
     @classmethod
     def open(cls, settings: Settings | None = None, rubric_path: str | Path | None = None,
-             check: bool = True, slot: int = 0, sandbox: Sandbox | None = None) -> Engine:
+             check: bool = True, slot: int = 0, sandbox: Sandbox | None = None,
+             chapter: Chapter | None = None) -> Engine:
         """An engine ready to grade: sandbox started (or the given one used), rubric read and, with
-        check, the environment checked. On any failure what was started is stopped again."""
-        engine = cls(settings, rubric_path)
+        check, the environment checked. On any failure what was started is stopped again.
+        chapter: the manifest the entry point resolved (None: this repository's, chapter.current())."""
+        engine = cls(settings, rubric_path, chapter)
         engine.start_sandbox(slot, sandbox)
         try:
             engine.load_rubric()
@@ -73,7 +75,7 @@ class Engine:
     def load_rubric(self) -> Rubric:
         from autograder import grading
 
-        self.rubric, self.suites = grading.load_rubric(self.rubric_path)
+        self.rubric, self.suites = grading.load_rubric(self.rubric_path, self.chapter)
         return self.rubric
 
     def check_environment(self) -> dict[str, Any]:
@@ -95,7 +97,7 @@ class Engine:
         assert self.sandbox is not None and self.rubric is not None and self.suites is not None, "Engine.open() first"
         return grading.grade_submission(path, rubric or self.rubric, self.suites, self.sandbox, parts=parts,
                                         seed=self.settings.seed, figures=figures,
-                                        environment_check=self.environment_check)
+                                        environment_check=self.environment_check, chapter=self.chapter)
 
     def for_worker(self, sandbox: Sandbox | None, slot: int) -> Engine:
         """An engine for a worker process of this run: the same settings, rubric file and environment

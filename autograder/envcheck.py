@@ -145,6 +145,12 @@ def cache_key(sandbox: Any, rubric_path: str | Path, reference: str | Path) -> s
     return h.hexdigest()
 
 
+# the grader's code a grade depends on besides the engine, (folder, pattern): the hidden suites (with their
+# snapshots), the stand-ins they give a child (the reference's answers, their bounds) and the grader's
+# reading of the submitted source (the efficiency and device checks agree with it)
+GRADING_CODE = ((PACKAGE_DIR / "suites", "**/*"), (PACKAGE_DIR, "stand_ins.py"), (PACKAGE_DIR, "source_reading.py"))
+
+
 def grader_fingerprint(rubric_path: str | Path, reference: str | Path | None = None) -> str:
     """What a student's grade depends on besides their submission, from the cache key's ingredients:
     the rubric, the hidden suites (with their snapshots), the reference solutions and the versions of
@@ -155,7 +161,7 @@ def grader_fingerprint(rubric_path: str | Path, reference: str | Path | None = N
                 "python": platform.python_version()}
     h.update(json.dumps(versions, sort_keys=True).encode())
     h.update(Path(rubric_path).read_bytes())
-    _hash_files(h, ((PACKAGE_DIR / "suites", "**/*"), (Path(reference or reference_folder()), "*.py")))
+    _hash_files(h, GRADING_CODE + ((Path(reference or reference_folder()), "*.py"),))
     return h.hexdigest()
 
 

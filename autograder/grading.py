@@ -11,13 +11,15 @@ import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from autograder import chapter, rubric as rubric_mod, runner
+from autograder import chapter as chapter_mod, rubric as rubric_mod, runner
 from autograder.rubric import Rubric
 from autograder.submission import stage
 
-RUBRIC_PATH = chapter.current().rubric
+if TYPE_CHECKING:
+    from autograder.chapter import Chapter
+
 NOT_GRADED_MESSAGE = ("This submission was not graded: the machine that graded it was overloaded (its processes were "
                       "killed or kept waiting by something other than your code), so no score was recorded. This is "
                       "not about your code; it will be graded again.")
@@ -59,6 +61,7 @@ class Grade:
     seed: int | None = None                       # the run's secret behind the unseen inputs (instructors only)
     environment_check: dict | None = None         # envcheck.ensure's record: the reference graded here first
     tampering: list = field(default_factory=list)  # reaches into the grader its source writes (instructors only)
+    chapter: str = ""                             # the chapter's id (chapter.yml): junit's suite name
 
     @property
     def score(self) -> float:
@@ -75,29 +78,44 @@ class Grade:
         return round(sum(p["max_score"] for p in self.parts.values()), 4)
 
 
-def load_rubric(path: str | Path = RUBRIC_PATH) -> tuple[Rubric, dict[str, list]]:
-    suites = runner.discover()
+def __getattr__(name: str) -> Any:
+    """RUBRIC_PATH: this repository's grading.yml (chapter.current()), read on first use, for tools
+    and tests; the grader's own path takes the rubric from the Chapter it was given."""
+    if name == "RUBRIC_PATH":
+        return chapter_mod.current().rubric
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def load_rubric(path: str | Path | None = None, chapter: Chapter | None = None) -> tuple[Rubric, dict[str, list]]:
+    """The rubric at path (default: the chapter's) checked against the suites of the chapter's parts
+    (runner.discover). chapter: the Engine's; None: this repository's (chapter.current())."""
+    chapter = chapter or chapter_mod.current()
+    suites = runner.discover(chapter.parts)
+    path = chapter.rubric if path is None else path
     return rubric_mod.load(path, {part: [name for name, _ in checks] for part, checks in suites.items()}), suites
 
 
 def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list], sandbox: Any,
                      fixtures: dict | None = None, parts: list[str] | None = None, seed: int | None = None,
-                     figures: bool = True, environment_check: dict | None = None) -> Grade:
+                     figures: bool = True, environment_check: dict | None = None,
+                     chapter: Chapter | None = None) -> Grade:
     """Grade the submission at path; parts (names) limits grading to those parts of the rubric.
 
     seed: the run's secret (runner.draw_secret() when None); kept in grade.seed, for instructors only.
     figures: draw the pictures of failed weight checks (runner.take_pictures, before any hidden input); False where nobody sees them.
     environment_check: envcheck.ensure's record for this sandbox (engine.Engine passes it), kept in the grade.
+    chapter: the chapter graded (the Engine's; None: this repository's): its parts are what staging looks for.
     """
-    from autograder.suites import source_reading
+    from autograder import source_reading
 
+    chapter = chapter or chapter_mod.current()
     key = os.path.basename(os.path.normpath(str(path)))
     fixtures = fixtures or runner.default_fixtures(seed, key)
     with tempfile.TemporaryDirectory(prefix="staged-") as tmp:
-        staged = stage(path, tmp)
+        staged = stage(path, tmp, chapter.parts)
         # the submission by its name: reports never show the grader's own paths
         grade = Grade(staged.source, notes=list(staged.notes), seed=fixtures.get("secret"),
-                      environment_check=environment_check)
+                      environment_check=environment_check, chapter=chapter.id)
         with source_reading.per_submission():  # each module's source parsed once for this submission
             grade.tampering = tampering_in(staged.folder)
             runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path),
@@ -113,9 +131,9 @@ def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list], 
 
 def tampering_in(folder: str | Path) -> list[str]:
     """What the submission's source writes that reaches into the grader (dispatch modes, frames,
-    builtins, the counting machinery, the grader's modules), read here (suites/source_reading.py): for
+    builtins, the counting machinery, the grader's modules), read here (source_reading.py): for
     the instructor, in results.json's extra_data and the batch's report; it costs no point by itself."""
-    from autograder.suites import source_reading
+    from autograder import source_reading
 
     sources = {}
     for path in sorted(Path(folder).glob("*.py"))[:64]:

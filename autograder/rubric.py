@@ -66,7 +66,7 @@ class Part:
 
 @dataclass(frozen=True)
 class SubmissionLimit:
-    """At most `limit` graded submissions in any `window_hours` (Gradescope: gradescope_limits.py)."""
+    """At most `limit` graded submissions in any `window_hours` (Gradescope: course/gradescope_limits.py)."""
     limit: int
     window_hours: float
 

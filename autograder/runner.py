@@ -20,12 +20,12 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from autograder import PARTS, import_failure
+from autograder import import_failure, stand_ins
 from autograder.sandbox import death
 from autograder.sandbox.client import SessionDied
 from autograder.secret import check_seed, draw_secret
 from autograder.student import Student, StudentError, source_attributes
-from autograder.suites import dependencies, expect, stand_ins, vocabulary
+from autograder.suites import dependencies, expect, vocabulary
 
 if TYPE_CHECKING:
     from autograder.rubric import Rubric
@@ -65,7 +65,7 @@ class PartRun:
     diagnosis: str = ""         # the cause that explains most of its failed checks (part_diagnosis)
     not_graded: str = ""        # why the part was not graded (NOT_GRADED): it is scored by nobody
     # what answering its children's stand-in questions cost the grader, and the questions refused because
-    # the child was not given that class (suites/stand_ins.py: the part is charged, the instructor told)
+    # the child was not given that class (stand_ins.py: the part is charged, the instructor told)
     ledger: stand_ins.Ledger = field(default_factory=lambda: stand_ins.Ledger())
 
 
@@ -78,6 +78,43 @@ class SubmissionContext:
     known: dict = field(default_factory=dict)  # its verdicts on the parts other parts use (suites/dependencies.py)
 
 
+@dataclass
+class Place:
+    """Where one submission's checks run: the sandbox's door, the submission, its session (one leader)
+    and the child that takes the next turn (None: a fresh one is started when needed). The runner's
+    steps change session and child here instead of handing them back and forth."""
+    sandbox: Sandbox
+    submission: SubmissionContext
+    session: Session | None = None
+    child: PartChild | None = None
+
+    def fresh_child(self, limits: Limits) -> PartChild:
+        """A new child of the session (of a new session when it has died), which becomes the place's."""
+        for attempt in (1, 2):
+            if self.session is None or self.session.died:
+                if self.session is not None:
+                    self.session.close()
+                self.session = self.sandbox.session(self.submission.folder, self.submission.key)
+            child = self.session.part(limits.timeout, limits.memory_mb, limits.budget)
+            if not (child.died and self.session.died) or attempt == 2:
+                break
+        self.child = child
+        return child
+
+    def end_child(self) -> None:
+        """End the current child (whatever it is doing)."""
+        if self.child is not None:
+            self.child.close()
+            self.child = None
+
+    def close(self) -> None:
+        """End the child and the session."""
+        self.end_child()
+        if self.session is not None:
+            self.session.close()
+            self.session = None
+
+
 @dataclass(frozen=True)
 class Limits:
     """A turn's limits: seconds of CPU time and MiB of memory for the part, and the seconds the
@@ -87,8 +124,13 @@ class Limits:
     budget: float
 
 
-def discover(parts: tuple[str, ...] | list[str] = PARTS) -> dict[str, list[tuple[str, Callable]]]:
-    """part -> [(check name, function)] in the order they are written."""
+def discover(parts: tuple[str, ...] | list[str] | None = None) -> dict[str, list[tuple[str, Callable]]]:
+    """part -> [(check name, function)] in the order they are written, for the chapter's parts (the
+    Engine's chapter, through grading.load_rubric; None: this repository's, chapter.current())."""
+    if parts is None:
+        from autograder import chapter
+
+        parts = chapter.current().parts
     suites = {}
     for part in parts:
         module = importlib.import_module(f"autograder.suites.test_{part}")
@@ -123,15 +165,13 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
             checks = [(n, fn) for n, fn in suites[name] if n in part.checks and part.checks[n].visibility == visibility]
             if checks:
                 turns.append((run, part, checks))
-    session = child = None
+    place = Place(sandbox, context)
     pictures: dict[str, dict | None] | None = None if figures else {}
     for at, (run, part, checks) in enumerate(turns):
         hidden = any(part.checks[n].visibility == "hidden" for n, _ in checks)
         if hidden and pictures is None:  # the pictures are taken before any hidden input exists
-            if child is not None:
-                child.close()
-                child = None
-            session, pictures = take_pictures(sandbox, session, context, runs, rubric, fixtures, staged)
+            place.end_child()
+            pictures = take_pictures(place, runs, rubric, fixtures, staged)
         missing = staged.missing(run.part)
         if missing or run.timed_out or run.not_graded or run.problem == TRESPASS:
             reason = missing or run.not_graded or f"not run: {run.problem}"
@@ -140,14 +180,11 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
             continue
         ahead = {r.part: p.timeout - r.cpu_seconds for r, p, _ in turns[at:] if not r.timed_out}
         limits = Limits(part.timeout - run.cpu_seconds, part.memory_mb, sum(ahead.values()))
-        session, child = run_checks(sandbox, session, child, context, run, checks,
-                                    limits, fixtures, last=at == len(turns) - 1, hidden=hidden)
-    if child is not None:
-        child.close()
+        run_checks(place, run, checks, limits, fixtures, last=at == len(turns) - 1, hidden=hidden)
+    place.end_child()
     if pictures is None:  # no hidden turn: the pictures after every check, still before any hidden input
-        session, pictures = take_pictures(sandbox, session, context, runs, rubric, fixtures, staged)
-    if session is not None:
-        session.close()
+        pictures = take_pictures(place, runs, rubric, fixtures, staged)
+    place.close()
     for run in runs.values():
         visible = {n for n, check in rubric.parts[run.part].checks.items() if check.visibility == "visible"}
         import_failure.explain(run, staged.folder, visible)  # a module that does not import: one problem
@@ -217,41 +254,39 @@ def picture_parts(runs: dict[str, PartRun], rubric: Rubric, staged: Staged | Non
     return found
 
 
-def take_pictures(sandbox: Sandbox, session: Session | None, submission: SubmissionContext,
-                  runs: dict[str, PartRun], rubric: Rubric, fixtures: dict,
-                  staged: Staged | None = None) -> tuple[Session | None, dict[str, dict | None]]:
-    """Each part's probe (suites/figures.py) on the book's example, in a fresh child of the session
-    (one for every probe, another only after a probe ended it), BEFORE the grader has sent any hidden
-    input anywhere (issue 37.7: a picture drawn after the hidden checks could carry what they left, in
-    container mode under /tmp for a later session of the same uid) -> (session, {part: figure or
-    None}). A probe that draws nothing (right weights, a crash) gives None. The probes' time, output
-    and any crash count for nothing; together they get FIGURE_SECONDS."""
+def take_pictures(place: Place, runs: dict[str, PartRun], rubric: Rubric, fixtures: dict,
+                  staged: Staged | None = None) -> dict[str, dict | None]:
+    """Each part's probe (suites/figures.py) on the book's example, in a fresh child of the place's
+    session (one for every probe, another only after a probe ended it), BEFORE the grader has sent any
+    hidden input anywhere (issue 37.7: a picture drawn after the hidden checks could carry what they
+    left, in container mode under /tmp for a later session of the same uid) -> {part: figure or None}.
+    A probe that draws nothing (right weights, a crash) gives None. The probes' time, output and any
+    crash count for nothing; together they get FIGURE_SECONDS. The place is left without a child."""
     from autograder.suites import figures
 
     pictures: dict[str, dict | None] = {}
     names = picture_parts(runs, rubric, staged)
     if not names:
-        return session, pictures
+        return pictures
+    place.end_child()
     deadline = time.monotonic() + FIGURE_SECONDS
     memory_mb = max(rubric.parts[name].memory_mb for name in names)
-    child: PartChild | None = None
     for name in names:
         left = deadline - time.monotonic()
         if left < 1:
             break
-        if child is None or child.died:
-            if child is not None:
-                child.close()
+        if place.child is None or place.child.died:
+            place.end_child()
             try:
-                session, child = fresh_child(sandbox, session, submission, Limits(left, memory_mb, left))
+                place.fresh_child(Limits(left, memory_mb, left))
             except Exception:  # noqa: BLE001  (a sandbox that fails now costs the pictures only)
-                child = None
+                place.child = None
                 break
-        if not child.died:
-            pictures[name] = figures.take(figures.PROBES[name], Student(child), fixtures["book"]())
-    if child is not None:
-        child.close()
-    return session, pictures
+        assert place.child is not None
+        if not place.child.died:
+            pictures[name] = figures.take(figures.PROBES[name], Student(place.child), fixtures["book"]())
+    place.end_child()
+    return pictures
 
 
 def attach_figures(runs: dict[str, PartRun], rubric: Rubric, pictures: dict[str, dict | None]) -> None:
@@ -271,15 +306,14 @@ MACHINE_RETRIES = 2  # fresh children for a part whose child the machine killed,
 NOT_GRADED = death.NOT_GRADED
 
 
-def run_checks(sandbox: Sandbox, session: Session | None, child: PartChild | None, submission: SubmissionContext,
-               run: PartRun, checks: list[tuple[str, Callable]], limits: Limits, fixtures: dict, last: bool = False,
-               hidden: bool = False) -> tuple[Session | None, PartChild | None]:
-    """Some checks of one part, in `child` (reset after the part before) or a fresh child of the
-    session (a new session when it has died); a crash fails the rest of these checks.
-    submission: its SubmissionContext; limits: the turn's Limits; last: no part
-    follows in this child (it is ended, not reset); hidden: the checks send hidden inputs (the child is
-    marked: whatever is said of it from then on is a fixed phrase, see client.PartChild.saw_hidden and
-    student.StudentError). -> (session, the child when it can take the next part).
+def run_checks(place: Place, run: PartRun, checks: list[tuple[str, Callable]], limits: Limits, fixtures: dict,
+               last: bool = False, hidden: bool = False) -> None:
+    """Some checks of one part, in the place's child (reset after the part before) or a fresh child of
+    its session (a new session when it has died); a crash fails the rest of these checks.
+    limits: the turn's Limits; last: no part follows in this child (it is ended, not reset); hidden:
+    the checks send hidden inputs (the child is marked: whatever is said of it from then on is a fixed
+    phrase, see client.PartChild.saw_hidden and student.StudentError). The place keeps the child when
+    it can take the next part (else none).
 
     A child that died of something its own CPU time and memory do not explain (sandbox/death.py)
     runs the checks again in a fresh child, MACHINE_RETRIES times at most, and what that attempt
@@ -292,38 +326,40 @@ def run_checks(sandbox: Sandbox, session: Session | None, child: PartChild | Non
     why, proved = "", False
     for attempt in range(MACHINE_RETRIES + 1):
         mark = (len(run.results), run.cpu_seconds, run.output)
-        session, child, machine, proof = _attempt(sandbox, session, child, submission, run, checks, limits,
-                                                  fixtures, last, hidden)
+        machine, proof = _attempt(place, run, checks, limits, fixtures, last, hidden)
         if not machine:
-            return session, child
+            return
+        place.child = None  # that child is ended (_attempt keeps only one that may take the next part)
         proved = proved or proof
         if attempt == MACHINE_RETRIES and not proved:  # the same in every fresh child: the code's
             run.problem = run.problem or f"the {run.part} process {machine} ({SAME_EVERY_TIME})"
             run.timed_out = machine == death.MACHINE_UNMEASURED
-            return session, None
+            return
         del run.results[mark[0]:]
         run.cpu_seconds, run.output = mark[1], mark[2]
-        child, why = None, machine
+        why = machine
     run.not_graded = run.problem = f"{NOT_GRADED} (its process {why}, {MACHINE_RETRIES + 1} times)"
     run.results += [CheckResult(run.part, n, False, run.not_graded, not_graded=True) for n, _ in checks]
-    return session, None
 
 
 SAME_EVERY_TIME = "the same in each fresh process it was run in again: charged to the code"
 
 
-def _attempt(sandbox: Sandbox, session: Session | None, child: PartChild | None, submission: SubmissionContext,
-             run: PartRun, checks: list[tuple[str, Callable]], limits: Limits, fixtures: dict, last: bool,
-             hidden: bool) -> tuple[Session | None, PartChild | None, str, bool]:
-    """One try at the checks (run_checks) -> (session, reusable child or None, why the machine may
-    have ended it: '' when it did not, whether that is proved)."""
+def _attempt(place: Place, run: PartRun, checks: list[tuple[str, Callable]], limits: Limits, fixtures: dict,
+             last: bool, hidden: bool) -> tuple[str, bool]:
+    """One try at the checks (run_checks), in the place's child or a fresh one -> (why the machine may
+    have ended it: '' when it did not, whether that is proved). The place keeps the child only when it
+    may take the next part."""
     clock = time.monotonic()
-    if child is not None:
-        child.next_part(limits.timeout, limits.memory_mb)
+    if place.child is not None:
+        place.child.next_part(limits.timeout, limits.memory_mb)
     else:
-        session, child = fresh_child(sandbox, session, submission, limits)
-    child.saw_hidden = child.saw_hidden or hidden
-    session, child, student, found = with_dependencies(sandbox, (session, child), submission, run.part, limits)
+        place.fresh_child(limits)
+    assert place.child is not None
+    place.child.saw_hidden = place.child.saw_hidden or hidden
+    student, found = with_dependencies(place, run.part, limits)
+    child = place.child
+    assert child is not None
     student.charge_to(run.ledger)
     refused = len(run.ledger.refused)
     run.protections = run.protections or child.protections
@@ -341,12 +377,13 @@ def _attempt(sandbox: Sandbox, session: Session | None, child: PartChild | None,
     end = {**child.close(), "reusable": False} if last or student.substituted else child.finish()
     run.output += end["output"]
     machine = getattr(child, "machine", "")
+    place.child = child if end["reusable"] else None
     if child.died and machine:
-        return session, None, child.died, machine == death.PROOF
+        return child.died, machine == death.PROOF
     if child.died and child.died != "closed" and not run.problem:
         run.problem = f"the {run.part} process {_ended(child)}"
         run.timed_out = "timed out" in child.died
-    return session, child if end["reusable"] else None, "", False
+    return "", False
 
 
 def _ended(child: PartChild) -> str:
@@ -355,34 +392,19 @@ def _ended(child: PartChild) -> str:
     return vocabulary.death(child) if child.saw_hidden else child.died
 
 
-def fresh_child(sandbox: Sandbox, session: Session | None, submission: SubmissionContext,
-                limits: Limits) -> tuple[Session, PartChild]:
-    """A new child of the session (of a new session when it has died) -> (session, child)."""
-    for attempt in (1, 2):
-        if session is None or session.died:
-            if session is not None:
-                session.close()
-            session = sandbox.session(submission.folder, submission.key)
-        child = session.part(limits.timeout, limits.memory_mb, limits.budget)
-        if not (child.died and session.died) or attempt == 2:
-            break
-    assert session is not None  # the loop opened one
-    return session, child
-
-
-def with_dependencies(sandbox: Sandbox, place: tuple[Session | None, PartChild], submission: SubmissionContext,
-                      part: str, limits: Limits) -> tuple[Session | None, PartChild, Student, dict[str, str]]:
-    """The part's Student, with the grader's own code in place of each part it uses that is not right
-    on its own (suites/dependencies.py) -> (session, child, student, {module: verdict}). A probe that
-    ran past its time ended the child: the part goes on in a fresh one."""
-    session, child = place
+def with_dependencies(place: Place, part: str, limits: Limits) -> tuple[Student, dict[str, str]]:
+    """The part's Student on the place's child, with the grader's own code in place of each part it
+    uses that is not right on its own (suites/dependencies.py) -> (student, {module: verdict}). A probe
+    that ran past its time ended the child: the part goes on in a fresh one (the place's)."""
+    submission, child = place.submission, place.child
+    assert child is not None
     student = Student(child, submission.attributes, submission.folder)
     if part not in dependencies.DEPENDS or child.died:
-        return session, child, student, {}
+        return student, {}
     found = dependencies.verdicts(student, part, submission.known)
     if child.died:
-        child.close()
-        session, child = fresh_child(sandbox, session, submission, limits)
+        place.end_child()
+        child = place.fresh_child(limits)
         student = Student(child, submission.attributes, submission.folder)
     stand_ins = dependencies.substitutes(found)
     if stand_ins and not child.died:
@@ -390,7 +412,7 @@ def with_dependencies(sandbox: Sandbox, place: tuple[Session | None, PartChild],
             student.substitute(stand_ins)
         except (StudentError, SessionDied):
             pass
-    return session, child, student, found
+    return student, found
 
 
 def run_dependent_check(part: str, name: str, fn: Callable, student: Student, fixtures: dict,
@@ -421,13 +443,9 @@ def run_part(sandbox: Sandbox, submission: str, part: str, checks: list[tuple[st
         run.problem = missing
         run.results = [CheckResult(part, name, False, missing) for name, _ in checks]
         return run
-    context = SubmissionContext(submission, None, source_attributes(submission))
-    session, child = run_checks(sandbox, None, None, context, run, checks,
-                                Limits(limits.timeout, limits.memory_mb, limits.timeout), fixtures)
-    if child is not None:
-        child.close()
-    if session is not None:
-        session.close()
+    place = Place(sandbox, SubmissionContext(submission, None, source_attributes(submission)))
+    run_checks(place, run, checks, Limits(limits.timeout, limits.memory_mb, limits.timeout), fixtures)
+    place.close()
     return run
 
 

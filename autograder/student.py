@@ -12,11 +12,10 @@ import builtins
 import re
 from pathlib import Path
 
-from autograder import text
+from autograder import stand_ins, text
 from autograder.inside import protocol
-from autograder.stubs import HINTS, MODULES
+from autograder.authoring.stubs import HINTS
 from autograder.sandbox.client import SessionDied  # noqa: F401  (re-exported for the suites)
-from autograder.suites import stand_ins
 
 
 # The only exception names and places a diagnosis quotes: a check that has run on hidden inputs
@@ -24,7 +23,13 @@ from autograder.suites import stand_ins
 # line number picked with compile()) into a message the student sees.
 BUILTIN_ERRORS = frozenset(name for name, value in vars(builtins).items()
                            if isinstance(value, type) and issubclass(value, BaseException))
-CHAPTER_FILES = frozenset(f"{module}.py" for module in MODULES)
+
+
+def chapter_files() -> frozenset[str]:
+    """The chapter's module files (chapter.yml's parts), read on call: a place a diagnosis may quote."""
+    from autograder import chapter
+
+    return frozenset(f"{module}.py" for module in chapter.current().parts)
 
 
 class StudentError(Exception):
@@ -55,7 +60,7 @@ class StudentError(Exception):
 
     def explain(self):
         file = self.where.split(",", 1)[0]
-        place = f" (in {file})" if file in CHAPTER_FILES and not self.after_hidden else ""
+        place = f" (in {file})" if file in chapter_files() and not self.after_hidden else ""
         if self.not_implemented:  # the stubs say "<module>.<qualname>: <hint>"; only a stub's name is quoted
             name = self.message.split(":", 1)[0]  # one of the stubs' own names (HINTS), never another
             # after a hidden input which stub raised is the child's choice (1 of 25): the name is then the
@@ -128,7 +133,7 @@ class Student:
         self.substituted = False  # the child holds the grader's own code for another part: never reused
         self._sources = None
         # the grader's classes this child was given stand-ins for: the only ones whose questions are
-        # answered (suites/stand_ins.allowed); the part's costs of answering (the runner may share one
+        # answered (stand_ins.allowed); the part's costs of answering (the runner may share one
         # Ledger between a part's children, so the part's bounds hold over all of them)
         self.given: frozenset = frozenset()
         self.ledger, self.ledger_base = stand_ins.Ledger(), 0.0
@@ -154,7 +159,7 @@ class Student:
         """{(module, class): (its parameter names, the contract's)} for the chapter's classes whose __init__
         takes the contract's names in another order (read from the source here)."""
         if self._reordered is None:
-            from autograder.suites import source_reading
+            from autograder import source_reading
 
             self._reordered = {}
             for (module, name), contract in CONSTRUCTORS.items():
@@ -165,7 +170,7 @@ class Student:
 
     def source(self, module):
         """The submitted text of <module>.py as staged ('' when absent or unknown): read here, by the
-        grader, never run (suites/source_reading.py parses it)."""
+        grader, never run (source_reading.py parses it)."""
         if self.folder is None:
             return ""
         try:
@@ -228,7 +233,7 @@ class Student:
 
     def substitute(self, modules):
         """From now on the child imports the grader's own classes (stand-ins computed here, from the
-        reference solutions: suites/stand_ins.py) for each module named, in place of the student's;
+        reference solutions: stand_ins.py) for each module named, in place of the student's;
         () gives the student's back."""
         self.substituted = self.substituted or bool(modules)
         self.given = stand_ins.allowed(modules)

@@ -30,7 +30,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath, PurePosixPath
 
-from autograder import PARTS, text
+from autograder import text
 
 MAX_FILES = 200                   # notebooks read from one submission
 MAX_ENTRIES = 20_000              # files and folders walked in a submission folder
@@ -62,6 +62,7 @@ class Staged:
     found: list = field(default_factory=list)     # module stems present
     notes: list = field(default_factory=list)     # what was skipped, and why
     notebooks: list = field(default_factory=list)  # the notebooks the modules came from, as shown to people
+    parts: tuple[str, ...] = ()      # the chapter's modules staging looks for (chapter.yml's parts)
 
     def missing(self, part: str) -> str:
         if part in self.found:
@@ -85,14 +86,19 @@ def shown(name: str | PurePath, limit: int = 200) -> str:
     return text.excerpt(str(name), limit)
 
 
-def stage(path: str | Path, into: str | Path) -> Staged:
+def stage(path: str | Path, into: str | Path, parts: tuple[str, ...] | list[str] | None = None) -> Staged:
     """Stage a folder, zip or notebook into the (new) folder `into` and return a Staged.
 
+    parts: the chapter's modules (its manifest's parts; None: this repository's chapter).
     SubmissionError (with the reason, for the student) when nothing can be staged."""
+    if parts is None:
+        from autograder import chapter
+
+        parts = chapter.current().parts
     path = Path(path)
     into = Path(into)
     into.mkdir(parents=True, exist_ok=True)
-    staged = Staged(into, shown(path.name))
+    staged = Staged(into, shown(path.name), parts=tuple(parts))
     try:
         if path.is_dir():
             _stage_folder(path, staged)
@@ -104,7 +110,7 @@ def stage(path: str | Path, into: str | Path) -> Staged:
             raise SubmissionError(f"{shown(path.name)}: not a folder, .zip or .ipynb")
     except OSError as e:  # unreadable files, a disk that is full: the grader's side, said without its paths
         raise SubmissionError(f"the submission could not be staged ({e.strerror or type(e).__name__})") from None
-    staged.found = sorted(p for p in PARTS if (into / f"{p}.py").is_file())
+    staged.found = sorted(p for p in staged.parts if (into / f"{p}.py").is_file())
     return staged
 
 
@@ -142,7 +148,7 @@ def _stage_folder(root, staged, label="", unzipped=None):
     are relative to the submission, after the label); unzipped: the member names of the zip that
     root was unpacked from (it holds only the members staging takes), None for a folder."""
     tree = walk(root)
-    holding = [rel for rel, files in tree if any(f"{p}.py" in files for p in PARTS)]
+    holding = [rel for rel, files in tree if any(f"{p}.py" in files for p in staged.parts)]
     if len(holding) > 1:
         folders = ", ".join(_folder(rel) for rel in holding[:5])
         raise SubmissionError(f"{label}the chapter's modules are in {len(holding)} folders ({folders}): hand in one "
@@ -163,15 +169,15 @@ def _stage_folder(root, staged, label="", unzipped=None):
         raise SubmissionError(f"{len(zips)} zip files and no modules or notebooks ({', '.join(map(shown, zips[:5]))}): "
                               f"hand in one zip, or the modules themselves")
     names = unzipped if unzipped is not None else [str(rel / name) for rel, files in tree for name in sorted(files)]
-    raise SubmissionError(f"{label}{_nothing_to_grade(names)}")
+    raise SubmissionError(f"{label}{_nothing_to_grade(names, staged.parts)}")
 
 
 def _folder(rel):
     return f"{shown(rel, 120)}/" if rel.parts else "the top folder"
 
 
-def _nothing_to_grade(files):
-    modules = ", ".join(f"{p}.py" for p in PARTS)
+def _nothing_to_grade(files, parts):
+    modules = ", ".join(f"{p}.py" for p in parts)
     if not files:
         return "nothing to grade: the submission is empty (expected the chapter's modules, e.g. causal.py, or notebooks)"
     others = ", ".join(shown(f, 80) for f in files[:5]) + (", ..." if len(files) > 5 else "")
@@ -229,7 +235,7 @@ def _stage_notebooks(notebooks, root, label, staged):
         if problem:
             raise SubmissionError(f"{_show(path, root, label)}: not a notebook this grader reads ({problem})")
     try:
-        nb.extract_modules(notebooks, staged.folder)
+        nb.extract_modules(notebooks, staged.folder, modules=staged.parts)
     except (ValueError, OSError, RecursionError) as e:
         message = str(e)
         for path in sorted(notebooks, key=lambda p: -len(str(p))):  # the grader's paths mean nothing to people

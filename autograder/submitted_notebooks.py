@@ -1,12 +1,19 @@
 """Reading submitted notebooks: the solution cells (by nbgrader grade_id) back into modules, without
 running anything. Notebooks are parsed as JSON; a malformed file or cell is an error naming the file
 and the cell; IPython magics and shell lines are commented out (they mean nothing to the grader).
-(Writing the notebooks: autograder.notebooks.)"""
+(Writing the notebooks: autograder.authoring.notebooks.)"""
 import json
 import re
 from pathlib import Path
 
-from autograder.stubs import MODULES
+
+def _modules(modules):
+    """The module names a solution cell may have: the given ones, else this repository's chapter's parts."""
+    if modules is None:
+        from autograder import chapter
+
+        return chapter.current().parts
+    return modules
 
 
 class _LineScanner:
@@ -114,7 +121,7 @@ def read_notebook(path):
     return notebook
 
 
-def notebook_solution_sources(notebook, where, modules=MODULES, skip_unknown=False):
+def notebook_solution_sources(notebook, where, modules=None, skip_unknown=False):
     """{module: code} of the solution cells of a parsed notebook (a dict), magics commented out.
 
     A solution cell is a code cell whose metadata.nbgrader.solution is true; its grade_id names the
@@ -123,6 +130,7 @@ def notebook_solution_sources(notebook, where, modules=MODULES, skip_unknown=Fal
     source or nbgrader metadata, a solution cell whose grade_id is not one of `modules` (with
     skip_unknown such a cell is passed over instead), or a module with two solution cells.
     """
+    modules = _modules(modules)
     found, where_found = {}, {}
     for index, cell in enumerate(notebook["cells"]):
         at = f"{where}, cell {index}"
@@ -150,7 +158,7 @@ def notebook_solution_sources(notebook, where, modules=MODULES, skip_unknown=Fal
     return found
 
 
-def solution_sources(path, modules=MODULES):
+def solution_sources(path, modules=None):
     """{module: code} of the solution cells of the notebook file at path (see notebook_solution_sources)."""
     return notebook_solution_sources(read_notebook(path), Path(path), modules)
 
@@ -164,7 +172,7 @@ def notebook_paths(source):
     return sorted(source.glob("*.ipynb")) if source.is_dir() else [source]
 
 
-def extract_modules(source, out_dir, modules=MODULES):
+def extract_modules(source, out_dir, modules=None):
     """Write <module>.py into out_dir for every solution cell of the notebook(s); return the module names.
 
     source is one .ipynb file, a folder whose *.ipynb files (not its subfolders) are read in name

@@ -10,7 +10,8 @@ For each tool it prints (medians over repeats):
   - whole batch: seconds per submission for the class of N, start-up included;
   - steady state: the cost of one more submission, (time for N - time for small) / (N - small),
     i.e. throughput once the tool has started (start-up is paid once per run, not per student);
-the ratios B/A of both, and the peak memory of A (the resident memory of its whole process tree,
+the ratios B/A of both (of the medians, and repeat by repeat with their median, least and most:
+"ratio_pairs_*"), the load average when it ended, and the peak memory of A (the resident memory of its whole process tree,
 summed, sampled every 50 ms). Both tools grade the same number of students.
 Needs nbgrader (pip install -e '.[notebooks]'); with --skip-nbgrader only A runs.
 """
@@ -137,7 +138,25 @@ def main():
                 result[f"ratio_nbgrader_over_autograder_{what}"] = round(
                     result[f"nbgrader_autograde_{what}_s_per_submission"] /
                     result[f"autograder_batch_{what}_s_per_submission"], 1)
+            result.update(pair_ratios(ours, theirs, sizes))
+        result["load_average_at_end"] = round(os.getloadavg()[0], 2)
         print(json.dumps(result, indent=1))
+
+
+def pair_ratios(ours, theirs, sizes):
+    """nbgrader's time / ours, repeat by repeat (each of our runs against nbgrader's run just after it,
+    on the same class): {median, least, most} for the whole batch of N and the steady state."""
+    small, large = sizes
+
+    def spread(values):
+        return {"median": round(statistics.median(values), 1), "least": round(min(values), 1),
+                "most": round(max(values), 1)}
+
+    whole = [b / a for a, b in zip(ours[large], theirs[large], strict=True)]
+    steady = [(tb - ta) / (ob - oa) for oa, ob, ta, tb in zip(ours[small], ours[large], theirs[small], theirs[large],
+                                                              strict=True) if ob > oa]
+    return {"ratio_pairs_whole_batch": spread(whole),
+            **({"ratio_pairs_steady_state": spread(steady)} if steady else {})}
 
 
 def summary(name, times, sizes):

@@ -5,14 +5,18 @@
 floor: the hidden checks' own work, one process, no sandbox: the solutions' modules imported
        once into this process and every request answered by the child's own code (child.run),
        without serialization; CPU time (user + system) per submission, warm.
-batch: `python -m autograder batch` over N copies of the solutions in a subprocess; the CPU time
-       the whole machine spent while it ran (user + nice + system + irq + softirq from /proc/stat:
-       the batch, its workers, the fork servers and every sandboxed child, start-up included),
-       per submission. Run it on an otherwise idle machine. (The kernel's accounting of
-       waited-for children misses the sandboxed processes: a session's leader is ended with
-       SIGKILL, and what its children used is never added to anything the batch waits for.)
-Alternating floor and batch, it prints the medians and the ratios batch / floor, for the whole
-batch of N (start-up included: torch imported by the batch and in the sandbox, warmed up once) and
+batch: `python -m autograder batch` over N copies of the solutions in a subprocess, started in a
+       control group of its own (sandbox/cgroup.accounting: cgroup v1 cpuacct.usage, v2 cpu.stat
+       usage_usec), so its CPU time is the batch's, its workers', the fork servers' and every
+       sandboxed child's (the sandbox's groups are made below it), start-up included, and no
+       neighbour's; per submission. Where no group can be made (no root), the CPU time the whole
+       machine spent while it ran (/proc/stat: user + nice + system + irq + softirq), as before:
+       then run it on an otherwise idle machine. ("cpu_counted_from" says which.) (The kernel's
+       accounting of waited-for children misses the sandboxed processes: a session's leader is
+       ended with SIGKILL, and what its children used is never added to anything the batch waits for.)
+Alternating floor and batch, it prints the medians, and the ratios batch / floor of each repeat
+(pair by pair: each batch against the floor measured just before it) with their median, least and
+most, for the whole batch of N (start-up included: torch imported by the batch and in the sandbox, warmed up once) and
 for the steady state: (CPU for N - CPU for `--small`) / (N - small), the cost of one more submission.
 """
 import argparse
@@ -132,21 +136,37 @@ def busy_seconds():
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
+COUNTED_FROM = {"group": "the batch's control group", "machine": "the whole machine's busy time (/proc/stat)"}
+
+
 def batch_cpu(students, jobs, python):
-    """CPU seconds of a whole `batch` run over `students` copies of the solutions."""
+    """(CPU seconds of a whole `batch` run over `students` copies of the solutions, "group" or
+    "machine": where they were counted)."""
+    from autograder.sandbox import cgroup
+
     work = Path(tempfile.mkdtemp(prefix="bench-cpu-"))
+    group = cgroup.accounting(f"{cgroup.PREFIX}{os.getpid()}-bench-{time.monotonic_ns() % 10**6}")
     try:
         for i in range(students):
             shutil.copytree(ROOT / "solutions" / "ch03", work / "class" / f"student{i:03d}")
         before = busy_seconds()
         run = subprocess.run([python, "-m", "autograder", "batch", str(work / "class"), "--out", str(work / "out"),
-                              "--jobs", str(jobs), "--force"], cwd=ROOT, capture_output=True, text=True)
-        cpu = busy_seconds() - before
+                              "--jobs", str(jobs), "--force"], cwd=ROOT, capture_output=True, text=True,
+                             preexec_fn=(lambda: group.join(os.getpid()) or os._exit(99)) if group else None)
+        machine = busy_seconds() - before
         if run.returncode != 0:
-            raise SystemExit(f"batch failed: {run.stderr[-2000:]}")
-        return cpu
+            raise SystemExit(f"batch failed ({run.returncode}): {run.stderr[-2000:]}")
+        used = group.cpu_seconds() if group else None
+        return (used, "group") if used is not None else (machine, "machine")
     finally:
+        if group:
+            cgroup.remove(group.folders)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def spread(values):
+    """{median, least, most} of values, rounded."""
+    return {"median": round(statistics.median(values), 2), "least": round(min(values), 2), "most": round(max(values), 2)}
 
 
 def main():
@@ -158,19 +178,22 @@ def main():
     args = parser.parse_args()
     if not 0 < args.small < args.students:
         parser.error("--small must be between 0 and --students")
-    floors, whole, steady = [], [], []
+    floors, whole, steady, where = [], [], [], set()
     for _ in range(args.repeats):
         floors.append(floor())
-        small = batch_cpu(args.small, args.jobs, sys.executable)
-        large = batch_cpu(args.students, args.jobs, sys.executable)
+        (small, at_small), (large, at_large) = (batch_cpu(n, args.jobs, sys.executable)
+                                                for n in (args.small, args.students))
+        where |= {at_small, at_large}
         whole.append(large / args.students)
         steady.append((large - small) / (args.students - args.small))
     result = {"students": args.students, "small": args.small, "jobs": args.jobs, "repeats": args.repeats,
+              "cpu_counted_from": " and ".join(COUNTED_FROM[w] for w in sorted(where)),
+              "load_average_at_end": round(os.getloadavg()[0], 2),
               "floor_cpu_s_per_submission": round(statistics.median(floors), 3),
               "batch_cpu_s_per_submission_whole_batch": round(statistics.median(whole), 3),
               "batch_cpu_s_per_submission_steady_state": round(statistics.median(steady), 3),
-              "ratio_whole_batch": round(statistics.median(b / f for b, f in zip(whole, floors)), 2),
-              "ratio_steady_state": round(statistics.median(b / f for b, f in zip(steady, floors)), 2)}
+              "ratio_whole_batch": spread([b / f for b, f in zip(whole, floors, strict=True)]),
+              "ratio_steady_state": spread([b / f for b, f in zip(steady, floors, strict=True)])}
     print(json.dumps(result, indent=1))
 
 

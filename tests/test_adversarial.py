@@ -832,7 +832,7 @@ def test_hostile_student_in_a_batch(outside, tmp_path):
     overwrite their results, feedback, grades.csv and the gradebook, signals every process and
     leaves a daemon. The good students get full marks, the hostile one only loses its own part,
     finds nothing, plants nothing, and no process of the batch's sandboxes is left."""
-    from autograder.gradebook import Gradebook
+    from autograder.course.gradebook import Gradebook
 
     classroom, out = outside / f"batch-class-{TOKEN}", outside / f"batch-out-{TOKEN}"
     classroom.mkdir()

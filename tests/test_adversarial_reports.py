@@ -14,7 +14,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from autograder import ghactions, reports
+from autograder import reports
+from autograder.deploy import ghactions
 from autograder.reports.common import fmt, what_to_fix
 from test_adversarial import (assert_others_keep_full_marks, engine, grade_case, nothing_left_behind,  # noqa: F401
                               outside)
@@ -88,7 +89,7 @@ def assert_markdown_is_the_graders(text, channel):
 def graded_cell_lines(grade):
     """The lines GradeInSandbox writes into the graded cell (None without nbgrader)."""
     try:
-        from autograder import nbgrader_plugins
+        from autograder.deploy import nbgrader_plugins
     except ImportError:
         return None
     return nbgrader_plugins._what_to_fix([c for c in grade.checks if c.part == "simple_attention"],

@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from autograder import batch, nbgrader_plugins
+from autograder import batch
+from autograder.deploy import nbgrader_plugins
 from autograder.sandbox import container
 from autograder.sandbox.client import SandboxUnavailable
 from autograder.settings import from_environment

@@ -56,7 +56,7 @@ def test_the_table_gives_ratios_to_sdpa():
 
 def test_one_dated_set_of_figures_in_the_readme_and_the_notebook():
     # issue 22: the notebook, the README and the benchmark disagreed; now one file holds the figures
-    from autograder import notebooks
+    from autograder.authoring import notebooks
 
     said = notebooks.speed_lab_figures()
     assert said.startswith("CPU, measured 20") and "2-core machine" in said

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autograder import ghactions
-from autograder.stubs import HINTS
+from autograder.deploy import ghactions
+from autograder.authoring.stubs import HINTS
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"

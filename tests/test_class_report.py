@@ -171,8 +171,8 @@ def course_pages(batch_out, folder):
     changed, and a TA's override of bob's simple_attention -> {name: path}."""
     from datetime import timedelta
 
-    from autograder import lateness
-    from autograder.gradebook import Gradebook, apply_overrides
+    from autograder.course import lateness
+    from autograder.course.gradebook import Gradebook, apply_overrides
     from autograder.reports import class_report
     from autograder.reports.html_feedback import feedback_html
 
@@ -315,7 +315,7 @@ def nbgrader_feedback_page(record_path, tmp_path):
     from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor
     from traitlets.config import Config
 
-    from autograder import nbgrader_plugins
+    from autograder.deploy import nbgrader_plugins
     from autograder.reports.records import checks_of, parts_of
 
     record = json.loads(record_path.read_text())

@@ -63,15 +63,15 @@ CHECKED = {
     ("docs/notebooks.md", "2.5 s"): lambda: _source_constant("tests/test_nbgrader_roundtrip.py", "ATTACK_SECONDS") == 2.5,
     ("docs/notebooks.md", "0 s"):  # stock collect took the student's "2000-01-01": 0 s late; the test plants it
         lambda: '"2000-01-01 00:00:00.000000 UTC"' in (ROOT / "tests/test_nbgrader_exchange.py").read_text(),
-    ("docs/sandbox.md", "10 s"): lambda: (_source_constant("autograder/sandbox/client.py", "WALL_FACTOR"),
-                                          _source_constant("autograder/sandbox/client.py", "WALL_SLACK")) == (4, 10),
+    ("docs/sandbox.md", "10 s"): lambda: (_source_constant("autograder/sandbox/part_child.py", "WALL_FACTOR"),
+                                          _source_constant("autograder/sandbox/part_child.py", "WALL_SLACK")) == (4, 10),
     ("docs/sandbox.md", "2 s"): lambda: _source_constant("autograder/suites/dependencies.py", "PROBE_SECONDS") == 2
-        and "IDLE_AFTER_HIDDEN = 2.0" in (ROOT / "autograder/sandbox/client.py").read_text(),  # and idle after hidden
+        and "IDLE_AFTER_HIDDEN = 2.0" in (ROOT / "autograder/sandbox/part_child.py").read_text(),  # and idle after hidden
     ("docs/sandbox.md", "512 MiB"): lambda: "512 << 20" in (ROOT / "tests/test_staging.py").read_text(),
     ("docs/sandbox.md", "0.25 s"): lambda: _source_constant("autograder/sandbox/gpu_watch.py", "PERIOD") == 0.25,
     ("docs/sandbox.md", "1 GiB"): lambda: _source_constant("autograder/inside/gpu.py", "CONTEXT_MB") == 1024,
-    ("docs/sandbox.md", "4 times"): lambda: _source_constant("autograder/sandbox/client.py", "WALL_FACTOR") == 4,
-    ("docs/sandbox.md", "10 times"): lambda: "    FAR_WALL = 10  #" in (ROOT / "autograder/sandbox/client.py").read_text(),
+    ("docs/sandbox.md", "4 times"): lambda: _source_constant("autograder/sandbox/part_child.py", "WALL_FACTOR") == 4,
+    ("docs/sandbox.md", "10 times"): lambda: "    FAR_WALL = 10  #" in (ROOT / "autograder/sandbox/part_child.py").read_text(),
     ("docs/sandbox.md", "5 s"): lambda: _source_constant("autograder/inside/isolation.py", "CPU_HARD_ABOVE") == 5,
     ("README.md", "21/21"):  # what `book-check` prints, asserted by its test
         lambda: '"book values: 21/21 match\\n"' in (ROOT / "tests/test_book_check.py").read_text(),
@@ -91,7 +91,7 @@ CHECKED = {
 
 
 def _one_instant(first, second):
-    from autograder.lateness import parse_time
+    from autograder.course.lateness import parse_time
 
     return parse_time(first, "x") == parse_time(second, "x")
 
@@ -100,7 +100,7 @@ def _late_days_of(**after):
     """lateness.late_days of a submission `after` the due date: "a day is 24 hours", per started day."""
     from datetime import timedelta
 
-    from autograder.lateness import late_days, parse_time
+    from autograder.course.lateness import late_days, parse_time
 
     due = parse_time("2026-12-01T23:59:00Z", "x")
     return late_days(due + timedelta(**after), due)
@@ -110,7 +110,7 @@ def _late_penalty(percent, days):
     """The penalty of a submission `days` days late at `percent` a day: it stops at 100 %."""
     from datetime import timedelta
 
-    from autograder.lateness import LatePolicy, parse_time
+    from autograder.course.lateness import LatePolicy, parse_time
 
     due = parse_time("2026-12-01T23:59:00Z", "x")
     return LatePolicy(due, percent, times={"s": due + timedelta(days=days)}).judge("s", 50.0).penalty

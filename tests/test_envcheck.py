@@ -141,7 +141,7 @@ def test_a_lost_point_is_never_cached(tmp_path, monkeypatch):
 
 
 def test_ci_tells_the_student_the_submission_was_not_graded(broken_grader, tmp_path):
-    from autograder import ghactions
+    from autograder.deploy import ghactions
 
     outputs, summary = tmp_path / "outputs", tmp_path / "summary.md"
     results, comment = tmp_path / "results.json", tmp_path / "comment.md"

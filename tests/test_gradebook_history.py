@@ -1,10 +1,10 @@
-"""The gradebook's record of every grade (autograder/gradebook.py): history, moves, an old gradebook.
+"""The gradebook's record of every grade (autograder/course/gradebook.py): history, moves, an old gradebook.
 
 Written here directly, as batch writes it; nothing is graded (test_regrades.py runs real batches)."""
 import sqlite3
 
 from autograder import batch
-from autograder.gradebook import Gradebook
+from autograder.course.gradebook import Gradebook
 
 OLD_SCHEMA = """
 CREATE TABLE submissions (student TEXT PRIMARY KEY, digest TEXT NOT NULL, score REAL NOT NULL,
@@ -80,7 +80,7 @@ def test_a_grade_that_did_not_finish_is_late_all_the_same(tmp_path):
     the machine kept from running was never late); grades.csv leaves its final score empty."""
     from datetime import timedelta
 
-    from autograder import lateness
+    from autograder.course import lateness
 
     book = Gradebook(tmp_path / "gradebook.db")
     book.record("alice", "a1", results(causal=40, mha=50), "", "g", "first grade", 1)
@@ -153,7 +153,7 @@ def test_an_override_stands_over_a_regrade_and_the_history_records_both(tmp_path
 
 def test_what_changed_between_two_graders_is_named():
     """Issue 36 item 3: the reason names the checks whose points changed, the suites' files, the versions."""
-    from autograder import regrades
+    from autograder.course import regrades
 
     old = {"rubric": {"points": {"mha.book_example": 4, "causal.x": 1}, "limits": {"mha": "timeout 20 s"},
                       "submissions": "none", "other": "r1"},

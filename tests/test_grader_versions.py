@@ -11,7 +11,8 @@ import numpy
 import pytest
 import torch
 
-from autograder import PROJECT_ROOT, notebooks
+from autograder import PROJECT_ROOT
+from autograder.authoring import notebooks
 
 SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
 LIMIT_TEXT = "Gradescope grades at most 2 graded submissions in any 24 hours."

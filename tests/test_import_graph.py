@@ -65,3 +65,15 @@ def test_nothing_inside_the_room_imports_from_the_host_side():
     root = (PACKAGE / "__init__.py").read_text()
     assert not [n for n in ast.parse(root).body if isinstance(n, (ast.Import, ast.ImportFrom))
                 and "autograder" in ast.dump(n)], "the package root imports the grader at module level"
+
+
+def test_the_suites_use_the_student_adapter_and_it_uses_no_suite():
+    """Issue 38 item 5: student.py (the adapter every suite reaches student code through) imports
+    nothing of autograder/suites, directly or through another module, so the dependency goes one way
+    (suites -> student); the stand-ins it answers with and the grader's reading of the source live beside
+    it (autograder/stand_ins.py, autograder/source_reading.py), in the grader's fingerprint with the suites."""
+    graph = imports()
+    suites = {name for name in graph if name.startswith("autograder.suites.")}
+    assert "autograder.suites.test_causal" in suites and "autograder.stand_ins" in graph["autograder.student"]
+    assert sorted(s for s in suites if reaches(graph, "autograder.student", s)) == []
+    assert any("autograder.student" in graph[s] for s in suites)

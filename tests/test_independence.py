@@ -9,7 +9,7 @@ from part_edits import failed, grade, scores, submission
 
 from autograder import selftest
 from autograder.suites import dependencies
-from autograder.suites.stand_ins import MODULES
+from autograder.stand_ins import MODULES
 from rubric_points import PART
 
 

@@ -1,4 +1,4 @@
-"""Due dates, extensions and late penalties (autograder/lateness.py): times, boundaries, bad input.
+"""Due dates, extensions and late penalties (autograder/course/lateness.py): times, boundaries, bad input.
 
 No grading here: the policy is judged on scores given by the test (test_regrades.py runs it in a batch)."""
 import os
@@ -6,8 +6,9 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from autograder import cli, lateness
-from autograder.lateness import Collected, LateInputError, LatePolicy, late_days, parse_time
+from autograder import cli
+from autograder.course import lateness
+from autograder.course.lateness import Collected, LateInputError, LatePolicy, late_days, parse_time
 
 DUE = parse_time("2026-12-01T23:59:00+01:00", "--due")  # 22:59 UTC
 MICRO = timedelta(microseconds=1)

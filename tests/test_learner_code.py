@@ -143,7 +143,7 @@ def sources_of(name):
     ("assigned_after_decoy", "mha", "MultiHeadAttention", "mha", "MultiHeadAttentionV2"),
 ])
 def test_the_reading_follows_the_name_to_the_class_python_binds(name, module, class_name, where, written):
-    from autograder.suites import source_reading
+    from autograder import source_reading
 
     found = source_reading.find(sources_of(name), module, class_name)
     assert (found.module, found.node.name) == (where, written)
@@ -151,7 +151,7 @@ def test_the_reading_follows_the_name_to_the_class_python_binds(name, module, cl
 
 
 def test_the_last_binding_counts_and_a_main_block_does_not():
-    from autograder.suites import source_reading
+    from autograder import source_reading
 
     redefined = sources_of("redefined_later")
     found = source_reading.find(redefined, "mha", "MultiHeadAttention")
@@ -166,7 +166,7 @@ def test_the_last_binding_counts_and_a_main_block_does_not():
 
 
 def test_a_pointer_that_disagrees_with_the_reading_leaves_nothing_read():
-    from autograder.suites import source_reading
+    from autograder import source_reading
 
     rebound = sources_of("rebound_at_run_time")
     found = source_reading.find(rebound, "mha", "MultiHeadAttention")
@@ -179,7 +179,7 @@ def test_a_pointer_that_disagrees_with_the_reading_leaves_nothing_read():
 
 
 def test_tampering_is_read_from_code_never_from_comments_or_strings():
-    from autograder.suites import source_reading
+    from autograder import source_reading
 
     assert source_reading.tampering(sources_of("honest_comments")) == []
     assert source_reading.tampering({"mha": '"""eval() and exec() and sys.modules and autograder."""\n'

@@ -1,4 +1,4 @@
-"""`export OUT --format canvas|moodle`: the LMS gradebook import files (autograder/lms_export.py).
+"""`export OUT --format canvas|moodle`: the LMS gradebook import files (autograder/course/lms_export.py).
 
 The gradebook is written here directly (as batch records results), so nothing is graded."""
 import csv
@@ -6,8 +6,9 @@ from datetime import timedelta
 
 import pytest
 
-from autograder import cli, lateness
-from autograder.gradebook import Gradebook
+from autograder import cli
+from autograder.course import lateness
+from autograder.course.gradebook import Gradebook
 
 ROSTER = ("student,name,id,sis_user_id,sis_login_id,section,email\n"
           "carol,\"Carol, C.\",11,s11,carol1,A,carol@example.org\n"

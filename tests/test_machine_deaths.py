@@ -19,7 +19,7 @@ import pytest
 from part_edits import run_one, submission
 
 from autograder import grading, reports, runner
-from autograder.sandbox import client, death
+from autograder.sandbox import client, death, idle, procfs
 from rubric_points import PART as POINTS
 
 PART = "simple_attention"
@@ -103,7 +103,7 @@ def test_a_part_the_machine_kills_every_time_is_not_graded_and_loses_nothing(eng
 def test_the_batch_writes_no_score_for_a_part_not_graded(tmp_path):
     """grades.csv: an empty score and part cell (never a 0) and the problem; the summary says so."""
     from autograder import batch
-    from autograder.gradebook import Gradebook
+    from autograder.course.gradebook import Gradebook
 
     book = Gradebook(tmp_path / "gradebook.db")
     problem = "not graded: the machine was overloaded (parts: simple_attention): graded again on the next run"
@@ -240,11 +240,10 @@ def test_after_a_hidden_input_a_death_is_never_free(engine, tmp_path, digit, pas
 
     run = runner.PartRun("task")
     context = runner.SubmissionContext(str(folder), None, {})
-    session, child = runner.run_checks(sandbox, None, None, context, run, [("hidden", test_hidden)],
-                                       runner.Limits(2, 512, 2), runner.default_fixtures(), last=True, hidden=True)
-    for opened in (child, session):
-        if opened is not None:
-            opened.close()
+    place = runner.Place(sandbox, context)
+    runner.run_checks(place, run, [("hidden", test_hidden)], runner.Limits(2, 512, 2), runner.default_fixtures(),
+                      last=True, hidden=True)
+    place.close()
     assert not run.not_graded and run.results[0].passed is passes
     if not passes:
         assert run.problem == f"the task process {death.UNEXPLAINED_KILL} ({runner.SAME_EVERY_TIME})", run.problem
@@ -365,13 +364,13 @@ class _Clocks:
 
     def __init__(self, monkeypatch):
         self.wall = self.cpu = self.delay = self.grader = 0.0
-        monkeypatch.setattr(client.time, "monotonic", lambda: self.wall)
-        monkeypatch.setattr(client, "_run_delay", lambda pid: self.delay)
-        monkeypatch.setattr(client, "_own_schedule", lambda: self.grader)
+        monkeypatch.setattr(idle.time, "monotonic", lambda: self.wall)
+        monkeypatch.setattr(procfs, "run_delay", lambda pid: self.delay)
+        monkeypatch.setattr(procfs, "own_schedule", lambda: self.grader)
         self.part = types.SimpleNamespace(spent=lambda: self.cpu, host_pid=1, pidfd=None)
 
     def call(self, wall, cpu, delay, grader):
-        meter = client._IdleMeter(self.part, 2.0)
+        meter = idle.IdleMeter(self.part, 2.0)
         meter.call_begins()
         self.wall, self.cpu, self.delay, self.grader = wall, cpu, delay, grader
         return meter.over(waiting=True)
@@ -416,7 +415,7 @@ def test_a_submission_not_graded_run_after_run_is_graded_as_it_stands_after_a_bo
     run grades it as it stands, the parts the machine kept from running scored as failed, with a
     note for the instructor; no run after regrades it (the same submission, the same grader)."""
     from autograder import batch
-    from autograder.gradebook import Gradebook
+    from autograder.course.gradebook import Gradebook
 
     book = Gradebook(tmp_path / "gradebook.db")
     for run in range(1, batch.NOT_GRADED_RUNS + 1):
@@ -444,8 +443,9 @@ def test_lateness_applies_whether_or_not_a_grade_finished(tmp_path):
     now (its final score waits, like its score, for a run that grades it)."""
     from datetime import datetime, timezone
 
-    from autograder import batch, lateness
-    from autograder.gradebook import Gradebook
+    from autograder import batch
+    from autograder.course import lateness
+    from autograder.course.gradebook import Gradebook
 
     book = Gradebook(tmp_path / "gradebook.db")
     book.record("ann", batch.RETRY + "abc", _not_graded_results(), NOT_GRADED_PROBLEM, "g1", "graded", 1)
@@ -564,7 +564,7 @@ def test_only_the_grader_s_structured_record_counts_a_not_graded_run(tmp_path):
     like the machine's, is not one of the not-graded runs: the count reads the fingerprint batch.settle
     chose from results' extra_data.not_graded, never the problem's words."""
     from autograder import batch
-    from autograder.gradebook import Gradebook
+    from autograder.course.gradebook import Gradebook
 
     book = Gradebook(tmp_path / "gradebook.db")
     results = _not_graded_results()

@@ -1,4 +1,4 @@
-"""Round 3, class 1: nbgrader's ways in trust nothing the student wrote (autograder/nbgrader_exchange.py,
+"""Round 3, class 1: nbgrader's ways in trust nothing the student wrote (autograder/deploy/nbgrader_exchange.py,
 configured in nbgrader_config.py).
 
 collect runs in this process on a real exchange folder: entries are owned by two system accounts
@@ -37,7 +37,7 @@ def collect(tmp_path, **options):
     from nbgrader.coursedir import CourseDirectory
     from traitlets.config import Config
 
-    from autograder.nbgrader_exchange import VerifiedCollect
+    from autograder.deploy.nbgrader_exchange import VerifiedCollect
 
     config = Config()
     config.CourseDirectory.root = str(tmp_path / "course")
@@ -95,7 +95,7 @@ def test_a_file_in_one_students_zip_named_like_anothers_is_not_theirs():
     notebook is skipped instead of stopping the class."""
     from traitlets.config import Config
 
-    from autograder.nbgrader_exchange import OwnFilesCollector
+    from autograder.deploy.nbgrader_exchange import OwnFilesCollector
 
     config = Config()
     config.FileNameCollectorPlugin.named_regexp = (
@@ -118,7 +118,7 @@ def test_student_markdown_html_is_inert_after_autograde():
     escaped or dropped; the words stay; a cell without HTML is left as it is."""
     import nbformat
 
-    from autograder.nbgrader_exchange import SanitizeMarkdown
+    from autograder.deploy.nbgrader_exchange import SanitizeMarkdown
 
     attack = nbformat.v4.new_markdown_cell('WORDS <script>alert(1)</script> <img src=x onerror="alert(2)"> '
                                            '<a href="javascript:alert(3)">x</a>')
@@ -132,7 +132,7 @@ def test_student_markdown_html_is_inert_after_autograde():
 
 def test_the_course_config_uses_these_classes():
     source = (PROJECT_ROOT / "nbgrader_config.py").read_text()
-    for line in ('c.ExchangeFactory.collect = "autograder.nbgrader_exchange.VerifiedCollect"',
-                 'c.ZipCollectApp.collector_plugin = "autograder.nbgrader_exchange.OwnFilesCollector"',
-                 '"autograder.nbgrader_exchange.SanitizeMarkdown"', "c.HTMLExporter.sanitize_html = True"):
+    for line in ('c.ExchangeFactory.collect = "autograder.deploy.nbgrader_exchange.VerifiedCollect"',
+                 'c.ZipCollectApp.collector_plugin = "autograder.deploy.nbgrader_exchange.OwnFilesCollector"',
+                 '"autograder.deploy.nbgrader_exchange.SanitizeMarkdown"', "c.HTMLExporter.sanitize_html = True"):
         assert line in source, line

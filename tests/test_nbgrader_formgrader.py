@@ -41,7 +41,7 @@ def formgrader_exporter():
 def test_student_html_in_markdown_and_outputs_is_inert_in_formgrader():
     import nbformat
 
-    from autograder.nbgrader_exchange import SanitizeMarkdown
+    from autograder.deploy.nbgrader_exchange import SanitizeMarkdown
 
     markdown = nbformat.v4.new_markdown_cell(ATTACK)
     code = nbformat.v4.new_code_cell("x = 1", outputs=[nbformat.v4.new_output(

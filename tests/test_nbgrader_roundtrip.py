@@ -37,7 +37,7 @@ pytest.importorskip("nbgrader", reason="nbgrader is not installed (pip install '
 
 from notebook_cases import fill_notebooks, module_texts, write_modules  # noqa: E402
 
-from autograder import nbgrader_plugins  # noqa: E402
+from autograder.deploy import nbgrader_plugins  # noqa: E402
 from autograder.reports.common import diagnosis_and_place, printable, what_to_fix  # noqa: E402
 from rubric_points import CHECK, TOTAL  # noqa: E402
 
@@ -85,7 +85,7 @@ def region_lines(begin, end):
 
 
 def part_max():
-    from autograder.notebooks import part_points
+    from autograder.authoring.notebooks import part_points
 
     return part_points()
 

@@ -28,7 +28,7 @@ import torch  # noqa: E402
 
 from notebook_cases import BUGS, module_texts  # noqa: E402
 
-from autograder import notebooks  # noqa: E402
+from autograder.authoring import notebooks  # noqa: E402
 
 pytestmark = pytest.mark.notebooks
 

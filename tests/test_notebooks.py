@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from autograder import notebooks, submitted_notebooks
-from autograder.stubs import MODULES, solution_regions
+from autograder import submitted_notebooks
+from autograder.authoring import notebooks
+from autograder.authoring.stubs import MODULES, solution_regions
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"

@@ -32,7 +32,8 @@ import shutil
 
 import pytest
 
-from autograder import ghactions, grading, reports, runner, selftest
+from autograder import grading, reports, runner, selftest
+from autograder.deploy import ghactions
 from autograder.reports import common
 from autograder.reports.html_feedback import feedback_html
 from autograder.rubric import load
@@ -132,7 +133,7 @@ def graded_cell(grade, part):
     pytest.importorskip("nbgrader")
     from nbformat.notebooknode import from_dict
 
-    from autograder import nbgrader_plugins
+    from autograder.deploy import nbgrader_plugins
 
     points = grade.parts[part]["max_score"]
     cell = from_dict({"cell_type": "code", "metadata": {"nbgrader": {"points": points}}, "source": "", "outputs": []})

@@ -23,7 +23,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from autograder import ghactions, grading, import_failure, reports, selftest
+from autograder import grading, import_failure, reports, selftest
+from autograder.deploy import ghactions
 from autograder.reports import common, records
 from autograder.reports.html_feedback import feedback_html
 from autograder.runner import CheckResult, PartRun
@@ -79,7 +80,7 @@ def graded_cell(grade, part):
     pytest.importorskip("nbgrader")
     from nbformat.notebooknode import from_dict
 
-    from autograder import nbgrader_plugins
+    from autograder.deploy import nbgrader_plugins
 
     cell = from_dict({"cell_type": "code", "metadata": {"nbgrader": {"points": 22}}, "source": "", "outputs": []})
     shown, _ = nbgrader_plugins.GradeInSandbox()._outputs(cell, part, grade, False, "")

@@ -1,7 +1,7 @@
 """Issue 38 item 7 (in part): the grader reads a submission's source once per module, and the
 in-process floor of benchmarks/bench_cpu.py runs again.
 
-The source reading (autograder/suites/source_reading.py) keeps the trees it parsed while one
+The source reading (autograder/source_reading.py) keeps the trees it parsed while one
 submission is graded, by the text's digest, and drops them when that grading ends: a second
 submission never gets a tree of the first. The floor grades the solutions in this process (no
 sandbox), so these tests start no fork server.
@@ -11,7 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from autograder.suites import source_reading
+from autograder import source_reading
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = "class A:\n    def forward(self, x):\n        assert (x, 'never fires')\n        return x\n"
@@ -35,7 +35,7 @@ FLOOR = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
 import bench_cpu
-from autograder.suites import source_reading
+from autograder import source_reading
 
 parse, real, texts, parsed = source_reading._parse, source_reading.parse, [], []
 def counting(text):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from autograder import notebooks
+from autograder.authoring import notebooks
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"

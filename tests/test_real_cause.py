@@ -9,7 +9,7 @@ Each case states the scores of the parts it touches and the words of their messa
 """
 from part_edits import failed, grade, scores, submission
 
-from autograder.suites import source_reading
+from autograder import source_reading
 
 REORDERED = ("causal", "def __init__(self, d_in, d_out, context_length, dropout, qkv_bias=False):",
              "def __init__(self, d_in, d_out, dropout, context_length, qkv_bias=False):")

@@ -2,7 +2,8 @@
 
 The leak test searches the release for
 - every significant line inside a `### BEGIN SOLUTION` / `### END SOLUTION` region of solutions/ch03,
-- every significant line of every file under autograder/suites (checks, helpers, snapshots),
+- every significant line of every file under autograder/suites (checks, helpers, snapshots) and of
+  autograder/stand_ins.py and autograder/source_reading.py (the suites' helpers beside them),
 - every significant line inside a `### BEGIN HIDDEN TESTS` region of the notebook templates
   (autograder/notebook_templates: the notebooks' hidden test cells) that the course does not
   also publish in a visible cell or a public test (see hidden_test_lines),
@@ -36,6 +37,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"
 SUITES = ROOT / "autograder" / "suites"
+SUITES_BESIDE = ("stand_ins.py", "source_reading.py")  # the suites' grader-side helpers beside them (issue 38.5)
 NOTEBOOK_TEMPLATES = ROOT / "autograder" / "notebook_templates"
 TRIVIAL_BELOW = 12  # non-whitespace characters
 WORDS = re.compile(r"[A-Za-z_]\w*|\d+")
@@ -129,7 +131,8 @@ def hidden_test_lines():
 
 
 def suite_files():
-    return sorted(p for p in SUITES.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+    return sorted([p for p in SUITES.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"]
+                  + [ROOT / "autograder" / name for name in SUITES_BESIDE])
 
 
 def suite_lines():
@@ -214,7 +217,7 @@ def test_the_release_has_what_students_need(release):
         stub = release / "assignments" / "ch03" / module.name
         assert stub.read_bytes() == (ROOT / "assignments" / "ch03" / module.name).read_bytes()
     assert "assignments/ch03/README.md" in (release / "README.md").read_text()
-    notebooks = pytest.importorskip("autograder.notebooks")
+    notebooks = pytest.importorskip("autograder.authoring.notebooks")
     if hasattr(notebooks, "release_notebooks"):  # the notebooks tooling is there: the release has notebooks
         assert sorted((release / "notebooks" / "ch03").glob("*.ipynb"))
         assert "notebooks/ch03/" in (release / "README.md").read_text()

@@ -26,7 +26,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import ghactions, grading, reports
+from autograder import grading, reports
+from autograder.deploy import ghactions
 from autograder.reports import common
 
 # the modules (the package's attributes of the same names are their main functions)
@@ -281,7 +282,7 @@ def test_feedback_groups_checks_by_diagnosis(rubric):
     page = feedback_html("eve", reports.results_json(grade))
     assert page.count("the heads are split without the transpose") == 1
     pytest.importorskip("nbgrader")
-    from autograder import nbgrader_plugins
+    from autograder.deploy import nbgrader_plugins
 
     lines = nbgrader_plugins._what_to_fix(grade.checks, grade.parts)
     assert lines[1] == f"  - book_example and 2 hidden checks (-5): {SPLIT}"
@@ -407,7 +408,7 @@ def _reach_the_engine(monkeypatch, require_isolation):
     pytest.importorskip("nbgrader")
     import nbformat
 
-    from autograder import nbgrader_plugins
+    from autograder.deploy import nbgrader_plugins
     from autograder.settings import UNSAFE_ENV
 
     monkeypatch.setenv(UNSAFE_ENV, "0")
@@ -442,7 +443,7 @@ def test_grade_in_sandbox_without_required_isolation_allows_the_unsafe_fallback(
 
 def test_a_graded_cell_reports_like_every_other_channel(rubric):
     pytest.importorskip("nbgrader")
-    from autograder import nbgrader_plugins
+    from autograder.deploy import nbgrader_plugins
 
     grade = graded(rubric)
     lines = nbgrader_plugins._what_to_fix(grade.checks, grade.parts)
@@ -548,7 +549,7 @@ def test_a_graded_cell_carries_its_parts_notes(rubric):
     pytest.importorskip("nbgrader")
     from nbformat.notebooknode import from_dict
 
-    from autograder import nbgrader_plugins
+    from autograder.deploy import nbgrader_plugins
 
     grade = graded(rubric)
     grade.notes += ["causal: Note (no points taken): the weights share storage", "mha: another part's note",

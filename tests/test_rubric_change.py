@@ -10,7 +10,9 @@ import sys
 
 import pytest
 
-from autograder import PROJECT_ROOT, gradescope_limits, notebooks
+from autograder import PROJECT_ROOT
+from autograder.authoring import notebooks
+from autograder.course import gradescope_limits
 from autograder.commands.release import stale_notebooks
 from autograder.rubric import SubmissionLimit
 from rubric_points import CHECK, PART, RUBRIC_PATH, TOTAL, g

@@ -3,7 +3,7 @@ their code in the student's process.
 
 The child's stand-ins (inside/stand_in.py) hold the layout and tensors of the reference solutions'
 classes and ask the grader for every computation; the grader answers with solutions/ch03 itself
-(suites/stand_ins.py). Here: the stand-ins make the solutions' draws, outputs and gradients (the
+(stand_ins.py). Here: the stand-ins make the solutions' draws, outputs and gradients (the
 question and answer path run in this process over pipes, as the child runs it); the grader refuses
 questions too large to answer; and, graded in the real sandbox, a submission that looks for the
 grader's code in its own process (frames, the garbage collector's objects, a replaced compile and
@@ -20,11 +20,10 @@ import pytest
 import torch
 from part_edits import failed, grade, scores, submission
 
-from autograder import PACKAGE_DIR, runner, selftest
+from autograder import PACKAGE_DIR, runner, selftest, stand_ins
 from autograder.inside import protocol
 from autograder.inside import stand_in
 from autograder.student import stand_in_answer
-from autograder.suites import stand_ins
 
 ARGUMENTS = {"SelfAttention_v1": (3, 4), "SelfAttention_v2": (3, 4, True), "CausalAttention": (3, 4, 6, 0.5, True),
              "MultiHeadAttentionWrapper": (3, 2, 6, 0.0, 2), "MultiHeadAttention": (3, 4, 6, 0.0, 2)}

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import PARTS, chapter, rubric, settings, stubs
+from autograder import PARTS, chapter, rubric, settings
+from autograder.authoring import stubs
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "autograder"

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from autograder import batch, grading, reports
 from autograder.commands.gradescope import finished
-from autograder.gradebook import Gradebook
+from autograder.course.gradebook import Gradebook
 from autograder.reports import class_report
 from autograder.sandbox.death import NOT_GRADED
 

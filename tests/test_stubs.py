@@ -1,6 +1,7 @@
 """Student stubs and public tests: generated from the solutions, failing on the stubs, passing on the solutions."""
 import argparse
 import ast
+import dataclasses
 import json
 import re
 import shutil
@@ -11,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder import stubs
+from autograder import chapter
+from autograder.authoring import stubs
 from autograder.commands import stubs as stubs_command
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,12 +54,13 @@ def test_drift_is_reported_by_file_name(tmp_path):
     assert stubs.drifted(SOLUTIONS, tmp_path) == ["causal.py", "mha.py"]
 
 
-def test_stubs_command_check_and_regenerate(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(stubs_command, "ASSIGNMENTS", tmp_path)
-    assert stubs_command.run(argparse.Namespace(check=True)) == 1
+def test_stubs_command_check_and_regenerate(tmp_path, capsys):
+    here = chapter.current()  # the chapter, its assignment folder moved to tmp_path (the command's --chapter)
+    moved = dataclasses.replace(here, folders={**here.folders, "assignments": str(tmp_path)})
+    assert stubs_command.run(argparse.Namespace(check=True, chapter=moved)) == 1
     assert f"out of date: {tmp_path / 'numpy_attention.py'}" in capsys.readouterr().out
-    assert stubs_command.run(argparse.Namespace(check=False)) == 0
-    assert stubs_command.run(argparse.Namespace(check=True)) == 0
+    assert stubs_command.run(argparse.Namespace(check=False, chapter=moved)) == 0
+    assert stubs_command.run(argparse.Namespace(check=True, chapter=moved)) == 0
     assert "stubs up to date" in capsys.readouterr().out
 
 

@@ -7,7 +7,7 @@ import os
 import shutil
 
 from autograder import batch, selftest
-from autograder.gradebook import Gradebook
+from autograder.course.gradebook import Gradebook
 from rubric_points import TOTAL
 
 

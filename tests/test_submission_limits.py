@@ -1,4 +1,4 @@
-"""Gradescope submission limits (grading.yml's `submissions`, autograder/gradescope_limits.py).
+"""Gradescope submission limits (grading.yml's `submissions`, autograder/course/gradescope_limits.py).
 
 The window's boundaries and what counts are judged on metadata written here; then the bundle, built
 with a rubric that has a limit, is run as Gradescope runs it: past the limit nothing is graded and
@@ -11,8 +11,9 @@ from datetime import timedelta
 import gradescope_bundle
 import pytest
 
-from autograder import PROJECT_ROOT, gradescope_limits, rubric
-from autograder.lateness import parse_time
+from autograder import PROJECT_ROOT, rubric
+from autograder.course import gradescope_limits
+from autograder.course.lateness import parse_time
 from autograder.rubric import SubmissionLimit
 
 NOW = parse_time("2026-12-02T12:00:00-08:00", "now")  # 20:00 UTC

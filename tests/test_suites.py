@@ -63,7 +63,7 @@ def test_solutions_get_exactly_full_marks(engine):
 def stub_folder(tmp_path):
     if all((STUBS / f"{part}.py").is_file() for part in PARTS):
         return STUBS
-    from autograder import stubs
+    from autograder.authoring import stubs
 
     stubs.generate(SOLUTIONS, tmp_path)
     return tmp_path

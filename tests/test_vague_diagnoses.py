@@ -86,7 +86,7 @@ def test_what_counts_as_a_module_variable_read(source, reads):
 
 def test_nbgrader_feedback_names_the_solution_cell_not_a_file():
     pytest.importorskip("nbgrader")
-    from autograder import nbgrader_plugins
+    from autograder.deploy import nbgrader_plugins
 
     checks = [ScoredCheck("causal", "causal_attention_book_example", False, 0.0, 2.0, "visible",
                           "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch): your code raised RuntimeError "

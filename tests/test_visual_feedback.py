@@ -156,6 +156,28 @@ class FakeSandbox:
         return self.sessions[-1]
 
 
+def test_a_batch_worker_draws_the_pictures_and_the_parent_only_writes_them(graded, monkeypatch):
+    """issue 38.7: the pictures are drawn in the worker that made the grade (batch._pictures) and handed
+    to the parent as bytes (plots.remember); the parent's feedback page draws none of them itself."""
+    from autograder import batch
+
+    results = reports.results_json(graded("simple-weights-softmax-dim0"))
+    drawn = batch._pictures(results)
+    assert len(drawn) == 1, drawn
+    [[(name, got, want)]] = drawn.values()
+    assert name == "attention_weights" and got.startswith(b"\x89PNG") and got != want
+    plots._DRAWN.clear()  # the parent: nothing drawn here
+
+    def no_drawing(*args, **kwargs):
+        raise AssertionError("the parent drew a picture")
+
+    monkeypatch.setattr(plots, "heatmap_png", no_drawing)
+    with pytest.raises(AssertionError, match="the parent drew"):
+        html_feedback.feedback_html("bob", results)
+    plots.remember(drawn)
+    assert pngs(html_feedback.feedback_html("bob", results)) == [got, want]
+
+
 def _context():
     return runner.SubmissionContext("folder", "key", {})
 
@@ -179,8 +201,10 @@ def test_probes_run_in_fresh_children_and_picture_the_visible_check_first(monkey
         "self_attention_v2": PartRun("self_attention_v2", [CheckResult("self_attention_v2", "v2_qkv_bias", False, "x")]),
     }
     sandbox = FakeSandbox()
-    session, pictures = runner.take_pictures(sandbox, None, _context(), runs, rubric, runner.default_fixtures(1, "key"))
-    assert sandbox.sessions == [session] and all(child.closed for child, _ in session.children)
+    place = runner.Place(sandbox, _context())
+    pictures = runner.take_pictures(place, runs, rubric, runner.default_fixtures(1, "key"))
+    session = place.session
+    assert sandbox.sessions == [session] and place.child is None and all(child.closed for child, _ in session.children)
     assert [name for name, _ in seen] == ["probe_simple_attention", "probe_causal", "probe_self_attention_v2"]
     assert all(child.session is session for _, child in seen)
     assert all(timeout <= runner.FIGURE_SECONDS for _, timeout in session.children)
@@ -217,10 +241,10 @@ def test_the_pictures_are_taken_before_the_first_hidden_input(monkeypatch):
     monkeypatch.setattr(figures, "take", lambda probe, student, book: order.append(("probe", probe.__name__)) or
                         {"probe": probe.__name__})
 
-    def attempt(sandbox, session, child, submission, run, checks, limits, fixtures, last, hidden):
+    def attempt(place, run, checks, limits, fixtures, last, hidden):
         order.extend(("hidden" if hidden else "shown", run.part) for _ in checks[:1])
         run.results += [CheckResult(run.part, n, not hidden, "wrong") for n, _ in checks]
-        return session, None, "", False  # (session, child, why the machine ended it, proof)
+        return "", False  # (why the machine ended it, proof)
     monkeypatch.setattr(runner, "_attempt", attempt)
     staged = types.SimpleNamespace(folder="folder", missing=lambda part: "")
     monkeypatch.setattr(runner, "source_attributes", lambda folder: {})
@@ -239,8 +263,9 @@ def test_no_part_to_picture_opens_no_session():
     rubric, _ = grading.load_rubric()
     sandbox = FakeSandbox()
     runs = {"exercises": PartRun("exercises", [])}
-    assert runner.take_pictures(sandbox, None, _context(), runs, rubric, {}) == (None, {})
-    assert sandbox.sessions == []
+    place = runner.Place(sandbox, _context())
+    assert runner.take_pictures(place, runs, rubric, {}) == {}
+    assert sandbox.sessions == [] and place.session is None
 
 
 def test_every_check_named_for_pictures_exists_in_its_suite():
@@ -336,7 +361,7 @@ def test_the_nbgrader_graded_cell_gets_the_pictures_before_its_score(graded):
     picture, side by side (twice as wide as one heatmap, as tall), with an alt text saying which is which."""
     nbformat = pytest.importorskip("nbformat")
     pytest.importorskip("nbgrader")
-    from autograder.nbgrader_plugins import ENGINE_MARK, with_figures
+    from autograder.deploy.nbgrader_plugins import ENGINE_MARK, with_figures
     from autograder.reports.plots import figure_pictures
 
     grade = graded("simple-weights-softmax-dim0")

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from autograder import ghactions
+from autograder.deploy import ghactions
 
 ROOT = Path(__file__).resolve().parents[1]
 GRADE_TEMPLATE = ROOT / "autograder" / "templates" / "release" / "grade.yml"

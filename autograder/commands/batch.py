@@ -4,9 +4,9 @@ import os
 import sys
 from pathlib import Path
 
-from autograder import lateness
+from autograder.course import lateness
 from autograder.batch import run_batch
-from autograder.cli import UsageError, settings_of
+from autograder.cli import UsageError, chapter_of, settings_of
 from autograder.rubric import RubricError
 from autograder.sandbox import container
 
@@ -45,7 +45,7 @@ def run(args):
     late = late_policy(args)
     try:  # the summary (stdout) is printed once grades.csv is written
         run_batch(folder, args.out, jobs=args.jobs, force=args.force, rubric_path=args.rubric, summary=sys.stdout,
-                  settings=settings_of(args), late=late)
+                  settings=settings_of(args), late=late, chapter=chapter_of(args))
     except RubricError as e:
         raise UsageError(str(e)) from None
     return 0

@@ -1,26 +1,25 @@
 """python -m autograder book-check [FOLDER]"""
 from pathlib import Path
 
-from autograder import chapter
-from autograder.cli import UsageError
+from autograder.cli import UsageError, chapter_of
 
-SOLUTIONS = chapter.current().folders["solutions"]
-HELP = f"check a folder of modules (default: the reference, {SOLUTIONS}) against the values the book prints"
+HELP = "check a folder of modules (default: the chapter's reference solutions) against the values the book prints"
 
 
 def add_arguments(parser):
     parser.add_argument("folder", nargs="?", metavar="FOLDER", default=None,
                         help="modules to check, imported into this process: only code you trust "
-                             f"(default: {SOLUTIONS})")
+                             "(default: the chapter's solutions folder)")
 
 
 def run(args):
-    from autograder import book_check
+    from autograder.authoring import book_check
 
-    folder = Path(args.folder) if args.folder else book_check.REFERENCE
+    manifest = chapter_of(args)
+    folder = Path(args.folder) if args.folder else manifest.solutions
     if not folder.is_dir():
         raise UsageError(f"{folder}: not a folder")
-    results = book_check.check(folder)
+    results = book_check.check(folder, manifest=manifest)
     said = set()
     for name, ok, problem in results:
         if ok or problem in said:

@@ -24,27 +24,25 @@ import os
 import sys
 from pathlib import Path
 
-from autograder import chapter
 from autograder.cli import UsageError
 
 HELP = "grade PATH inside a GitHub Actions job: results.json, step summary, step outputs, PR comment body"
-DEFAULT_RUBRIC = chapter.current().rubric
 
 
 def add_arguments(parser):
-    parser.add_argument("path", help=f"folder of student modules (e.g. the checkout's "
-                                     f"{chapter.current().folders['assignments']}), .zip or notebooks")
+    parser.add_argument("path", help="folder of student modules (e.g. the checkout's assignment folder), "
+                                     ".zip or notebooks")
     parser.add_argument("--json", metavar="FILE",
                         help="write results.json here (Gradescope schema; hidden checks keep their points and "
                              "diagnosis but lose their names, since CI artifacts are readable by the student)")
     parser.add_argument("--comment", metavar="FILE", help="write the pull-request comment body (what a student may see) here")
     parser.add_argument("--fail-under", metavar="SCORE", type=float, default=None,
                         help="exit with status 1 when the score is below SCORE (default: always 0 once graded)")
-    parser.add_argument("--rubric", metavar="FILE", default=str(DEFAULT_RUBRIC), help="grading.yml to use")
+    parser.add_argument("--rubric", metavar="FILE", default=None, help="grading.yml to use (default: the chapter's)")
 
 
 def run(args):
-    from autograder import ghactions
+    from autograder.deploy import ghactions
 
     path = Path(args.path)
     if not path.exists():
@@ -104,7 +102,8 @@ def not_graded(args, environ, failure, message=None):
     running (message: the student's words for that): nobody is scored. The student reads that the
     submission was not graded and why it is not their doing; the job log (the instructor's) names
     the cause. Exit status 3."""
-    from autograder import envcheck, ghactions, reports
+    from autograder import envcheck, reports
+    from autograder.deploy import ghactions
 
     message = message or envcheck.STUDENT_MESSAGE
     student = f"## Not graded\n\n{message}\n"

@@ -12,9 +12,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-from autograder import lms_export
+from autograder.course import lms_export
 from autograder.cli import UsageError
-from autograder.gradebook import Gradebook
+from autograder.course.gradebook import Gradebook
 
 HELP = "write a batch's final scores for Canvas's or Moodle's gradebook import (one row per roster student)"
 

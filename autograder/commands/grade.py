@@ -2,11 +2,9 @@
 import sys
 from pathlib import Path
 
-from autograder import chapter
 from autograder.cli import UsageError
 
 HELP = "grade one submission (a folder of modules, a .zip, or notebooks) and print the score table"
-DEFAULT_RUBRIC = chapter.current().rubric
 
 
 def add_arguments(parser):
@@ -15,7 +13,7 @@ def add_arguments(parser):
                                                        "every message, the student's own text, the run's secret)")
     parser.add_argument("--junit", metavar="FILE", help="write JUnit XML here (for instructors)")
     parser.add_argument("--markdown", metavar="FILE", help="write the student's Markdown report here")
-    parser.add_argument("--rubric", metavar="FILE", default=str(DEFAULT_RUBRIC), help="grading.yml to use")
+    parser.add_argument("--rubric", metavar="FILE", default=None, help="grading.yml to use (default: the chapter's)")
 
 
 def run(args):

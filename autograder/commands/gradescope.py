@@ -32,8 +32,9 @@ import traceback
 import zipfile
 from pathlib import Path
 
-from autograder import PACKAGE_DIR, PROJECT_ROOT, chapter, gradescope_limits
-from autograder.cli import UsageError
+from autograder import PACKAGE_DIR, PROJECT_ROOT, chapter
+from autograder.course import gradescope_limits
+from autograder.cli import UsageError, chapter_of
 
 HELP = "build the Gradescope autograder bundle (--out autograder.zip) or grade inside Gradescope (--run)"
 TEMPLATES = PACKAGE_DIR / "templates" / "gradescope"
@@ -64,8 +65,8 @@ def add_arguments(parser):
                            "runs it at image build, so each submission finds it cached); exit 3 when it fails")
     parser.add_argument("--root", metavar="DIR", default=None,
                         help="with --run: the Gradescope folder (default: $AUTOGRADER_ROOT or /autograder)")
-    parser.add_argument("--rubric", metavar="FILE", default=str(chapter.current().rubric),
-                        help="with --out: the grading.yml to put in the bundle")
+    parser.add_argument("--rubric", metavar="FILE", default=None,
+                        help="with --out: the grading.yml to put in the bundle (default: the chapter's)")
 
 
 def run(args):
@@ -74,7 +75,7 @@ def run(args):
         return grade_in_gradescope(root, args)
     if args.check:
         return check_environment(args)
-    files = bundle_files(Path(args.rubric))
+    files = bundle_files(Path(args.rubric or chapter_of(args).rubric), chapter_of(args))
     out = Path(args.out)
     if out.suffix == ".zip":
         write_zip(files, out)
@@ -88,8 +89,9 @@ def run(args):
 
 # --- building the bundle --------------------------------------------------------------------
 
-def bundle_files(rubric):
-    """[(path in the bundle, bytes, executable)] in a stable order."""
+def bundle_files(rubric, manifest=None):
+    """[(path in the bundle, bytes, executable)] in a stable order; manifest: the chapter bundled
+    (None: this repository's)."""
     if not rubric.is_file():
         raise UsageError(f"{rubric}: no such rubric")
     files = []
@@ -97,7 +99,7 @@ def bundle_files(rubric):
         files.append((name, (TEMPLATES / name).read_bytes().replace(b"@TESTED_TORCH@", TESTED_TORCH.encode()), True))
     files.append(("README.md", (TEMPLATES / "README.md").read_bytes(), False))
     files.append(("requirements.txt", ("\n".join(REQUIREMENTS) + "\n").encode(), False))
-    manifest = chapter.current()
+    manifest = manifest or chapter.current()
     files.append((chapter.MANIFEST, (manifest.root / chapter.MANIFEST).read_bytes(), False))
     files.append((manifest.rubric_name, rubric.read_bytes(), False))
     # the reference solutions: the environment check grades them before the first student (envcheck.py)
@@ -182,11 +184,12 @@ def _grade(root, args=None):
     submission = root / "submission"
     if not submission.is_dir():
         return failure_results(f"No submission was found ({submission} is missing)."), ""
-    limit, verdict = _submission_limit(root)  # grader data, read before any student code runs
+    manifest = chapter_of(args)
+    limit, verdict = _submission_limit(root, manifest)  # grader data, read before any student code runs
     if verdict is not None and not verdict.allowed:
         return gradescope_limits.over_limit_results(verdict, limit), f"not graded: past the limit ({limit.describe()})"
     try:  # what of the Gradescope folder student code may see: docs/sandbox.md, "What each mode hides"
-        engine = Engine.open(settings_of(args), chapter.current().rubric)
+        engine = Engine.open(settings_of(args), manifest.rubric, chapter=manifest)
     except envcheck.EnvironmentFailed as e:  # nobody is charged for the grader's environment
         return reports.not_graded_results(envcheck.STUDENT_MESSAGE, e.record, gradescope=True), f"error: {e}"
     with engine:
@@ -206,12 +209,12 @@ def _grade(root, args=None):
     return results, log
 
 
-def _submission_limit(root):
+def _submission_limit(root, manifest):
     """(grading.yml's SubmissionLimit, its Verdict on this submission), or (None, None) without a limit.
     Reads the rubric's `submissions` (no suites, no torch) and Gradescope's metadata, in this process."""
     from autograder import rubric
 
-    limit = rubric.load(chapter.current().rubric).submissions
+    limit = rubric.load(manifest.rubric).submissions
     if limit is None:
         return None, None
     return limit, gradescope_limits.judge(limit, gradescope_limits.read_metadata(root))
@@ -230,7 +233,8 @@ def check_environment(args=None):
     from autograder.cli import settings_of
     from autograder.engine import Engine
 
-    with Engine.open(settings_of(args), chapter.current().rubric) as engine:
+    manifest = chapter_of(args)
+    with Engine.open(settings_of(args), manifest.rubric, chapter=manifest) as engine:
         record = engine.environment_check
     print(f"environment check: the reference scored {record['score']:g} / {record['max_score']:g} "
           f"(device {record['device']}, torch {record['torch']}){', cached' if record['cached'] else ''}")

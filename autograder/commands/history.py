@@ -13,7 +13,7 @@ import sqlite3
 from pathlib import Path
 
 from autograder.cli import UsageError
-from autograder.gradebook import Gradebook
+from autograder.course.gradebook import Gradebook
 
 HELP = "every grade a batch's gradebook recorded for a student (or everyone), oldest first, with why it changed"
 

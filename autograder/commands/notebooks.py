@@ -1,9 +1,10 @@
 """python -m autograder notebooks [--check] | --extract NOTEBOOKS --out DIR"""
-from autograder import chapter, notebooks, submitted_notebooks
-from autograder.cli import UsageError
+from autograder import submitted_notebooks
+from autograder.authoring import notebooks
+from autograder.cli import UsageError, chapter_of
 
-HELP = (f"regenerate the nbgrader source notebooks in {chapter.current().folders['source']} from the templates "
-        f"and {chapter.current().folders['solutions']} "
+HELP = ("regenerate the nbgrader source notebooks in the chapter's source folder from the templates "
+        "and its solutions "
         "(--check: only report drift; --extract: write the modules of notebooks' solution cells)")
 
 
@@ -16,39 +17,40 @@ def add_arguments(parser):
 
 
 def run(args):
+    chapter = chapter_of(args)
     if args.extract:
         if args.check or not args.out:
             raise UsageError("--extract needs --out DIR and goes without --check")
         try:
-            written = submitted_notebooks.extract_modules(args.extract, args.out)
+            written = submitted_notebooks.extract_modules(args.extract, args.out, chapter.parts)
         except (ValueError, OSError) as e:
             raise UsageError(str(e)) from None
         for module in written:
             print(f"wrote {args.out}/{module}.py")
-        missing = [name for name in notebooks.MODULES if name not in written]
+        missing = [name for name in chapter.parts if name not in written]
         if missing:
             print(f"no solution cell for: {', '.join(missing)}")
         return 0
     if args.out:
         raise UsageError("--out goes with --extract")
     try:
-        return check() if args.check else write()
+        return check(chapter) if args.check else write(chapter)
     except ValueError as e:  # template or solution marker errors name the file and line
         raise UsageError(str(e)) from None
 
 
-def check():
-    drifted = notebooks.drifted()
+def check(chapter):
+    drifted = notebooks.drifted(chapter=chapter)
     for filename in drifted:
-        print(f"out of date: {notebooks.SOURCE / filename}")
+        print(f"out of date: {chapter.source / filename}")
     if drifted:
         print("run `python -m autograder notebooks` to regenerate them")
         return 1
-    print(f"notebooks up to date: {len(notebooks.templates())} notebooks in {notebooks.SOURCE}")
+    print(f"notebooks up to date: {len(notebooks.templates(chapter.notebook_templates))} notebooks in {chapter.source}")
     return 0
 
 
-def write():
-    for path in notebooks.generate():
+def write(chapter):
+    for path in notebooks.generate(chapter=chapter):
         print(f"wrote {path}")
     return 0

@@ -15,7 +15,7 @@ import sqlite3
 from pathlib import Path
 
 from autograder.cli import UsageError
-from autograder.gradebook import Gradebook
+from autograder.course.gradebook import Gradebook
 
 HELP = "set (or --remove) a person's score for one part of one student, with a reason; it survives every regrade"
 

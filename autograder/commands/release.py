@@ -15,11 +15,11 @@ Builds the repository students get, in the new (or empty) folder DIR:
 
 Notebooks are optional. They come from --notebooks FOLDER, else from release/ch03 (where
 `nbgrader generate_assignment` / `release_assignment` put them), else from the notebooks tooling
-(autograder.notebooks.release_notebooks(DEST)) when it exists; otherwise the release has none
+(autograder.authoring.notebooks.release_notebooks(DEST)) when it exists; otherwise the release has none
 and says so.
 
 When grading.yml (--rubric) sets a Gradescope submission limit (`submissions`), the README says
-what it is (gradescope_limits.student_text); the notebooks say it too (autograder.notebooks), and
+what it is (gradescope_limits.student_text); the notebooks say it too (autograder.authoring.notebooks), and
 each graded cell is worth its part's points. Notebooks generated here are made from that rubric;
 notebooks built earlier (nbgrader's release folder, --notebooks) that state other points or another
 limit are refused, naming each file and what differs (stale_notebooks): a rubric change never ships
@@ -34,36 +34,45 @@ import platform
 import shutil
 from pathlib import Path
 
-from autograder import PACKAGE_DIR, PROJECT_ROOT, chapter
-from autograder.cli import UsageError
+from autograder import PACKAGE_DIR, PROJECT_ROOT
+from autograder.chapter import Chapter
+from autograder.cli import UsageError, chapter_of
 
 HELP = "build the student repository (stubs, public tests, notebooks, README, pyproject, grading workflow) in DIR"
 TEMPLATES = PACKAGE_DIR / "templates" / "release"
-ASSIGNMENT = Path(chapter.current().folders["assignments"])
-NOTEBOOK_DEST = Path("notebooks") / chapter.current().id
-RELEASED = chapter.current().folders["release"]  # nbgrader's released notebooks, when built
 SKIP = {"__pycache__", ".pytest_cache", ".ipynb_checkpoints"}
-VERSIONS_FILE = ASSIGNMENT / "tests" / "grader_versions.json"
+
+
+class Places:
+    """Where the release puts the chapter's files (its manifest's folders), relative to the release."""
+
+    def __init__(self, chapter: Chapter) -> None:
+        self.chapter = chapter
+        self.assignment = Path(chapter.folders["assignments"])
+        self.notebook_dest = Path("notebooks") / chapter.id
+        self.released = chapter.folders["release"]  # nbgrader's released notebooks, when built
+        self.versions_file = self.assignment / "tests" / "grader_versions.json"
 
 
 def add_arguments(parser):
     parser.add_argument("--out", metavar="DIR", required=True, help="a new or empty folder")
     parser.add_argument("--notebooks", metavar="FOLDER", default=None,
-                        help=f"student notebooks to include (default: {RELEASED} if it exists)")
+                        help="student notebooks to include (default: the chapter's nbgrader release folder if it exists)")
     parser.add_argument("--rubric", metavar="FILE", default=None,
                         help="the grading.yml whose submission limit the README states (default: the chapter's)")
 
 
 def run(args):
+    at = Places(chapter_of(args))
     out = Path(args.out)
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise UsageError(f"{out}: exists and is not an empty folder (remove it or choose another --out)")
-    source = PROJECT_ROOT / ASSIGNMENT
+    source = PROJECT_ROOT / at.assignment
     if not (source / "README.md").is_file():
         raise UsageError(f"{source}: no student README.md (run `python -m autograder stubs` first?)")
-    rubric_path = Path(args.rubric or chapter.current().rubric)
+    rubric_path = Path(args.rubric or at.chapter.rubric)
     _check_rubric(rubric_path)
-    notebooks_from = _notebook_source(args.notebooks)
+    notebooks_from = _notebook_source(args.notebooks, at)
     if notebooks_from is not None:  # built earlier (nbgrader's release folder, --notebooks): refused when stale
         stale = stale_notebooks(notebooks_from, rubric_path)
         if stale:
@@ -73,12 +82,12 @@ def run(args):
                              "folder), or pass the rubric they were made with (--rubric)")
     out.mkdir(parents=True, exist_ok=True)
 
-    _copy_tree(source, out / ASSIGNMENT)
-    notebooks_note = _notebooks(args.notebooks, out / NOTEBOOK_DEST, rubric_path)
+    _copy_tree(source, out / at.assignment)
+    notebooks_note = _notebooks(args.notebooks, out / at.notebook_dest, at, rubric_path)
     readme = (TEMPLATES / "README.md").read_text(encoding="utf-8")
-    readme = readme.replace("@NOTEBOOKS@\n", _notebooks_section(out / NOTEBOOK_DEST))
+    readme = readme.replace("@NOTEBOOKS@\n", _notebooks_section(out / at.notebook_dest, at))
     readme = readme.replace("@SUBMISSIONS@\n", _submissions_section(rubric_path))
-    (out / VERSIONS_FILE).write_text(json.dumps(grader_versions(), indent=1) + "\n", encoding="utf-8")
+    (out / at.versions_file).write_text(json.dumps(grader_versions(), indent=1) + "\n", encoding="utf-8")
     (out / "README.md").write_text(readme, encoding="utf-8")
     shutil.copyfile(TEMPLATES / "pyproject.toml", out / "pyproject.toml")
     shutil.copyfile(TEMPLATES / "gitignore", out / ".gitignore")
@@ -103,7 +112,8 @@ def grader_versions():
 
 
 def _submissions_section(rubric_path):
-    from autograder import gradescope_limits, rubric
+    from autograder import rubric
+    from autograder.course import gradescope_limits
 
     try:
         limit = rubric.load(rubric_path).submissions
@@ -121,12 +131,12 @@ def _check_rubric(rubric_path):
         raise UsageError(str(e)) from None
 
 
-def _notebook_source(explicit):
+def _notebook_source(explicit, at):
     """The folder of notebooks built earlier that the release would copy (--notebooks, else nbgrader's
     release folder), or None (the notebooks are generated now from the rubric)."""
     if explicit:
         return Path(explicit)
-    released = chapter.current().release
+    released = at.chapter.release
     return released if released.is_dir() and list(released.glob("*.ipynb")) else None
 
 
@@ -134,7 +144,7 @@ def stale_notebooks(folder, rubric_path):
     """What the notebooks of folder state that rubric_path does not: each graded cell's points (nbgrader's
     metadata) against its part's points, and the submission-limit cell of each graded notebook against
     the rubric's limit (or its absence) -> ["FILE: ...", ...]; [] when they agree."""
-    from autograder import notebooks
+    from autograder.authoring import notebooks
 
     points = notebooks.part_points(rubric_path)
     limit = notebooks.submission_limit_cell(rubric_path)
@@ -180,54 +190,56 @@ def _copy_tree(source, dest):
     shutil.copytree(source, dest, ignore=shutil.ignore_patterns(*SKIP, "*.pyc"), symlinks=False)
 
 
-def _notebooks(explicit, dest, rubric_path=None):
+def _notebooks(explicit, dest, at, rubric_path=None):
     """Copy or generate the student notebooks into dest (generated from rubric_path's points and
     submission limit); return a sentence saying what happened."""
     if explicit:
         folder = Path(explicit)
         if not folder.is_dir() or not list(folder.glob("*.ipynb")):
             raise UsageError(f"--notebooks {folder}: no .ipynb files there")
-        return _copy_notebooks(folder, dest)
-    released = chapter.current().release
+        return _copy_notebooks(folder, dest, at)
+    released = at.chapter.release
     if released.is_dir() and list(released.glob("*.ipynb")):
-        return _copy_notebooks(released, dest)
+        return _copy_notebooks(released, dest, at)
     try:
-        notebooks = importlib.import_module("autograder.notebooks")
+        notebooks = importlib.import_module("autograder.authoring.notebooks")
     except ImportError:
         notebooks = None
     generate = getattr(notebooks, "release_notebooks", None)
     if callable(generate):
         dest.mkdir(parents=True, exist_ok=True)
-        generate(dest, rubric_path=rubric_path or chapter.current().rubric)
+        generate(dest, rubric_path=rubric_path or at.chapter.rubric, chapter=at.chapter)
         made = sorted(p.name for p in dest.glob("*.ipynb"))
         if made:
-            return f"{len(made)} notebook(s) generated by autograder.notebooks into {NOTEBOOK_DEST}"
+            return f"{len(made)} notebook(s) generated by autograder.authoring.notebooks into {at.notebook_dest}"
         dest.rmdir()
-    return f"no notebooks (none in {RELEASED}, no --notebooks, no notebooks tooling): modules only"
+    return f"no notebooks (none in {at.released}, no --notebooks, no notebooks tooling): modules only"
 
 
-def _copy_notebooks(folder, dest):
+def _copy_notebooks(folder, dest, at):
     dest.mkdir(parents=True, exist_ok=True)
     names = []
     for notebook in sorted(folder.glob("*.ipynb")):
         shutil.copyfile(notebook, dest / notebook.name)
         names.append(notebook.name)
-    from autograder.notebooks import SUPPORT_FILES  # ch03_tools.py and bench_mha.py: the notebooks import them
+    from autograder.authoring.notebooks import layout  # ch03_tools.py and bench_mha.py: the notebooks import them
+
+    SUPPORT_FILES = layout(at.chapter).SUPPORT_FILES
 
     for extra in sorted(p for p in folder.iterdir() if p.is_file() and (p.suffix in (".json", ".md", ".txt")
                                                                         or p.name in SUPPORT_FILES)):
         shutil.copyfile(extra, dest / extra.name)
-    return f"{len(names)} notebook(s) from {folder} into {NOTEBOOK_DEST}"
+    return f"{len(names)} notebook(s) from {folder} into {at.notebook_dest}"
 
 
-def _notebooks_section(dest):
+def _notebooks_section(dest, at):
     if not dest.is_dir():
         return ""
-    return (f"If you prefer notebooks, `{NOTEBOOK_DEST.as_posix()}/` holds the same exercises as notebooks; the\n"
-            f"pull-request grading reads the modules in `{ASSIGNMENT.as_posix()}`, so copy your finished code\n"
+    return (f"If you prefer notebooks, `{at.notebook_dest.as_posix()}/` holds the same exercises as notebooks; the\n"
+            f"pull-request grading reads the modules in `{at.assignment.as_posix()}`, so copy your finished code\n"
             "there (or ask your instructor how notebooks are collected in your course). The notebooks\n"
             "need a Jupyter kernel and matplotlib (their pictures) besides the above:\n\n"
             "```bash\n"
             "pip install jupyterlab matplotlib   # jupyterlab brings the Python kernel (ipykernel)\n"
-            f"jupyter lab {NOTEBOOK_DEST.as_posix()}\n"
+            f"jupyter lab {at.notebook_dest.as_posix()}\n"
             "```\n\n")

@@ -1,12 +1,9 @@
 """python -m autograder stubs [--check]"""
-from autograder import chapter, stubs
-from autograder.cli import UsageError
+from autograder.authoring import stubs
+from autograder.cli import UsageError, chapter_of
 
-HELP = (f"regenerate the student stubs in {chapter.current().folders['assignments']} from "
-        f"{chapter.current().folders['solutions']} (--check: only report drift)")
-ROOT = chapter.current().root
-SOLUTIONS = chapter.current().solutions
-ASSIGNMENTS = chapter.current().assignments
+HELP = ("regenerate the student stubs in the chapter's assignments folder from its solutions "
+        "(--check: only report drift)")
 
 
 def add_arguments(parser):
@@ -16,23 +13,23 @@ def add_arguments(parser):
 
 def run(args):
     try:
-        return check() if args.check else write()
+        return check(chapter_of(args)) if args.check else write(chapter_of(args))
     except ValueError as e:  # malformed markers or a missing hint: the message names the file and line
         raise UsageError(str(e)) from None
 
 
-def check():
-    drifted = stubs.drifted(SOLUTIONS, ASSIGNMENTS)
+def check(chapter):
+    drifted = stubs.drifted(chapter.solutions, chapter.assignments, chapter)
     for filename in drifted:
-        print(f"out of date: {ASSIGNMENTS / filename}")
+        print(f"out of date: {chapter.assignments / filename}")
     if drifted:
         print("run `python -m autograder stubs` to regenerate them")
         return 1
-    print(f"stubs up to date: {len(stubs.MODULES)} modules in {ASSIGNMENTS}")
+    print(f"stubs up to date: {len(chapter.parts)} modules in {chapter.assignments}")
     return 0
 
 
-def write():
-    for path in stubs.generate(SOLUTIONS, ASSIGNMENTS):
+def write(chapter):
+    for path in stubs.generate(chapter.solutions, chapter.assignments, chapter):
         print(f"wrote {path}")
     return 0

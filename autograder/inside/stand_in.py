@@ -3,7 +3,7 @@
 Where a check of one part needs another part that is not right on its own (suites/dependencies.py),
 the child's `causal`, `mha`, ... become modules of StandIn classes. A StandIn has the parameters,
 buffers, submodules and plain attributes of the grader's own class (the reference solutions, run in
-the grader's process, suites/stand_ins.py) and nothing of its code: building one, running its
+the grader's process, stand_ins.py) and nothing of its code: building one, running its
 forward and its backward are questions sent to the grader as data (the constructor's numbers and
 the generator's state; the module's tensors and the inputs; the upstream gradient), whose answers
 come back as data. Student code here can read, walk or replace all of this module and finds only

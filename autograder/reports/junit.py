@@ -7,7 +7,6 @@ escapes markup. Attributes are capped.
 import re
 import xml.etree.ElementTree as ET
 
-from autograder import chapter
 from autograder.reports.common import fmt, instructor_lines, printable
 
 ATTRIBUTE = 500  # the most an attribute (a failure's message) holds
@@ -21,14 +20,15 @@ def xml_text(value, limit=None):
 
 
 def junit_xml(grade):
-    suites = ET.Element("testsuites", name=chapter.current().id, tests=str(len(grade.checks)),
+    chapter = xml_text(grade.chapter, ATTRIBUTE)  # the graded chapter's id (grading.Grade.chapter)
+    suites = ET.Element("testsuites", name=chapter, tests=str(len(grade.checks)),
                         failures=str(sum(not c.passed for c in grade.checks)))
     for part, p in grade.parts.items():
         checks = [c for c in grade.checks if c.part == part]
         suite = ET.SubElement(suites, "testsuite", name=xml_text(part, ATTRIBUTE), tests=str(len(checks)),
                               failures=str(sum(not c.passed for c in checks)))  # no time: the child can set it
         for c in checks:
-            case = ET.SubElement(suite, "testcase", classname=xml_text(f"{chapter.current().id}.{part}", ATTRIBUTE),
+            case = ET.SubElement(suite, "testcase", classname=xml_text(f"{chapter}.{part}", ATTRIBUTE),
                                  name=xml_text(c.name, ATTRIBUTE))
             ET.SubElement(case, "properties").extend([
                 ET.Element("property", name="score", value=fmt(c.score)),

@@ -8,6 +8,9 @@ picture. Each function returns PNG bytes; data_uri() makes them embeddable in a 
     heatmap_png(matrix, labels, title, scale)   one attention-weight matrix, values in the cells
     figure_pictures(figure)                     [(panel name, student's PNG, expected PNG)] of a figure
     figure_pairs(figure)                        [(panel name, one PNG of both side by side)] of a figure
+    draw_all(figures) / remember(drawn)         a figure's pictures drawn in one process (a batch's
+                                                worker, where the grade is made) and handed to another
+                                                (the batch's parent), which then only writes them
     histogram_png(scores, max_score)            the class's score distribution
     available()                                 False where matplotlib is missing: the reports say so
                                                 in words instead of failing
@@ -15,7 +18,9 @@ picture. Each function returns PNG bytes; data_uri() makes them embeddable in a 
                                                 while a batch waits for its sandbox to start
 """
 import base64
+import hashlib
 import io
+import json
 import math
 
 from autograder.figure_data import validate
@@ -106,17 +111,46 @@ def _heatmap(ax, matrix, labels, title, scale):
                 ax.text(j, i, text, ha="center", va="center", fontsize=6.5, color=color)
 
 
+MAX_DRAWN = 512  # figures whose pictures a process keeps (drawn here or handed over): about 40 KB each
+_DRAWN: dict[str, list] = {}  # a validated figure's key -> its figure_pictures
+
+
+def figure_key(figure):
+    """A validated figure -> the key of its pictures (the same data, the same key, in any process)."""
+    return hashlib.sha256(json.dumps(figure, sort_keys=True, allow_nan=True).encode()).hexdigest()
+
+
 def figure_pictures(figure):
     """A figure (suites/figures.py data, validated again here) -> [(panel name, student PNG, expected PNG)],
-    each pair on one color scale."""
+    each pair on one color scale. Drawn once per process (or handed over by remember())."""
     figure = validate(figure)
+    key = figure_key(figure)
+    if key in _DRAWN:
+        return list(_DRAWN[key])
     pictures = []
     for panel in figure["panels"]:
         scale = scale_of(panel["got"], panel["want"])
         got = heatmap_png(panel["got"], figure["labels"], "your code", scale)
         want = heatmap_png(panel["want"], figure["labels"], "expected", scale)
         pictures.append((panel["name"], got, want))
-    return pictures
+    remember({key: pictures})
+    return list(pictures)
+
+
+def draw_all(figures):
+    """The pictures of each figure (validated ones, e.g. html_feedback.figures_by_part's), drawn here ->
+    {figure_key: figure_pictures}: plain bytes, for another process's remember()."""
+    return {figure_key(figure): figure_pictures(figure) for figure in figures}
+
+
+def remember(drawn):
+    """Keep pictures drawn elsewhere (draw_all, in a batch's worker), so that figure_pictures here only
+    hands them out; at most MAX_DRAWN figures are kept (the oldest go first, and are drawn again if asked)."""
+    for key, pictures in drawn.items():
+        _DRAWN.pop(key, None)
+        _DRAWN[key] = [(str(name), bytes(got), bytes(want)) for name, got, want in pictures]
+    while len(_DRAWN) > MAX_DRAWN:
+        del _DRAWN[next(iter(_DRAWN))]
 
 
 def figure_pairs(figure):

@@ -176,6 +176,32 @@ def make(name, memory_bytes, processes):
     return Group(folders, processes if capped else 0) if folders else None
 
 
+def accounting(name):
+    """A group that only counts CPU time (cgroup v1 cpuacct, else a v2 group: cpu.stat's usage_usec
+    is in every one), made under the grader's own and named name (PREFIX + a pid: swept and removed
+    as the others) -> Group (cpu_seconds(): every process that has been in it and in the groups made
+    below it), or None where none can be made. For measuring a whole run from outside it
+    (benchmarks/bench_cpu.py): on a shared machine the machine's own busy time counts the
+    neighbours too. Under cgroup v2 a run in such a group gets no groups of its own below it (the
+    group hands no controller down), so it is measured without them."""
+    if os.geteuid() != 0:
+        return None
+    groups = _membership()
+    parent = os.path.join(MOUNT, "cpuacct", groups.get("cpuacct", "").lstrip("/")) if "cpuacct" in groups \
+        else os.path.join(MOUNT, groups.get("", "/").lstrip("/"))
+    folder = os.path.join(parent, name)
+    try:
+        _sweep(parent)
+        os.mkdir(folder)
+    except OSError:
+        return None
+    group = Group([folder], 0)
+    if group.cpu_seconds() is None:
+        remove([folder], wait=0)
+        return None
+    return group
+
+
 def _sweep(parent):
     """End the groups of fork servers that are gone (killed with their grader, say). A group is
     named after its server's pid; what is still in it is student code that outlived its grader

@@ -34,8 +34,15 @@ its address-space limit does not see (memfd_create, System V shared memory and m
 refused: inside/syscalls.py).
 """
 import os
+import select
+import signal
+import time
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
+
+from autograder import text
+from autograder.inside import protocol
+from autograder.sandbox import procfs
 
 NOT_GRADED = "not graded: the machine was overloaded"  # a part the machine kept from running (runner.py)
 OOM_FILES = ("memory.events", "memory.oom_control")  # cgroup v2, v1: both have an "oom_kill N" line
@@ -140,3 +147,79 @@ LEADER_GONE = "ended with its sandbox session: the session's leader, out of the 
 MACHINE_WAITED = ("ran out of wall-clock time while it was waiting for a CPU: the machine was too busy to run it")
 MACHINE_UNMEASURED = ("ran out of time, and its own CPU time could not be measured here: the machine's, not "
                       "the code's")
+
+
+# ------------------------------------------------------------ the verdict on one child
+
+def judge(child: Any, error: BaseException) -> None:
+    """Why the child ended before answering -> child.died (the words) and child.machine: "" (the
+    code's, charged), PROOF (the machine's, proved) or SUSPECT (unexplained: run
+    again, and charged when it ends so in every fresh child). See the module's docstring."""
+    if isinstance(error, protocol.Deadline) and not child.cpu_out:  # before the kill: slept, or waited for a CPU?
+        child.asleep = child.gauge.asleep(child.host_pid, time.monotonic() - child.started)
+    # alive: not yet reaped and not on its way out (a process being killed has closed its files, so
+    # its channel reads as closed, a moment before its pidfd says it ended: the kernel's PF_EXITING
+    # flag, read here, tells which without waiting on the clock)
+    alive = child.pidfd is not None and not select.select([child.pidfd], [], [], 0)[0] \
+        and not procfs.exiting(child.host_pid or procfs.host_pid(child.pidfd))
+    child.kill()
+    child.grader_killed = alive  # remembered: its SIGKILL below is the grader's, sent for `error`
+    spent = child.spent() if child.cpu_start is not None else None
+    end = child._collect_end()
+    code = end.get("exitcode")
+    killed = code == -signal.SIGKILL
+    if isinstance(error, protocol.Deadline) and child.idle_out:  # only after a hidden input: fixed words
+        child.died = (f"timed out: it waited or slept for more than {child.IDLE_AFTER_HIDDEN:g} s after an input only "
+                     f"the grader knows (look for code that waits or sleeps)")
+    elif isinstance(error, protocol.Deadline):
+        child.died = deadline_cause(child)
+    elif code is None:  # the leader did not answer: no process of the part can reach it
+        child.machine, child.died = PROOF, LEADER_GONE
+    elif child.grader_killed and isinstance(error, protocol.ProtocolError) and "closed" in str(error):
+        # the child was alive and its channel closed: it closed it itself (the kill was the grader's)
+        child.machine, child.died = SUSPECT, CLOSED_CHANNEL
+    elif isinstance(error, RecursionError) or isinstance(error, protocol.ProtocolError) and "closed" not in str(error):
+        said = "" if child.saw_hidden else f" ({text.excerpt(error, 200)})"
+        child.died = f"sent back something that is not an answer{said}"
+    elif killed and child.gpu_killed:  # how much it held is the child's choice
+        child.died = ("was killed (SIGKILL): it held more GPU memory than the part's limit" if child.saw_hidden
+                     else f"was killed (SIGKILL): it {child.gpu_killed}")
+    elif killed and child.gauge.oom_killed(child.group):
+        child.died = (f"was killed by the kernel (SIGKILL): its processes together used more memory than the "
+                     f"part's limit ({child.memory_mb:g} MB)")
+    elif code in (-signal.SIGKILL, -signal.SIGXCPU) and spent is not None and spent >= child.timeout:
+        child.cpu_out = True  # the kernel's CPU-time limit (set above the grader's): its own CPU time
+        child.died = deadline_cause(child)
+    elif killed and child.gauge.oom_elsewhere(child.group):  # proof, unless a hidden input was seen
+        child.machine, child.died = (SUSPECT if child.saw_hidden else PROOF), OOM_ELSEWHERE
+    elif killed:  # not by us, not by any out-of-memory killer: it could have been its own doing
+        child.machine, child.died = SUSPECT, UNEXPLAINED_KILL
+    elif code < 0:
+        child.died = "was killed by a signal" if child.saw_hidden else f"was killed by signal {_signal_name(-code)}"
+    else:
+        status = "" if child.saw_hidden else f" with status {code}"
+        child.died = f"exited{status} before returning (sys.exit/os._exit in the code?)"
+
+def deadline_cause(child: Any) -> str:
+    """The words for a deadline, charged only where measured (py): the CPU-time limit (its CPU
+    time was read), the wall clock while it slept or waited of its own doing; else the machine's."""
+    if child.cpu_out and child.cpu_start is not None:
+        return (f"timed out after {child.timeout:g} s of CPU time (the part's time limit): look for a loop that "
+                f"never ends")
+    if not child.cpu_out and child.asleep:
+        return (f"timed out after {child.deadline - child.started:g} s of waiting (the part's wall-clock limit): "
+                f"look for code that waits or sleeps")
+    if child.cpu_out or child.asleep is None:  # unmeasured: the child may have caused it
+        child.machine = SUSPECT
+        return MACHINE_UNMEASURED
+    child.machine = PROOF  # measured runnable, past the far wall clock (_await_reply)
+    return MACHINE_WAITED
+
+
+
+def _signal_name(number):
+    try:
+        return signal.Signals(number).name
+    except ValueError:  # a real-time signal has no name of its own
+        return f"number {number}"
+

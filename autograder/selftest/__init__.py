@@ -20,13 +20,24 @@ from pathlib import Path
 
 import yaml
 
-from autograder import PACKAGE_DIR, PARTS, chapter, settings as settings_mod
+from autograder import PACKAGE_DIR, chapter, settings as settings_mod
 
 HERE = Path(__file__).resolve().parent
 MUTANTS = HERE / "mutants.yml"
 VARIANTS = HERE / "variants.yml"
-SOLUTIONS = chapter.current().solutions
 ENTRY_KEYS = {"id", "module", "find", "replace", "edits", "part", "parts_losing", "message", "why"}
+
+
+def __getattr__(name):
+    """SOLUTIONS: the reference solutions the corpus edits (this repository's chapter's), read on first use."""
+    if name == "SOLUTIONS":
+        return chapter.current().solutions
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _parts():
+    """The chapter's parts (the corpus is this repository's chapter's: chapter.current(), read on call)."""
+    return chapter.current().parts
 
 
 class CorpusError(ValueError):
@@ -101,7 +112,7 @@ def load(path, kind):
         for raw in raw_edits:
             if not isinstance(raw, dict) or set(raw) != {"module", "find", "replace"}:
                 raise CorpusError(f"{where}: {entry_id}: each edit needs exactly module, find and replace")
-            if raw["module"] not in PARTS:
+            if raw["module"] not in _parts():
                 raise CorpusError(f"{where}: {entry_id}: unknown module {raw['module']!r}")
             if not isinstance(raw["find"], str) or not raw["find"] or not isinstance(raw["replace"], str):
                 raise CorpusError(f"{where}: {entry_id}: find must be non-empty text and replace text")
@@ -111,7 +122,7 @@ def load(path, kind):
             entry.part = data.get("part") or edits[0].module
             entry.parts_losing = list(data.get("parts_losing") or [entry.part])
             entry.message = data.get("message") or ""
-            if entry.part not in PARTS or any(p not in PARTS for p in entry.parts_losing) \
+            if entry.part not in _parts() or any(p not in _parts() for p in entry.parts_losing) \
                     or entry.part not in entry.parts_losing:
                 raise CorpusError(f"{where}: {entry_id}: part and parts_losing must be parts, the part among them")
             if not isinstance(entry.message, str) or not entry.message:
@@ -126,10 +137,11 @@ def corpus():
     return load(MUTANTS, "mutant") + load(VARIANTS, "variant")
 
 
-def apply(entry, folder, solutions=SOLUTIONS):
+def apply(entry, folder, solutions=None):
     """Write the solutions with the entry's edits into `folder` (created)."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
+    solutions = chapter.current().solutions if solutions is None else solutions
     for module in sorted(Path(solutions).glob("*.py")):
         shutil.copyfile(module, folder / module.name)
     for edit in entry.edits:
@@ -146,7 +158,7 @@ def apply(entry, folder, solutions=SOLUTIONS):
 def suite_modules(part):
     """The chapter modules a part's checks ask the child for: student.module(PART) and student.module("x")."""
     source = (PACKAGE_DIR / "suites" / f"test_{part}.py").read_text(encoding="utf-8")
-    named = set(re.findall(r'student\.module\(\s*"(\w+)"\s*\)', source)) & set(PARTS)
+    named = set(re.findall(r'student\.module\(\s*"(\w+)"\s*\)', source)) & set(_parts())
     return named | ({part} if re.search(r"student\.module\(\s*PART\s*\)", source) else set())
 
 
@@ -154,7 +166,7 @@ def module_imports(folder):
     """module -> the chapter modules it imports (static imports only); None if any module of the
     folder imports in a way this cannot see (importlib, __import__, exec, eval)."""
     found = {}
-    for part in PARTS:
+    for part in _parts():
         path = Path(folder) / f"{part}.py"
         if not path.is_file():
             continue
@@ -169,7 +181,7 @@ def module_imports(folder):
                 return None
         if names & {"importlib", "builtins", "runpy"}:
             return None
-        found[part] = names & set(PARTS)
+        found[part] = names & set(_parts())
     return found
 
 
@@ -180,10 +192,10 @@ def affected_parts(entry, folder):
     the solutions' code, so they keep their full marks."""
     imports = module_imports(folder)
     if imports is None:
-        return list(PARTS)
+        return list(_parts())
     edited = {edit.module for edit in entry.edits}
     affected = []
-    for part in PARTS:
+    for part in _parts():
         reach, todo = set(), list(suite_modules(part))
         while todo:
             module = todo.pop()

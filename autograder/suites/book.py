@@ -1,7 +1,7 @@
 """The book's printed values, as a snapshot the suites carry with them (suites/snapshots/book.json).
 
 The snapshot is made from the reference solutions (`python -m autograder.suites.book --refresh`);
-`python -m autograder book-check` (autograder/book_check.py) proves they agree with what the book
+`python -m autograder book-check` (autograder/authoring/book_check.py) proves they agree with what the book
 prints (assignments/ch03/tests/book_examples.json) to 1e-4.
 """
 import functools

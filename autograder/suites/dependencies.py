@@ -19,7 +19,7 @@ import torch
 
 from autograder.student import SessionDied, StudentError
 from autograder.suites import helpers, reference
-from autograder.suites.stand_ins import MODULES
+from autograder.stand_ins import MODULES
 
 DEPENDS = {"weight_transfer": ("self_attention_v1", "self_attention_v2"), "mha": ("causal",),
            "exercises": ("causal", "mha")}
@@ -44,7 +44,7 @@ def verdicts(student, part, known):
 def substitutes(found):
     """The parts found not right on their own, in import order: the child gets the grader's classes
     for them (stand-ins whose every computation is the reference solutions', run in the grader:
-    suites/stand_ins.py)."""
+    stand_ins.py)."""
     return [module for module in MODULES if found.get(module)]
 
 

@@ -19,7 +19,7 @@ the grader's own:
 
 The counts and the emulated run come from the student's own process, which could report anything (a
 head loop run inside torch's _disable_current_modes() hides its operations from the counter). So
-the grader also reads the submitted source itself (suites/source_reading.py: parsed with ast here,
+the grader also reads the submitted source itself (source_reading.py: parsed with ast here,
 never run): no Python loop over the heads in what MultiHeadAttention runs, no tensor made in forward
 without device=. A check passes only when the child's measurement and the grader's reading both
 do; code that reaches into the grader's machinery is reported to the instructor as tampering
@@ -31,7 +31,8 @@ import re
 
 import torch
 
-from autograder.suites import expect, source_reading
+from autograder import source_reading
+from autograder.suites import expect
 from autograder.student import StudentError
 
 # aten ops (overload packet names) that multiply matrices; einsum, linear and matmul reach the
@@ -86,7 +87,7 @@ def reference_counts(d_in, d_out, context_length, num_heads, shape):
     """{op: calls} of the reference solution's MultiHeadAttention (the grader's own, run here) on inputs
     of the given shape: the batched computation of 3.6.2, counted as the child counts."""
     from autograder.inside.counting import count_ops
-    from autograder.suites import stand_ins
+    from autograder import stand_ins
 
     with torch.random.fork_rng(devices=[]):
         module = stand_ins.solutions()["mha"].MultiHeadAttention(d_in, d_out, context_length, 0.0, num_heads)

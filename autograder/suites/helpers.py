@@ -155,7 +155,9 @@ def _loaded_by_name(module, state):
         answer = module.load_state_dict(state, strict=False)
     except StudentError:
         return False
-    return isinstance(answer, tuple) and len(answer) == 2 and answer[1] == []
+    # the answer is torch's _IncompatibleKeys (a named tuple), which arrives as a list: the protocol
+    # rebuilds only a plain tuple as a tuple (inside/protocol.decode)
+    return isinstance(answer, (tuple, list)) and len(answer) == 2 and answer[1] == []
 
 
 def parameter_table(module):

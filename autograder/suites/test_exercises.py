@@ -12,7 +12,8 @@ import math
 
 import torch
 
-from autograder.suites import expect, helpers, part_marker, reference, source_reading, stand_ins
+from autograder import source_reading, stand_ins
+from autograder.suites import expect, helpers, part_marker, reference
 from autograder.suites.misconceptions import matches
 from autograder.student import StudentError
 

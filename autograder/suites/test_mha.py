@@ -8,7 +8,8 @@ with seeded and with known weights, against stacked single heads, and for causal
 """
 import torch
 
-from autograder.suites import efficiency, expect, helpers, part_marker, reference, source_reading
+from autograder import source_reading
+from autograder.suites import efficiency, expect, helpers, part_marker, reference
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import (deferred, error_diagnosis, judge, matches, multi_head_mistakes,
                                               named_mistake, raised_in, weights)

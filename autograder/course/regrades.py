@@ -69,7 +69,8 @@ def _rubric(rubric_path: str | Path) -> dict[str, Any]:
 def grader_parts(rubric_path: str | Path, reference: str | Path | None = None) -> dict[str, Any]:
     """The grader of envcheck.grader_fingerprint, in parts that can be compared one by one."""
     return {"rubric": _rubric(rubric_path),
-            "suites": _files(envcheck.PACKAGE_DIR / "suites", "**/*"),
+            "suites": {name: digest for folder, pattern in envcheck.GRADING_CODE
+                       for name, digest in _files(folder, pattern).items()},  # suites/, stand_ins.py, source_reading.py
             "reference": _files(Path(reference or envcheck.reference_folder()), "*.py"),
             "versions": {"autograder": str(envcheck.VERSION), "torch": _version("torch"), "numpy": _version("numpy"),
                          "python": platform.python_version()}}

@@ -2,7 +2,7 @@
 
 generate_assignment
     ClearSolutionsWithHints takes the place of nbgrader's ClearSolutions. A code solution cell whose
-    grade_id is one of the chapter's modules becomes `autograder.stubs.make_stub` of its code, exactly
+    grade_id is one of the chapter's modules becomes `autograder.authoring.stubs.make_stub` of its code, exactly
     the stub in assignments/ch03/<module>.py: each region turns into
     `raise NotImplementedError("<module>.<function>: <hint>")`. Any other cell is left to
     ClearSolutions (whose code_stub nbgrader_config.py sets). A module cell without any solution
@@ -14,7 +14,7 @@ autograde (nothing of the student's notebook runs in a kernel, nor in the nbgrad
     cells with an unknown or missing grade_id into plain cells, so OverwriteCells can always restore
     the locked and test cells and a stray cell can neither be graded nor be read as a module.
     GradeInSandbox takes the place of Execute. It reads the code of the notebook's solution cells
-    by grade_id (autograder.notebooks, as `python -m autograder grade` does for notebooks), grades
+    by grade_id (autograder.authoring.notebooks, as `python -m autograder grade` does for notebooks), grades
     the notebook's parts with the hidden suites in the sandbox (autograder.grading, one fork server
     per nbgrader process), puts back a graded cell the student deleted, and writes into each graded
     cell `score_<part>` two outputs: what to fix as text (autograder.reports.common's rule: visible
@@ -28,6 +28,7 @@ generate_feedback
     tests, or what student code printed while they ran, if Execute ever ran them).
 """
 import atexit
+import functools
 import re
 import tempfile
 from pathlib import Path
@@ -41,18 +42,26 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, NbGraderPreprocessor, OverwriteCells
 
 from autograder.reports.common import OWN_TEXT, printable, what_to_fix
-from autograder.stubs import MODULES, make_stub, solution_regions
+from autograder.authoring.stubs import make_stub, solution_regions
 
-SCORE_PREFIX = "score_"          # the graded cell of part P has the grade_id score_P (autograder.notebooks)
+SCORE_PREFIX = "score_"          # the graded cell of part P has the grade_id score_P (autograder.authoring.notebooks)
 ENGINE_MARK = "ch03_autograder"  # metadata key of the outputs GradeInSandbox writes
 
 
+def chapter_parts() -> tuple[str, ...]:
+    """The parts of the chapter nbgrader's course is (this repository's chapter.yml, read on call: an
+    nbgrader plugin is an entry point, and nothing here reads the chapter at import)."""
+    from autograder import chapter
+
+    return chapter.current().parts
+
+
 class ClearSolutionsWithHints(ClearSolutions):
-    """ClearSolutions, with the per-function hints of autograder.stubs for the chapter's modules."""
+    """ClearSolutions, with the per-function hints of autograder.authoring.stubs for the chapter's modules."""
 
     def preprocess_cell(self, cell, resources, cell_index):
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if cell.cell_type != "code" or not utils.is_solution(cell) or grade_id not in MODULES:
+        if cell.cell_type != "code" or not utils.is_solution(cell) or grade_id not in chapter_parts():
             return super().preprocess_cell(cell, resources, cell_index)
         notebook = resources.get("nbgrader", {}).get("notebook", "?")
         where = f"{notebook}.ipynb, cell {cell_index} ({grade_id})"
@@ -173,13 +182,15 @@ def _fmt(number):
     return f"{number:g}"
 
 
-_MODULE_FILE = re.compile(rf"\b({'|'.join(map(re.escape, MODULES))})\.py\b")
+@functools.lru_cache(maxsize=4)
+def _module_file(parts: tuple[str, ...]) -> re.Pattern:
+    return re.compile(rf"\b({'|'.join(map(re.escape, parts))})\.py\b")
 
 
 def in_notebook_words(said):
     """The grader's words about a module file (causal.py, line 5) as a notebook student sees that code:
     the solution cell whose grade_id is the module (its text is the module, line for line)."""
-    return _MODULE_FILE.sub(lambda found: f"your solution cell '{found.group(1)}'", said)
+    return _module_file(chapter_parts()).sub(lambda found: f"your solution cell '{found.group(1)}'", said)
 
 
 def _what_to_fix(checks, parts):
@@ -230,7 +241,7 @@ class GradeInSandbox(NbGraderPreprocessor):
         """The parts whose graded cells the gradebook knows for this notebook (cells put back first)."""
         known = _gradebook_notebook(resources)
         parts = [grade_id[len(SCORE_PREFIX):] for grade_id in known["grade"]
-                 if grade_id.startswith(SCORE_PREFIX) and grade_id[len(SCORE_PREFIX):] in MODULES]
+                 if grade_id.startswith(SCORE_PREFIX) and grade_id[len(SCORE_PREFIX):] in chapter_parts()]
         if self.restore_deleted_cells:
             self._restore_graded_cells(nb, known, parts)
         return parts
@@ -463,7 +474,7 @@ def configure_feedback_page(config) -> None:
     formgrader = Path(nbgrader.__file__).parent / "server_extensions" / "formgrader"
     exporter = config.GenerateFeedback.HTMLExporter
     exporter.template_name = FEEDBACK_TEMPLATE
-    exporter.extra_template_basedirs = [str(Path(__file__).parent / "templates" / "nbgrader_feedback"),
+    exporter.extra_template_basedirs = [str(Path(__file__).parents[1] / "templates" / "nbgrader_feedback"),
                                         str(formgrader / "templates")]
     # nbgrader's bootstrap css, as nbgrader sets it, and its templates' folder, where `extends
     # 'feedback/index.html.j2'` finds the page this template changes

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from autograder.lateness import LateInputError, parse_time
+from autograder.course.lateness import LateInputError, parse_time
 from autograder.rubric import SubmissionLimit
 
 METADATA = "submission_metadata.json"

@@ -9,13 +9,22 @@ signature, the docstring and anything outside the region (such as `super().__ini
 import ast
 import json
 from pathlib import Path
+from typing import Any
 
-from autograder import chapter
+from autograder import chapter as chapter_mod
+from autograder.chapter import Chapter
 
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 
-MODULES = list(chapter.current().parts)
+
+def __getattr__(name: str) -> Any:
+    """MODULES: this repository's chapter's parts (chapter.current()), read on first use, for tools and
+    tests; the generator itself takes the Chapter it is given."""
+    if name == "MODULES":
+        return list(chapter_mod.current().parts)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 # What a student sees when calling an unwritten function: one line, keyed by qualified name.
 HINTS = {
@@ -167,22 +176,23 @@ def make_stub(source, module_name, filename=None):
     return "".join(lines)
 
 
-def stub_texts(solutions_dir):
+def stub_texts(solutions_dir, chapter: Chapter | None = None):
     """{file name: text} of the assignment folder: the stub of each of the chapter's modules in
     solutions_dir, and the released copy of the chapter manifest (tests/chapter.json: the public
-    tests read the chapter's parts there)."""
-    paths = {name: Path(solutions_dir) / f"{name}.py" for name in MODULES}
+    tests read the chapter's parts there). chapter: None: this repository's (chapter.current())."""
+    chapter = chapter or chapter_mod.current()
+    paths = {name: Path(solutions_dir) / f"{name}.py" for name in chapter.parts}
     texts = {path.name: make_stub(path.read_text(), name, str(path)) for name, path in paths.items()}
-    texts[chapter.RELEASED_COPY] = json.dumps(chapter.current().released_copy(), indent=1) + "\n"
+    texts[chapter_mod.RELEASED_COPY] = json.dumps(chapter.released_copy(), indent=1) + "\n"
     return texts
 
 
-def generate(solutions_dir, out_dir):
+def generate(solutions_dir, out_dir, chapter: Chapter | None = None):
     """Write the stub of every module of solutions_dir into out_dir; return the paths written."""
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    for filename, text in stub_texts(solutions_dir).items():
+    for filename, text in stub_texts(solutions_dir, chapter).items():
         path = out_dir / filename
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
@@ -190,8 +200,8 @@ def generate(solutions_dir, out_dir):
     return written
 
 
-def drifted(solutions_dir, out_dir):
+def drifted(solutions_dir, out_dir, chapter: Chapter | None = None):
     """File names in out_dir that are missing or differ from the stubs solutions_dir makes now."""
     out_dir = Path(out_dir)
-    return [filename for filename, text in stub_texts(solutions_dir).items()
+    return [filename for filename, text in stub_texts(solutions_dir, chapter).items()
             if not (out_dir / filename).is_file() or (out_dir / filename).read_text() != text]

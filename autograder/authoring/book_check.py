@@ -15,8 +15,6 @@ import torch
 
 from autograder import chapter
 
-BOOK = chapter.current().book_examples
-REFERENCE = chapter.current().solutions
 ATOL = 1e-4  # the book prints 4 decimals
 
 
@@ -29,8 +27,13 @@ def same(got, want):
     return got.shape == want.shape and torch.allclose(got, want, atol=ATOL, rtol=0)
 
 
-def check(folder=REFERENCE, book_path=BOOK):
-    """[(name, ok, what went wrong)] for every book value, in the file's order."""
+def check(folder=None, book_path=None, manifest=None):
+    """[(name, ok, what went wrong)] for every book value, in the file's order. folder and book_path
+    default to the chapter's reference solutions and book_examples.json (manifest: a chapter.Chapter;
+    None: this repository's)."""
+    manifest = manifest or chapter.current()
+    folder = manifest.solutions if folder is None else folder
+    book_path = manifest.book_examples if book_path is None else book_path
     from autograder.suites.book import compute_from_solutions
 
     values = {name: entry["value"] for name, entry in json.loads(Path(book_path).read_text())["values"].items()}

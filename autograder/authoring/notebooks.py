@@ -8,7 +8,7 @@ Source notebooks (source/ch03/*.ipynb, nbgrader assignment id `ch03`) are made f
 * grading.yml: each module's graded cell is worth the points of its part there;
 * the reference solutions solutions/ch03/<module>.py: each module's whole text becomes one solution
   cell whose nbgrader grade_id is the module name, markers included, so `nbgrader generate_assignment`
-  (with `autograder.nbgrader_plugins.ClearSolutionsWithHints`, see nbgrader_config.py) turns it into
+  (with `autograder.deploy.nbgrader_plugins.ClearSolutionsWithHints`, see nbgrader_config.py) turns it into
   the same stub as assignments/ch03/<module>.py.
 
 Below each solution cell the generator puts a read-only cell `publish("<module>", [names])`; the
@@ -20,7 +20,7 @@ plain name like the files in solutions/ch03.
 
 Each module has read-only check cells (the public tests, for the student to run) and one graded
 cell, `score_<module>`, worth the part's points in grading.yml. When a notebook is autograded
-(autograder.nbgrader_plugins.GradeInSandbox) no cell runs: the module's code is graded by the hidden
+(autograder.deploy.nbgrader_plugins.GradeInSandbox) no cell runs: the module's code is graded by the hidden
 suites in the sandbox and the score is written as that cell's output.
 
 A template without solution cells makes a notebook with nothing graded: the speed lab (04_speed_lab),
@@ -30,33 +30,104 @@ beside the notebooks: ch03_tools.py, and a copy of benchmarks/bench_mha.py for t
 import ast
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from autograder import chapter
-from autograder.stubs import MODULES, solution_regions
+from autograder import chapter as chapter_mod
+from autograder.chapter import Chapter
+from autograder.authoring.stubs import solution_regions
 
-CHAPTER = chapter.current()
-ROOT = CHAPTER.root
-RUBRIC = CHAPTER.rubric
-SOLUTIONS = CHAPTER.solutions
-SOURCE = CHAPTER.source
-TEMPLATES = CHAPTER.notebook_templates
-SUPPORT_NAME = f"{CHAPTER.id}_tools.py"  # the read-only module released beside the notebooks (their first cell imports it)
-SUPPORT_TEMPLATE = TEMPLATES / SUPPORT_NAME
-BENCH = ROOT / "benchmarks" / "bench_mha.py"  # the speed lab's timing code, released as a copy beside the notebooks
-SUPPORT_FILES = (SUPPORT_NAME, BENCH.name)
-SPEED_FIGURES = ROOT / "benchmarks" / "speed_lab_figures.json"  # the one dated set of speed-lab figures
+
+@dataclass(frozen=True)
+class Layout:
+    """Where the generator reads and writes for one chapter (its manifest's folders)."""
+    chapter: Chapter
+
+    @property
+    def ROOT(self) -> Path:
+        return self.chapter.root
+
+    @property
+    def RUBRIC(self) -> Path:
+        return self.chapter.rubric
+
+    @property
+    def SOLUTIONS(self) -> Path:
+        return self.chapter.solutions
+
+    @property
+    def SOURCE(self) -> Path:
+        return self.chapter.source
+
+    @property
+    def TEMPLATES(self) -> Path:
+        return self.chapter.notebook_templates
+
+    @property
+    def MODULES(self) -> list[str]:
+        return list(self.chapter.parts)
+
+    @property
+    def SUPPORT_NAME(self) -> str:  # the read-only module released beside the notebooks (their first cell imports it)
+        return f"{self.chapter.id}_tools.py"
+
+    @property
+    def SUPPORT_TEMPLATE(self) -> Path:
+        return self.TEMPLATES / self.SUPPORT_NAME
+
+    @property
+    def BENCH(self) -> Path:  # the speed lab's timing code, released as a copy beside the notebooks
+        return self.ROOT / "benchmarks" / "bench_mha.py"
+
+    @property
+    def SUPPORT_FILES(self) -> tuple[str, str]:
+        return (self.SUPPORT_NAME, self.BENCH.name)
+
+    @property
+    def SPEED_FIGURES(self) -> Path:  # the one dated set of speed-lab figures
+        return self.ROOT / "benchmarks" / "speed_lab_figures.json"
+
+    @property
+    def BOOK_EXAMPLES(self) -> Path:
+        return self.chapter.book_examples
+
+    @property
+    def ASSIGNMENT_ID(self) -> str:
+        return self.chapter.id
+
+    @property
+    def DIAGNOSE(self) -> Path:
+        return self.chapter.assignments / "tests" / "_diagnose.py"
+
+    @property
+    def DIAGNOSE_PATH(self) -> str:  # as the template and the comments name it
+        return f"{self.chapter.folders['assignments']}/tests/_diagnose.py"
+
+    @property
+    def DIAGNOSE_PLACEHOLDER(self) -> str:
+        return f'DIAGNOSES = "the public tests\' diagnoses ({self.DIAGNOSE_PATH}) are written here"'
+
+
+def layout(chapter: Chapter | None = None) -> Layout:
+    """The generator's paths for chapter (None: this repository's, chapter.current(), read on call)."""
+    return Layout(chapter or chapter_mod.current())
+
+
+def __getattr__(name: str) -> Any:
+    """ROOT, SOURCE, TEMPLATES, MODULES, SUPPORT_FILES, ...: this repository's chapter's (layout()),
+    read on first use, for tools and tests; nothing here reads the chapter at import."""
+    if name in vars(Layout) and name.isupper():
+        return getattr(layout(), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 SPEED_PLACEHOLDER = "@SPEED_LAB_FIGURES@"  # a markdown cell's line the generator replaces with them
 SPEED_LABELS = {"wrapper": "wrapper (3.6.1, a loop over heads)", "efficient": "efficient MultiHeadAttention (3.6.2)",
                 "combined_qkv": "combined QKV", "sdpa": "`scaled_dot_product_attention`",
                 "nn_mha": "`nn.MultiheadAttention`"}
-BOOK_EXAMPLES = CHAPTER.book_examples
-ASSIGNMENT_ID = CHAPTER.id
 BOOK_PLACEHOLDER = "BOOK = {}  # the generator writes the book's values here"
 PARTS_PLACEHOLDER = "CHAPTER_MODULES = ()  # the generator writes the chapter's parts (chapter.yml) here"
-DIAGNOSE = CHAPTER.assignments / "tests" / "_diagnose.py"
-DIAGNOSE_PATH = f"{CHAPTER.folders['assignments']}/tests/_diagnose.py"  # as the template and the comments name it
-DIAGNOSE_PLACEHOLDER = f'DIAGNOSES = "the public tests\' diagnoses ({DIAGNOSE_PATH}) are written here"'
 
 NBGRADER_SCHEMA = 3
 KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
@@ -158,24 +229,30 @@ SETUP_CODE = ("# Read-only: the book's values, the test helpers and the drawing 
               "from ch03_tools import *  # noqa: F401,F403")
 
 
-def book_values(book_path=BOOK_EXAMPLES):
+def book_values(book_path=None, chapter=None):
     """{name: value} of every book value of book_examples.json, 'inputs' first."""
+    book_path = layout(chapter).BOOK_EXAMPLES if book_path is None else book_path
     raw = json.loads(Path(book_path).read_text())
     return {"inputs": raw["inputs"], **{name: entry["value"] for name, entry in raw["values"].items()}}
 
 
-def setup_source(keys, book_path=BOOK_EXAMPLES):
+def setup_source(keys, book_path=None, chapter=None):
     """The first code cell: an import of the support module, after checking it holds the values in keys."""
+    book_path = layout(chapter).BOOK_EXAMPLES if book_path is None else book_path
     missing = [key for key in keys if key not in book_values(book_path)]
     if missing:
         raise ValueError(f"{book_path}: no book value named {', '.join(missing)}")
     return SETUP_CODE
 
 
-def support_text(book_path=BOOK_EXAMPLES, template_path=SUPPORT_TEMPLATE):
+def support_text(book_path=None, template_path=None, chapter=None):
     """The text of ch03_tools.py: the template with BOOK holding every book value and the public diagnoses."""
+    at = layout(chapter)
+    book_path = at.BOOK_EXAMPLES if book_path is None else book_path
+    template_path = at.SUPPORT_TEMPLATE if template_path is None else template_path
+    DIAGNOSE_PLACEHOLDER = at.DIAGNOSE_PLACEHOLDER
     values = book_values(book_path)
-    lines = [f"BOOK = {{  # what the book prints, to 4 decimals (from {CHAPTER.folders['assignments']}/tests/book_examples.json)"]
+    lines = [f"BOOK = {{  # what the book prints, to 4 decimals (from {at.chapter.folders['assignments']}/tests/book_examples.json)"]
     lines += [f"    {json.dumps(key)}: {json.dumps(value)}," for key, value in values.items()]
     lines.append("}")
     template = Path(template_path).read_text()
@@ -185,44 +262,51 @@ def support_text(book_path=BOOK_EXAMPLES, template_path=SUPPORT_TEMPLATE):
         raise ValueError(f"{template_path}: expected the line {DIAGNOSE_PLACEHOLDER!r} exactly once")
     if template.count(PARTS_PLACEHOLDER) != 1:
         raise ValueError(f"{template_path}: expected the line {PARTS_PLACEHOLDER!r} exactly once")
-    template = template.replace(DIAGNOSE_PLACEHOLDER, diagnose_code()).replace(PARTS_PLACEHOLDER, parts_code())
-    header = (f"# Generated by `python -m autograder notebooks` from {CHAPTER.folders['notebook_templates']}/{SUPPORT_NAME}:\n"
+    template = template.replace(DIAGNOSE_PLACEHOLDER, diagnose_code(chapter=chapter)).replace(
+        PARTS_PLACEHOLDER, parts_code(at.chapter.parts))
+    header = (f"# Generated by `python -m autograder notebooks` from {at.chapter.folders['notebook_templates']}/{at.SUPPORT_NAME}:\n"
               f"# do not edit (read-only; grading never reads it).\n")
     return header + template.replace(BOOK_PLACEHOLDER, "\n".join(lines))
 
 
-def parts_code(parts=CHAPTER.parts):
+def parts_code(parts=None):
     """CHAPTER_MODULES of the support module: the chapter's parts (its manifest's copy), four a line."""
+    parts = layout().chapter.parts if parts is None else parts
     rows = [", ".join(json.dumps(p) for p in parts[i:i + 4]) for i in range(0, len(parts), 4)]
     return "CHAPTER_MODULES = (" + ",\n                   ".join(rows) + ("," if len(parts) == 1 else "") + ")"
 
 
-def bench_text(path=BENCH):
+def bench_text(path=None):
     """The copy of benchmarks/bench_mha.py released beside the notebooks (the speed lab imports it)."""
+    path = layout().BENCH if path is None else path
     return (f"# A copy of benchmarks/{Path(path).name}, made by `python -m autograder notebooks`: do not edit.\n"
             f"# The speed-lab notebook imports it; grading never reads it.\n" + Path(path).read_text())
 
 
-def support_texts(book_path=BOOK_EXAMPLES):
+def support_texts(book_path=None, chapter=None):
     """{file name: text} of the read-only modules written beside the notebooks (SUPPORT_FILES)."""
-    return {SUPPORT_NAME: support_text(book_path), BENCH.name: bench_text()}
+    at = layout(chapter)
+    return {at.SUPPORT_NAME: support_text(book_path, chapter=chapter), at.BENCH.name: bench_text(at.BENCH)}
 
 
-def diagnose_code(path=DIAGNOSE):
+def diagnose_code(path=None, chapter=None):
     """The code of the public tests' diagnoses, for the setup cell: _diagnose.py after its docstring and imports."""
+    at = layout(chapter)
+    path = at.DIAGNOSE if path is None else path
     source = Path(path).read_text()
     body = [node for node in ast.parse(source, str(path)).body
             if not isinstance(node, (ast.Import, ast.ImportFrom))
             and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))]
     start = min([body[0].lineno] + [d.lineno for d in getattr(body[0], "decorator_list", [])]) - 1
-    header = f"# The diagnoses of the public tests ({DIAGNOSE_PATH}): which common mistake\n" \
+    header = f"# The diagnoses of the public tests ({at.DIAGNOSE_PATH}): which common mistake\n" \
              "# a wrong output matches.\n"
     return header + "".join(source.splitlines(keepends=True)[start:]).rstrip("\n")
 
 
-def speed_lab_figures(path=SPEED_FIGURES):
+def speed_lab_figures(path=None):
     """The measured speed-lab figures as Markdown (README and the speed-lab notebook show this text): per
     device, where, when and how they were measured, then forward / forward+backward in ms and x SDPA."""
+    path = layout().SPEED_FIGURES if path is None else path
     try:
         measured = json.loads(Path(path).read_text())
         blocks = []
@@ -240,20 +324,23 @@ def speed_lab_figures(path=SPEED_FIGURES):
     return "\n\n".join(blocks)
 
 
-def part_points(rubric_path=RUBRIC):
+def part_points(rubric_path=None):
     """{part: max score} from grading.yml (points only: the suites are not needed to read them)."""
     from autograder import rubric
+
+    rubric_path = layout().RUBRIC if rubric_path is None else rubric_path
 
     loaded = rubric.load(rubric_path)
     return {name: part.max_score for name, part in loaded.parts.items()}
 
 
-def submission_limit_cell(rubric_path=RUBRIC):
+def submission_limit_cell(rubric_path=None):
     """A read-only Markdown cell telling students grading.yml's Gradescope submission limit, or None
     when it sets none (gradescope_limits.student_text: the release README says the same)."""
-    from autograder import gradescope_limits, rubric
+    from autograder import rubric
+    from autograder.course import gradescope_limits
 
-    limit = rubric.load(rubric_path).submissions
+    limit = rubric.load(layout().RUBRIC if rubric_path is None else rubric_path).submissions
     if limit is None:
         return None
     return _markdown("submission_limit", f"**Submissions.** {gradescope_limits.student_text(limit)}")
@@ -271,11 +358,17 @@ def _points_value(points):
     return int(points) if float(points).is_integer() else float(points)
 
 
-def build_notebook(template_path, solutions_dir=SOLUTIONS, book_path=BOOK_EXAMPLES, rubric_path=RUBRIC, points=None):
+def build_notebook(template_path, solutions_dir=None, book_path=None, rubric_path=None, points=None, chapter=None):
     """The source notebook (a JSON-ready dict) described by the template at template_path.
 
     points ({part: max score}) defaults to what grading.yml at rubric_path gives each part.
+    chapter: whose folders the defaults are (None: this repository's).
     """
+    at = layout(chapter)
+    solutions_dir = at.SOLUTIONS if solutions_dir is None else solutions_dir
+    book_path = at.BOOK_EXAMPLES if book_path is None else book_path
+    rubric_path = at.RUBRIC if rubric_path is None else rubric_path
+    MODULES = at.MODULES
     template_path = Path(template_path)
     points = part_points(rubric_path) if points is None else points
     cells = []
@@ -286,7 +379,7 @@ def build_notebook(template_path, solutions_dir=SOLUTIONS, book_path=BOOK_EXAMPL
         where = f"{template_path}, line {spec['line']}"
         if kind == "markdown":
             if SPEED_PLACEHOLDER in body:
-                body = body.replace(SPEED_PLACEHOLDER, speed_lab_figures())
+                body = body.replace(SPEED_PLACEHOLDER, speed_lab_figures(at.SPEED_FIGURES))
             cells.append(_markdown(cell_id, body))
         elif kind == "setup":
             cells.append(_code(cell_id, setup_source(body.split(), book_path), _nbgrader(cell_id, locked=True)))
@@ -294,7 +387,7 @@ def build_notebook(template_path, solutions_dir=SOLUTIONS, book_path=BOOK_EXAMPL
             if cell_id not in MODULES:
                 raise ValueError(f"{where}: {cell_id!r} is not one of the chapter's modules {MODULES}")
             if body:
-                raise ValueError(f"{where}: a solution cell's code comes from {CHAPTER.folders['solutions']}; "
+                raise ValueError(f"{where}: a solution cell's code comes from {at.chapter.folders['solutions']}; "
                                  f"leave its body empty")
             path = Path(solutions_dir) / f"{cell_id}.py"
             source = _module_text(path)
@@ -382,17 +475,23 @@ def dumps(notebook):
     return json.dumps(notebook, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
-def templates(templates_dir=TEMPLATES):
+def templates(templates_dir=None):
+    templates_dir = layout().TEMPLATES if templates_dir is None else templates_dir
     return sorted(Path(templates_dir).glob("*.txt"))
 
 
-def notebook_texts(solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, book_path=BOOK_EXAMPLES, rubric_path=RUBRIC):
+def notebook_texts(solutions_dir=None, templates_dir=None, book_path=None, rubric_path=None, chapter=None):
     """{notebook file name: JSON text} for every template, checking each module appears exactly once."""
+    at = layout(chapter)
+    solutions_dir = at.SOLUTIONS if solutions_dir is None else solutions_dir
+    templates_dir = at.TEMPLATES if templates_dir is None else templates_dir
+    book_path = at.BOOK_EXAMPLES if book_path is None else book_path
+    rubric_path = at.RUBRIC if rubric_path is None else rubric_path
     texts, seen = {}, {}
     points = part_points(rubric_path)
     limit = submission_limit_cell(rubric_path)
     for template in templates(templates_dir):
-        notebook = build_notebook(template, solutions_dir, book_path, points=points)
+        notebook = build_notebook(template, solutions_dir, book_path, points=points, chapter=chapter)
         notebook = with_limit(notebook, limit)
         for cell in notebook["cells"]:
             if cell["metadata"].get("nbgrader", {}).get("solution"):
@@ -400,21 +499,22 @@ def notebook_texts(solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, book_path=B
                     raise ValueError(f"{template}: module {cell['id']} already has a solution cell in {seen[cell['id']]}")
                 seen[cell["id"]] = template.name
         texts[template.stem + ".ipynb"] = dumps(notebook)
-    missing = [name for name in MODULES if name not in seen]
+    missing = [name for name in at.MODULES if name not in seen]
     if missing:
         raise ValueError(f"{templates_dir}: no template has a solution cell for {', '.join(missing)}")
     return texts
 
 
-def generate(out_dir=SOURCE, **inputs):
-    """Write the source notebooks into out_dir, remove stale .ipynb files there; return the paths written."""
-    out_dir = Path(out_dir)
+def generate(out_dir=None, **inputs):
+    """Write the source notebooks into out_dir, remove stale .ipynb files there; return the paths written.
+    inputs: notebook_texts's (chapter among them)."""
+    out_dir = Path(layout(inputs.get("chapter")).SOURCE if out_dir is None else out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     texts = notebook_texts(**inputs)
     for stale in out_dir.glob("*.ipynb"):
         if stale.name not in texts:
             stale.unlink()
-    texts.update(support_texts(inputs.get("book_path", BOOK_EXAMPLES)))
+    texts.update(support_texts(inputs.get("book_path"), chapter=inputs.get("chapter")))
     written = []
     for filename, text in texts.items():
         path = out_dir / filename
@@ -423,11 +523,11 @@ def generate(out_dir=SOURCE, **inputs):
     return written
 
 
-def drifted(out_dir=SOURCE, **inputs):
+def drifted(out_dir=None, **inputs):
     """Notebook file names in out_dir that are missing, differ from what the generator makes, or are extra."""
-    out_dir = Path(out_dir)
+    out_dir = Path(layout(inputs.get("chapter")).SOURCE if out_dir is None else out_dir)
     texts = notebook_texts(**inputs)
-    texts.update(support_texts(inputs.get("book_path", BOOK_EXAMPLES)))
+    texts.update(support_texts(inputs.get("book_path"), chapter=inputs.get("chapter")))
     changed = [name for name, text in texts.items()
                if not (out_dir / name).is_file() or (out_dir / name).read_text() != text]
     extra = sorted(path.name for path in out_dir.glob("*.ipynb") if path.name not in texts)
@@ -463,13 +563,13 @@ def _without_hidden_tests(source, where):
 def student_notebook(notebook):
     """The student version of a source notebook dict, made without nbgrader.
 
-    Solution cells of the chapter's modules become the stubs of autograder.stubs (as
+    Solution cells of the chapter's modules become the stubs of autograder.authoring.stubs (as
     ClearSolutionsWithHints makes them), hidden test regions are removed, and read-only and test
     cells are marked non-editable and non-deletable, as nbgrader's LockCells does. The nbgrader
     metadata stays, so extract_modules reads the student's work by grade_id; there are no nbgrader
     checksums, so for grading with `nbgrader autograde` release through `nbgrader generate_assignment`.
     """
-    from autograder.stubs import make_stub
+    from autograder.authoring.stubs import make_stub
 
     cells = []
     for index, cell in enumerate(notebook["cells"]):
@@ -493,25 +593,29 @@ def student_notebook(notebook):
     return dict(notebook, cells=cells)
 
 
-def release_notebooks(dest, solutions_dir=SOLUTIONS, templates_dir=TEMPLATES, book_path=BOOK_EXAMPLES,
-                      rubric_path=RUBRIC):
+def release_notebooks(dest, solutions_dir=None, templates_dir=None, book_path=None, rubric_path=None, chapter=None):
     """Write the student notebooks into dest (no nbgrader needed); return the paths written.
 
     Used by `python -m autograder release` when there is no nbgrader release folder. The support
     modules (SUPPORT_FILES: ch03_tools.py, which the notebooks' first cell imports, and the speed lab's
     bench_mha.py) are written beside them (not listed).
     """
+    at = layout(chapter)
+    solutions_dir = at.SOLUTIONS if solutions_dir is None else solutions_dir
+    templates_dir = at.TEMPLATES if templates_dir is None else templates_dir
+    book_path = at.BOOK_EXAMPLES if book_path is None else book_path
+    rubric_path = at.RUBRIC if rubric_path is None else rubric_path
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    notebook_texts(solutions_dir, templates_dir, book_path, rubric_path)  # checks every module has exactly one cell
+    notebook_texts(solutions_dir, templates_dir, book_path, rubric_path, chapter=chapter)  # checks every module has exactly one cell
     points = part_points(rubric_path)
     limit = submission_limit_cell(rubric_path)  # as in the source notebooks: graded ones state the limit
     written = []
     for template in templates(templates_dir):
         path = dest / (template.stem + ".ipynb")
-        notebook = with_limit(build_notebook(template, solutions_dir, book_path, points=points), limit)
+        notebook = with_limit(build_notebook(template, solutions_dir, book_path, points=points, chapter=chapter), limit)
         path.write_text(dumps(student_notebook(notebook)))
         written.append(path)
-    for name, text in support_texts(book_path).items():
+    for name, text in support_texts(book_path, chapter=chapter).items():
         (dest / name).write_text(text)
     return written

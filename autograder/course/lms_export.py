@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import text
-from autograder.gradebook import Gradebook
-from autograder.lateness import Late
+from autograder.course.gradebook import Gradebook
+from autograder.course.lateness import Late
 
 CANVAS_ROSTER = ("student", "name", "id", "sis_user_id", "sis_login_id", "section")
 MOODLE_ROSTER = ("student", "email")

@@ -1,0 +1,65 @@
+"""What the kernel says of a sandboxed process, read from /proc: its scheduler counters (time on a CPU,
+time runnable but waiting for one), its pid in the grader's namespace (from a pidfd), and whether it
+has begun to exit. Read by the part's clocks (part_child.py, idle.py) and the death verdict (death.py)."""
+from __future__ import annotations
+
+import os
+
+
+def schedstat(path: str) -> tuple[float, float] | None:
+    """(seconds on a CPU, seconds runnable but waiting) from a schedstat file, or None."""
+    try:
+        with open(path) as f:
+            on_cpu, waiting = f.read().split()[:2]
+        return int(on_cpu) / 1e9, int(waiting) / 1e9
+    except (OSError, ValueError):
+        return None
+
+
+def own_schedule() -> float | None:
+    """The calling thread's CPU time plus its run delay so far (seconds), or None."""
+    got = schedstat("/proc/thread-self/schedstat")
+    return got[0] + got[1] if got else None
+
+
+def run_delay(pid: int) -> float:
+    """The run delay of every thread of a process so far (seconds; 0 where unreadable)."""
+    if pid <= 0:
+        return 0.0
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        threads = []
+    total = 0.0
+    for thread in threads or [str(pid)]:
+        got = schedstat(f"/proc/{pid}/task/{thread}/schedstat")
+        total += got[1] if got else 0.0
+    return total
+
+
+def host_pid(pidfd: int) -> int:
+    """The pid (in the grader's PID namespace) of the process a pidfd refers to, or 0."""
+    try:
+        with open(f"/proc/self/fdinfo/{pidfd}") as f:
+            for line in f:
+                if line.startswith("Pid:"):
+                    return max(0, int(line.split()[1]))
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
+
+
+PF_EXITING = 0x4  # include/linux/sched.h: the process has begun to exit (set before its files are closed)
+
+
+def exiting(host_pid: int) -> bool:
+    """The process has begun to exit, or is gone (the kernel's own record: /proc/<pid>/stat's state and
+    flags); False where it cannot be told (no pid)."""
+    if host_pid <= 0:
+        return False
+    try:
+        with open(f"/proc/{host_pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()  # after the command's name, which may hold anything
+        return fields[0] in ("Z", "X", "x") or bool(int(fields[6]) & PF_EXITING)
+    except (OSError, ValueError, IndexError):
+        return True  # no such process any more

@@ -1,0 +1,129 @@
+"""Issue 38 item 5: the chapter is a parameter end to end. The entry points resolve the manifest once
+(cli.chapter_of: --chapter, else this repository's chapter.yml) and pass it down: Engine -> the
+rubric and the suites it discovers -> staging -> the grade -> junit's suite name. No grader module
+reads the chapter when it is imported."""
+import argparse
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+
+from autograder import chapter, grading, reports, settings, submission
+from autograder.engine import Engine
+
+ROOT = Path(__file__).resolve().parents[1]
+OTHER_PARTS = ("simple_attention", "causal")  # a chapter of two parts, in grading.yml's order
+
+IMPORT_EVERY_MODULE = r"""
+import importlib, pkgutil, sys
+import autograder.chapter as chapter
+
+def refuse(*args, **kwargs):
+    raise RuntimeError("the chapter was read at import")
+
+chapter.current, chapter.load = refuse, refuse
+chapter.PROJECT_ROOT = chapter.PROJECT_ROOT / "no-such-chapter"  # a manifest read any other way fails too
+import autograder
+found = []
+for info in pkgutil.walk_packages(autograder.__path__, "autograder."):
+    if ".notebook_templates" in info.name or info.name.endswith("__main__"):
+        continue
+    try:
+        importlib.import_module(info.name)
+    except Exception as e:
+        found.append(f"{info.name}: {type(e).__name__}: {e}")
+print("\n".join(found) or "none")
+print(len(sys.modules))
+"""
+
+
+def test_no_grader_module_reads_the_chapter_when_imported():
+    done = subprocess.run([sys.executable, "-c", IMPORT_EVERY_MODULE], capture_output=True, text=True, cwd=ROOT,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    said, imported = done.stdout.rsplit("\n", 2)[:2]
+    assert said == "none", said
+    assert int(imported) > 100  # every module of the package was imported, not an empty walk
+
+
+@pytest.fixture
+def other_chapter(tmp_path):
+    """A second chapter: another id, two of chapter 3's parts, a rubric of those parts only, its
+    folders the repository's (absolute paths: the manifest's folders are relative to it)."""
+    here = chapter.current()
+    rubric = yaml.safe_load(here.rubric.read_text())
+    rubric["parts"] = {part: rubric["parts"][part] for part in OTHER_PARTS}
+    (tmp_path / "rubric.yml").write_text(yaml.safe_dump(rubric, sort_keys=False))
+    manifest = {"id": "ch99", "title": "another chapter", "parts": list(OTHER_PARTS), "rubric": "rubric.yml",
+                "folders": {name: str(here.folder(name)) for name in chapter.FOLDERS}}
+    (tmp_path / "chapter.yml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    return chapter.load(tmp_path / "chapter.yml")
+
+
+def test_an_engine_given_another_chapter_discovers_its_parts_and_grades_them(other_chapter, monkeypatch, tmp_path):
+    engine = Engine(settings.Settings(seed=1), chapter=other_chapter)
+    assert engine.rubric_path == other_chapter.rubric
+    engine.load_rubric()
+    assert tuple(engine.suites) == OTHER_PARTS == tuple(engine.rubric.parts)
+    assert all(engine.suites[part] for part in OTHER_PARTS)  # each part's checks found, named in its rubric
+    seen = {}
+
+    def grade_submission(path, rubric, suites, sandbox, **kwargs):
+        seen.update(kwargs)
+        return "graded"
+
+    monkeypatch.setattr(grading, "grade_submission", grade_submission)
+    engine.start_sandbox(sandbox=object())
+    assert engine.grade(tmp_path) == "graded" and seen["chapter"] is other_chapter
+    worker = engine.for_worker(object(), 1)  # a batch's worker grades the same chapter
+    assert worker.chapter is other_chapter and tuple(worker.suites) == OTHER_PARTS
+
+
+def test_staging_looks_for_the_chapters_parts(other_chapter, tmp_path):
+    staged = submission.stage(other_chapter.solutions, tmp_path / "staged", other_chapter.parts)
+    assert staged.found == sorted(OTHER_PARTS)
+    assert sorted(p.stem for p in staged.folder.glob("*.py")) == sorted(chapter.current().parts)  # copied whole
+    empty = tmp_path / "empty"
+    (empty / "x").mkdir(parents=True)
+    (empty / "x" / "notes.txt").write_text("x")
+    with pytest.raises(submission.SubmissionError, match=r"none of the chapter's modules \(simple_attention.py, "
+                                                         r"causal.py\)"):
+        submission.stage(empty, tmp_path / "staged2", other_chapter.parts)
+
+
+def test_junit_names_the_graded_chapter():
+    grade = grading.Grade("eve", chapter="ch99")
+    grade.parts["causal"] = {"score": 0.0, "max_score": 0.0, "problem": "", "seconds": 0.0, "diagnosis": ""}
+    root = ET.fromstring(reports.junit_xml(grade).encode("utf-8"))
+    assert root.get("name") == "ch99"
+
+
+def test_the_command_line_resolves_the_chapter_once(other_chapter, tmp_path):
+    from autograder import cli
+
+    assert cli.chapter_of(argparse.Namespace()) == chapter.current()
+    assert cli.chapter_of(argparse.Namespace(chapter=str(other_chapter.root / "chapter.yml"))) == other_chapter
+    assert cli.chapter_of(argparse.Namespace(chapter=other_chapter)) is other_chapter
+    assert cli.rubric_of(argparse.Namespace(chapter=other_chapter)) == str(other_chapter.rubric)
+    (tmp_path / "bad.yml").write_text("id: x\n")
+    with pytest.raises(cli.UsageError, match="needs 'id', 'parts' and 'folders'"):
+        cli.chapter_of(argparse.Namespace(chapter=str(tmp_path / "bad.yml")))
+
+
+def test_the_stubs_command_works_on_the_chapter_it_is_given(other_chapter, tmp_path, capsys):
+    """`stubs --check --chapter FILE`: the other chapter's two modules and its released copy (whose id,
+    ch99, differs from the committed ch03 copy: the one file out of date)."""
+    from autograder import cli
+    from autograder.authoring import stubs
+
+    out = tmp_path / "assignment"
+    stubs.generate(other_chapter.solutions, out, other_chapter)
+    assert sorted(p.name for p in out.glob("*.py")) == sorted(f"{p}.py" for p in OTHER_PARTS)
+    assert json.loads((out / chapter.RELEASED_COPY).read_text())["id"] == "ch99"
+    assert cli.main(["stubs", "--check", "--chapter", str(other_chapter.root / "chapter.yml")]) == 1
+    said = capsys.readouterr().out.splitlines()
+    assert said[0] == f"out of date: {other_chapter.assignments / chapter.RELEASED_COPY}" and len(said) == 2
