@@ -14,6 +14,8 @@ QUICK = {
     "test_bench_mha.py": {"test_the_table_gives_ratios_to_sdpa"},
     "test_book_check.py": {"test_the_reference_matches_every_printed_value"},
     "test_cannot_isolate.py": None,
+    "test_chapter_parameter.py": {"test_an_engine_given_another_chapter_discovers_its_parts_and_grades_them",
+                                  "test_the_command_line_resolves_the_chapter_once"},  # importing every module: the whole suite
     "test_check_notes.py": {"test_the_solutions_get_no_note"},
     "test_child_reuse.py": {"test_one_child_per_submission"},
     "test_ci_command.py": {"test_event_context_takes_only_a_number_and_a_sha",
