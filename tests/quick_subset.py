@@ -4,7 +4,8 @@ the tests named; tests/test_quick_subset.py checks that every test file is here 
 tests itself with @pytest.mark.quick, which `-m quick` honours as well) and every name exists."""
 
 QUICK = {
-    "test_adversarial.py": {"test_solutions_get_full_marks", "test_exit_at_import", "test_output_flood_is_capped"},
+    # its control (the solutions in full) is test_suites.py's quick one on the session's engine
+    "test_adversarial.py": {"test_exit_at_import", "test_output_flood_is_capped"},
     "test_adversarial_reports.py": {"test_markup_injection_opens_no_section"},
     "test_batch.py": {"test_clean_run_grades_everyone"},
     "test_batch_container.py": {"test_container_mode_from_the_environment_is_refused_by_run_batch",
@@ -13,6 +14,8 @@ QUICK = {
     "test_bench_mha.py": {"test_the_table_gives_ratios_to_sdpa"},
     "test_book_check.py": {"test_the_reference_matches_every_printed_value"},
     "test_cannot_isolate.py": None,
+    "test_chapter_parameter.py": {"test_an_engine_given_another_chapter_discovers_its_parts_and_grades_them",
+                                  "test_the_command_line_resolves_the_chapter_once"},  # importing every module: the whole suite
     "test_check_notes.py": {"test_the_solutions_get_no_note"},
     "test_child_reuse.py": {"test_one_child_per_submission"},
     "test_ci_command.py": {"test_event_context_takes_only_a_number_and_a_sha",
@@ -23,9 +26,9 @@ QUICK = {
     "test_cuda_fork.py": {"test_a_machine_where_nvml_and_torch_see_no_gpu_refuses_cuda"},
     "test_degenerate.py": {"test_the_degenerate_helper"},
     "test_doc_figures.py": None,
+    # and test_every_failed_check_names_the_one_cause's first case, marked quick in the file
     "test_diagnosis.py": {"test_two_mistakes_with_the_same_numbers_are_both_named",
-                          "test_the_cause_named_by_most_failed_checks_is_the_part_s_diagnosis",
-                          "test_every_failed_check_names_the_one_cause"},
+                          "test_the_cause_named_by_most_failed_checks_is_the_part_s_diagnosis"},
     "test_deploy_installs.py": set(),  # fresh virtual environments of the deployed paths: `-m deploy`
     "test_device.py": {"test_on_the_cpu_nothing_is_copied"},
     "test_fake_cuda.py": {"test_the_emulated_gpu_follows_torchs_device_rules",
@@ -78,11 +81,12 @@ QUICK = {
     "test_notebook_grading.py": {"test_modules_win_over_notebooks", "test_a_module_in_two_notebooks_is_an_error_naming_both"},
     "test_notebook_outputs.py": set(),  # a Jupyter kernel per notebook: `-m notebooks`
     "test_notebooks.py": None,
-    "test_one_cause.py": {"test_one_item_per_cause_in_every_channel", "test_a_withheld_check_is_never_folded"},
+    # test_one_item_per_cause_in_every_channel: two of its kinds are marked quick in the file
+    "test_one_cause.py": {"test_a_withheld_check_is_never_folded"},
     "test_one_mistake.py": {"test_a_module_that_does_not_import_is_one_item_in_every_format",
                             "test_a_voided_check_is_folded_into_the_mistake_that_voids_it"},
     "test_protocol.py": None,
-    "test_public_diagnoses.py": {"test_the_solutions_pass_the_tests_that_diagnose"},
+    "test_public_diagnoses.py": {"test_one_mistake_in_causal_fails_only_causal_s_tests_without_tensor_dumps"},
     "test_quick_subset.py": None,
     "test_readme_batch.py": set(),  # a batch of six for the README's example summary: the whole suite runs it
     "test_real_cause.py": {"test_a_tuple_assert_is_explained", "test_a_plain_assert_is_not_a_tuple"},

@@ -56,20 +56,22 @@ def batch_scores(folder, out, *args):
         return {row["student"]: {p: float(row[p]) for p in PARTS} for row in csv.DictReader(f)}
 
 
-def test_the_same_part_scores_alone_in_a_batch_under_load_and_under_two_seeds(engine, tmp_path):
+def test_the_same_part_scores_alone_and_in_a_batch_beside_a_busy_neighbour(engine, tmp_path):
+    """Alone, and in a batch (--jobs 2, another seed) beside a student whose import keeps 62 processes
+    busy: the same part scores. (Issue 38 item 6: a second batch of the plain class with --jobs 1 and
+    seed 12 is gone; its properties are asserted on the same path elsewhere: --jobs 1 gives --jobs 2's
+    results in test_batch.py::test_kill_and_resume (--force --jobs 1), and a batch under seed 12 scores
+    what the engine alone scores in test_graded_under_load.py.)"""
     (tmp_path / "subs").mkdir()
     alone = {name: scores(grade(engine, submission(tmp_path / "subs" / name, *edits), None))
              for name, edits in EDITS.items()}
     assert alone["good"] == {p: alone["good"][p] for p in PARTS} and sum(alone["good"].values()) == TOTAL
     assert alone["keys"]["mha"] < PART["mha"] and alone["v2raises"]["weight_transfer"] == PART["weight_transfer"]
     with_attack = classroom(tmp_path / "busy-class", tmp_path / "a", busy=True)
-    plain = classroom(tmp_path / "plain-class", tmp_path / "b")
     rubric = str(short_rubric(tmp_path))
-    runs = [batch_scores(with_attack, tmp_path / "out1", "--jobs", "2", "--seed", "11", "--rubric", rubric),
-            batch_scores(plain, tmp_path / "out2", "--jobs", "1", "--seed", "12")]
-    for run in runs:
-        for name in EDITS:
-            assert run[name] == alone[name], (name, run[name], alone[name])
+    run = batch_scores(with_attack, tmp_path / "out1", "--jobs", "2", "--seed", "11", "--rubric", rubric)
+    for name in EDITS:
+        assert run[name] == alone[name], (name, run[name], alone[name])
 
 
 

@@ -208,12 +208,6 @@ def test_a_common_bug_fails_locally_naming_the_misconception(tmp_path, case):
     assert "During handling" not in output, output
 
 
-def test_the_solutions_pass_the_tests_that_diagnose(tmp_path):
-    for marker in ("causal", "mha", "self_attention_v2"):
-        output, outcomes = public_run(tmp_path, SOLUTIONS, marker)
-        assert outcomes and all(message is None for message in outcomes.values()), output
-
-
 # ---------------------------------------------------------------- the notebooks say the same
 
 V1_UNSCALED = ("self_attention_v1", "attn_scores / keys.shape[-1] ** 0.5", "attn_scores")
