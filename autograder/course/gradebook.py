@@ -19,12 +19,17 @@ run's late policy per student).
     SELECT h.graded_at, h.reason, h.score, h.parts, h.grader FROM history h
     WHERE h.student = 'alice' ORDER BY h.id;
 """
+from __future__ import annotations
+
 import json
 import os
 import sqlite3
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from autograder.course.lateness import Late
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -116,7 +121,7 @@ CREATE TABLE IF NOT EXISTS lateness (
 
 
 class Gradebook:
-    def __init__(self, path, db=None):
+    def __init__(self, path: str | Path, db: sqlite3.Connection | None = None) -> None:
         if db is not None:  # read_only
             self.db = db
             return
@@ -136,7 +141,7 @@ class Gradebook:
             self.db.execute("ALTER TABLE lateness ADD COLUMN cutoff INTEGER NOT NULL DEFAULT 0")
 
     @classmethod
-    def read_only(cls, path):
+    def read_only(cls, path: str | Path) -> Gradebook:
         """Open an existing gradebook for reading only (history, export): nothing is created or changed."""
         return cls(path, sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True))
 
@@ -150,24 +155,26 @@ class Gradebook:
         return {s: (d, g, score, parts.get(s, {})) for s, d, g, score in
                 self.db.execute("SELECT student, digest, grader, score FROM submissions")}
 
-    def part_scores(self):
+    def part_scores(self) -> dict[str, dict[str, float]]:
         parts: dict[str, dict[str, float]] = {}
         for student, part, score in self.db.execute("SELECT student, part, score FROM part_scores"):
             parts.setdefault(student, {})[part] = score
         return parts
 
-    def start_run(self, grader):
+    def start_run(self, grader: str) -> int | None:
         """A new batch run -> its number (history rows carry it)."""
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         return self.db.execute("INSERT INTO runs (started_at, grader) VALUES (?, ?)", (now, grader)).lastrowid
 
-    def record(self, student, digest, results, problem="", grader="", reason="graded", run=None):
+    def record(self, student: str, digest: str, results: dict[str, Any], problem: str = "", grader: str = "",
+               reason: str | None = "graded", run: int | None = None) -> None:
         """Store one submission's results (a results_json dict) atomically, replacing any earlier grade,
-        and add it to the student's history (with `reason`: why it was graded in this run)."""
+        and add it to the student's history (with `reason`: why it was graded in this run; None: nothing
+        new for the history, e.g. the same problem again, and no row is added)."""
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
         parts = {part: p["score"] for part, p in results["parts"].items()}
         standing = self.overrides(student).get(student, {})
-        if standing and run is not None:  # the grader's scores are recorded; the person's stand (both are said)
+        if standing and run is not None and reason is not None:  # the grader's scores are recorded; the person's stand (both are said)
             effective = apply_overrides(results, standing)
             reason += "; scores by hand stand: " + ", ".join(
                 f"{part} {o['score']:g} (the grader's: {parts.get(part, 0):g})" for part, o in sorted(standing.items())
@@ -179,10 +186,11 @@ class Gradebook:
                             "grader) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                             (student, digest, results["score"], results["max_score"], problem, now, json.dumps(results),
                              grader))
-            self.db.execute("INSERT INTO history (run, student, graded_at, reason, digest, grader, score, max_score, "
-                            "parts, problem) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            (run, student, now, reason, digest, grader, results["score"], results["max_score"],
-                             json.dumps(parts, sort_keys=True), problem))
+            if reason is not None:
+                self.db.execute("INSERT INTO history (run, student, graded_at, reason, digest, grader, score, "
+                                "max_score, parts, problem) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                                (run, student, now, reason, digest, grader, results["score"], results["max_score"],
+                                 json.dumps(parts, sort_keys=True), problem))
             self.db.executemany("INSERT INTO part_scores VALUES (?, ?, ?, ?)",
                                 [(student, part, p["score"], p["max_score"]) for part, p in results["parts"].items()])
             self.db.executemany("INSERT INTO check_results VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [
@@ -193,31 +201,31 @@ class Gradebook:
             self.db.execute("ROLLBACK")
             raise
 
-    def not_graded_runs(self, student, digest):
+    def not_graded_runs(self, student: str, digest: str) -> int:
         """How many runs kept this submission (its digest) ungraded because the machine kept parts from
         running: its history rows recorded as retry:machine:DIGEST (batch.settle sets that fingerprint from
         the grader's structured not_graded record; no problem text is read)."""
         return self.db.execute("SELECT COUNT(*) FROM history WHERE student = ? AND digest = ?",
                                (student, "retry:machine:" + digest)).fetchone()[0]
 
-    def rows(self):
+    def rows(self) -> list[tuple[str, float, float, dict[str, float]]]:
         """[(student, score, max_score, {part: score})] sorted by student."""
         parts = self.part_scores()
         return [(s, score, mx, parts.get(s, {})) for s, score, mx in
                 self.db.execute("SELECT student, score, max_score FROM submissions ORDER BY student")]
 
-    def students(self):
+    def students(self) -> list[str]:
         return [row[0] for row in self.db.execute("SELECT student FROM submissions ORDER BY student")]
 
-    def problems(self):
+    def problems(self) -> dict[str, str]:
         """{student: why the submission could not be graded} for those that have a problem."""
         return dict(self.db.execute("SELECT student, problem FROM submissions WHERE problem != ''"))
 
-    def not_graded(self):
+    def not_graded(self) -> dict[str, list[str]]:
         """{student: [parts the machine kept from being graded]} for every current grade with any, read
         from the grader's structured record (results' extra_data.not_graded), never from `problem`,
         which may quote the student (issue 37.3)."""
-        found = {}
+        found: dict[str, list[str]] = {}
         for student, results in self.db.execute("SELECT student, results FROM submissions"):
             try:
                 extra = json.loads(results).get("extra_data") or {}
@@ -228,7 +236,7 @@ class Gradebook:
                 found[student] = sorted(str(part) for part in parts)
         return found
 
-    def records(self):
+    def records(self) -> list[tuple[str, dict[str, Any], str]]:
         """[(student, results dict, problem)] of every graded submission, sorted by student."""
         return [(s, json.loads(results), problem) for s, results, problem in
                 self.db.execute("SELECT student, results, problem FROM submissions ORDER BY student")]
@@ -245,7 +253,7 @@ class Gradebook:
             row["parts"] = json.loads(row["parts"])
         return rows
 
-    def moves(self, run=None):
+    def moves(self, run: int | None = None) -> list[tuple[str, float, float, dict[str, tuple[float, float]]]]:
         """[(student, before, after, {part: (before, after)})]: the students graded in run (default: the
         latest run that graded anyone) whose score differs from their grade before it (only parts that
         moved; the grader's scores: an override is not a grade of the grader). Grades that did not
@@ -254,7 +262,7 @@ class Gradebook:
         latest = run if run is not None else self.db.execute(f"SELECT MAX(run) FROM history WHERE {finished}").fetchone()[0]
         if latest is None:
             return []
-        moved = []
+        moved: list[tuple[str, float, float, dict[str, tuple[float, float]]]] = []
         for student in [row[0] for row in self.db.execute(
                 f"SELECT DISTINCT student FROM history WHERE run = ? AND {finished} ORDER BY student", (latest,))]:
             rows = self.db.execute(f"SELECT score, parts, run FROM history WHERE student = ? AND {finished} "
@@ -272,17 +280,18 @@ class Gradebook:
 
     # ------------------------------------------------------------ graders and regrades (issue 36 item 3)
 
-    def remember_grader(self, grader, parts):
+    def remember_grader(self, grader: str, parts: Any) -> None:
         """Keep the parts (regrades.grader_parts) of the grader with this fingerprint."""
         self.db.execute("INSERT OR REPLACE INTO graders (grader, parts) VALUES (?, ?)",
                         (grader, json.dumps(parts, sort_keys=True)))
 
-    def grader_parts(self, grader):
+    def grader_parts(self, grader: str) -> Any:
         """The parts recorded for a grader fingerprint, or None (a grade from before they were kept)."""
         row = self.db.execute("SELECT parts FROM graders WHERE grader = ?", (grader,)).fetchone()
         return json.loads(row[0]) if row else None
 
-    def add_regrades(self, run, moves, why=None):
+    def add_regrades(self, run: int | None, moves: list[tuple[str, float, float, dict[str, tuple[float, float]]]],
+                     why: dict[str, str] | None = None) -> None:
         """Append the moves of run ([(student, before, after, {part: (before, after)})]) with each one's
         reason (why: {student: reason}); earlier runs' rows stay."""
         now = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -290,7 +299,7 @@ class Gradebook:
                             [(run, now, student, before, after, json.dumps(parts), (why or {}).get(student, ""))
                              for student, before, after, parts in moves])
 
-    def regrades(self):
+    def regrades(self) -> list[dict[str, Any]]:
         """[{run, at, student, before, after, parts: {part: (before, after)}, why}] of every run, oldest first."""
         keys = ("run", "at", "student", "before", "after", "parts", "why")
         rows = [dict(zip(keys, row, strict=True)) for row in self.db.execute(
@@ -301,13 +310,13 @@ class Gradebook:
 
     # ------------------------------------------------------------ overrides by hand (issue 36 item 5)
 
-    def overrides(self, student=None):
+    def overrides(self, student: str | None = None) -> dict[str, dict[str, dict[str, Any]]]:
         """{student: {part: {score, automatic, reason, by, at}}}: the overrides that stand."""
         query = "SELECT student, part, score, automatic, reason, by_whom, at FROM overrides"
-        args: tuple = ()
+        args: tuple[str, ...] = ()
         if student is not None:
             query, args = query + " WHERE student = ?", (student,)
-        found: dict = {}
+        found: dict[str, dict[str, dict[str, Any]]] = {}
         for who, part, score, automatic, reason, by, at in self.db.execute(query + " ORDER BY student, part", args):
             found.setdefault(who, {})[part] = {"score": score, "automatic": automatic, "reason": reason, "by": by,
                                                "at": at}
@@ -380,13 +389,13 @@ class Gradebook:
 
     # ------------------------------------------------------------ what the feedback last said
 
-    def standings(self):
+    def standings(self) -> dict[str, str]:
         return dict(self.db.execute("SELECT student, standing FROM standings"))
 
-    def set_standing(self, student, standing):
+    def set_standing(self, student: str, standing: str) -> None:
         self.db.execute("INSERT OR REPLACE INTO standings VALUES (?, ?)", (student, standing))
 
-    def set_lateness(self, rows):
+    def set_lateness(self, rows: dict[str, Late]) -> None:
         """Replace the late policy's rows: {student: lateness.Late}; {} when the run had no due date."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
@@ -407,10 +416,10 @@ class Gradebook:
             "SELECT student, submitted_at, due, late_days, penalty, final_score, note, cutoff FROM lateness "
             "ORDER BY student")}
 
-    def count(self):
+    def count(self) -> int:
         return self.db.execute("SELECT COUNT(*) FROM submissions").fetchone()[0]
 
-    def close(self):
+    def close(self) -> None:
         self.db.close()
 
 
