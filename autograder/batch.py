@@ -54,6 +54,9 @@ if TYPE_CHECKING:
 INTERNAL = ("The autograder could not grade this submission because of an internal error; your instructor "
             "can see the details.")
 RETRY = "retry:"  # a fingerprint kept with this prefix is graded again on the next run
+Results = dict[str, Any]  # one submission's record, as results.json holds it (reports/results_json.py): JSON
+# what a worker hands back for one submission (_grade_one): student, results or None, problem, internal detail, pictures
+Graded = tuple[str, Results | None, str, str, dict[str, Any]]
 MACHINE = "machine:"  # after RETRY: kept so because the machine kept parts from running (counted, NOT_GRADED_RUNS)
 OTHER_GRADER = "graded by another grader"  # then what changed: other_grader_reason
 REGRADES_COLUMNS = ["run", "at", "student", "before", "after", "parts", "why"]
@@ -93,7 +96,7 @@ def find_submissions(folder: str | Path) -> list[tuple[str, Path, str]]:
     return sorted(found, key=lambda item: item[0])
 
 
-def _hashed(name, entry):
+def _hashed(name: str, entry: Path) -> str:
     """name, ~ and a hash of the entry's file name (any bytes): never a name SAFE leaves as it is."""
     return f"{name}~{hashlib.sha256(os.fsencode(entry.name)).hexdigest()[:10]}"
 
@@ -122,7 +125,7 @@ def digest(path: str | Path) -> str:
     return h.hexdigest()
 
 
-def _file_hash(path):
+def _file_hash(path: Path) -> bytes:
     h = hashlib.sha256()
     try:
         with open(path, "rb", opener=lambda p, flags: os.open(p, flags | os.O_NOFOLLOW)) as f:
@@ -140,7 +143,7 @@ def start_fork_servers(count: int, settings: Settings) -> list[Sandbox]:
     [] (each worker starts, and reports, its own)."""
     from autograder.sandbox.client import Sandbox
 
-    doors: list = []
+    doors: list[Sandbox] = []
     if count < 1:
         return doors
     try:
@@ -157,7 +160,7 @@ def stop_fork_servers(doors: list[Sandbox]) -> None:
         doors.pop().close()
 
 
-def _check_environment(engine: Engine, doors: list) -> None:
+def _check_environment(engine: Engine, doors: list[Sandbox]) -> None:
     """The environment check on the batch's fork server (or, where it could not start, on one of its
     own); the workers' engines copy the record into every results.json."""
     engine.start_sandbox(slot=0, sandbox=doors[0] if doors else None)
@@ -185,12 +188,12 @@ def _init_worker(slot_queue: Any, doors: list[Any], parent: Engine, batch_pid: i
     _worker_engine = engine
 
 
-def _ready():
+def _ready() -> bool:
     """A task that only proves a worker started (its initializer ran)."""
     return True
 
 
-def _grade_one(student, path):
+def _grade_one(student: str, path: str) -> Graded:
     """-> (student, results or None, problem, internal detail, pictures): never raises for a submission.
     pictures: the PNGs of the results' figures, drawn here, where the grade is made (plots.draw_all),
     for the parent to write (plots.remember), not to draw one student after the other."""
@@ -211,7 +214,7 @@ def _grade_one(student, path):
         return student, None, INTERNAL, text.excerpt(f"{type(e).__name__}: {e}"), {}
 
 
-def _pictures(results):
+def _pictures(results: Results) -> dict[str, Any]:
     """The pictures of every figure the feedback of results shows ({} where none can be drawn here: the
     parent then draws or words them as before)."""
     if not plots.available():
@@ -326,7 +329,7 @@ def rewrite_outputs(out: str | Path, chapter: chapter_mod.Chapter | None = None)
         book.close()
 
 
-def other_grader_reason(before: dict | None, now: dict) -> str:
+def other_grader_reason(before: dict[str, Any] | None, now: dict[str, Any]) -> str:
     """Why a student graded by another grader is regraded, naming what changed (regrades.changes):
     "graded by another grader: points of mha.book_example 4 -> 5; torch 2.12.0 -> 2.13.0"."""
     said = regrades.changes(before, now)
@@ -336,7 +339,7 @@ def other_grader_reason(before: dict | None, now: dict) -> str:
     return f"{OTHER_GRADER}: {'; '.join(said)}"
 
 
-def write_feedback(book: Gradebook, out: Path, students: list[str] | None, late: dict) -> None:
+def write_feedback(book: Gradebook, out: Path, students: list[str] | None, late: dict[str, lateness.Late]) -> None:
     """Rewrite feedback/<student>.md and .html of each student of students whose grade of record (overrides,
     late policy: reports.standing) differs from what their feedback last said; a student's file that cannot
     be written is said on stderr and left as it was (the batch goes on)."""
@@ -359,7 +362,7 @@ def write_feedback(book: Gradebook, out: Path, students: list[str] | None, late:
             print(f"batch: the feedback of {student} could not be rewritten ({type(e).__name__}: {e})", file=sys.stderr)
 
 
-def settle(book: Gradebook, student: str, fingerprint: str, results: dict, problem: str,
+def settle(book: Gradebook, student: str, fingerprint: str, results: Results, problem: str,
            internal: str) -> tuple[str, str]:
     """How one grading is kept -> (fingerprint to record, problem). A failure of the grader
     (internal) is kept as RETRY, graded again on the next run; so is a grade the machine kept from
@@ -378,7 +381,7 @@ def settle(book: Gradebook, student: str, fingerprint: str, results: dict, probl
 NOT_GRADED_RUNS = 3  # runs a submission may stay "not graded" (the machine's doing) before it is graded as it stands
 
 
-def charged_after_not_graded(results: dict, runs: int) -> str:
+def charged_after_not_graded(results: Results, runs: int) -> str:
     """A submission no run could grade in full (runs of them): graded now as it stands, the parts the
     machine kept from running scored as failed (the code's, as a part that dies in every fresh child
     is), with a note for the instructor -> the problem to record. results is changed in place: its
@@ -392,7 +395,7 @@ def charged_after_not_graded(results: dict, runs: int) -> str:
     return note
 
 
-def _why_grade(previous: tuple | None, fingerprint: str, grader: str, force: bool) -> str | None:
+def _why_grade(previous: tuple[str, str, float, dict[str, float]] | None, fingerprint: str, grader: str, force: bool) -> str | None:
     """Why this submission is graded in this run (None: it is up to date). previous: the gradebook's
     (digest, grader, ...) for the student, or None."""
     if previous is None:
@@ -407,13 +410,14 @@ def _why_grade(previous: tuple | None, fingerprint: str, grader: str, force: boo
     return None
 
 
-def _lateness(book: Gradebook, late: lateness.LatePolicy | None, found: list) -> dict:
+def _lateness(book: Gradebook, late: lateness.LatePolicy | None,
+              found: list[tuple[str, Path, str]]) -> dict[str, lateness.Late]:
     """{student: lateness.Late} for every student of found with a grade in the gradebook (finished or
     not: lateness never waits for the machine; grades.csv leaves the final score of a grade the machine
     kept from running empty, like its score), stored
     as the run's late rows ({} without a policy: the last run's rows are cleared, so export follows
     grades.csv)."""
-    rows = {}
+    rows: dict[str, lateness.Late] = {}
     if late is not None:  # finished or not: a grade graded again next run is late all the same (its final
         # score waits for it); overrides included: the late policy applies to the grade of record
         scores = {student: float(results.get("score", 0)) for student, results, _ in book.effective_records()}
@@ -424,7 +428,8 @@ def _lateness(book: Gradebook, late: lateness.LatePolicy | None, found: list) ->
     return rows
 
 
-def _grade_all(todo, where, engine, doors, book, progress, run):
+def _grade_all(todo: list[tuple[str, Path, str, str]], where: tuple[str | Path, Path, int], engine: Engine,
+               doors: list[Sandbox], book: Gradebook, progress: TextIO | None, run: tuple[str, int | None]) -> list[str]:
     """Grade todo [(student, path, fingerprint, reason)] in worker processes -> the students graded now.
     where: (the class folder, the output folder, the number of workers); doors: the batch's fork
     server's doors (start_fork_servers), emptied when a worker dies; run: (grader fingerprint, run
@@ -433,11 +438,13 @@ def _grade_all(todo, where, engine, doors, book, progress, run):
     A pool that breaks (a worker died) is replaced by one worker grading one submission at a time;
     there the submission being graded when the worker dies is recorded with that problem."""
     folder, out, jobs = where
-    total, started, graded = len(todo), time.monotonic(), []
+    total, started = len(todo), time.monotonic()
+    graded: list[str] = []
     pending = {s: (p, f, r) for s, p, f, r in todo}
     _progress(progress, 0, total, started, "")
 
-    def finish(student, results, problem, internal, pictures=None):
+    def finish(student: str, results: Results | None, problem: str, internal: str,
+               pictures: dict[str, Any] | None = None) -> None:
         plots.remember(pictures or {})  # drawn in the worker: written here, not drawn again
         path, fingerprint, reason = pending.pop(student)
         if results is None:
@@ -450,7 +457,7 @@ def _grade_all(todo, where, engine, doors, book, progress, run):
 
     one_at_a_time = False
     while pending:
-        current = None
+        current: str | None = None
         try:
             with _pool(1 if one_at_a_time else jobs, engine, doors) as pool:
                 if one_at_a_time:
@@ -475,7 +482,7 @@ def _grade_all(todo, where, engine, doors, book, progress, run):
     return graded
 
 
-def _pool(jobs, engine, doors):
+def _pool(jobs: int, engine: Engine, doors: list[Sandbox]) -> ProcessPoolExecutor:
     """jobs workers forked from here (the initializer's arguments are inherited, not pickled: the
     doors' sockets and the engine go as they are), each taking a slot and its door."""
     ctx = multiprocessing.get_context("fork")
@@ -486,7 +493,8 @@ def _pool(jobs, engine, doors):
                                initargs=(slots, list(doors), engine, os.getpid()))
 
 
-def _store(book, out, student, stamp, results, problem):
+def _store(book: Gradebook, out: Path, student: str, stamp: tuple[str, str, str | None, int | None],
+           results: Results, problem: str) -> None:
     """Write one student's results, feedback and gradebook row. stamp: (submission fingerprint,
     grader fingerprint, why it was graded or None to add nothing to the history, run number).
     Anything that fails here (a disk full, a file the system refuses) is that student's problem:
@@ -507,7 +515,7 @@ def _store(book, out, student, stamp, results, problem):
             pass  # the gradebook itself refuses: the student is missing from grades.csv, graded on the next run
 
 
-def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, late: dict | None = None,
+def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, late: dict[str, lateness.Late] | None = None,
               parts: tuple[str, ...] | None = None) -> None:
     """grades.csv: student, score, max_score, one column per part, problem (why a submission could
     not be graded; empty when it was); one row per student of `students` (default: the gradebook's).
@@ -524,7 +532,9 @@ def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, la
         writer.writerow(["student", "score", "max_score", *columns, "problem"]
                         + ([*lateness.COLUMNS, "late_note"] if late is not None else [])
                         + (["overrides"] if overrides else []))
-        for student, score, max_score, by_part in book.rows():
+        for student, graded_score, graded_max, by_part in book.rows():
+            score: float | None = graded_score
+            max_score: float | None = graded_max
             if wanted is None or student in wanted:
                 if student in overrides:  # a person's score stands for those parts (the column says whose)
                     record = effective[student]
@@ -552,7 +562,7 @@ def _cell(value: float | None) -> str:
     return "" if value is None else f"{value:g}"
 
 
-def write_regrades(path: Path, rows: list) -> None:
+def write_regrades(path: Path, rows: list[dict[str, Any]]) -> None:
     """OUT/regrades.csv: run, at, student, before, after, parts ("causal 8 -> 10; mha 20 -> 15"), why: one
     row per student whose score a grading run moved, every run's, oldest first (gradebook.regrades): a
     run that moves nobody adds nothing and removes nothing."""
@@ -566,7 +576,7 @@ def write_regrades(path: Path, rows: list) -> None:
     os.replace(tmp.name, path)
 
 
-def describe_overrides(results: dict) -> str:
+def describe_overrides(results: Results) -> str:
     """grades.csv's overrides cell: "mha 15 -> 20 by ta_bob at ...: reason" per overridden part."""
     from autograder.reports.standing import overrides_of
 
@@ -574,13 +584,14 @@ def describe_overrides(results: dict) -> str:
                      for part, o in sorted(overrides_of(results).items()))
 
 
-def describe_parts(parts: dict) -> str:
+def describe_parts(parts: dict[str, tuple[float, float]]) -> str:
     return "; ".join(f"{part} {before:g} -> {after:g}" for part, (before, after) in parts.items())
 
 
 def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students: list[str], graded: list[str],
-                 known: list[str], reasons: dict | None = None, late: dict | None = None,
-                 strays: list[str] | tuple = (), moves: list | None = None) -> str:
+                 known: list[str], reasons: dict[str, str] | None = None, late: dict[str, lateness.Late] | None = None,
+                 strays: list[str] | tuple[str, ...] = (),
+                 moves: list[tuple[str, float, float, dict[str, tuple[float, float]]]] | None = None) -> str:
     """What the batch did, for the instructor: graded now, up to date, who was regraded because the
     grader changed, the submissions not graded with the reason, the score spread, lateness (and the
     names of TIMES.csv or EXT.csv, `strays`, that match no submission), and who is in the gradebook
@@ -638,7 +649,7 @@ def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students:
     return "\n".join(lines) + "\n"
 
 
-def _automatic(effective: list, student: str, part: str) -> str:
+def _automatic(effective: list[tuple[str, Results, str]], student: str, part: str) -> str:
     """The grader's own current score of an overridden part, as the summary shows it."""
     for who, results, _ in effective:
         if who == student:
@@ -647,11 +658,11 @@ def _automatic(effective: list, student: str, part: str) -> str:
     return "?"
 
 
-def _late_summary(late: dict) -> list[str]:
+def _late_summary(late: dict[str, lateness.Late]) -> list[str]:
     charged = sorted(s for s, row in late.items() if row.late_days)
     unknown = sorted(s for s, row in late.items() if row.late_days is None)
 
-    def cost(row):
+    def cost(row: lateness.Late) -> str:
         return "past the cutoff: final 0" if row.cutoff else f"-{row.penalty:g}%: final {row.final_score:g}"
 
     lines = [f"  late ({len(charged)}): " + (", ".join(f"{s} {late[s].late_days} day(s) {cost(late[s])}"
@@ -661,7 +672,7 @@ def _late_summary(late: dict) -> list[str]:
     return lines
 
 
-def _atomic_write(path, content):
+def _atomic_write(path: Path, content: str) -> None:
     """Write content to path through a temporary file in the same folder, removed if anything fails."""
     with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False, prefix=".tmp-") as tmp:
         try:
@@ -674,7 +685,7 @@ def _atomic_write(path, content):
             raise
 
 
-def _progress(stream, done, total, started, last):
+def _progress(stream: TextIO | None, done: int, total: int, started: float, last: str) -> None:
     if not stream:
         return
     elapsed = time.monotonic() - started

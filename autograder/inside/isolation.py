@@ -284,7 +284,7 @@ def _address_space():
     return 0
 
 
-def die_with_parent(parent_pid):
+def die_with_parent(parent_pid: int) -> None:
     """SIGKILL this process when its parent dies. Cleared by the kernel on a change of uid, so the
     leader arms it again after dropping privileges."""
     _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)

@@ -21,6 +21,7 @@ import re
 import statistics
 from collections import Counter
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 from autograder import text
@@ -386,7 +387,8 @@ def class_report(records, late=None, moves=None):
     return page("Chapter 3: class report", "\n".join(body))
 
 
-def write_class_report(out, records, late=None, moves=None):
+def write_class_report(out: str | Path, records: list[tuple[str, dict[str, Any], str]], late: dict[str, Any] | None = None,
+                       moves: list[dict[str, Any]] | None = None) -> list[Path]:
     """OUT/report.html and OUT/misconceptions.csv, each replaced whole (never half written) -> their paths."""
     import os
     import tempfile

@@ -2,13 +2,15 @@
 `batch` stores (reports.results_json): the score, each part, what to fix as a student may see it
 (reports.common's rule, written with reports.markdown's escapes) and the notes; with an override or a
 due date, the grade of record first (reports.standing)."""
+from typing import Any
+
 from autograder.reports.common import fmt, printable, what_to_fix
 from autograder.reports.markdown import fix_section, md_text
 from autograder.reports.records import checks_of, parts_of
 from autograder.reports.standing import OVERRIDE_MARK, overrides_of, standing_lines
 
 
-def feedback(student, results, late=None):
+def feedback(student: str, results: dict[str, Any], late: Any = None) -> str:
     """results: the record with any overrides applied (gradebook.apply_overrides); late: the student's
     lateness.Late when the batch had a due date. With either, the grade of record comes first, in words."""
     parts = parts_of(results)

@@ -12,6 +12,8 @@ escaped (html_page.esc); the page loads nothing and runs no script.
     figure_html(figure, said="")                  the pictures of one figure, for other HTML channels
     gradescope_test(test, figure)                 a Gradescope test whose output shows the figure
 """
+from typing import Any
+
 from autograder.figure_data import FigureError, figure_of, validate
 from autograder.reports.common import OWN_TEXT, fmt, printable, what_to_fix
 from autograder.reports.html_page import bar, esc, img, page
@@ -49,7 +51,7 @@ def _parts_table(parts, changed=()):
             + "\n".join(rows) + "</table>")
 
 
-def figures_by_part(results):
+def figures_by_part(results: dict[str, Any]) -> dict[str, list[tuple[str, dict[str, Any]]]]:
     """{part: [(check name, figure)]}: the validated figures a record's tests carry, in order, once each,
     with the check that carries each."""
     found: dict = {}
@@ -88,7 +90,7 @@ def _what_to_fix(results):
     return "\n".join(blocks)
 
 
-def feedback_html(student, results, problem="", late=None):
+def feedback_html(student: str, results: dict[str, Any], problem: str = "", late: Any = None) -> str:
     """The page for one student (student: the name batch gives the submission, escaped here). results:
     the record with any overrides applied; late: the student's lateness.Late when the batch had a due
     date. With either, the grade of record comes first, in words (reports.standing)."""

@@ -22,6 +22,8 @@ import hashlib
 import io
 import json
 import math
+from collections.abc import Iterable
+from typing import Any
 
 from autograder.figure_data import validate
 
@@ -38,7 +40,7 @@ def _canvas(width, height):
     return figure
 
 
-def warm_up():
+def warm_up() -> None:
     """Import matplotlib's figure and Agg canvas now (nothing where it is missing)."""
     try:
         from matplotlib import figure  # noqa: F401
@@ -137,13 +139,13 @@ def figure_pictures(figure):
     return list(pictures)
 
 
-def draw_all(figures):
+def draw_all(figures: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """The pictures of each figure (validated ones, e.g. html_feedback.figures_by_part's), drawn here ->
     {figure_key: figure_pictures}: plain bytes, for another process's remember()."""
     return {figure_key(figure): figure_pictures(figure) for figure in figures}
 
 
-def remember(drawn):
+def remember(drawn: dict[str, Any]) -> None:
     """Keep pictures drawn elsewhere (draw_all, in a batch's worker), so that figure_pictures here only
     hands them out; at most MAX_DRAWN figures are kept (the oldest go first, and are drawn again if asked)."""
     for key, pictures in drawn.items():
@@ -160,7 +162,7 @@ def figure_pairs(figure):
                                      scale_of(panel["got"], panel["want"]))) for panel in figure["panels"]]
 
 
-def available():
+def available() -> bool:
     """Can pictures be drawn here? (matplotlib is a dependency; a grade never fails for want of a picture)"""
     try:
         import matplotlib  # noqa: F401

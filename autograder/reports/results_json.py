@@ -19,6 +19,7 @@
 Every student-facing text follows reports.common's rule.
 """
 import json
+from typing import Any
 
 from autograder import text
 from autograder.reports.common import OWN_TEXT, anonymous_names, fmt, instructor_lines, printable, student_output, what_to_fix
@@ -28,7 +29,7 @@ from autograder.reports.records import checks_of, parts_of  # noqa: F401  (read 
 OUTPUT = 60_000  # the most the top-level output holds
 
 
-def results_json(grade):
+def results_json(grade: Any) -> dict[str, Any]:
     """The instructor's record: Gradescope's schema, plus parts: {part: {score, max_score}}."""
     tests = []
     for c in grade.checks:
@@ -97,7 +98,7 @@ def gradescope_results(grade):
     return results
 
 
-def broken_results(rubric, problem):
+def broken_results(rubric: Any, problem: str) -> dict[str, Any]:
     """The record of a submission that could not be staged at all: every check failed with the
     reason, with the same keys as any other record (the batch stores it and writes feedback from it)."""
     return results_json(broken_grade(rubric, problem))
@@ -170,7 +171,7 @@ def _top(grade, tests):
             "environment_check": environment_check(grade.environment_check)}
 
 
-def environment_check(record):
+def environment_check(record: dict[str, Any] | None) -> dict[str, Any] | None:
     """results.json's `environment_check`: the reference's score here, the device, the walls that
     stood, torch's version (None: this run did not check its environment)."""
     if not record:
