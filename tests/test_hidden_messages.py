@@ -10,7 +10,7 @@ import shutil
 import pytest
 import torch
 
-from autograder import grading, reports, runner
+from autograder import chapter, grading, reports, runner
 from autograder.student import StudentError
 from autograder.suites import expect, helpers, misconceptions, test_causal, vocabulary
 
@@ -153,7 +153,7 @@ def test_two_seeds_give_byte_identical_student_reports(engine, tmp_path):
     instructor's detail shows different picks, every student channel is byte for byte the same."""
     rubric, suites, sandbox = engine
     folder = tmp_path / "sub"
-    shutil.copytree(grading.chapter.current().solutions, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(chapter.current().solutions, folder, ignore=shutil.ignore_patterns("__pycache__"))
     (folder / "simple_attention.py").write_text(CHOOSER)
     said, details = [], []
     for secret in (11, 12):
