@@ -67,3 +67,28 @@ def test_a_batch_with_odd_names_records_everyone_and_leaves_no_temp_file(tmp_pat
         assert sorted(r["student"] for r in csv.DictReader(f)) == sorted(rows)
     left = [p.name for sub in ("results", "feedback") for p in (out / sub).iterdir() if p.name.startswith(".tmp")]
     assert left == []
+
+
+def test_a_rerun_keeps_an_ambiguous_name_its_problem_and_adds_no_history(tmp_path):
+    """A second batch over the same class: nothing new to grade, so nothing new for the history
+    (batch._store passes no reason); the ambiguous pair still reads "ambiguous name" in grades.csv,
+    never a storage error (history.reason is NOT NULL), and no row is added."""
+    folder, out = tmp_path / "class", tmp_path / "out"
+    folder.mkdir()
+    make(folder, "a b", "a_b")
+
+    def state():
+        book = Gradebook(out / "gradebook.db")
+        problems, history = book.problems(), book.history()
+        book.close()
+        with open(out / "grades.csv", newline="") as f:
+            csv_problems = sorted(r["problem"].split(":")[0] for r in csv.DictReader(f))
+        return problems, len(history), csv_problems
+
+    batch.run_batch(folder, out, jobs=1, progress=None)
+    first, rows, csv_first = state()
+    batch.run_batch(folder, out, jobs=1, progress=None)
+    second, rows_again, csv_second = state()
+    assert sorted(p.split(":")[0] for p in second.values()) == ["ambiguous name"] * 2, second
+    assert second == first and csv_second == csv_first == ["ambiguous name"] * 2
+    assert rows_again == rows
