@@ -163,11 +163,11 @@ def measure(models, x, device, warmup, repeats, backward=True):
     """{name: {"forward": ms, "backward": ms or None}}."""
     results = {}
     for name, model in models.items():
-        def forward():
+        def forward(model=model):
             with torch.no_grad():
                 model(x)
 
-        def forward_backward():
+        def forward_backward(model=model):
             model.zero_grad(set_to_none=True)
             model(x).sum().backward()
 
