@@ -57,9 +57,18 @@ def graded_corpus():
     return GradedCorpus()
 
 
+# The files that read the selftest corpus's grading (graded_corpus, a session fixture): one worker
+# runs them all, so the corpus is graded once under `pytest -n 2` as it is without workers
+CORPUS_READERS = {"test_suites.py", "test_isolation.py"}
+
+
 def pytest_collection_modifyitems(config, items):
     """Mark the quick subset (`pytest -m quick`): the tests tests/quick_subset.py lists, besides any a
-    test file marks itself with @pytest.mark.quick."""
+    test file marks itself with @pytest.mark.quick. And the unit a test worker takes (`pytest -n 2
+    --dist loadgroup`, as .ci/run runs the suite): a whole file, so its module fixtures are made once,
+    the corpus readers together."""
     for item in items:
         if quick_subset.chosen(item.path.name, getattr(item, "originalname", item.name)):
             item.add_marker(pytest.mark.quick)
+        group = "selftest-corpus" if item.path.name in CORPUS_READERS else item.path.name
+        item.add_marker(pytest.mark.xdist_group(group))
