@@ -161,7 +161,7 @@ def test_the_rule_finds_a_figure_without_its_command():
 def test_the_suites_size_and_duration_are_in_one_marked_place():
     readme = (ROOT / "README.md").read_text()
     [block] = SUITE.findall(readme)
-    assert DATE.search(block) and "`time .ci/run`" in block and "`time .venv/bin/python -m pytest -m quick`" in block
+    assert DATE.search(block) and "`time .ci/run`" in block and "`time .venv/bin/python -m pytest -n 2 --dist loadgroup -m quick`" in block
     assert "2-core machine" in block and "idle" in block  # what the figures assume
     for doc in DOCS:
         text = SUITE.sub("", (ROOT / doc).read_text())
