@@ -195,15 +195,78 @@ class Student:
         structure, buffers = protocol.encode(message, fallback=_handle_ref)
         header, payload = self._exchange({"op": op, "target": target, "input": structure, "seed": seed}, buffers)
         if "error" in header:
-            e = header["error"]
-            raise StudentError(str(e.get("type")), str(e.get("message", "")), str(e.get("where", "")),
-                               bool(e.get("not_implemented")), self.attributes, self.saw_hidden, _called(target))
+            raise self._error(header["error"], target)
+        answer = self._answer(header.get("result"), payload, "result" in header)
+        if isinstance(answer, StudentError):
+            raise answer
+        return answer
+
+    def _error(self, e, target) -> StudentError:
+        """The student's exception of the request to target, as the child reported it."""
+        return StudentError(str(e.get("type")), str(e.get("message", "")), str(e.get("where", "")),
+                            bool(e.get("not_implemented")), self.attributes, self.saw_hidden, _called(target))
+
+    def _answer(self, structure, payload, present=True):
+        """One answer rebuilt here (RemoteObjects for handles, strings cleaned), or the StudentError
+        that says it could not be read back."""
         try:
-            answer = protocol.decode(header["result"], payload, lambda ref: RemoteObject(self, ref))
+            if not present:
+                raise KeyError("result")
+            answer = protocol.decode(structure, payload, lambda ref: RemoteObject(self, ref))
         except (KeyError, protocol.ProtocolError) as exc:
-            raise StudentError("ProtocolError", f"the answer could not be read back ({exc})",
-                               after_hidden=self.saw_hidden) from None
+            return StudentError("ProtocolError", f"the answer could not be read back ({exc})",
+                                after_hidden=self.saw_hidden)
         return _inert(answer)
+
+    def plan(self, steps):
+        """Several requests in one exchange with the child (issue 38.7): steps (Step) run there in order,
+        each as its own request would, until the first that fails -> [each step's answer, or the
+        StudentError its request would have raised (then the last)]; shorter when a step refers to an
+        earlier step's answer (Step.on) that is not a module, for the caller to go on as it would have
+        after that answer. Only steps the grader would send unconditionally once the earlier ones
+        answered (stopping at an exception) belong in one plan; a hidden input travels in the plan whose
+        step uses it. Where one call has a time limit of its own (call_limit), the steps go one by one."""
+        if self.call_limit is not None or len(steps) < 2:
+            return self._one_by_one(steps)
+        messages, header_steps = [], []
+        for step in steps:
+            messages.append({"args": list(step.args), "kwargs": dict(step.kwargs), **(step.extra or {})})
+            header_steps.append({"op": step.op, "target": step.target, "seed": step.seed})
+        structure, buffers = protocol.encode(messages, fallback=_handle_ref)
+        header, payload = self._exchange({"op": "plan", "steps": header_steps, "input": structure}, buffers)
+        answers: list[Any] = []
+        done = header.get("steps")
+        position = 0
+        for entry in done[:len(steps)] if isinstance(done, list) else ():
+            size = entry.get("bytes") if isinstance(entry, dict) else None
+            if type(size) is not int or not 0 <= size <= len(payload) - position:
+                answers.append(StudentError("ProtocolError", "the answer could not be read back (bad plan step)",
+                                            after_hidden=self.saw_hidden))
+                return answers
+            answers.append(self._answer(entry.get("result"), payload[position:position + size], "result" in entry))
+            position += size
+            if isinstance(answers[-1], StudentError):
+                return answers
+        if "error" in header and len(answers) < len(steps):
+            answers.append(self._error(header["error"], _step_target(steps[len(answers)].target, answers)))
+        elif len(answers) < len(steps) and header.get("stopped") != len(answers):
+            answers.append(StudentError("ProtocolError", "the answer could not be read back (the plan stopped)",
+                                        after_hidden=self.saw_hidden))
+        return answers
+
+    def _one_by_one(self, steps):
+        """Student.plan's answers, one request per step."""
+        answers: list[Any] = []
+        for step in steps:
+            target = _step_target(step.target, answers)
+            if target is None:
+                return answers
+            try:
+                answers.append(self.request(step.op, target, step.args, step.kwargs, step.seed, step.extra))
+            except StudentError as e:
+                answers.append(e)
+                return answers
+        return answers
 
     def _exchange(self, header, buffers):
         """One request and its reply; on the way, every question a stand-in of the grader's classes
@@ -271,6 +334,35 @@ def stand_in_answer(reply, payload, given=frozenset(), ledger=None, memory_mb=No
     return {"op": "stand_in_answer", "input": structure}, buffers
 
 
+class Step:
+    """One request of a plan (Student.plan): op on target with args and kwargs after seed. target may be
+    Step.on(i, attr): attribute path attr of what step i returned (a module)."""
+
+    def __init__(self, op, target, args=(), kwargs=None, seed=0, extra=None):
+        self.op, self.target, self.args, self.kwargs = op, target, tuple(args), dict(kwargs or {})
+        self.seed, self.extra = seed, extra
+
+    @staticmethod
+    def on(step, attr=""):
+        return {"step": step, "attr": attr}
+
+
+def _step_target(target, answers):
+    """A step's target as a single request names it (an earlier step's answer as its handle), or None
+    when that answer is not a module."""
+    if "step" not in target:
+        return target
+    earlier = answers[target["step"]]
+    return {"handle": earlier._id, "attr": target.get("attr", "")} if isinstance(earlier, RemoteObject) else None
+
+
+def outcome(answer):
+    """A plan's answer as the single request gives it: the value, or its StudentError raised."""
+    if isinstance(answer, StudentError):
+        raise answer
+    return answer
+
+
 class Call:
     """One recorded call: args, kwargs, and bound and names (every argument and its parameter name in
     the order of the replaced class's own signature, defaults filled in; None when they did not fit)."""
@@ -297,13 +389,20 @@ class RemoteCallable:
         return RemoteCallable(self._student, {**self._target, "attr": path})
 
     def __call__(self, *args, _seed=0, **kwargs):
+        return self._student.request("call", self._target, *self._arguments(args, kwargs), _seed)
+
+    def as_step(self, *args, _seed=0, **kwargs):
+        """This call as a step of a plan (Student.plan)."""
+        return Step("call", self._target, *self._arguments(args, kwargs), _seed)
+
+    def _arguments(self, args, kwargs):
         known = self._student.reordered().get((self._target.get("module"), self._target.get("attr"))) \
             if self._student.keywords and "module" in self._target else None
         if known and args:  # the contract's positional arguments, passed by the contract's names
             names, contract = known
             kwargs = {**dict(zip(contract, args[:len(contract)], strict=False)), **kwargs}  # fewer args: the rest by name
             args = tuple(args[len(contract):])
-        return self._student.request("call", self._target, args, kwargs, _seed)
+        return args, kwargs
 
     def get(self):
         """The attribute's value (data, or a RemoteObject for anything else)."""
@@ -328,6 +427,10 @@ class RemoteObject:
 
     def __call__(self, *args, _seed=0, **kwargs):
         return self._student.request("call", {"handle": self._id}, args, kwargs, _seed)
+
+    def as_step(self, *args, _seed=0, **kwargs):
+        """self(*args, **kwargs) as a step of a plan (Student.plan)."""
+        return Step("call", {"handle": self._id}, args, kwargs, _seed)
 
     def __getattr__(self, name):
         if name.startswith("_"):

@@ -72,6 +72,9 @@ class InProcessPart:
         from autograder.inside import protocol
 
         payload = b"".join(bytes(b) for b in buffers)
+        if header.get("op") == "plan":  # several steps in one request (issue 38.7)
+            reply, out = self.child.run_plan(self.handles, header, payload)
+            return reply, b"".join(bytes(b) for b in out)
         try:
             result = self.child.run(self.handles, header, payload)
             structure, out = protocol.encode(result, fallback=self.handles.store)

@@ -133,7 +133,8 @@ class PartChild:
             self._fail(e)
             raise SessionDied(self.died) from None
         if "error" in reply:  # student code can write its own frames: never trust their sizes or types
-            reply = {"error": _plain_error(reply["error"])}
+            # (a plan's earlier steps come along: Student.plan reads them as it reads any answer)
+            reply = {"error": _plain_error(reply["error"]), **({"steps": reply["steps"]} if "steps" in reply else {})}
         return reply, payload
 
     def _await_reply(self, cpu_limit: float, deadline: float) -> float:

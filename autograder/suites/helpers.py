@@ -10,7 +10,7 @@ from typing import Any
 
 import torch
 
-from autograder.student import StudentError
+from autograder.student import RemoteObject, Step, StudentError, outcome
 from autograder.suites.expect import Mismatch, fail
 
 QKV = ("W_query", "W_key", "W_value")
@@ -119,14 +119,55 @@ def renamed_grads(module, want):
     return renamed_state(module, want) or want
 
 
-def load_known(module, state, what):
+def build_known(constructor, args, kwargs, state, what, _seed=0, then=()):
+    """constructor(*args, **kwargs) (a class of the student's, called after _seed), then each method
+    named in `then` (e.g. "double", called without arguments), with known weights loaded (load_known)
+    -> the module. These calls and the load by name go in one exchange (Student.plan): the grader's
+    only look between them is whether one raised (or the class returned no module), and then the
+    rest is not run; state is sent with the load that uses it."""
+    steps = [constructor.as_step(*args, _seed=_seed, **kwargs)]
+    steps += [Step("call", Step.on(0, name)) for name in then]
+    steps.append(Step("call", Step.on(0, "load_state_dict"), (state,), {"strict": False}))
+    answers = constructor._student.plan(steps)
+    module = outcome(answers[0])
+    for i, name in enumerate(then, start=1):
+        if len(answers) <= i:  # not a module: the call goes on here as it would have
+            getattr(module, name)()
+        else:
+            outcome(answers[i])
+    if len(answers) < len(steps):
+        return load_known(module, state, what)
+    return load_known(module, state, what, by_name=answers[-1])
+
+
+def forward(module, *args, _seed=0, eval_first=False):
+    """module(*args) after _seed, preceded by module.eval() where eval_first, in one exchange (the
+    grader never looks at what eval() returns; its exception is raised here, as module.eval() would
+    raise it) -> a function that returns the forward's answer or raises its exception, for the caller
+    to turn into its own message exactly as it would the single call's."""
+    if not eval_first:
+        return lambda: module(*args, _seed=_seed)
+    if not isinstance(module, RemoteObject):
+        module.eval()  # raises as it would (not a module)
+        return lambda: module(*args, _seed=_seed)
+    answers = module._student.plan([module.eval.as_step(), module.as_step(*args, _seed=_seed)])
+    outcome(answers[0])
+    return lambda: outcome(answers[1])
+
+
+UNSENT = object()  # load_known: no load by name was sent yet
+
+
+def load_known(module, state, what, by_name=UNSENT):
     """Load known weights into a student's module, keeping its own buffers (a bool or float mask).
 
     Layers named differently from the specification are matched by registration order; fails in
     the student's terms when a parameter the specification names is missing or has another shape.
     Where every name is the module's own, one round trip loads them (its outputs are judged after).
+    by_name: the answer (or StudentError) of module.load_state_dict(state, strict=False) where it
+    was already sent (build_known).
     """
-    if _loaded_by_name(module, state):
+    if _loaded_by_name(module, state, by_name):
         return module
     own = state_of(module, what)
     missing = [k for k in state if k not in own]
@@ -148,12 +189,15 @@ def load_known(module, state, what):
     return module
 
 
-def _loaded_by_name(module, state):
+def _loaded_by_name(module, state, answer=UNSENT):
     """True when load_state_dict(state, strict=False) took every entry: the module has each of these
     names, with these shapes (copy_ converts the dtype; its buffers and any extra parameter keep
-    their values). False when a name is not its own or a shape differs, for load_known to say so."""
+    their values). False when a name is not its own or a shape differs, for load_known to say so.
+    answer: that call's answer where it was already sent."""
+    if isinstance(answer, StudentError):
+        return False
     try:
-        answer = module.load_state_dict(state, strict=False)
+        answer = module.load_state_dict(state, strict=False) if answer is UNSENT else answer
     except StudentError:
         return False
     # the answer is torch's _IncompatibleKeys (a named tuple), which arrives as a list: the protocol

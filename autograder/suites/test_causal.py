@@ -54,10 +54,12 @@ def probe_weights(state, T):
     return q @ k.T
 
 
-def run(attn, x, what, _seed=0):
-    """attn(x), turning the classic error of an unsliced mask into a hint."""
+def run(attn, x, what, _seed=0, eval_first=False):
+    """attn(x) (after attn.eval() where eval_first, in the same exchange: helpers.forward), turning the
+    classic error of an unsliced mask into a hint."""
+    answer = helpers.forward(attn, x, _seed=_seed, eval_first=eval_first)
     try:
-        return attn(x, _seed=_seed)
+        return answer()
     except StudentError as e:
         if not e.not_implemented and any(w in e.message.lower() for w in ("size", "match", "shape")):
             raise expect.Mismatch(f"{what}: {e.explain()}. Hint: {SLICE_HINT}", student_text=e.student_text()) from None
@@ -71,15 +73,15 @@ def make(student, d_in, d_out, ctx, dropout, bias=False, _seed=0):
 
 
 def known(student, d_in, d_out, ctx, dropout, state):
-    attn = make(student, d_in, d_out, ctx, dropout, bias=any(k.endswith(".bias") for k in state))
-    helpers.load_known(attn, state, "CausalAttention")
-    return attn
+    """make(...) with state loaded (helpers.build_known: one exchange where the names are the module's)."""
+    options = {"qkv_bias": True} if any(k.endswith(".bias") for k in state) else {}
+    return helpers.build_known(student.module(PART).CausalAttention, (d_in, d_out, ctx, dropout), options, state,
+                               "CausalAttention")
 
 
 def right_on(attn, x, state, what, case=""):
     """attn(x) in eval mode, judged first (a property means nothing on a wrong output) -> the output."""
-    attn.eval()
-    got = expect.shape(run(attn, x, what), (*x.shape[:-1], state["W_query.weight"].shape[0]), what, case=case)
+    got = expect.shape(run(attn, x, what, eval_first=True), (*x.shape[:-1], state["W_query.weight"].shape[0]), what, case=case)
     judge(got, causal_output(x, state), what, causal_mistakes(x, state), case=case)
     return got
 
@@ -157,8 +159,7 @@ def judge_known_causal(student, rng, d_in, d_out, T, ctx, bias, b):
     state = helpers.random_qkv_state(d_in, d_out, rng, bias, scale=2.0)
     what = "CausalAttention with known weights" + (" and qkv_bias=True" if bias else "")
     attn = known(student, d_in, d_out, ctx, 0.0, state)
-    attn.eval()
-    judge(run(attn, x, what), causal_output(x, state), what, causal_mistakes(x, state),
+    judge(run(attn, x, what, eval_first=True), causal_output(x, state), what, causal_mistakes(x, state),
           hint="Check the 1/sqrt(d_k) scaling, the mask and the softmax dim",
           case=f"CausalAttention({d_in}, {d_out}, {ctx}, 0.0, qkv_bias={bias}) on {b}x{T} tokens")
 
@@ -200,9 +201,8 @@ def test_causal_weights_through_identity_values(student, rng):
     T, ctx = 5, 7
     state, eye = identity_probe(T, rng)
     attn = known(student, T, T, ctx, 0.0, state)
-    attn.eval()
     what = "the attention weight matrix of CausalAttention (seen with identity value projections)"
-    got = expect.shape(run(attn, eye.expand(2, T, T).contiguous(), what), (2, T, T), what)
+    got = expect.shape(run(attn, eye.expand(2, T, T).contiguous(), what, eval_first=True), (2, T, T), what)
     scores = probe_weights(state, T)
     judge(got, weights(scores, T, True).expand(2, T, T), what,
           [(w.expand(2, T, T), why) for w, why in weight_mistakes(scores, T, True)])
@@ -217,10 +217,9 @@ def test_causal_dropout_off_in_eval_mode(student, rng):
     d_in, d_out, ctx, T = 4, 3, 6, 6
     state = helpers.random_qkv_state(d_in, d_out, rng, scale=2.0)
     attn = known(student, d_in, d_out, ctx, 0.5, state)
-    attn.eval()
     x = torch.rand(3, T, d_in, generator=rng)
     what = "CausalAttention with dropout, after .eval()"
-    first, second = run(attn, x, what, _seed=1), run(attn, x, what, _seed=2)
+    first, second = run(attn, x, what, _seed=1, eval_first=True), run(attn, x, what, _seed=2)
     if not (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor) and matches(first, second, 0.0)):
         expect.fail(f"{what} gives different outputs from call to call: dropout is still active in eval mode. "
                     f"Use self.dropout (an nn.Dropout), which is off after .eval(); F.dropout needs "
@@ -229,8 +228,7 @@ def test_causal_dropout_off_in_eval_mode(student, rng):
     if matches(first, want, 1e-4):
         return
     plain = known(student, d_in, d_out, ctx, 0.0, state)  # dropout is the cause only if dropout=0.0 is right
-    plain.eval()
-    right_without = matches(expect.as_tensor(run(plain, x, what), what), want, 1e-4)
+    right_without = matches(expect.as_tensor(run(plain, x, what, eval_first=True), what), want, 1e-4)
     judge(first, want, what, causal_mistakes(x, state),
           hint="in eval mode dropout must do nothing: the output must equal that of dropout=0.0" if right_without
           else "the same module with dropout=0.0 is wrong too: the attention itself is not the specified computation")
@@ -242,10 +240,9 @@ def test_causal_dropout_in_training_mode(student, rng):
     attn = known(student, T, T, T, p, state)
     what = "CausalAttention with dropout"
     x = eye.expand(b, T, T).contiguous()
-    attn.eval()
-    # the eval-mode weights the module itself computes: dropout is judged on them, whatever they are
-    # (a wrong mask, scale or softmax dim is the math checks' business)
-    own = expect.shape(run(attn, x, f"{what} in eval mode"), (b, T, T), what)
+    # the eval-mode weights the module itself computes (after attn.eval()): dropout is judged on them, whatever
+    # they are (a wrong mask, scale or softmax dim is the math checks' business)
+    own = expect.shape(run(attn, x, f"{what} in eval mode", eval_first=True), (b, T, T), what)
     right = weights(probe_weights(state, T), T, True).expand(b, T, T)
     reference_weights = right if matches(own, right, 1e-5) else own
     if not torch.isfinite(own).all() or bool((own.abs() <= 1e-6).all()):
@@ -321,13 +318,11 @@ def test_causal_runs_on_the_inputs_device(student, rng):
 def test_causal_float64_and_gradients(student, rng):
     d_in, d_out, ctx, T = 4, 3, 8, 5
     state = helpers.random_qkv_state(d_in, d_out, rng, scale=2.0, dtype=torch.float64)
-    attn = make(student, d_in, d_out, ctx, 0.0)
-    attn.double()
-    helpers.load_known(attn, state, "CausalAttention after .double()")
-    attn.eval()
+    attn = helpers.build_known(student.module(PART).CausalAttention, (d_in, d_out, ctx, 0.0), {}, state,
+                               "CausalAttention after .double()", then=("double",))
     x = torch.rand(2, T, d_in, generator=rng, dtype=torch.float64)
     what = "CausalAttention after .double(), on float64 inputs"
-    got = run(attn, x, what)
+    got = run(attn, x, what, eval_first=True)
     if getattr(got, "dtype", None) != torch.float64:
         expect.fail(f"{what} returns {getattr(got, 'dtype', type(got).__name__)}: compute in the dtype of the "
                     f"inputs and weights (no .float() or float32 tensors made inside forward)")

@@ -9,7 +9,7 @@ with seeded and with known weights, against stacked single heads, and for causal
 import torch
 
 from autograder import source_reading
-from autograder.student import RemoteObject, StudentError
+from autograder.student import RemoteObject, Step, StudentError, outcome
 from autograder.suites import efficiency, expect, helpers, part_marker, reference
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import (
@@ -68,13 +68,23 @@ HEAD_ARGUMENTS = ("d_in", "d_out", "context_length", "dropout", "qkv_bias")
 def stand_in_heads(student, d_in, d_out, num_heads, rng):
     """num_heads nn.Linear(d_in, d_out) modules made in the child with known weights: they stand in for
     CausalAttention, so the wrapper is judged whatever causal.py does. -> (handles, states)."""
-    handles, states = [], []
+    handles, states, steps = [], [], []
     for _ in range(num_heads + 1):  # one spare: a wrapper that makes one head too many still gets a module
-        linear = student.module("torch.nn").Linear(d_in, d_out)
         state = {"weight": torch.rand(d_out, d_in, generator=rng) - 0.5, "bias": torch.rand(d_out, generator=rng) - 0.5}
-        linear.load_state_dict(state)
-        handles.append(linear)
+        steps += [student.module("torch.nn").Linear.as_step(d_in, d_out),
+                  Step("call", Step.on(len(steps), "load_state_dict"), (state,))]
         states.append(state)
+    # every head's construction and load in one exchange (Student.plan): the grader looks at none of
+    # their answers but to stop at an exception
+    answers = student.plan(steps)
+    for i, state in enumerate(states):
+        if 2 * i + 1 < len(answers) or 2 * i < len(answers) and isinstance(answers[2 * i], StudentError):
+            linear = outcome(answers[2 * i])
+            outcome(answers[2 * i + 1])
+        else:  # the plan stopped before a load, its construction gave no module: the rest as before, one by one
+            linear = outcome(answers[2 * i]) if 2 * i < len(answers) else student.module("torch.nn").Linear(d_in, d_out)
+            linear.load_state_dict(state)
+        handles.append(linear)
     return handles, states
 
 
@@ -297,9 +307,11 @@ def shape_hint(message):
     return f"{MASK_HINT}; or {SPLIT_HINT}"
 
 
-def run(mha, x, what, _seed=0):
+def run(mha, x, what, _seed=0, eval_first=False):
+    """mha(x) (after mha.eval() where eval_first, in the same exchange: helpers.forward)."""
+    answer = helpers.forward(mha, x, _seed=_seed, eval_first=eval_first)
     try:
-        return mha(x, _seed=_seed)
+        return answer()
     except StudentError as e:
         if not e.not_implemented and any(w in e.message.lower() for w in ("size", "match", "shape", "view")):
             raise expect.Mismatch(f"{what}: {e.explain()}. Hint: {shape_hint(e.message)}",
@@ -314,9 +326,10 @@ def make(student, d_in, d_out, ctx, dropout, num_heads, bias=False, _seed=0):
 
 
 def known(student, d_in, d_out, ctx, dropout, num_heads, state):
-    mha = make(student, d_in, d_out, ctx, dropout, num_heads, bias="W_query.bias" in state)
-    helpers.load_known(mha, state, "MultiHeadAttention")
-    return mha
+    """make(...) with state loaded (helpers.build_known: one exchange where the names are the module's)."""
+    options = {"qkv_bias": True} if "W_query.bias" in state else {}
+    return helpers.build_known(student.module(PART).MultiHeadAttention, (d_in, d_out, ctx, dropout),
+                               {"num_heads": num_heads, **options}, state, "MultiHeadAttention")
 
 
 def causality_problem(mha, x, base, rng, what):
@@ -357,8 +370,7 @@ def judge_known_mha(student, rng, d_in, d_out, ctx, h, T, b, bias, what="MultiHe
     x = torch.rand(b, T, d_in, generator=rng)
     state = helpers.random_mha_state(d_in, d_out, rng, bias, scale=2.0)
     mha = known(student, d_in, d_out, ctx, 0.0, h, state)
-    mha.eval()
-    judge(run(mha, x, what), reference.multi_head(x, state, h), what, multi_head_mistakes(x, state, h), hint=hint,
+    judge(run(mha, x, what, eval_first=True), reference.multi_head(x, state, h), what, multi_head_mistakes(x, state, h), hint=hint,
           case=case)
 
 
@@ -387,8 +399,7 @@ def test_mha_matches_stacked_single_heads(student, rng):
     want = torch.cat([reference.single_head(x, s) for s in per_head], dim=-1)
     what = "MultiHeadAttention holding several single heads' weights (out_proj = identity)"
     mha = known(student, d_in, h * hd, ctx, 0.0, h, stacked)
-    mha.eval()
-    judge(run(mha, x, what), want, what, multi_head_mistakes(x, stacked, h),
+    judge(run(mha, x, what, eval_first=True), want, what, multi_head_mistakes(x, stacked, h),
           hint="it must equal the wrapper of those heads: head i uses output features i*head_dim .. (i+1)*head_dim - 1 "
                "of each projection, and the heads come back side by side in head order")
 
@@ -431,9 +442,8 @@ def test_mha_causal_and_dropout(student, rng):
     state = helpers.random_mha_state(d_in, d_out, rng, scale=2.0)
     name = "MultiHeadAttention with dropout"
     mha = known(student, d_in, d_out, ctx, 0.5, h, state)
-    mha.eval()
     x = torch.rand(2, T, d_in, generator=rng)
-    base = expect.shape(run(mha, x, f"{name} in eval mode", _seed=1), (2, T, d_out), name)
+    base = expect.shape(run(mha, x, f"{name} in eval mode", _seed=1, eval_first=True), (2, T, d_out), name)
     if not matches(base, expect.as_tensor(run(mha, x, name, _seed=2), name), 0.0):
         expect.fail(f"{name} after .eval() gives different outputs from call to call: dropout is still active "
                     f"in eval mode (use self.dropout, an nn.Dropout)")
@@ -468,8 +478,7 @@ def test_mha_causal_and_dropout(student, rng):
         out = out.view(b, T, h, 2, T).permute(3, 0, 2, 1, 4)
         return out[0], out[1]
 
-    mha.eval()
-    own, own_copy = per_head(expect.shape(run(mha, x, name), (b, T, d), name))
+    own, own_copy = per_head(expect.shape(run(mha, x, name, eval_first=True), (b, T, d), name))
     if not (matches(own, eval_weights, 1e-5) and matches(own_copy, eval_weights, 1e-5)):
         return  # the attention itself is wrong, judged above and by the math checks; dropout cannot be seen here
     mha.train()
@@ -485,8 +494,7 @@ def test_mha_causal_and_dropout(student, rng):
 def eval_dropout_hint(plain, x, want, what):
     """Dropout is named as the cause of a wrong eval-mode output only when the same module with
     dropout=0.0 computes the right numbers; otherwise the computation itself is wrong."""
-    plain.eval()
-    if matches(expect.as_tensor(run(plain, x, what), what), want, 1e-4):
+    if matches(expect.as_tensor(run(plain, x, what, eval_first=True), what), want, 1e-4):
         return "with dropout=0.0 the same module is right: in eval mode dropout must do nothing"
     return "the same module with dropout=0.0 is wrong too: the attention itself is not the specified computation"
 
@@ -521,10 +529,9 @@ def test_mha_batches_the_heads(student, rng):
     for h in (2, 4):
         state = helpers.random_mha_state(d_in, d_out, rng, scale=2.0)
         mha = known(student, d_in, d_out, ctx, 0.0, h, state)
-        mha.eval()
         x = torch.rand(b, T, d_in, generator=rng)
         what = f"{name} with {h} heads"
-        run(mha, x, what)  # a first call: whatever a module sets up once is not counted
+        run(mha, x, what, eval_first=True)  # a first call: whatever a module sets up once is not counted
         answer = mha.count_ops(x)
         judge(efficiency.counted_output(answer, what), reference.multi_head(x, state, h), what,
               multi_head_mistakes(x, state, h), case=f"({d_in}, {d_out}, {ctx}, 0.0, num_heads={h}) on {b}x{T}")
@@ -549,10 +556,9 @@ def test_mha_runs_on_the_inputs_device(student, rng):
     name = "MultiHeadAttention"
     state = helpers.random_mha_state(d_in, d_out, rng, scale=2.0)
     mha = known(student, d_in, d_out, ctx, 0.0, h, state)
-    mha.eval()
     x = torch.rand(2, T, d_in, generator=rng)
     what = f"{name} (before it is moved to another device)"
-    judge(run(mha, x, what), reference.multi_head(x, state, h), what, multi_head_mistakes(x, state, h))
+    judge(run(mha, x, what, eval_first=True), reference.multi_head(x, state, h), what, multi_head_mistakes(x, state, h))
     problem = efficiency.untrusted(student.sources(), PART) or \
         efficiency.device_problem(mha, x, (2, T, d_out), name, efficiency.has_plain_mask(mha))
     problem = problem or efficiency.source_device_problem(student.sources(), name, PART,
@@ -565,9 +571,8 @@ def test_mha_float64_and_gradients(student, rng):
     d_in, d_out, ctx, h = 4, 6, 7, 3
     name = "MultiHeadAttention after .double()"
     state = helpers.random_mha_state(d_in, d_out, rng, scale=2.0, dtype=torch.float64)
-    mha = make(student, d_in, d_out, ctx, 0.0, h)
-    mha.double()
-    helpers.load_known(mha, state, name)
+    mha = helpers.build_known(student.module(PART).MultiHeadAttention, (d_in, d_out, ctx, 0.0), {"num_heads": h},
+                              state, name, then=("double",))
     mha.eval()
     x = torch.rand(2, 5, d_in, generator=rng, dtype=torch.float64)
     got, after = helpers.call_keeping_arguments(student, mha, x.clone())

@@ -66,8 +66,7 @@ def test_v1_math_with_loaded_weights(student, rng):
     for d_in, d_out, T in ((4, 3, 5), (3, 5, 8), (2, 2, 1), (6, 4, 6)):
         x = torch.rand(T, d_in, generator=rng)
         state = known_state(d_in, d_out, rng)
-        sa = student.module(PART).SelfAttention_v1(d_in, d_out)
-        helpers.load_known(sa, state, "SelfAttention_v1")
+        sa = helpers.build_known(student.module(PART).SelfAttention_v1, (d_in, d_out), {}, state, "SelfAttention_v1")
         judge(sa(x), v1_output(x, state), "SelfAttention_v1 with known weights", v1_mistakes(x, state),
               hint="Compute softmax(queries @ keys.T / sqrt(d_k), dim=-1) @ values",
               case=f"SelfAttention_v1({d_in}, {d_out}) on {T} tokens")
@@ -77,9 +76,8 @@ def test_v1_float64_and_gradients(student, rng):
     d_in, d_out, T = 4, 3, 5
     state = known_state(d_in, d_out, rng, torch.float64)
     x = torch.rand(T, d_in, generator=rng, dtype=torch.float64)
-    sa = student.module(PART).SelfAttention_v1(d_in, d_out)
-    sa.double()
-    helpers.load_known(sa, state, "SelfAttention_v1 after .double()")
+    sa = helpers.build_known(student.module(PART).SelfAttention_v1, (d_in, d_out), {}, state,
+                             "SelfAttention_v1 after .double()", then=("double",))
     got = sa(x)
     what = "SelfAttention_v1 after .double(), on float64 inputs"
     if getattr(got, "dtype", None) != torch.float64:

@@ -82,9 +82,8 @@ def judge_known_v2(student, rng, d_in, d_out, T, bias):
     x = torch.rand(T, d_in, generator=rng)
     state = helpers.random_qkv_state(d_in, d_out, rng, bias, scale=2.0)
     options = {"qkv_bias": True} if bias else {}
-    sa = student.module(PART).SelfAttention_v2(d_in, d_out, **options)
     what = "SelfAttention_v2" + (" with qkv_bias=True" if bias else "")
-    helpers.load_known(sa, state, what)
+    sa = helpers.build_known(student.module(PART).SelfAttention_v2, (d_in, d_out), options, state, what)
     judge(sa(x), v2_output(x, state), f"{what} with known weights", v2_mistakes(x, state),
           hint="Compute softmax(queries @ keys.T / sqrt(d_k), dim=-1) @ values",
           case=f"SelfAttention_v2({d_in}, {d_out}, qkv_bias={bias}) on {T} tokens")
@@ -113,9 +112,8 @@ def test_v2_float64_and_gradients(student, rng):
     d_in, d_out, T = 4, 3, 5
     state = helpers.random_qkv_state(d_in, d_out, rng, scale=2.0, dtype=torch.float64)
     x = torch.rand(T, d_in, generator=rng, dtype=torch.float64)
-    sa = student.module(PART).SelfAttention_v2(d_in, d_out)
-    sa.double()
-    helpers.load_known(sa, state, "SelfAttention_v2 after .double()")
+    sa = helpers.build_known(student.module(PART).SelfAttention_v2, (d_in, d_out), {}, state,
+                             "SelfAttention_v2 after .double()", then=("double",))
     got = sa(x)
     what = "SelfAttention_v2 after .double(), on float64 inputs"
     if getattr(got, "dtype", None) != torch.float64:
