@@ -389,13 +389,15 @@ class RemoteCallable:
         return RemoteCallable(self._student, {**self._target, "attr": path})
 
     def __call__(self, *args, _seed=0, **kwargs):
-        return self._student.request("call", self._target, *self._arguments(args, kwargs), _seed)
+        args, kwargs = self._arguments(args, kwargs)
+        return self._student.request("call", self._target, args, kwargs, _seed)
 
     def as_step(self, *args, _seed=0, **kwargs):
         """This call as a step of a plan (Student.plan)."""
-        return Step("call", self._target, *self._arguments(args, kwargs), _seed)
+        args, kwargs = self._arguments(args, kwargs)
+        return Step("call", self._target, args, kwargs, _seed)
 
-    def _arguments(self, args, kwargs):
+    def _arguments(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         known = self._student.reordered().get((self._target.get("module"), self._target.get("attr"))) \
             if self._student.keywords and "module" in self._target else None
         if known and args:  # the contract's positional arguments, passed by the contract's names

@@ -117,7 +117,8 @@ def run_plan(handles, header, payload):
     "bytes": its share of the payload}, in order) and that step's error, as error_reply gives it
     alone; or, where a step refers to a step whose result is not a handle, it stops before it
     ("stopped": that step), for the grader to go on as it would have on the earlier answer."""
-    done, buffers = [], []
+    done: list[dict[str, Any]] = []
+    buffers: list[bytes] = []
     steps = header.get("steps")
     try:
         inputs = protocol.decode(header["input"], payload, handles.get)
@@ -125,7 +126,7 @@ def run_plan(handles, header, payload):
             raise ValueError("a plan's steps and inputs do not match")
     except BaseException as exc:
         return {"steps": done, **error_reply(exc)}, buffers
-    for step, given in zip(steps, inputs):
+    for step, given in zip(steps, inputs, strict=True):
         try:
             target = step["target"]
             if "step" in target:

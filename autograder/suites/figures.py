@@ -119,12 +119,13 @@ def _single_head_state(q, k, layout):
 
 
 def module_weights(student, book, part, make, layout, causal):
-    """The attention weights of the student's single-head module on the book's scores (T x T)."""
+    """The attention weights of the student's single-head module on the book's scores (T x T). make(module)
+    -> (its class, the arguments to make one): made and loaded in one exchange, then .eval() and the
+    forward in another (helpers.build_known, helpers.forward)."""
     q, k = identity_qk(*book_scores(book))
-    module = make(student.module(part))
-    helpers.load_known(module, _single_head_state(q, k, layout), part)
-    module.eval()
-    got = module(torch.eye(T).unsqueeze(0) if causal else torch.eye(T))
+    constructor, args = make(student.module(part))
+    module = helpers.build_known(constructor, args, {}, _single_head_state(q, k, layout), part)
+    got = helpers.forward(module, torch.eye(T).unsqueeze(0) if causal else torch.eye(T), eval_first=True)()
     if causal and isinstance(got, torch.Tensor) and got.dim() == 3 and got.shape[0] == 1:
         got = got[0]
     return got
@@ -134,13 +135,13 @@ BOOK_351 = "on the book's example (the scores of section 3.5.1, read through ide
 
 
 def probe_self_attention_v1(student, book):
-    got = module_weights(student, book, "self_attention_v1", lambda m: m.SelfAttention_v1(T, T), "v1", False)
+    got = module_weights(student, book, "self_attention_v1", lambda m: (m.SelfAttention_v1, (T, T)), "v1", False)
     return make_figure(f"SelfAttention_v1's attention weights {BOOK_351}",
                        [("SelfAttention_v1", got, _right(book, False), diagnosis(*book_scores(book), False))])
 
 
 def probe_self_attention_v2(student, book):
-    got = module_weights(student, book, "self_attention_v2", lambda m: m.SelfAttention_v2(T, T), "linear", False)
+    got = module_weights(student, book, "self_attention_v2", lambda m: (m.SelfAttention_v2, (T, T)), "linear", False)
     return make_figure(f"SelfAttention_v2's attention weights {BOOK_351}",
                        [("SelfAttention_v2", got, _right(book, False), diagnosis(*book_scores(book), False))])
 
@@ -155,7 +156,7 @@ def probe_causal(student, book):
     except Exception:  # a function that raises draws no panel; the module may still draw one
         pass
     try:
-        got = module_weights(student, book, "causal", lambda m: m.CausalAttention(T, T, T, 0.0), "linear", True)
+        got = module_weights(student, book, "causal", lambda m: (m.CausalAttention, (T, T, T, 0.0)), "linear", True)
         panels.append(("CausalAttention", got, want, diagnose))
     except Exception:  # a picture is extra: a probe that fails draws nothing
         pass
@@ -170,11 +171,10 @@ def probe_mha(student, book):
     eye = torch.eye(T)
     state = {"W_query.weight": torch.cat([q.T for q in qs]).float(), "W_key.weight": torch.cat([k.T for k in ks]).float(),
              "W_value.weight": torch.cat([eye] * h), "out_proj.weight": torch.eye(d), "out_proj.bias": torch.zeros(d)}
-    mha = student.module("mha").MultiHeadAttention(T, d, T, 0.0, num_heads=h)
-    helpers.load_known(mha, state, "MultiHeadAttention")
-    mha.eval()
+    mha = helpers.build_known(student.module("mha").MultiHeadAttention, (T, d, T, 0.0), {"num_heads": h}, state,
+                              "MultiHeadAttention")
     x = torch.eye(T).unsqueeze(0)
-    out = mha(x)  # (1, T, h*T): head i's weights in columns i*T .. (i+1)*T - 1
+    out = helpers.forward(mha, x, eval_first=True)()  # (1, T, h*T): head i's weights in columns i*T .. (i+1)*T - 1
     if not isinstance(out, torch.Tensor) or tuple(out.shape) != (1, T, d):
         return None
     panels = [(f"head {i + 1}", out[0, :, i * T:(i + 1) * T], reference.attention_weights(qs[i], ks[i], True),

@@ -140,6 +140,19 @@ def build_known(constructor, args, kwargs, state, what, _seed=0, then=()):
     return load_known(module, state, what, by_name=answers[-1])
 
 
+def built_and_called(constructor, args, kwargs, _seed, call_args, call_seed=0):
+    """constructor(*args, **kwargs) after _seed, then the module it returns called on call_args (after
+    call_seed), in one exchange (the grader looks at nothing between them but an exception) -> (the
+    module, a function that returns the call's answer or raises its exception). The construction's
+    exception is raised here, as the single call would raise it."""
+    answers = constructor._student.plan([constructor.as_step(*args, _seed=_seed, **kwargs),
+                                         Step("call", Step.on(0), call_args, seed=call_seed)])
+    module = outcome(answers[0])
+    if len(answers) < 2:  # not a module: called here as it would have been
+        return module, lambda: module(*call_args, _seed=call_seed)
+    return module, lambda: outcome(answers[1])
+
+
 def forward(module, *args, _seed=0, eval_first=False):
     """module(*args) after _seed, preceded by module.eval() where eval_first, in one exchange (the
     grader never looks at what eval() returns; its exception is raised here, as module.eval() would

@@ -54,10 +54,10 @@ def probe_weights(state, T):
     return q @ k.T
 
 
-def run(attn, x, what, _seed=0, eval_first=False):
-    """attn(x) (after attn.eval() where eval_first, in the same exchange: helpers.forward), turning the
-    classic error of an unsliced mask into a hint."""
-    answer = helpers.forward(attn, x, _seed=_seed, eval_first=eval_first)
+def run(attn, x, what, _seed=0, eval_first=False, answer=None):
+    """attn(x) (after attn.eval() where eval_first, in the same exchange: helpers.forward; answer: that
+    call's answer, already asked for), turning the classic error of an unsliced mask into a hint."""
+    answer = answer or helpers.forward(attn, x, _seed=_seed, eval_first=eval_first)
     try:
         return answer()
     except StudentError as e:
@@ -136,9 +136,9 @@ def test_causal_inputs_left_unchanged(student, rng):
 
 
 def test_causal_attention_book_example(student, book):
-    attn = student.module(PART).CausalAttention(3, 2, 6, 0.0, _seed=123)
+    attn, answer = helpers.built_and_called(student.module(PART).CausalAttention, (3, 2, 6, 0.0), {}, 123, (book.batch,))
     drawn = helpers.drawn_linears(123, helpers.qkv_layers(3, 2, False))
-    helpers.judge_seeded(attn(book.batch), book["causal_attention_seed123"],
+    helpers.judge_seeded(answer(), book["causal_attention_seed123"],
                          "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch)", attn, drawn, 123,
                          causal_mistakes(book.batch, drawn), book=True, reveal=True)
 
@@ -148,9 +148,11 @@ def judge_seeded_causal(student, rng, d_in, d_out, ctx, T, b, bias):
     x = torch.rand(b, T, d_in, generator=rng)
     what = "CausalAttention made after another seed, with other sizes" + (" and qkv_bias=True" if bias else "")
     case = f"seed {seed}, CausalAttention({d_in}, {d_out}, {ctx}, 0.0, qkv_bias={bias}) on {b}x{T} tokens"
-    attn = make(student, d_in, d_out, ctx, 0.0, bias, _seed=seed)
+    options = {"qkv_bias": True} if bias else {}  # make(...) and its forward in one exchange
+    attn, answer = helpers.built_and_called(student.module(PART).CausalAttention, (d_in, d_out, ctx, 0.0), options, seed,
+                                            (x,))
     drawn = helpers.drawn_linears(seed, helpers.qkv_layers(d_in, d_out, bias))
-    helpers.judge_seeded(run(attn, x, what), causal_output(x, drawn), what, attn, drawn, seed,
+    helpers.judge_seeded(run(attn, x, what, answer=answer), causal_output(x, drawn), what, attn, drawn, seed,
                          causal_mistakes(x, drawn), case=case)
 
 

@@ -157,8 +157,8 @@ def test_ex32_book_example(student, book):
         if problem:
             expect.fail(f"Exercise 3.2: {problem}")
         return
-    module = student.module(PART).two_dim_wrapper(3, 6, _seed=123)
-    got = expect.as_tensor(module(book.batch), "two_dim_wrapper(3, 6)(batch)")
+    _, answer = helpers.built_and_called(student.module(PART).two_dim_wrapper, (3, 6), {}, 123, (book.batch,))
+    got = expect.as_tensor(answer(), "two_dim_wrapper(3, 6)(batch)")
     if matches(got, book["ex32_mha_wrapper_dout1_seed123"], 1e-4):
         return
     judge_two_dim(student, got, "torch.manual_seed(123); two_dim_wrapper(3, 6)(batch)", 3, 6, 0.0, book.batch, 123, 0,
@@ -175,9 +175,9 @@ def test_ex32_two_heads_of_width_one(student, rng):
             expect.fail(f"{what}: {problem}", f"two_dim_wrapper({d_in}, {ctx}, {p})")
         return
     seed, call_seed = helpers.draw_seed(rng), helpers.draw_seed(rng)
-    module = student.module(PART).two_dim_wrapper(d_in, ctx, p, _seed=seed)
     x = torch.rand(2, ctx, d_in, generator=rng)  # num_tokens == context_length: shorter inputs are causal's
-    judge_two_dim(student, module(x, _seed=call_seed), what, d_in, ctx, p, x, seed, call_seed)
+    _, answer = helpers.built_and_called(student.module(PART).two_dim_wrapper, (d_in, ctx, p), {}, seed, (x,), call_seed)
+    judge_two_dim(student, answer(), what, d_in, ctx, p, x, seed, call_seed)
 
 
 def gpt2_asked(student):

@@ -68,7 +68,9 @@ HEAD_ARGUMENTS = ("d_in", "d_out", "context_length", "dropout", "qkv_bias")
 def stand_in_heads(student, d_in, d_out, num_heads, rng):
     """num_heads nn.Linear(d_in, d_out) modules made in the child with known weights: they stand in for
     CausalAttention, so the wrapper is judged whatever causal.py does. -> (handles, states)."""
-    handles, states, steps = [], [], []
+    handles: list[RemoteObject] = []
+    states: list[dict[str, torch.Tensor]] = []
+    steps: list[Step] = []
     for _ in range(num_heads + 1):  # one spare: a wrapper that makes one head too many still gets a module
         state = {"weight": torch.rand(d_out, d_in, generator=rng) - 0.5, "bias": torch.rand(d_out, generator=rng) - 0.5}
         steps += [student.module("torch.nn").Linear.as_step(d_in, d_out),
@@ -307,9 +309,10 @@ def shape_hint(message):
     return f"{MASK_HINT}; or {SPLIT_HINT}"
 
 
-def run(mha, x, what, _seed=0, eval_first=False):
-    """mha(x) (after mha.eval() where eval_first, in the same exchange: helpers.forward)."""
-    answer = helpers.forward(mha, x, _seed=_seed, eval_first=eval_first)
+def run(mha, x, what, _seed=0, eval_first=False, answer=None):
+    """mha(x) (after mha.eval() where eval_first, in the same exchange: helpers.forward; answer: that
+    call's answer, already asked for)."""
+    answer = answer or helpers.forward(mha, x, _seed=_seed, eval_first=eval_first)
     try:
         return answer()
     except StudentError as e:
@@ -346,9 +349,10 @@ def causality_problem(mha, x, base, rng, what):
 
 
 def test_mha_book_example(student, book):
-    mha = student.module(PART).MultiHeadAttention(3, 2, 6, 0.0, num_heads=2, _seed=123)
+    mha, answer = helpers.built_and_called(student.module(PART).MultiHeadAttention, (3, 2, 6, 0.0), {"num_heads": 2},
+                                           123, (book.batch,))
     drawn = helpers.drawn_linears(123, mha_layers(3, 2, False))
-    helpers.judge_seeded(mha(book.batch), book["mha_seed123"],
+    helpers.judge_seeded(answer(), book["mha_seed123"],
                          "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)", mha, drawn, 123,
                          multi_head_mistakes(book.batch, drawn, 2), book=True, reveal=True, order_hint=MHA_ORDER)
 
@@ -358,9 +362,11 @@ def judge_seeded_mha(student, rng, d_in, d_out, ctx, h, T, b, bias):
     what = "MultiHeadAttention made after another seed, with other sizes" + (" and qkv_bias=True" if bias else "")
     case = f"seed {seed}, MultiHeadAttention({d_in}, {d_out}, {ctx}, 0.0, num_heads={h}, qkv_bias={bias}) on {b}x{T}"
     x = torch.rand(b, T, d_in, generator=rng)
-    mha = make(student, d_in, d_out, ctx, 0.0, h, bias, _seed=seed)
+    options = {"qkv_bias": True} if bias else {}  # make(...) and its forward in one exchange
+    mha, answer = helpers.built_and_called(student.module(PART).MultiHeadAttention, (d_in, d_out, ctx, 0.0),
+                                           {"num_heads": h, **options}, seed, (x,))
     drawn = helpers.drawn_linears(seed, mha_layers(d_in, d_out, bias))
-    helpers.judge_seeded(run(mha, x, what), reference.multi_head(x, drawn, h), what, mha, drawn, seed,
+    helpers.judge_seeded(run(mha, x, what, answer=answer), reference.multi_head(x, drawn, h), what, mha, drawn, seed,
                          multi_head_mistakes(x, drawn, h), order_hint=MHA_ORDER, case=case)
 
 

@@ -45,9 +45,9 @@ def test_v1_weight_matrices(student):
 
 
 def test_v1_book_example(student, book):
-    sa = student.module(PART).SelfAttention_v1(3, 2, _seed=123)
+    sa, answer = helpers.built_and_called(student.module(PART).SelfAttention_v1, (3, 2), {}, 123, (book.inputs,))
     drawn = {name: book[f"{name}_seed123"] for name in QKV}
-    helpers.judge_seeded(sa(book.inputs), book["sa_v1_seed123"], "torch.manual_seed(123); SelfAttention_v1(3, 2)(inputs)",
+    helpers.judge_seeded(answer(), book["sa_v1_seed123"], "torch.manual_seed(123); SelfAttention_v1(3, 2)(inputs)",
                          sa, drawn, 123, v1_mistakes(book.inputs, drawn), book=True, reveal=True)
 
 
@@ -55,9 +55,9 @@ def test_v1_unseen_seeds_and_sizes(student, rng):
     for d_in, d_out, T in ((3, 2, 6), (4, 5, 1), (6, 3, 7)):
         seed = helpers.draw_seed(rng)
         x = torch.rand(T, d_in, generator=rng)
-        sa = student.module(PART).SelfAttention_v1(d_in, d_out, _seed=seed)
+        sa, answer = helpers.built_and_called(student.module(PART).SelfAttention_v1, (d_in, d_out), {}, seed, (x,))
         drawn = helpers.drawn_matrices(seed, d_in, d_out)
-        helpers.judge_seeded(sa(x), v1_output(x, drawn), "SelfAttention_v1 made after another seed, with other sizes",
+        helpers.judge_seeded(answer(), v1_output(x, drawn), "SelfAttention_v1 made after another seed, with other sizes",
                              sa, drawn, seed, v1_mistakes(x, drawn),
                              case=f"seed {seed}, SelfAttention_v1({d_in}, {d_out}) on {T} tokens")
 

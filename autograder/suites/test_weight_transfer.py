@@ -8,7 +8,7 @@ order: the names cost points in v1 and v2 only.
 """
 import torch
 
-from autograder.student import RemoteObject, StudentError
+from autograder.student import RemoteObject, Step, StudentError, outcome
 from autograder.suites import expect, helpers, part_marker, reference
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import matches, raised_in
@@ -25,9 +25,17 @@ SHARED_STORAGE = ("Note (no points taken): after the transfer sa_v1's matrices s
                   "under torch.no_grad()")
 
 
-def make_pair(student, d_in, d_out, v1_seed, v2_seed):
-    v1 = student.module("self_attention_v1").SelfAttention_v1(d_in, d_out, _seed=v1_seed)
-    v2 = student.module("self_attention_v2").SelfAttention_v2(d_in, d_out, _seed=v2_seed)
+def make_pair(student, d_in, d_out, v1_seed, v2_seed, v2_state=None):
+    """SelfAttention_v1 and SelfAttention_v2 made after their seeds (v2 then holding v2_state where given,
+    helpers.load_known), both made in one exchange (Student.plan) with v2_state's load by name."""
+    steps = [student.module("self_attention_v1").SelfAttention_v1.as_step(d_in, d_out, _seed=v1_seed),
+             student.module("self_attention_v2").SelfAttention_v2.as_step(d_in, d_out, _seed=v2_seed)]
+    if v2_state is not None:
+        steps.append(Step("call", Step.on(1, "load_state_dict"), (v2_state,), {"strict": False}))
+    answers = student.plan(steps)
+    v1, v2 = outcome(answers[0]), outcome(answers[1])
+    if v2_state is not None:
+        helpers.load_known(v2, v2_state, "SelfAttention_v2", *answers[2:])  # not a module: loaded as it would be
     return v1, v2
 
 
@@ -136,9 +144,9 @@ def test_transfer_on_unseen_sizes(student, rng):
     for d_in, d_out, T in ((4, 4, 5), (5, 3, 1), (2, 6, 7)):
         what = "transfer_v2_to_v1 with other sizes"
         case = f"SelfAttention_v1({d_in}, {d_out}) and SelfAttention_v2({d_in}, {d_out}) on {T} tokens"
-        v1, v2 = make_pair(student, d_in, d_out, helpers.draw_seed(rng), helpers.draw_seed(rng))
+        v1_seed, v2_seed = helpers.draw_seed(rng), helpers.draw_seed(rng)
         state = helpers.random_qkv_state(d_in, d_out, rng, scale=2.0)
-        helpers.load_known(v2, state, "SelfAttention_v2")
+        v1, v2 = make_pair(student, d_in, d_out, v1_seed, v2_seed, state)
         v1_before = v1_matrices(v1)
         transfer(student, v2, v1, what)
         judge_transfer(student, v1, v1_before, state, torch.rand(T, d_in, generator=rng), what, case)
