@@ -84,7 +84,7 @@ def test_one_child_per_submission(engine, tmp_path, children):
 
 WITHOUT_LEFTOVERS = 3  # the visible turns' child, the pictures' child, the hidden turns' child
 # round trips a clean submission may take per check of the rubric, its parts' ends and pictures included
-# (measured 2026-11-28: 547 for 66 checks, 8.3 a check; 451 with known weights loaded in one; 331, 5.0 a
+# (measured 2026-11-28: 547 for 66 checks, 8.3 a check; 451 with known weights loaded in one; 327, 5.0 a
 # check, with plans: a check's construction and load, .eval() and forward in one exchange, Student.plan,
 # issue 38.7; a change that adds a round trip to every check, or takes a plan apart, fails here)
 ROUND_TRIPS_PER_CHECK = 5.1

@@ -96,9 +96,10 @@ def square_buffer(module, size):
     return None
 
 
-def parameter_order(module):
-    """[(name, shape)] of the module's parameters in registration order."""
-    return [(name, tuple(shape)) for name, shape, _ in module.describe()["parameters"]]
+def parameter_order(module, described=None):
+    """[(name, shape)] of the module's parameters in registration order. described: module.describe()'s
+    answer where it was already asked."""
+    return [(name, tuple(shape)) for name, shape, _ in (module.describe() if described is None else described)["parameters"]]
 
 
 def renamed_state(module, state):
@@ -111,9 +112,21 @@ def renamed_state(module, state):
     return {name: value for (name, _), value in zip(own, state.values(), strict=True)}
 
 
-def renamed_grads(module, want):
-    """The reference gradients under the module's own parameter names (see renamed_state)."""
-    names = {name for name, _ in parameter_order(module)}
+def grads_and_reference(module, x, grad_output, want):
+    """(module.grads(x, grad_output=grad_output), renamed_grads(module, want)): the gradients and the
+    description that names them asked in one exchange (the grader looks at nothing between them but an
+    exception; the description carries no input)."""
+    if not isinstance(module, RemoteObject):
+        return module.grads(x, grad_output=grad_output), renamed_grads(module, want)
+    answers = module._student.plan([Step("grads", {"handle": module._id}, (x,), {"grad_output": grad_output}),
+                                    Step("describe", {"handle": module._id})])
+    return outcome(answers[0]), renamed_grads(module, want, outcome(answers[1]))
+
+
+def renamed_grads(module, want, described=None):
+    """The reference gradients under the module's own parameter names (see renamed_state). described:
+    module.describe()'s answer where it was already asked."""
+    names = {name for name, _ in parameter_order(module, described)}
     if all(k in names for k in want):
         return want
     return renamed_state(module, want) or want

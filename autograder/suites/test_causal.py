@@ -331,7 +331,7 @@ def test_causal_float64_and_gradients(student, rng):
     judge(got, causal_output(x, state), what, causal_mistakes(x, state), atol=1e-6)
     g = torch.rand(2, T, d_out, generator=rng, dtype=torch.float64)
     want = helpers.reference_grads(lambda s: causal_output(x, s), state, g)
-    helpers.compare_grads(attn.grads(x, grad_output=g), helpers.renamed_grads(attn, want), "CausalAttention",
+    helpers.compare_grads(*helpers.grads_and_reference(attn, x, g, want), "CausalAttention",
                           atol=1e-6)
     single = run(attn, x[:, :1], "CausalAttention on a single token")
     if not torch.isfinite(expect.as_tensor(single, "CausalAttention on a single token")).all():

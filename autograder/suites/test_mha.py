@@ -590,7 +590,7 @@ def test_mha_float64_and_gradients(student, rng):
     helpers.assert_unchanged([x], after, "MultiHeadAttention.forward")
     g = torch.rand(2, 5, d_out, generator=rng, dtype=torch.float64)
     want_grads = helpers.reference_grads(lambda s: reference.multi_head(x, s, h), state, g)
-    helpers.compare_grads(mha.grads(x, grad_output=g), helpers.renamed_grads(mha, want_grads), "MultiHeadAttention",
+    helpers.compare_grads(*helpers.grads_and_reference(mha, x, g, want_grads), "MultiHeadAttention",
                           atol=1e-6)
 
 

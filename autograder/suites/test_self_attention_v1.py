@@ -86,7 +86,7 @@ def test_v1_float64_and_gradients(student, rng):
     judge(got, v1_output(x, state), what, v1_mistakes(x, state), atol=1e-6)
     g = torch.rand(T, d_out, generator=rng, dtype=torch.float64)
     want = helpers.reference_grads(lambda s: v1_output(x, s), state, g)
-    helpers.compare_grads(sa.grads(x, grad_output=g), helpers.renamed_grads(sa, want), "SelfAttention_v1", atol=1e-6)
+    helpers.compare_grads(*helpers.grads_and_reference(sa, x, g, want), "SelfAttention_v1", atol=1e-6)
 
 
 def spread_and_peak(queries, keys, scaled, *, divisor=None, dim=-1, population=False):

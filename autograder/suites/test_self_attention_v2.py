@@ -122,7 +122,7 @@ def test_v2_float64_and_gradients(student, rng):
     judge(got, v2_output(x, state), what, v2_mistakes(x, state), atol=1e-6)
     g = torch.rand(T, d_out, generator=rng, dtype=torch.float64)
     want = helpers.reference_grads(lambda s: v2_output(x, s), state, g)
-    helpers.compare_grads(sa.grads(x, grad_output=g), helpers.renamed_grads(sa, want), "SelfAttention_v2", atol=1e-6)
+    helpers.compare_grads(*helpers.grads_and_reference(sa, x, g, want), "SelfAttention_v2", atol=1e-6)
 
 
 helpers.diagnose_errors(globals(), "SelfAttention_v2(d_in, d_out, qkv_bias=False)")
