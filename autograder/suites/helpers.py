@@ -112,7 +112,7 @@ def renamed_state(module, state):
     return {name: value for (name, _), value in zip(own, state.values(), strict=True)}
 
 
-def grads_and_reference(module, x, grad_output, want):
+def grads_and_reference(module: Any, x: Any, grad_output: Any, want: Any) -> tuple[Any, Any]:
     """(module.grads(x, grad_output=grad_output), renamed_grads(module, want)): the gradients and the
     description that names them asked in one exchange (the grader looks at nothing between them but an
     exception; the description carries no input)."""
