@@ -10,6 +10,7 @@ import dataclasses
 
 import pytest
 import quick_subset
+import xdist_groups
 from shared_engine import open_engine
 
 from autograder import selftest
@@ -59,27 +60,31 @@ def graded_corpus():
 
 # The files that read the selftest corpus's grading (graded_corpus, a session fixture): one worker
 # runs them all, so the corpus is graded once under `pytest -n 2` as it is without workers
-CORPUS_READERS = {"test_suites.py", "test_isolation.py"}
+TOGETHER = {name: "selftest-corpus" for name in ("test_suites.py", "test_isolation.py")}
 # the longest units first (a worker that takes one late is the suite's tail): the corpus readers, then
-# the files whose tests or module fixtures take minutes (measured with --durations, 2026-11-28);
-# every other file after them, in collection order. The order inside a file never changes.
-LONGEST_FIRST = ("selftest-corpus", "test_adversarial.py", "test_nbgrader_roundtrip.py", "test_graded_under_load.py",
-                 "test_nbgrader_validate.py", "test_batch.py", "test_one_parse.py", "test_regrades.py",
-                 "test_deploy_installs.py", "test_reports.py", "test_class_report.py", "test_container_mode.py")
+# the files whose tests or module fixtures take a minute or more (per-file sums of a profile of the
+# whole suite on two workers, 2026-11-28 05:33 UTC); every other file after them, in collection order.
+# The order inside a file never changes.
+LONGEST_FIRST = ("selftest-corpus", "test_nbgrader_validate.py", "test_public_diagnoses.py", "test_adversarial.py",
+                 "test_nbgrader_roundtrip.py", "test_graded_under_load.py", "test_deploy_installs.py",
+                 "test_fairness.py", "test_batch.py", "test_regrades.py", "test_efficiency.py", "test_gradescope.py",
+                 "test_nbgrader_commands.py", "test_notebook_outputs.py", "test_reports.py", "test_lint.py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """The unit a test worker takes (`pytest -n 2 --dist loadgroup`, as .ci/run runs the suite): a
+    whole file, so its module fixtures are made once, the files of a TOGETHER group together
+    (tests/xdist_groups.py: xdist's own xdist_group marker is lost under pytest 9)."""
+    return xdist_groups.scheduler(config, log, TOGETHER)
 
 
 def pytest_collection_modifyitems(config, items):
     """Mark the quick subset (`pytest -m quick`): the tests tests/quick_subset.py lists, besides any a
-    test file marks itself with @pytest.mark.quick. And the unit a test worker takes (`pytest -n 2
-    --dist loadgroup`, as .ci/run runs the suite): a whole file, so its module fixtures are made once,
-    the corpus readers together."""
+    test file marks itself with @pytest.mark.quick. And the longest units first (LONGEST_FIRST), which
+    is the order the workers take them in."""
     for item in items:
         if quick_subset.chosen(item.path.name, getattr(item, "originalname", item.name)):
             item.add_marker(pytest.mark.quick)
-        item.add_marker(pytest.mark.xdist_group(group_of(item)))
     rank = {group: at for at, group in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(group_of(item), len(rank)))  # stable: collection order otherwise
-
-
-def group_of(item: pytest.Item) -> str:
-    return "selftest-corpus" if item.path.name in CORPUS_READERS else item.path.name
+    items.sort(key=lambda item: rank.get(xdist_groups.group_of(item.nodeid, TOGETHER), len(rank)))  # stable
