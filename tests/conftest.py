@@ -9,7 +9,6 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
-import quick_subset
 import xdist_groups
 from shared_engine import open_engine
 
@@ -80,11 +79,7 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark the quick subset (`pytest -m quick`): the tests tests/quick_subset.py lists, besides any a
-    test file marks itself with @pytest.mark.quick. And the longest units first (LONGEST_FIRST), which
-    is the order the workers take them in."""
-    for item in items:
-        if quick_subset.chosen(item.path.name, getattr(item, "originalname", item.name)):
-            item.add_marker(pytest.mark.quick)
+    """The longest units first (LONGEST_FIRST), the order the workers take them in. (The quick subset,
+    `-m quick`, is marked in the test files themselves: tests/quick_subset.py.)"""
     rank = {group: at for at, group in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(xdist_groups.group_of(item.nodeid, TOGETHER), len(rank)))  # stable

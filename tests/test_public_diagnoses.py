@@ -201,6 +201,7 @@ def public(tmp_path_factory):
     return {run: (found[str(at)]["output"], found[str(at)]["outcomes"], folders[at]) for at, run in enumerate(runs)}
 
 
+@pytest.mark.quick
 def test_one_mistake_in_causal_fails_only_causal_s_tests_without_tensor_dumps(public):
     """Issue 30 item 4: CausalAttention's mask hides the diagonal. Causal's own tests say so (none says
     "some weights of future tokens are not 0"); the wrapper's and Exercise 3.2's tests, which build on

@@ -49,6 +49,7 @@ def failures(result):
     return [(c.part, c.name, c.message) for c in result.checks if not c.passed]
 
 
+@pytest.mark.quick
 def test_solutions_get_exactly_full_marks(engine):
     result = grade(engine, SOLUTIONS)
     assert failures(result) == []
@@ -69,6 +70,7 @@ def stub_folder(tmp_path):
     return tmp_path
 
 
+@pytest.mark.quick
 def test_stubs_get_zero_and_every_failure_says_not_implemented(engine, tmp_path):
     result = grade(engine, stub_folder(tmp_path))
     assert result.score == 0 and result.max_score == TOTAL
@@ -295,6 +297,7 @@ def test_the_snapshot_is_what_the_solutions_compute():
     assert [name for name in fresh if not _agree(fresh[name], snapshot[name], 1e-5)] == []
 
 
+@pytest.mark.quick
 def test_one_submission_grades_in_seconds(engine):
     with tempfile.TemporaryDirectory() as tmp:
         folder = selftest.apply(VARIANTS[0], Path(tmp) / "submission")
