@@ -6,8 +6,6 @@ differ (its own settings, slot, limits, a secret in the environment, container m
 """
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 import xdist_groups
 from shared_engine import open_engine
@@ -31,12 +29,14 @@ def engine():
 class GradedCorpus:
     """The selftest corpus graded once per secret: graded_corpus(secret=None, entries=None) -> {entry
     id: selftest.Outcome} for those entries (default: the whole corpus) under that secret (default:
-    the session's, .secret, drawn once as a run draws its own), graded with two workers by
-    selftest.run_all (each with its own fork server). Entries already graded under that secret are not
-    graded again (test_suites grades the whole corpus, test_isolation a third of it under this secret
-    and another)."""
+    the session's, .secret, drawn once as a run draws its own), each graded by selftest.run_entry (the
+    parts it can affect) with the session's engine under that secret: the path selftest.run_all takes
+    in each of its workers, without starting new processes and fork servers for it (issue 38 item 6).
+    Entries already graded under that secret are not graded again (test_suites grades the whole
+    corpus, test_isolation a third of it under this secret and another)."""
 
-    def __init__(self) -> None:
+    def __init__(self, engine) -> None:
+        self.engine = engine
         self.secret = settings_mod.from_environment().with_secret().seed
         self.done: dict[int, dict[str, selftest.Outcome]] = {}
 
@@ -46,15 +46,15 @@ class GradedCorpus:
         known = self.done.setdefault(secret, {})
         missing = [e for e in entries if e.id not in known]
         if missing:
-            settings = dataclasses.replace(settings_mod.from_environment(), seed=secret)
-            known.update({o.id: o for o in selftest.run_all(missing, jobs=2, settings=settings)})
+            engine = self.engine.with_seed(secret)
+            known.update({e.id: selftest.run_entry(e, engine) for e in missing})
         return {e.id: known[e.id] for e in entries}
 
 
 @pytest.fixture(scope="session")
-def graded_corpus():
+def graded_corpus(engine):
     """The selftest corpus, graded once per secret for the session (GradedCorpus)."""
-    return GradedCorpus()
+    return GradedCorpus(engine)
 
 
 # The files that read the selftest corpus's grading (graded_corpus, a session fixture): one worker
