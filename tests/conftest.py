@@ -57,9 +57,6 @@ def graded_corpus(engine):
     return GradedCorpus(engine)
 
 
-# The files that read the selftest corpus's grading (graded_corpus, a session fixture): one worker
-# runs them all, so the corpus is graded once under `pytest -n 2` as it is without workers
-TOGETHER = {name: "selftest-corpus" for name in ("test_suites.py", "test_isolation.py")}
 # the longest units first (a worker that takes one late is the suite's tail): the corpus readers, then
 # the files whose tests or module fixtures take a minute or more (per-file sums of a profile of the
 # whole suite on two workers, 2026-11-28 05:33 UTC); every other file after them, in collection order.
@@ -73,13 +70,13 @@ LONGEST_FIRST = ("selftest-corpus", "test_nbgrader_validate.py", "test_public_di
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """The unit a test worker takes (`pytest -n 2 --dist loadgroup`, as .ci/run runs the suite): a
-    whole file, so its module fixtures are made once, the files of a TOGETHER group together
+    whole file, so its module fixtures are made once, the files of a group (xdist_groups.TOGETHER) together
     (tests/xdist_groups.py: xdist's own xdist_group marker is lost under pytest 9)."""
-    return xdist_groups.scheduler(config, log, TOGETHER)
+    return xdist_groups.scheduler(config, log, xdist_groups.TOGETHER)
 
 
 def pytest_collection_modifyitems(config, items):
     """The longest units first (LONGEST_FIRST), the order the workers take them in. (The quick subset,
     `-m quick`, is marked in the test files themselves: tests/quick_subset.py.)"""
     rank = {group: at for at, group in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(xdist_groups.group_of(item.nodeid, TOGETHER), len(rank)))  # stable
+    items.sort(key=lambda item: rank.get(xdist_groups.group_of(item.nodeid, xdist_groups.TOGETHER), len(rank)))  # stable

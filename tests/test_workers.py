@@ -8,8 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import TOGETHER
-from xdist_groups import group_of
+from xdist_groups import TOGETHER, group_of
 
 pytestmark = pytest.mark.quick
 

@@ -12,6 +12,10 @@ can drop.
 """
 from __future__ import annotations
 
+# The files that read the selftest corpus's grading (tests/conftest.py's graded_corpus, a session
+# fixture): one worker runs them all, so the corpus is graded once under `pytest -n 2` as without workers
+TOGETHER = {name: "selftest-corpus" for name in ("test_suites.py", "test_isolation.py")}
+
 
 def group_of(nodeid: str, together: dict[str, str]) -> str:
     """The unit a test belongs to: its file's group in `together` (file name -> group name), else
