@@ -175,15 +175,31 @@ def case_run(case):
     return tuple(edits), module, False
 
 
+def notebook_run(case):
+    """The run of the public tests that test_a_notebooks_check_cell_says_what_the_public_test_says reads for case."""
+    edit = SAME_IN_THE_NOTEBOOK[case][0]
+    return (edit,), edit[0], False
+
+
+def run_of(item):
+    """The run of the public tests a test of this module reads."""
+    if item.originalname == "test_one_mistake_in_causal_fails_only_causal_s_tests_without_tensor_dumps":
+        return DIAGONAL_RUN
+    case = item.callspec.params["case"]
+    return case_run(case) if item.originalname == "test_a_common_bug_fails_locally_naming_the_misconception" \
+        else notebook_run(case)
+
+
 @pytest.fixture(scope="module")
-def public(tmp_path_factory):
-    """Every run of the public tests this module reads, each on its own buggy copy of the solutions,
-    in one process (tests/public_verdicts.py: pytest.main once per run, torch imported once; a student's
-    own pytest is one such run): {run: (what pytest printed, {test: failure message or None}, the folder)}."""
+def public(request, tmp_path_factory):
+    """Every run of the public tests this module's selected tests read (`-m quick` selects one), each
+    on its own buggy copy of the solutions, in one process (tests/public_verdicts.py: pytest.main once
+    per run, torch imported once; a student's own pytest is one such run): {run: (what pytest printed,
+    {test: failure message or None}, the folder)}. A bug both kinds of test read is run once."""
+    here = Path(__file__).resolve()
+    runs = list(dict.fromkeys(run_of(item) for item in request.session.items
+                              if item.path == here and "public" in item.fixturenames))
     base = tmp_path_factory.mktemp("public")
-    runs = [DIAGONAL_RUN, *(case_run(case) for case in CASES),
-            *(((edit,), edit[0], False) for edit, _, _ in SAME_IN_THE_NOTEBOOK.values())]
-    runs = list(dict.fromkeys(runs))  # a bug both kinds of test read is run once
     folders = {}
     for at, (edits, _, _) in enumerate(runs):
         folder = None
@@ -289,8 +305,8 @@ def notebook_failures(folder, notebook, cell_ids):
 
 @pytest.mark.parametrize("case", SAME_IN_THE_NOTEBOOK)
 def test_a_notebooks_check_cell_says_what_the_public_test_says(public, case):
-    edit, notebook, pairs = SAME_IN_THE_NOTEBOOK[case]
-    output, outcomes, folder = public[((edit,), edit[0], False)]
+    _, notebook, pairs = SAME_IN_THE_NOTEBOOK[case]
+    output, outcomes, folder = public[notebook_run(case)]
     said = notebook_failures(folder, notebook, pairs.values())
     for test, cell_id in pairs.items():
         assert outcomes[test] is not None and " is wrong: " in outcomes[test] or "raised" in outcomes[test] \
