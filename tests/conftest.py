@@ -61,7 +61,7 @@ def graded_corpus(engine):
 # the files whose tests or module fixtures take a minute or more (per-file sums of a profile of the
 # whole suite on two workers, 2026-11-28 05:33 UTC); every other file after them, in collection order.
 # The order inside a file never changes.
-LONGEST_FIRST = ("selftest-corpus", "test_nbgrader_validate.py", "test_public_diagnoses.py", "test_adversarial.py",
+LONGEST_FIRST = ("selftest-corpus", "test_nbgrader_validate.py", "test_adversarial.py",
                  "test_nbgrader_roundtrip.py", "test_graded_under_load.py", "test_deploy_installs.py",
                  "test_fairness.py", "test_batch.py", "test_regrades.py", "test_efficiency.py", "test_gradescope.py",
                  "test_nbgrader_commands.py", "test_notebook_outputs.py", "test_reports.py", "test_lint.py")
