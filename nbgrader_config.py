@@ -101,6 +101,8 @@ c.Autograde.autograde_preprocessors = [
     "nbgrader.preprocessors.CheckCellMetadata",
 ]
 # c.GradeInSandbox.rubric = "/path/to/grading.yml"   # default: grading.yml next to this file
+# c.GradeInSandbox.chapter = "/path/to/chapter.yml"  # default: chapter.yml next to this file (also
+#                                                     # c.ClearSolutionsWithHints.chapter)
 # OverwriteCells.add_missing_cells stays False: in 0.9.6 it looks up the cell before a deleted test
 # cell among the solution and grade cells only, so a test cell deleted right after one of the
 # read-only publish cells would stop autograde with a KeyError. GradeInSandbox puts a deleted

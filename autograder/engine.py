@@ -86,7 +86,8 @@ class Engine:
         assert self.sandbox is not None and self.rubric is not None and self.suites is not None
         self.environment_check = envcheck.ensure(self.sandbox, self.rubric, self.suites, self.rubric_path,
                                                  reference=self.chapter.solutions,
-                                                 cache=self.settings.envcheck_cache, seed=self.settings.seed)
+                                                 cache=self.settings.envcheck_cache, seed=self.settings.seed,
+                                                 manifest=self.chapter)
         return self.environment_check
 
     def grade(self, path: str | Path, parts: list[str] | None = None, figures: bool = True,

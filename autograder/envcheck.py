@@ -32,6 +32,7 @@ from autograder import PACKAGE_DIR, chapter, settings
 from autograder.settings import CACHE_ENV  # noqa: F401 (the variable's name, for callers)
 
 if TYPE_CHECKING:
+    from autograder.chapter import Chapter
     from autograder.grading import Grade
     from autograder.rubric import Rubric
     from autograder.runner import Checks
@@ -59,10 +60,12 @@ def reference_folder() -> Path:
 
 
 def ensure(sandbox: Any, rubric: Rubric, suites: dict[str, Checks], rubric_path: str | Path,
-           reference: str | Path | None = None, cache: str | Path | None = None, seed: int | None = None) -> Record:
+           reference: str | Path | None = None, cache: str | Path | None = None, seed: int | None = None,
+           manifest: Chapter | None = None) -> Record:
     """The environment_check record for this sandbox, from the cache or by grading the reference
     now; EnvironmentFailed when the reference loses any point. cache: the verdicts' folder (default:
-    cache_folder()); seed: the run's secret for the reference's unseen inputs (default: drawn)."""
+    cache_folder()); seed: the run's secret for the reference's unseen inputs (default: drawn);
+    manifest: the chapter graded (the Engine's; None: this repository's)."""
     reference = Path(reference or reference_folder())
     if not reference.is_dir():
         raise EnvironmentFailed(f"the environment check cannot run: the reference solutions are missing "
@@ -71,17 +74,17 @@ def ensure(sandbox: Any, rubric: Rubric, suites: dict[str, Checks], rubric_path:
     folder = cache_folder(cache)
     record = _cached(key, folder)
     if record is None:
-        record = _grade_reference(sandbox, rubric, suites, reference, seed)
+        record = _grade_reference(sandbox, rubric, suites, reference, seed, manifest)
         if record["passed"]:
             _store(key, record, folder)
     return {**record, "cached": record.get("cached", False)}
 
 
 def _grade_reference(sandbox: Any, rubric: Rubric, suites: dict[str, Checks], reference: Path,
-                     seed: int | None = None) -> Record:
+                     seed: int | None = None, manifest: Chapter | None = None) -> Record:
     from autograder import grading
 
-    grade = grading.grade_submission(reference, rubric, suites, sandbox, figures=False, seed=seed)
+    grade = grading.grade_submission(reference, rubric, suites, sandbox, figures=False, seed=seed, chapter=manifest)
     record = _record(sandbox, grade)
     if not record["passed"]:
         raise EnvironmentFailed(failure_message(grade, sandbox.device), record)

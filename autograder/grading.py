@@ -119,7 +119,7 @@ def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list[An
     environment_check: envcheck.ensure's record for this sandbox (engine.Engine passes it), kept in the grade.
     chapter: the chapter graded (the Engine's; None: this repository's): its parts are what staging looks for.
     """
-    from autograder import source_reading
+    from autograder import source_reading, stand_ins
 
     chapter = chapter or chapter_mod.current()
     key = os.path.basename(os.path.normpath(str(path)))
@@ -129,7 +129,8 @@ def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list[An
         # the submission by its name: reports never show the grader's own paths
         grade = Grade(staged.source, notes=list(staged.notes), seed=fixtures.get("secret"),
                       environment_check=environment_check, chapter=chapter.id)
-        with source_reading.per_submission():  # each module's source parsed once for this submission
+        # each module's source parsed once for this submission; the stand-ins are the chapter's reference
+        with source_reading.per_submission(), stand_ins.reference(chapter.solutions):
             grade.tampering = tampering_in(staged.folder)
             runs = runner.run_submission(sandbox, staged, rubric, suites, fixtures, parts, key=str(path),
                                          figures=figures)

@@ -23,12 +23,14 @@ every thread) is the Ledger's `seconds`, which Student adds to the part's time (
 from __future__ import annotations
 
 import builtins
+import contextlib
 import dataclasses
 import functools
 import importlib.util
 import inspect
 import math
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,11 +81,35 @@ def allowed(modules) -> frozenset[tuple[str, str]]:
     return frozenset(found)
 
 
+# the reference solutions of the chapter being graded (reference(): grading.grade_submission sets it
+# from the chapter it is given); None: this repository's, chapter.current(), read on call
+_REFERENCE: Path | None = None
+
+
+@contextlib.contextmanager
+def reference(folder: str | Path) -> Iterator[None]:
+    """While one submission is graded (grading.grade_submission, with its chapter's solutions), the
+    stand-ins and the suites' own reference (solutions() without a folder) are loaded from folder."""
+    global _REFERENCE
+    outer, _REFERENCE = _REFERENCE, Path(folder)
+    try:
+        yield
+    finally:
+        _REFERENCE = outer
+
+
+def solutions(folder: str | Path | None = None) -> dict[str, Any]:
+    """{module name: the reference solution's module}, loaded in this process from folder (default: the
+    chapter being graded, reference(); outside a grade this repository's solutions/ch03) under private
+    names; `from causal import ...` inside them resolves among them."""
+    if folder is None:
+        folder = _REFERENCE or chapter.current().solutions  # the folder envcheck grades
+    return _load(str(folder))
+
+
 @functools.lru_cache(maxsize=1)
-def solutions(folder: str | None = None) -> dict[str, Any]:
-    """{module name: the reference solution's module}, loaded in this process from solutions/ch03
-    under private names; `from causal import ...` inside them resolves among them."""
-    folder_path = Path(folder or chapter.current().solutions)  # the folder envcheck grades
+def _load(folder: str) -> dict[str, Any]:
+    folder_path = Path(folder)
     loaded: dict[str, Any] = {}
 
     def chapter_import(name, globals=None, locals=None, fromlist=(), level=0):

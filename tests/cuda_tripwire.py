@@ -13,6 +13,7 @@ On a CUDA build of torch the wrappers call the real functions (scripts/gpu-check
 a GPU). On a CPU-only build (the tests) torch is made to look like a CUDA build with one device,
 and the wrappers answer in CUDA's place once the log line is written.
 """
+import importlib
 import json
 import os
 import sys
@@ -35,6 +36,15 @@ def install(log):
     import torch
 
     real = torch.backends.cuda.is_built()
+    if not real:
+        # torch._dynamo's CUDA interface imports CUDA's C functions once torch looks like a CUDA build
+        # (torch._C._cuda_getDeviceCount, wrapped below), which a CPU-only build has not: what the fork
+        # server's warm-up imports on a CUDA build is imported before the pretence (on a real CUDA
+        # build, under the wrappers: scripts/gpu-check.sh)
+        from autograder.inside import zygote
+
+        for module in zygote.EMULATION_IMPORTS:
+            importlib.import_module(module)
     for dotted in ENTRY_POINTS:
         owner_name, name = dotted.rsplit(".", 1)
         owner = sys.modules[owner_name]

@@ -129,3 +129,129 @@ def test_the_stubs_command_works_on_the_chapter_it_is_given(other_chapter, tmp_p
     assert cli.main(["stubs", "--check", "--chapter", str(other_chapter.root / "chapter.yml")]) == 1
     said = capsys.readouterr().out.splitlines()
     assert said[0] == f"out of date: {other_chapter.assignments / chapter.RELEASED_COPY}" and len(said) == 2
+
+
+# --- what still followed this repository's chapter (issue 38.5): the stand-ins' reference, the book's
+# snapshot, the selftest corpus and the nbgrader plugins take the chapter they are given -------------
+
+@pytest.fixture
+def copied_chapter(tmp_path):
+    """A chapter with every part of chapter 3 whose reference solutions are a copy in a temporary folder,
+    its causal.py marked (CH99 = True) and its simple_attention.attention_scores doubled, so whatever
+    reads that chapter's reference can be told from what reads this repository's."""
+    here = chapter.current()
+    solutions = tmp_path / "solutions"
+    solutions.mkdir()
+    for module in here.solutions.glob("*.py"):
+        (solutions / module.name).write_text(module.read_text())
+    with open(solutions / "causal.py", "a") as f:
+        f.write("\nCH99 = True\n")
+    with open(solutions / "simple_attention.py", "a") as f:
+        f.write("\n_scores = attention_scores\n\n\ndef attention_scores(inputs):\n    return 2 * _scores(inputs)\n")
+    folders = {name: str(here.folder(name)) for name in chapter.FOLDERS} | {"solutions": str(solutions)}
+    manifest = {"id": "ch99", "title": "another chapter", "parts": list(here.parts), "rubric": str(here.rubric),
+                "folders": folders}
+    (tmp_path / "chapter.yml").write_text(yaml.safe_dump(manifest, sort_keys=False))
+    return chapter.load(tmp_path / "chapter.yml")
+
+
+def refuse_the_repositorys_chapter():
+    raise AssertionError("read this repository's chapter instead of the one given")
+
+
+@pytest.fixture
+def no_default_chapter(monkeypatch):
+    """chapter.current() refused: whatever still reads this repository's chapter fails."""
+    monkeypatch.setattr(chapter, "current", refuse_the_repositorys_chapter)
+
+
+def test_the_stand_ins_answer_with_the_reference_of_the_chapter_graded(copied_chapter, monkeypatch):
+    """grading.grade_submission, given a chapter, has the stand-ins (and the suites' own reference,
+    stand_ins.solutions()) load that chapter's solutions while it grades, and only then."""
+    from autograder import runner, stand_ins
+
+    seen = {}
+
+    def run_submission(sandbox, staged, rubric, suites, fixtures, parts=None, key=None, figures=True):
+        seen["mark"] = getattr(stand_ins.solutions()["causal"], "CH99", False)
+        seen["given"] = stand_ins.allowed(["mha"])
+        return {}
+
+    monkeypatch.setattr(runner, "run_submission", run_submission)
+    repositorys = chapter.current
+    with monkeypatch.context() as refused:
+        refused.setattr(chapter, "current", refuse_the_repositorys_chapter)
+        grade = grading.grade_submission(copied_chapter.solutions, rubric=None, suites={}, sandbox=None, seed=1,
+                                         chapter=copied_chapter)
+    assert grade.chapter == "ch99" and seen["mark"] is True
+    assert ("causal", "CausalAttention") in seen["given"]
+    assert chapter.current is repositorys and not hasattr(stand_ins.solutions()["causal"], "CH99")  # after: ours
+
+
+def test_the_book_snapshot_is_computed_from_the_chapter_given(copied_chapter, no_default_chapter, monkeypatch,
+                                                              tmp_path):
+    from autograder.suites import book
+
+    monkeypatch.setattr(book, "SNAPSHOT", tmp_path / "book.json")
+    assert book.main(["--refresh", "--chapter", str(copied_chapter.root / "chapter.yml")]) == 0
+    written = json.loads((tmp_path / "book.json").read_text())
+    ours = book.compute_from_solutions(ROOT / "solutions" / "ch03", copied_chapter.parts)
+    doubled = [2 * x for row in ours["attn_scores"] for x in row]
+    assert [x for row in written["attn_scores"] for x in row] == pytest.approx(doubled, abs=1e-5)
+    assert written["mha_seed123"] == ours["mha_seed123"]  # the rest as the book prints it
+
+
+def test_the_selftest_corpus_is_checked_and_applied_on_the_chapter_given(other_chapter, copied_chapter,
+                                                                        no_default_chapter, tmp_path):
+    from autograder import rubric as rubric_mod
+    from autograder import selftest
+
+    corpus = tmp_path / "mutants.yml"
+    corpus.write_text("- id: doubled-mask\n  module: causal\n  find: 'CH99 = True'\n  replace: 'CH99 = 2'\n"
+                      "  message: mask\n")
+    with pytest.raises(selftest.CorpusError, match="unknown module 'causal'"):
+        selftest.load(corpus, "mutant", ("simple_attention",))
+    entry, = selftest.load(corpus, "mutant", other_chapter.parts)
+    assert selftest.affected_parts(entry, copied_chapter.solutions, other_chapter.parts) == ["causal"]
+
+    class Engine:  # what run_entry uses of an engine: its chapter, rubric and grade
+        chapter = copied_chapter
+        rubric = rubric_mod.load(other_chapter.rubric)
+
+        def grade(self, folder, rubric, figures):
+            self.graded = (sorted(rubric.parts), (Path(folder) / "causal.py").read_text())
+            return grading.Grade("x", chapter="ch99")
+
+    engine = Engine()
+    selftest.run_entry(entry, engine)
+    parts, causal = engine.graded
+    assert parts == ["causal"] and causal.endswith("\nCH99 = 2\n")  # the copy's text, edited
+
+
+def test_the_nbgrader_plugins_grade_the_chapter_of_their_setting(other_chapter, no_default_chapter, monkeypatch):
+    pytest.importorskip("nbgrader", reason="nbgrader is not installed (pip install '.[notebooks]')")
+    from autograder.deploy import nbgrader_plugins
+
+    manifest = str(other_chapter.root / "chapter.yml")
+    assert nbgrader_plugins.chapter_parts(manifest) == OTHER_PARTS
+    said = "mha.py, line 3 calls causal.py, line 5"
+    assert nbgrader_plugins.in_notebook_words(said, other_chapter.parts) == \
+        "mha.py, line 3 calls your solution cell 'causal', line 5"
+    seen = {}
+
+    class Engine:
+        class rubric:  # stands for the engine's Rubric
+            parts = {"causal": None}
+
+        def grade(self, folder, parts):
+            return grading.Grade("x", chapter="ch99")
+
+    def shared_engine(rubric_path=None, settings=None, chapter=None):
+        seen["chapter"] = chapter
+        return Engine()
+
+    monkeypatch.setattr(nbgrader_plugins, "shared_engine", shared_engine)
+    plugin = nbgrader_plugins.GradeInSandbox(chapter=manifest, require_isolation=False)
+    plugin.where = "a notebook"
+    _, graded = plugin._grade({}, ["causal"], {})
+    assert graded == ["causal"] and seen["chapter"] == other_chapter

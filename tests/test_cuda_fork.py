@@ -47,6 +47,27 @@ def test_the_tripwire_sees_a_backward_pass_in_the_warm_up(tmp_path):
     assert _python("from autograder.inside import zygote; zygote.warm_up(autograd=False)", tmp_path, "b.log") == []
 
 
+def test_a_cuda_build_s_fork_server_imports_what_the_emulated_gpu_needs():
+    """Issue 35's H200 run: on a CUDA build the warm-up may not enter FakeTensorMode (it asks
+    torch.cuda.is_available()), so every child running a device check imported sympy and
+    torch._dynamo itself (seconds, on every submission). The warm-up now imports them (nothing in
+    torch.cuda is called by that: the tripwire check above and scripts/gpu-check.sh on a real card),
+    and the child's first emulated run, after the warm-up of a CUDA build, imports nothing more."""
+    script = ("import json, sys\n"
+              "import torch\n"
+              "torch.backends.cuda.is_built = lambda: True  # the warm-up's CUDA-build branch\n"
+              "from autograder.inside import counting, emulated_gpu, zygote\n"
+              "zygote.warm_up(autograd=False)\n"
+              "before = set(sys.modules)\n"
+              "answer = counting.count_ops(torch.nn.Linear(4, 4), [torch.rand(2, 4)], {}, device=emulated_gpu.EMULATED)\n"
+              "assert answer['device'] == 'cuda', answer\n"
+              "print(json.dumps(sorted(set(sys.modules) - before)))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          cwd=PROJECT_ROOT)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []  # nothing left for the child to import
+
+
 def test_the_fork_server_runs_no_backward_where_a_cuda_driver_is_reachable(monkeypatch):
     import torch
 

@@ -81,6 +81,41 @@ def test_a_module_built_by_student_code_follows_the_device_and_to_is_obeyed(monk
     assert back is on_cpu and on_cpu.weight.device.type == "cpu"
 
 
+def test_a_module_built_with_stand_ins_follows_the_device_too(monkeypatch, tmp_path):
+    """Issue 35's H200: a wrapper built through `record` (its CausalAttention calls answered with
+    stand-in heads) stayed on the CPU, so a layer of its own (an extra out_proj) met the inputs on the
+    GPU and raised a device error in place of the bug the check names. Every way a student's code
+    builds a module moves it (child.placed)."""
+    (tmp_path / "wrapper_probe.py").write_text(
+        "import torch\n"
+        "class Head(torch.nn.Module):\n"
+        "    pass\n"
+        "class Wrapper(torch.nn.Module):\n"
+        "    def __init__(self, n):\n"
+        "        super().__init__()\n"
+        "        self.heads = torch.nn.ModuleList([Head() for _ in range(n)])\n"
+        "        self.out_proj = torch.nn.Linear(4, 4)\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(child, "DEVICE", "meta")
+    handles = child.Handles()
+    heads = [torch.nn.Linear(4, 2) for _ in range(2)]  # the grader's stand-ins (built in the child)
+    structure, buffers = protocol.encode({"args": [2], "kwargs": {}, "patches": [["wrapper_probe", "Head"]],
+                                          "returns": heads}, fallback=handles.store)
+    read_end, write_end = os.pipe()
+    try:
+        protocol.send(write_end, {"op": "record", "target": {"module": "wrapper_probe", "attr": "Wrapper"},
+                                  "input": structure}, buffers)
+        header, payload = protocol.receive(read_end)
+    finally:
+        os.close(read_end)
+        os.close(write_end)
+    answer = child.run(handles, header, payload)
+    wrapper = answer["result"]
+    assert len(answer["calls"]) == 2 and list(wrapper.heads) == heads
+    assert wrapper.out_proj.weight.device.type == "meta"  # on the CPU before child.placed
+    assert all(p.device.type == "meta" for p in wrapper.parameters())
+
+
 def test_the_room_holds_the_gpu_nodes_only_for_cuda(monkeypatch):
     monkeypatch.setattr(room, "gpu_nodes", lambda: ["/dev/nvidiactl", "/dev/nvidia0"])
     on_cpu = room.command(["-c", "pass"], user_namespace=False)

@@ -361,3 +361,33 @@ def test_the_grader_loads_its_suites_without_pytest_and_they_keep_their_markers_
     from autograder.suites import test_causal, test_mha
 
     assert [m.name for m in [test_causal.pytestmark, test_mha.pytestmark]] == ["causal", "mha"]
+
+
+class _SdpaHeads(torch.nn.Module):
+    """The batching check's shape of an SDPA class: one projection, the heads batched, one SDPA call."""
+
+    def __init__(self, d, num_heads):
+        super().__init__()
+        self.qkv, self.num_heads = torch.nn.Linear(d, 3 * d, bias=False), num_heads
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.qkv(x).view(b, t, 3, self.num_heads, d // self.num_heads).permute(2, 0, 3, 1, 4)
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return out.transpose(1, 2).reshape(b, t, d)
+
+
+def test_attention_is_counted_whole_whichever_kernel_runs_it():
+    """Issue 35's H200: with d_out 8, SDPA ran fused for 2 heads (head size 4) and fell back to its math
+    (two bmm and a softmax) for 4 heads (head size 2), so two correct SDPA variants were told they loop
+    over the heads, on the GPU only. The math fallback is what the CPU runs under sdpa_kernel(MATH):
+    the counts, and the batching check's verdict, must not change with the kernel."""
+    attention = pytest.importorskip("torch.nn.attention")
+    x = torch.rand(2, 6, 8)
+    fused = child.count_ops(_SdpaHeads(8, 2).eval(), [x], {})["counts"]
+    with attention.sdpa_kernel(attention.SDPBackend.MATH):
+        fallback = child.count_ops(_SdpaHeads(8, 4).eval(), [x], {})["counts"]
+    assert fused["scaled_dot_product_attention"] == fallback["scaled_dot_product_attention"] == 1
+    assert "bmm" not in fallback and efficiency.softmax_calls(fallback) == 0  # the kernel's own, not counted
+    assert efficiency.growth_problem(fused, fallback, 2, 4) == ""
+    assert efficiency.matmul_calls(fused) == efficiency.matmul_calls(fallback) == 2  # the projection, the call

@@ -112,7 +112,21 @@ def test_a_gpu_s_device_error_is_named_in_every_check_it_breaks():
     from autograder.student import StudentError
     from autograder.suites.misconceptions import error_diagnosis
 
-    error = StudentError("RuntimeError", "Expected all tensors to be on the same device, but found at least two "
-                                         "devices, cuda:0 and cpu!", "causal.py, line 3")
-    assert "default device" in error_diagnosis(error) and "device=x.device" in error_diagnosis(error)
-    assert error_diagnosis(StudentError("RuntimeError", "shape mismatch")) == ""
+    for kind, text in GPU_DEVICE_ERRORS:
+        error = StudentError(kind, text, "causal.py, line 3")
+        assert "default device" in error_diagnosis(error) and "device=x.device" in error_diagnosis(error), text
+        assert emulated_gpu.mixes_devices(kind, text)
+    for kind, text in [("RuntimeError", "shape mismatch"), ("ValueError", "not on the same device"),
+                       ("RuntimeError", "mat1 and mat2 shapes cannot be multiplied (6x4 and 6x4)")]:
+        assert error_diagnosis(StudentError(kind, text)) == "" and not emulated_gpu.mixes_devices(kind, text)
+
+
+# what torch 2.x raises on a CUDA card when a tensor made on the CPU meets the inputs (its messages,
+# by the check that raises them); the second is issue 35's H200 for causal-mask-made-in-forward-on-cpu
+GPU_DEVICE_ERRORS = [
+    ("RuntimeError", "Expected all tensors to be on the same device, but found at least two devices, cuda:0 and cpu!"),
+    ("RuntimeError", "expected self and mask to be on the same device, but got mask on cpu and self on cuda:0"),
+    ("RuntimeError", "Expected all tensors to be on the same device, but got mat2 is on cpu, different from other "
+                     "tensors on cuda:0 (when checking argument in method wrapper_CUDA_bmm)"),
+    ("IndexError", "indices should be either on cpu or on the same device as the indexed tensor (cpu)"),
+]

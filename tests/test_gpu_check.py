@@ -44,6 +44,9 @@ def test_the_summary_line_when_everything_holds():
     ({"no_leak": False}, "no GPU memory leak FAILED"),
     ({"fork": None}, "no CUDA before the fork not run"),
     ({"efficient_ratio": None}, "speed lab not run"),
+    ({"selftest_cuda": {"verdicts": {}, "killed": None, "mutants": None, "full": None, "variants": None,
+                        "timed_out": True}},
+     "selftest not finished on the GPU (timed out) (CPU 2/2, 1/1); CPU/GPU parity FAILED"),
     ({"seconds": 301.0}, "301 s"),
     ({"memory_bound": False, "cuda_cost": (0.5, None)}, "GPU memory bound FAILED; no GPU memory leak ok; "
                                                          "CUDA per submission +0.50 s, MiB unknown"),
@@ -148,7 +151,7 @@ def test_what_is_missing_is_installed_offline_from_the_wheels_into_a_folder_of_i
 
 def test_the_readme_says_once_and_plainly_how_the_last_gpu_check_ended():
     """Issue 30 item 5 and issue 35 item 4: the README states in one place the last real run's outcome
-    (issue 35's summary line, verbatim, as gpu_check.summary words it) and that it has not run since;
+    (its summary line, verbatim, as gpu_check.summary then worded it) and that it has not run since;
     its example of the summary line holds no figure that could be read as an outcome."""
     import re
 
@@ -157,8 +160,9 @@ def test_the_readme_says_once_and_plainly_how_the_last_gpu_check_ended():
     assert readme.count(status) == 1 and readme.count("GPU check status") == 1
     after = readme[readme.index(status):]
     recorded = after[after.index("```\n") + 4:after.index("\n```", after.index("```\n") + 4)]
-    assert recorded.startswith("gpu: reference not run sandboxed") and recorded.endswith("-- NOT ALL HOLD")
-    assert "H100" in after[:after.index("```")] and "the check has not run since" in after
+    assert recorded.startswith("gpu: reference 100/100 sandboxed") and recorded.endswith("-- NOT ALL HOLD")
+    assert "H200" in after[:after.index("```")] and "2026-11-28" in after[:after.index("```")]
+    assert "The check has\nnot run since those changes" in after
     form = readme[readme.index("Its last line is the summary"):readme.index(status)]
     # the form of a line that holds (100/100 is what the check requires, test_doc_figures), no measured figure
     assert "<ratio>x SDPA;\n<seconds> s`" in form or "<ratio>x SDPA; <seconds> s`" in form

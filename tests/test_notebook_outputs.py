@@ -28,6 +28,7 @@ import torch  # noqa: E402
 from notebook_cases import BUGS, module_texts  # noqa: E402
 
 from autograder.authoring import notebooks  # noqa: E402
+from autograder.chapter import current  # noqa: E402
 
 pytestmark = pytest.mark.notebooks
 
@@ -225,7 +226,7 @@ def speed_lab(kernel_env, tmp_path_factory):
     for path in SOURCE.iterdir():
         if path.is_file():
             shutil.copyfile(path, folder / path.name)
-    released = notebooks.student_notebook(notebooks.build_notebook(notebooks.TEMPLATES / "02_causal_and_multi_head.txt"))
+    released = notebooks.student_notebook(notebooks.build_notebook(current().notebook_templates / "02_causal_and_multi_head.txt"))
     (folder / "stubs_02.ipynb").write_text(notebooks.dumps(released))
     notebook = nbformat.read(folder / "04_speed_lab.ipynb", as_version=4)
     cell(notebook, "stretch_exercise")["source"] = FUSED
@@ -271,7 +272,7 @@ def test_the_speed_lab_on_the_untouched_stubs_says_what_is_missing(speed_lab):
 
 def run_tools(tmp_path, code, **env):
     """Run code after `from ch03_tools import *` in a fresh interpreter, in a copy of the support files."""
-    for name in notebooks.SUPPORT_FILES:
+    for name in notebooks.support_files():
         shutil.copyfile(SOURCE / name, tmp_path / name)
     done = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", "from ch03_tools import *\n" + code],
                           cwd=tmp_path, capture_output=True, text=True, timeout=120,

@@ -14,6 +14,7 @@ import pytest
 from autograder import submitted_notebooks
 from autograder.authoring import notebooks
 from autograder.authoring.stubs import MODULES, solution_regions
+from autograder.chapter import current
 
 pytestmark = pytest.mark.quick  # the whole file is in the quick subset
 
@@ -26,7 +27,7 @@ BOOK_CHECK = ROOT.parent / "shared" / "tools" / "book_check.py"
 
 
 def source_notebooks():
-    return sorted(notebooks.SOURCE.glob("*.ipynb"))
+    return sorted(current().source.glob("*.ipynb"))
 
 
 def cells_of(path):
@@ -194,7 +195,7 @@ def test_visible_test_cells_use_the_public_tests_messages():
 # --- extraction ----------------------------------------------------------------------------------------
 
 def test_extracting_the_source_notebooks_gives_the_solution_files(tmp_path):
-    written = submitted_notebooks.extract_modules(notebooks.SOURCE, tmp_path)
+    written = submitted_notebooks.extract_modules(current().source, tmp_path)
     assert sorted(written) == sorted(MODULES)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{m}.py" for m in MODULES)
     for module in MODULES:
@@ -204,14 +205,14 @@ def test_extracting_the_source_notebooks_gives_the_solution_files(tmp_path):
 @pytest.mark.skipif(not BOOK_CHECK.is_file(), reason="../shared/tools/book_check.py is not there (the course's "
                                                     "shared folder beside the project; a clone elsewhere has none)")
 def test_extracted_modules_reproduce_the_book(tmp_path):
-    submitted_notebooks.extract_modules(notebooks.SOURCE, tmp_path)
+    submitted_notebooks.extract_modules(current().source, tmp_path)
     done = subprocess.run([sys.executable, str(BOOK_CHECK), str(tmp_path)], capture_output=True, text=True, timeout=300)
     assert "book values: 16/16 match" in done.stdout, done.stdout + done.stderr
     assert done.returncode == 0
 
 
 def test_extracting_one_notebook_gives_only_its_modules(tmp_path):
-    written = submitted_notebooks.extract_modules(notebooks.SOURCE / "02_causal_and_multi_head.ipynb", tmp_path)
+    written = submitted_notebooks.extract_modules(current().source / "02_causal_and_multi_head.ipynb", tmp_path)
     assert written == ["causal", "mha", "exercises"]
 
 
@@ -396,9 +397,9 @@ def test_release_notebooks_hold_the_stubs_and_no_solution_or_hidden_test(tmp_pat
                 assert cell["metadata"]["editable"] is False and cell["metadata"]["deletable"] is False
     assert stubs == {module: (STUBS / f"{module}.py").read_text() for module in MODULES}
     assert submitted_notebooks.extract_modules(tmp_path, tmp_path / "out") == list(stubs)
-    assert sorted(p.name for p in tmp_path.glob("*.py")) == sorted(notebooks.SUPPORT_FILES)
+    assert sorted(p.name for p in tmp_path.glob("*.py")) == sorted(notebooks.support_files())
     bench = (tmp_path / "bench_mha.py").read_text()
-    assert bench.endswith(notebooks.BENCH.read_text()) and bench.startswith("# A copy of benchmarks/bench_mha.py")
+    assert bench.endswith(notebooks.bench_path().read_text()) and bench.startswith("# A copy of benchmarks/bench_mha.py")
 
 
 def test_the_release_command_copies_the_support_files_with_the_notebooks(tmp_path):
@@ -408,7 +409,7 @@ def test_the_release_command_copies_the_support_files_with_the_notebooks(tmp_pat
     assert done.returncode == 0, done.stderr
     copied = tmp_path / "out" / "notebooks" / "ch03"
     assert sorted(p.name for p in copied.iterdir()) == sorted(p.name for p in (tmp_path / "made").iterdir())
-    assert {"04_speed_lab.ipynb", *notebooks.SUPPORT_FILES} <= {p.name for p in copied.iterdir()}
+    assert {"04_speed_lab.ipynb", *notebooks.support_files()} <= {p.name for p in copied.iterdir()}
 
 
 def test_editable_cells_are_plain_code_and_a_notebook_may_have_no_graded_cell(tmp_path):

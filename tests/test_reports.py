@@ -425,7 +425,7 @@ def _reach_the_engine(monkeypatch, require_isolation):
                                            "task": set()})
     seen = {}
 
-    def engine(rubric_path=None, settings=None):
+    def engine(rubric_path=None, settings=None, chapter=None):
         seen["unsafe"] = settings.sandbox.unsafe
         raise _EngineReached
 

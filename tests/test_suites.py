@@ -240,12 +240,12 @@ def test_selftest_command_fails_when_a_mutant_survives(capsys, monkeypatch):
 
     real = selftest.corpus
 
-    def with_a_harmless_mutant():
+    def with_a_harmless_mutant(parts=None):
         harmless = selftest.Entry("harmless", "mutant", [selftest.Edit(
             "numpy_attention", "return 4 * d_model * d_model + 2 * d_model * d_ff",
             "return 2 * d_model * d_ff + 4 * d_model * d_model")], part="numpy_attention",
             parts_losing=["numpy_attention"], message="anything")
-        return [e for e in real() if e.id == "numpy-block-feed-forward-once"] + [harmless]
+        return [e for e in real(parts) if e.id == "numpy-block-feed-forward-once"] + [harmless]
 
     monkeypatch.setattr(selftest, "corpus", with_a_harmless_mutant)
     assert cli.main(["selftest"]) == 1

@@ -38,7 +38,7 @@ def check(folder=None, book_path=None, manifest=None):
 
     values = {name: entry["value"] for name, entry in json.loads(Path(book_path).read_text())["values"].items()}
     try:
-        computed = compute_from_solutions(folder)
+        computed = compute_from_solutions(folder, manifest.parts)
     except Exception as e:  # a module that does not import or raises: every value is a miss, the reason said once
         return [(name, False, f"the modules could not compute the book's values ({type(e).__name__}: {e})")
                 for name in values]

@@ -24,102 +24,55 @@ cell, `score_<module>`, worth the part's points in grading.yml. When a notebook 
 suites in the sandbox and the score is written as that cell's output.
 
 A template without solution cells makes a notebook with nothing graded: the speed lab (04_speed_lab),
-whose editable cells the grader never reads. The read-only support files (SUPPORT_FILES) are written
+whose editable cells the grader never reads. The read-only support files (support_files()) are written
 beside the notebooks: ch03_tools.py, and a copy of benchmarks/bench_mha.py for the speed lab.
 """
 import ast
 import json
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from autograder import chapter as chapter_mod
 from autograder.authoring.stubs import solution_regions
 from autograder.chapter import Chapter
 
 
-@dataclass(frozen=True)
-class Layout:
-    """Where the generator reads and writes for one chapter (its manifest's folders)."""
-    chapter: Chapter
-
-    @property
-    def ROOT(self) -> Path:
-        return self.chapter.root
-
-    @property
-    def RUBRIC(self) -> Path:
-        return self.chapter.rubric
-
-    @property
-    def SOLUTIONS(self) -> Path:
-        return self.chapter.solutions
-
-    @property
-    def SOURCE(self) -> Path:
-        return self.chapter.source
-
-    @property
-    def TEMPLATES(self) -> Path:
-        return self.chapter.notebook_templates
-
-    @property
-    def MODULES(self) -> list[str]:
-        return list(self.chapter.parts)
-
-    @property
-    def SUPPORT_NAME(self) -> str:  # the read-only module released beside the notebooks (their first cell imports it)
-        return f"{self.chapter.id}_tools.py"
-
-    @property
-    def SUPPORT_TEMPLATE(self) -> Path:
-        return self.TEMPLATES / self.SUPPORT_NAME
-
-    @property
-    def BENCH(self) -> Path:  # the speed lab's timing code, released as a copy beside the notebooks
-        return self.ROOT / "benchmarks" / "bench_mha.py"
-
-    @property
-    def SUPPORT_FILES(self) -> tuple[str, str]:
-        return (self.SUPPORT_NAME, self.BENCH.name)
-
-    @property
-    def SPEED_FIGURES(self) -> Path:  # the one dated set of speed-lab figures
-        return self.ROOT / "benchmarks" / "speed_lab_figures.json"
-
-    @property
-    def BOOK_EXAMPLES(self) -> Path:
-        return self.chapter.book_examples
-
-    @property
-    def ASSIGNMENT_ID(self) -> str:
-        return self.chapter.id
-
-    @property
-    def DIAGNOSE(self) -> Path:
-        return self.chapter.assignments / "tests" / "_diagnose.py"
-
-    @property
-    def DIAGNOSE_PATH(self) -> str:  # as the template and the comments name it
-        return f"{self.chapter.folders['assignments']}/tests/_diagnose.py"
-
-    @property
-    def DIAGNOSE_PLACEHOLDER(self) -> str:
-        return f'DIAGNOSES = "the public tests\' diagnoses ({self.DIAGNOSE_PATH}) are written here"'
+def _chapter(chapter: Chapter | None) -> Chapter:
+    """chapter, or this repository's (chapter.current(), read on call: nothing here reads it at import)."""
+    return chapter or chapter_mod.current()
 
 
-def layout(chapter: Chapter | None = None) -> Layout:
-    """The generator's paths for chapter (None: this repository's, chapter.current(), read on call)."""
-    return Layout(chapter or chapter_mod.current())
+def support_name(chapter: Chapter | None = None) -> str:
+    """The read-only module released beside the notebooks (their first cell imports it): ch03_tools.py."""
+    return f"{_chapter(chapter).id}_tools.py"
 
 
-def __getattr__(name: str) -> Any:
-    """ROOT, SOURCE, TEMPLATES, MODULES, SUPPORT_FILES, ...: this repository's chapter's (layout()),
-    read on first use, for tools and tests; nothing here reads the chapter at import."""
-    if name in vars(Layout) and name.isupper():
-        return getattr(layout(), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+def bench_path(chapter: Chapter | None = None) -> Path:
+    """The speed lab's timing code, released as a copy beside the notebooks."""
+    return _chapter(chapter).root / "benchmarks" / "bench_mha.py"
+
+
+def support_files(chapter: Chapter | None = None) -> tuple[str, str]:
+    """The file names of the read-only modules written beside the notebooks."""
+    return (support_name(chapter), bench_path(chapter).name)
+
+
+def speed_figures_path(chapter: Chapter | None = None) -> Path:
+    """The one dated set of speed-lab figures."""
+    return _chapter(chapter).root / "benchmarks" / "speed_lab_figures.json"
+
+
+def diagnose_path(chapter: Chapter | None = None) -> Path:
+    """The public tests' diagnoses (assignments/<id>/tests/_diagnose.py)."""
+    return _chapter(chapter).assignments / "tests" / "_diagnose.py"
+
+
+def _diagnose_name(chapter: Chapter) -> str:  # as the template and the comments name it
+    return f"{chapter.folders['assignments']}/tests/_diagnose.py"
+
+
+def _diagnose_placeholder(chapter: Chapter) -> str:
+    return f'DIAGNOSES = "the public tests\' diagnoses ({_diagnose_name(chapter)}) are written here"'
 
 
 SPEED_PLACEHOLDER = "@SPEED_LAB_FIGURES@"  # a markdown cell's line the generator replaces with them
@@ -231,14 +184,14 @@ SETUP_CODE = ("# Read-only: the book's values, the test helpers and the drawing 
 
 def book_values(book_path=None, chapter=None):
     """{name: value} of every book value of book_examples.json, 'inputs' first."""
-    book_path = layout(chapter).BOOK_EXAMPLES if book_path is None else book_path
+    book_path = _chapter(chapter).book_examples if book_path is None else book_path
     raw = json.loads(Path(book_path).read_text())
     return {"inputs": raw["inputs"], **{name: entry["value"] for name, entry in raw["values"].items()}}
 
 
 def setup_source(keys, book_path=None, chapter=None):
     """The first code cell: an import of the support module, after checking it holds the values in keys."""
-    book_path = layout(chapter).BOOK_EXAMPLES if book_path is None else book_path
+    book_path = _chapter(chapter).book_examples if book_path is None else book_path
     missing = [key for key in keys if key not in book_values(book_path)]
     if missing:
         raise ValueError(f"{book_path}: no book value named {', '.join(missing)}")
@@ -247,12 +200,12 @@ def setup_source(keys, book_path=None, chapter=None):
 
 def support_text(book_path=None, template_path=None, chapter=None):
     """The text of ch03_tools.py: the template with BOOK holding every book value and the public diagnoses."""
-    at = layout(chapter)
-    book_path = at.BOOK_EXAMPLES if book_path is None else book_path
-    template_path = at.SUPPORT_TEMPLATE if template_path is None else template_path
-    DIAGNOSE_PLACEHOLDER = at.DIAGNOSE_PLACEHOLDER
+    at = _chapter(chapter)
+    book_path = at.book_examples if book_path is None else book_path
+    template_path = at.notebook_templates / support_name(at) if template_path is None else template_path
+    DIAGNOSE_PLACEHOLDER = _diagnose_placeholder(at)
     values = book_values(book_path)
-    lines = [f"BOOK = {{  # what the book prints, to 4 decimals (from {at.chapter.folders['assignments']}/tests/book_examples.json)"]
+    lines = [f"BOOK = {{  # what the book prints, to 4 decimals (from {at.folders['assignments']}/tests/book_examples.json)"]
     lines += [f"    {json.dumps(key)}: {json.dumps(value)}," for key, value in values.items()]
     lines.append("}")
     template = Path(template_path).read_text()
@@ -263,42 +216,42 @@ def support_text(book_path=None, template_path=None, chapter=None):
     if template.count(PARTS_PLACEHOLDER) != 1:
         raise ValueError(f"{template_path}: expected the line {PARTS_PLACEHOLDER!r} exactly once")
     template = template.replace(DIAGNOSE_PLACEHOLDER, diagnose_code(chapter=chapter)).replace(
-        PARTS_PLACEHOLDER, parts_code(at.chapter.parts))
-    header = (f"# Generated by `python -m autograder notebooks` from {at.chapter.folders['notebook_templates']}/{at.SUPPORT_NAME}:\n"
+        PARTS_PLACEHOLDER, parts_code(at.parts))
+    header = (f"# Generated by `python -m autograder notebooks` from {at.folders['notebook_templates']}/{support_name(at)}:\n"
               f"# do not edit (read-only; grading never reads it).\n")
     return header + template.replace(BOOK_PLACEHOLDER, "\n".join(lines))
 
 
 def parts_code(parts=None):
     """CHAPTER_MODULES of the support module: the chapter's parts (its manifest's copy), four a line."""
-    parts = layout().chapter.parts if parts is None else parts
+    parts = _chapter(None).parts if parts is None else parts
     rows = [", ".join(json.dumps(p) for p in parts[i:i + 4]) for i in range(0, len(parts), 4)]
     return "CHAPTER_MODULES = (" + ",\n                   ".join(rows) + ("," if len(parts) == 1 else "") + ")"
 
 
 def bench_text(path=None):
     """The copy of benchmarks/bench_mha.py released beside the notebooks (the speed lab imports it)."""
-    path = layout().BENCH if path is None else path
+    path = bench_path() if path is None else path
     return (f"# A copy of benchmarks/{Path(path).name}, made by `python -m autograder notebooks`: do not edit.\n"
             f"# The speed-lab notebook imports it; grading never reads it.\n" + Path(path).read_text())
 
 
 def support_texts(book_path=None, chapter=None):
-    """{file name: text} of the read-only modules written beside the notebooks (SUPPORT_FILES)."""
-    at = layout(chapter)
-    return {at.SUPPORT_NAME: support_text(book_path, chapter=chapter), at.BENCH.name: bench_text(at.BENCH)}
+    """{file name: text} of the read-only modules written beside the notebooks (support_files())."""
+    bench = bench_path(chapter)
+    return {support_name(chapter): support_text(book_path, chapter=chapter), bench.name: bench_text(bench)}
 
 
 def diagnose_code(path=None, chapter=None):
     """The code of the public tests' diagnoses, for the setup cell: _diagnose.py after its docstring and imports."""
-    at = layout(chapter)
-    path = at.DIAGNOSE if path is None else path
+    at = _chapter(chapter)
+    path = diagnose_path(at) if path is None else path
     source = Path(path).read_text()
     body = [node for node in ast.parse(source, str(path)).body
             if not isinstance(node, (ast.Import, ast.ImportFrom))
             and not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant))]
     start = min([body[0].lineno] + [d.lineno for d in getattr(body[0], "decorator_list", [])]) - 1
-    header = f"# The diagnoses of the public tests ({at.DIAGNOSE_PATH}): which common mistake\n" \
+    header = f"# The diagnoses of the public tests ({_diagnose_name(at)}): which common mistake\n" \
              "# a wrong output matches.\n"
     return header + "".join(source.splitlines(keepends=True)[start:]).rstrip("\n")
 
@@ -306,7 +259,7 @@ def diagnose_code(path=None, chapter=None):
 def speed_lab_figures(path=None):
     """The measured speed-lab figures as Markdown (README and the speed-lab notebook show this text): per
     device, where, when and how they were measured, then forward / forward+backward in ms and x SDPA."""
-    path = layout().SPEED_FIGURES if path is None else path
+    path = speed_figures_path() if path is None else path
     try:
         measured = json.loads(Path(path).read_text())
         blocks = []
@@ -328,7 +281,7 @@ def part_points(rubric_path=None):
     """{part: max score} from grading.yml (points only: the suites are not needed to read them)."""
     from autograder import rubric
 
-    rubric_path = layout().RUBRIC if rubric_path is None else rubric_path
+    rubric_path = _chapter(None).rubric if rubric_path is None else rubric_path
 
     loaded = rubric.load(rubric_path)
     return {name: part.max_score for name, part in loaded.parts.items()}
@@ -340,7 +293,7 @@ def submission_limit_cell(rubric_path=None):
     from autograder import rubric
     from autograder.course import gradescope_limits
 
-    limit = rubric.load(layout().RUBRIC if rubric_path is None else rubric_path).submissions
+    limit = rubric.load(_chapter(None).rubric if rubric_path is None else rubric_path).submissions
     if limit is None:
         return None
     return _markdown("submission_limit", f"**Submissions.** {gradescope_limits.student_text(limit)}")
@@ -364,11 +317,11 @@ def build_notebook(template_path, solutions_dir=None, book_path=None, rubric_pat
     points ({part: max score}) defaults to what grading.yml at rubric_path gives each part.
     chapter: whose folders the defaults are (None: this repository's).
     """
-    at = layout(chapter)
-    solutions_dir = at.SOLUTIONS if solutions_dir is None else solutions_dir
-    book_path = at.BOOK_EXAMPLES if book_path is None else book_path
-    rubric_path = at.RUBRIC if rubric_path is None else rubric_path
-    MODULES = at.MODULES
+    at = _chapter(chapter)
+    solutions_dir = at.solutions if solutions_dir is None else solutions_dir
+    book_path = at.book_examples if book_path is None else book_path
+    rubric_path = at.rubric if rubric_path is None else rubric_path
+    MODULES = list(at.parts)
     template_path = Path(template_path)
     points = part_points(rubric_path) if points is None else points
     cells = []
@@ -379,7 +332,7 @@ def build_notebook(template_path, solutions_dir=None, book_path=None, rubric_pat
         where = f"{template_path}, line {spec['line']}"
         if kind == "markdown":
             if SPEED_PLACEHOLDER in body:
-                body = body.replace(SPEED_PLACEHOLDER, speed_lab_figures(at.SPEED_FIGURES))
+                body = body.replace(SPEED_PLACEHOLDER, speed_lab_figures(speed_figures_path(at)))
             cells.append(_markdown(cell_id, body))
         elif kind == "setup":
             cells.append(_code(cell_id, setup_source(body.split(), book_path), _nbgrader(cell_id, locked=True)))
@@ -387,7 +340,7 @@ def build_notebook(template_path, solutions_dir=None, book_path=None, rubric_pat
             if cell_id not in MODULES:
                 raise ValueError(f"{where}: {cell_id!r} is not one of the chapter's modules {MODULES}")
             if body:
-                raise ValueError(f"{where}: a solution cell's code comes from {at.chapter.folders['solutions']}; "
+                raise ValueError(f"{where}: a solution cell's code comes from {at.folders['solutions']}; "
                                  f"leave its body empty")
             path = Path(solutions_dir) / f"{cell_id}.py"
             source = _module_text(path)
@@ -476,17 +429,17 @@ def dumps(notebook):
 
 
 def templates(templates_dir=None):
-    templates_dir = layout().TEMPLATES if templates_dir is None else templates_dir
+    templates_dir = _chapter(None).notebook_templates if templates_dir is None else templates_dir
     return sorted(Path(templates_dir).glob("*.txt"))
 
 
 def notebook_texts(solutions_dir=None, templates_dir=None, book_path=None, rubric_path=None, chapter=None):
     """{notebook file name: JSON text} for every template, checking each module appears exactly once."""
-    at = layout(chapter)
-    solutions_dir = at.SOLUTIONS if solutions_dir is None else solutions_dir
-    templates_dir = at.TEMPLATES if templates_dir is None else templates_dir
-    book_path = at.BOOK_EXAMPLES if book_path is None else book_path
-    rubric_path = at.RUBRIC if rubric_path is None else rubric_path
+    at = _chapter(chapter)
+    solutions_dir = at.solutions if solutions_dir is None else solutions_dir
+    templates_dir = at.notebook_templates if templates_dir is None else templates_dir
+    book_path = at.book_examples if book_path is None else book_path
+    rubric_path = at.rubric if rubric_path is None else rubric_path
     texts: dict = {}
     seen: dict = {}
     points = part_points(rubric_path)
@@ -500,7 +453,7 @@ def notebook_texts(solutions_dir=None, templates_dir=None, book_path=None, rubri
                     raise ValueError(f"{template}: module {cell['id']} already has a solution cell in {seen[cell['id']]}")
                 seen[cell["id"]] = template.name
         texts[template.stem + ".ipynb"] = dumps(notebook)
-    missing = [name for name in at.MODULES if name not in seen]
+    missing = [name for name in at.parts if name not in seen]
     if missing:
         raise ValueError(f"{templates_dir}: no template has a solution cell for {', '.join(missing)}")
     return texts
@@ -509,7 +462,7 @@ def notebook_texts(solutions_dir=None, templates_dir=None, book_path=None, rubri
 def generate(out_dir=None, **inputs):
     """Write the source notebooks into out_dir, remove stale .ipynb files there; return the paths written.
     inputs: notebook_texts's (chapter among them)."""
-    out_dir = Path(layout(inputs.get("chapter")).SOURCE if out_dir is None else out_dir)
+    out_dir = Path(_chapter(inputs.get("chapter")).source if out_dir is None else out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     texts = notebook_texts(**inputs)
     for stale in out_dir.glob("*.ipynb"):
@@ -526,7 +479,7 @@ def generate(out_dir=None, **inputs):
 
 def drifted(out_dir=None, **inputs):
     """Notebook file names in out_dir that are missing, differ from what the generator makes, or are extra."""
-    out_dir = Path(layout(inputs.get("chapter")).SOURCE if out_dir is None else out_dir)
+    out_dir = Path(_chapter(inputs.get("chapter")).source if out_dir is None else out_dir)
     texts = notebook_texts(**inputs)
     texts.update(support_texts(inputs.get("book_path"), chapter=inputs.get("chapter")))
     changed = [name for name, text in texts.items()
@@ -598,14 +551,14 @@ def release_notebooks(dest, solutions_dir=None, templates_dir=None, book_path=No
     """Write the student notebooks into dest (no nbgrader needed); return the paths written.
 
     Used by `python -m autograder release` when there is no nbgrader release folder. The support
-    modules (SUPPORT_FILES: ch03_tools.py, which the notebooks' first cell imports, and the speed lab's
+    modules (support_files(): ch03_tools.py, which the notebooks' first cell imports, and the speed lab's
     bench_mha.py) are written beside them (not listed).
     """
-    at = layout(chapter)
-    solutions_dir = at.SOLUTIONS if solutions_dir is None else solutions_dir
-    templates_dir = at.TEMPLATES if templates_dir is None else templates_dir
-    book_path = at.BOOK_EXAMPLES if book_path is None else book_path
-    rubric_path = at.RUBRIC if rubric_path is None else rubric_path
+    at = _chapter(chapter)
+    solutions_dir = at.solutions if solutions_dir is None else solutions_dir
+    templates_dir = at.notebook_templates if templates_dir is None else templates_dir
+    book_path = at.book_examples if book_path is None else book_path
+    rubric_path = at.rubric if rubric_path is None else rubric_path
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     notebook_texts(solutions_dir, templates_dir, book_path, rubric_path, chapter=chapter)  # checks every module has exactly one cell

@@ -222,9 +222,9 @@ def _copy_notebooks(folder, dest, at):
     for notebook in sorted(folder.glob("*.ipynb")):
         shutil.copyfile(notebook, dest / notebook.name)
         names.append(notebook.name)
-    from autograder.authoring.notebooks import layout  # ch03_tools.py and bench_mha.py: the notebooks import them
+    from autograder.authoring.notebooks import support_files  # ch03_tools.py and bench_mha.py: the notebooks import them
 
-    SUPPORT_FILES = layout(at.chapter).SUPPORT_FILES
+    SUPPORT_FILES = support_files(at.chapter)
 
     for extra in sorted(p for p in folder.iterdir() if p.is_file() and (p.suffix in (".json", ".md", ".txt")
                                                                         or p.name in SUPPORT_FILES)):

@@ -1,8 +1,8 @@
-"""python -m autograder selftest [--jobs N] [--only ID ...] [--list]"""
+"""python -m autograder selftest [--jobs N] [--only ID ...] [--list] [--chapter FILE]"""
 import sys
 import time
 
-from autograder.cli import UsageError, settings_of
+from autograder.cli import UsageError, chapter_of, settings_of
 
 HELP = "grade the suites' corpus of mutants (bugs) and variants (correct alternatives); print the kill rate"
 
@@ -20,8 +20,9 @@ def add_arguments(parser):
 def run(args):
     from autograder import selftest
 
+    manifest = chapter_of(args)  # --chapter, else this repository's
     try:
-        entries = selftest.corpus()
+        entries = selftest.corpus(manifest.parts)
         if args.only:
             entries = [e for e in entries if any(text in e.id for text in args.only)]
             if not entries:
@@ -35,7 +36,7 @@ def run(args):
             raise UsageError("--jobs must be at least 1")
         started = time.monotonic()
         outcomes = selftest.run_all(entries, jobs=args.jobs, progress=_print, all_parts=args.all_parts,
-                                    settings=settings_of(args))
+                                    settings=settings_of(args), manifest=manifest)
     except selftest.CorpusError as e:
         raise UsageError(str(e)) from None
     result = selftest.summary(outcomes)

@@ -37,7 +37,6 @@ Penalty
 """
 from __future__ import annotations
 
-import csv
 import math
 import os
 import re
@@ -48,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from autograder import text
+from autograder.course.csv_files import read_header_and_rows
 
 DAY = timedelta(days=1)
 TIMESTAMP_FILE = "timestamp.txt"
@@ -85,22 +85,11 @@ def read_csv_times(path: Path, column: str) -> dict[str, datetime]:
     """{student: time} from a CSV with a header naming `student` and `column` (other columns are
     ignored). A missing column, a bad time, an empty student or a student twice is a LateInputError
     naming the file and line: nothing is dropped silently."""
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as f:  # utf-8-sig: a spreadsheet's byte-order mark
-            rows = list(csv.reader(f))
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise LateInputError(f"{path}: cannot be read as a UTF-8 CSV ({e})") from None
-    if not rows:
-        raise LateInputError(f"{path}: empty (expected a header line: student,{column})")
-    header = [name.strip().lower() for name in rows[0]]
-    missing = [name for name in ("student", column) if name not in header]
-    if missing:
-        raise LateInputError(f"{path}, line 1: no column {' or '.join(missing)} in the header "
-                             f"(expected student,{column}; found {','.join(rows[0])})")
+    header, rows = read_header_and_rows(path, ("student", column), LateInputError, joiner=" or ")
     who, when = header.index("student"), header.index(column)
     found: dict[str, datetime] = {}
     lines: dict[str, int] = {}
-    for number, row in enumerate(rows[1:], start=2):
+    for number, row in enumerate(rows, start=2):
         if not any(cell.strip() for cell in row):
             continue  # a blank line
         if len(row) <= max(who, when):

@@ -17,12 +17,12 @@ address" to the user's email address and `<assignment>` to the grade item.
 """
 from __future__ import annotations
 
-import csv
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import text
+from autograder.course.csv_files import read_header_and_rows
 from autograder.course.gradebook import Gradebook
 from autograder.course.lateness import Late
 
@@ -47,21 +47,10 @@ class RosterRow:
 def read_roster(path: Path, needed: tuple[str, ...]) -> list[RosterRow]:
     """The roster's rows, in file order; a missing column, an empty or repeated student is an
     ExportError naming the file and line."""
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as f:
-            rows = list(csv.reader(f))
-    except (OSError, UnicodeDecodeError, csv.Error) as e:
-        raise ExportError(f"{path}: cannot be read as a UTF-8 CSV ({e})") from None
-    if not rows:
-        raise ExportError(f"{path}: empty (expected a header line: {','.join(needed)})")
-    header = [name.strip().lower() for name in rows[0]]
-    missing = [name for name in needed if name not in header]
-    if missing:
-        raise ExportError(f"{path}, line 1: no column {', '.join(missing)} in the header (expected "
-                          f"{','.join(needed)}; found {','.join(rows[0])})")
+    header, rows = read_header_and_rows(path, needed, ExportError, joiner=", ")
     roster: list[RosterRow] = []
     lines: dict[str, int] = {}
-    for number, row in enumerate(rows[1:], start=2):
+    for number, row in enumerate(rows, start=2):
         if not any(cell.strip() for cell in row):
             continue
         if len(row) > len(header):

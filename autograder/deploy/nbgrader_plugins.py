@@ -47,20 +47,32 @@ SCORE_PREFIX = "score_"          # the graded cell of part P has the grade_id sc
 ENGINE_MARK = "ch03_autograder"  # metadata key of the outputs GradeInSandbox writes
 
 
-def chapter_parts() -> tuple[str, ...]:
-    """The parts of the chapter nbgrader's course is (this repository's chapter.yml, read on call: an
-    nbgrader plugin is an entry point, and nothing here reads the chapter at import)."""
+@functools.lru_cache(maxsize=4)
+def course_chapter(manifest: str = ""):
+    """The chapter nbgrader's course is: the manifest a plugin's `chapter` setting names (nbgrader_config.py
+    or `--GradeInSandbox.chapter=FILE`), else this repository's chapter.yml (read on call: an nbgrader
+    plugin is an entry point, and nothing here reads the chapter at import)."""
     from autograder import chapter
 
-    return chapter.current().parts
+    return chapter.load(manifest) if manifest else chapter.current()
+
+
+def chapter_parts(manifest: str = "") -> tuple[str, ...]:
+    """The parts of the course's chapter (course_chapter)."""
+    return course_chapter(manifest).parts
+
+
+CHAPTER_HELP = "the chapter manifest (chapter.yml) of the course (default: this repository's)"
 
 
 class ClearSolutionsWithHints(ClearSolutions):
     """ClearSolutions, with the per-function hints of autograder.authoring.stubs for the chapter's modules."""
 
+    chapter = Unicode("", help=CHAPTER_HELP).tag(config=True)
+
     def preprocess_cell(self, cell, resources, cell_index):
         grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
-        if cell.cell_type != "code" or not utils.is_solution(cell) or grade_id not in chapter_parts():
+        if cell.cell_type != "code" or not utils.is_solution(cell) or grade_id not in chapter_parts(self.chapter):
             return super().preprocess_cell(cell, resources, cell_index)
         notebook = resources.get("nbgrader", {}).get("notebook", "?")
         where = f"{notebook}.ipynb, cell {cell_index} ({grade_id})"
@@ -155,11 +167,12 @@ def released_source(source, config=None):
 _engine = None  # this process's engine (shared_engine): nbgrader autogrades many notebooks in one process
 
 
-def shared_engine(rubric_path=None, settings=None):
+def shared_engine(rubric_path=None, settings=None, chapter=None):
     """The engine (engine.Engine) of this process: made on first use (its fork server stopped at
     exit; the rubric read and the environment checked once: a failure stops autograde, nobody
     scored), then the same for every notebook. The course folder, the gradebook and the exchange
-    are outside the room (docs/sandbox.md, "What each mode hides")."""
+    are outside the room (docs/sandbox.md, "What each mode hides"). chapter: the course's (course_chapter;
+    None: this repository's)."""
     global _engine
     if _engine is None:
         from autograder.engine import Engine
@@ -171,7 +184,7 @@ def shared_engine(rubric_path=None, settings=None):
         if refused:
             raise SandboxUnavailable(refused)
 
-        engine = Engine.open(settings, rubric_path)
+        engine = Engine.open(settings, rubric_path, chapter=chapter)
         atexit.register(engine.close)
         _engine = engine
     return _engine
@@ -186,24 +199,26 @@ def _module_file(parts: tuple[str, ...]) -> re.Pattern:
     return re.compile(rf"\b({'|'.join(map(re.escape, parts))})\.py\b")
 
 
-def in_notebook_words(said):
+def in_notebook_words(said, modules=None):
     """The grader's words about a module file (causal.py, line 5) as a notebook student sees that code:
-    the solution cell whose grade_id is the module (its text is the module, line for line)."""
-    return _module_file(chapter_parts()).sub(lambda found: f"your solution cell '{found.group(1)}'", said)
+    the solution cell whose grade_id is the module (its text is the module, line for line). modules:
+    the chapter's (None: this repository's)."""
+    files = _module_file(tuple(chapter_parts() if modules is None else modules))
+    return files.sub(lambda found: f"your solution cell '{found.group(1)}'", said)
 
 
-def _what_to_fix(checks, parts):
+def _what_to_fix(checks, parts, modules=None):
     """The lines of a graded cell's report on its part's failures, as a student may see them
     (autograder.reports.common: visible checks with the student's own error text, hidden checks by
     their diagnosis only and unnamed, a part problem once). A notebook student has no .py files:
-    the grader's words name the solution cell instead (in_notebook_words)."""
+    the grader's words name the solution cell instead (in_notebook_words; modules: the chapter's)."""
     items = what_to_fix(checks, parts)
     lines = ["What to fix:"] if items else []
     for item in items:  # one line each, the checks it failed in and the student's own error text after it
-        lines.append(in_notebook_words(f"  - {item.label} (-{_fmt(item.points)}): {item.message}"))
+        lines.append(in_notebook_words(f"  - {item.label} (-{_fmt(item.points)}): {item.message}", modules))
         for note in (item.failed_in, item.lost_note, item.voided_note):
             if note:
-                lines.append(in_notebook_words(f"    {note}"))
+                lines.append(in_notebook_words(f"    {note}", modules))
         if item.own_text:
             lines.append(f"    {OWN_TEXT}: {item.own_text}")
     return lines
@@ -213,7 +228,8 @@ class GradeInSandbox(NbGraderPreprocessor):
     """Autograde step in place of Execute: grade the solution cells' modules with the hidden suites in
     the sandbox and write each part's score into its graded cell's outputs; nothing runs in a kernel."""
 
-    rubric = Unicode("", help="grading.yml to grade with (default: the project's)").tag(config=True)
+    rubric = Unicode("", help="grading.yml to grade with (default: the chapter's)").tag(config=True)
+    chapter = Unicode("", help=CHAPTER_HELP).tag(config=True)
     restore_deleted_cells = Bool(True, help="put back a graded cell the submission lacks, so its score is "
                                             "recorded").tag(config=True)
     require_isolation = Bool(True, help="refuse to grade unless student code runs in the sandbox's namespaces "
@@ -240,7 +256,7 @@ class GradeInSandbox(NbGraderPreprocessor):
         """The parts whose graded cells the gradebook knows for this notebook (cells put back first)."""
         known = _gradebook_notebook(resources)
         parts = [grade_id[len(SCORE_PREFIX):] for grade_id in known["grade"]
-                 if grade_id.startswith(SCORE_PREFIX) and grade_id[len(SCORE_PREFIX):] in chapter_parts()]
+                 if grade_id.startswith(SCORE_PREFIX) and grade_id[len(SCORE_PREFIX):] in chapter_parts(self.chapter)]
         if self.restore_deleted_cells:
             self._restore_graded_cells(nb, known, parts)
         return parts
@@ -267,7 +283,7 @@ class GradeInSandbox(NbGraderPreprocessor):
         settings = from_environment()
         if not self.require_isolation:  # the sandbox may then run student code without isolation, warned
             settings = settings.with_sandbox(unsafe=True)
-        engine = shared_engine(self.rubric or None, settings)
+        engine = shared_engine(self.rubric or None, settings, course_chapter(self.chapter))
         graded = [part for part in parts if part in engine.rubric.parts]
         with tempfile.TemporaryDirectory(prefix="nbgrader-modules-") as tmp:
             for module, code in modules.items():
@@ -372,7 +388,7 @@ class GradeInSandbox(NbGraderPreprocessor):
             if problem:
                 lines.append(f"The notebook could not be read: {printable(problem)}")
         else:
-            lines += _what_to_fix(checks, {part: p})
+            lines += _what_to_fix(checks, {part: p}, chapter_parts(self.chapter))
         if not missing and all(c.passed for c in checks):
             lines.append("Every check passed.")
         lines += [f"note: {printable(note)}" for note in grade.notes if note.startswith((f"{part}: ", f"{part} / "))]

@@ -86,21 +86,30 @@ def run(handles, header, payload):
     if op == "getattr":
         return obj
     if op == "call":
-        result = obj(*args, **kwargs)
-        if DEVICE != "cpu" and isinstance(result, torch.nn.Module) and result is not getattr(obj, "__self__", None):
-            result.to(DEVICE)  # a module the student's code built (not module.to(...) returning itself)
-        return result
+        return placed(obj(*args, **kwargs), obj)
     if op == "grads":
         return gradients(obj, args, kwargs)
     if op == "describe":
         return describe(obj)
     if op == "record":
-        return record(obj, args, kwargs, inputs.get("patches", ()), on_device(list(inputs.get("returns", ()))))
+        answer = record(obj, args, kwargs, inputs.get("patches", ()), on_device(list(inputs.get("returns", ()))))
+        answer["result"] = placed(answer["result"], obj)
+        return answer
     if op == "assign":
         return assign(handles, target, args[0])
     if op == "count_ops":
         return count_ops(obj, args, kwargs, inputs.get("device"))
     raise ValueError(f"unknown operation {op!r}")
+
+
+def placed(result, called):
+    """What a call returned, with a module the student's code built moved to DEVICE, as the grader's
+    inputs are (not module.to(...) returning itself). Every way of building one goes through here: a
+    wrapper built with stand-in heads (op record) once kept its own layers on the CPU, so on a GPU
+    its real bug was hidden behind a device error (issue 35's H200: mha-wrapper-extra-out-proj)."""
+    if DEVICE != "cpu" and isinstance(result, torch.nn.Module) and result is not getattr(called, "__self__", None):
+        result.to(DEVICE)
+    return result
 
 
 def on_device(value):

@@ -15,6 +15,7 @@ parts in turn, visible checks first, inside/part_reset.py), and when it ends the
 whatever it left behind before it answers.
 """
 import gc
+import importlib
 import os
 import select
 import signal
@@ -252,12 +253,22 @@ def warm_up(autograd=True):
     torch.default_generator.manual_seed(0)  # the CPU's alone: torch.manual_seed queues CUDA's too
 
 
+# what the emulated GPU's first use imports (FakeTensorMode: sympy, torch._dynamo, the symbolic
+# shapes): seconds of CPU that every child running a device check would pay again
+EMULATION_IMPORTS = ("sympy", "torch._dynamo", "torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes")
+
+
 def _warm_up_counting(layer, x):
     """The first forward under a dispatch mode (counting.count_ops) pays for lazy set-up inside
     torch: paid here once, not by every child. On the CPU and, on a CPU-only build of torch, on the
-    emulated GPU (FakeTensorMode's first use imports sympy and torch._dynamo, seconds of CPU). On a
-    CUDA build entering FakeTensorMode asks torch.cuda.is_available(), which nothing before the
-    fork may do: there each child that runs a device check pays for it."""
+    emulated GPU. On a CUDA build entering FakeTensorMode asks torch.cuda.is_available(), which
+    nothing before the fork may do: there only its imports are made here (they call nothing in
+    torch.cuda: tests/test_cuda_fork.py's tripwires), nearly all of its first use's cost. Without
+    them each child paid it again: on issue 35's H200 (CUDA build, --device cpu, one job) a causal
+    selftest entry took 13.5 s, 4x what the CPU-only development machine takes."""
     counting.count_ops(layer, [x], {})
-    if not torch.backends.cuda.is_built():
+    if torch.backends.cuda.is_built():
+        for name in EMULATION_IMPORTS:
+            importlib.import_module(name)
+    else:
         counting.count_ops(torch.nn.Linear(4, 4), [x], {}, device=emulated_gpu.EMULATED)

@@ -13,11 +13,11 @@ the machine it runs on.
 """
 import ctypes
 import os
-import signal
 import subprocess
 import threading
 
 from autograder.inside.gpu import CONTEXT_MB
+from autograder.sandbox import procfs
 
 PERIOD = 0.25  # seconds between two looks
 
@@ -113,10 +113,7 @@ class Watch:
                 entry = self.watched.get(pid)
                 if entry:
                     self.killed[pid] = f"held {held} MiB of GPU memory, more than the part's {allowed} MiB"
-                    try:
-                        signal.pidfd_send_signal(entry[0], signal.SIGKILL)
-                    except OSError:
-                        pass
+                    procfs.kill(entry[0])
 
     def _run(self):
         stop = threading.Event()

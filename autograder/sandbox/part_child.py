@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 import select
-import signal
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -213,11 +212,7 @@ class PartChild:
         return death.deadline_cause(self)
 
     def kill(self) -> None:
-        if self.pidfd is not None:
-            try:
-                signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
-            except OSError:
-                pass
+        procfs.kill(self.pidfd)
 
     def _collect_end(self) -> dict[str, Any]:
         if self.end is None:

@@ -1,9 +1,11 @@
 """What the kernel says of a sandboxed process, read from /proc: its scheduler counters (time on a CPU,
 time runnable but waiting for one), its pid in the grader's namespace (from a pidfd), and whether it
-has begun to exit. Read by the part's clocks (part_child.py, idle.py) and the death verdict (death.py)."""
+has begun to exit. Read by the part's clocks (part_child.py, idle.py) and the death verdict (death.py).
+Also the one way a process is killed through its pidfd (`kill`: the part's child, the session's leader)."""
 from __future__ import annotations
 
 import os
+import signal
 
 
 def schedstat(path: str) -> tuple[float, float] | None:
@@ -63,3 +65,13 @@ def exiting(host_pid: int) -> bool:
         return fields[0] in ("Z", "X", "x") or bool(int(fields[6]) & PF_EXITING)
     except (OSError, ValueError, IndexError):
         return True  # no such process any more
+
+
+def kill(pidfd: int | None) -> None:
+    """SIGKILL to the process pidfd refers to; nothing when there is no pidfd or it is already gone
+    (an OSError: the process was reaped, the descriptor closed)."""
+    if pidfd is not None:
+        try:
+            signal.pidfd_send_signal(pidfd, signal.SIGKILL)
+        except OSError:
+            pass

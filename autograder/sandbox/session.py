@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import tempfile
 import time
@@ -108,11 +107,7 @@ class Session:
             return None
 
     def kill(self) -> None:
-        if self.leader_pidfd is not None:
-            try:
-                signal.pidfd_send_signal(self.leader_pidfd, signal.SIGKILL)
-            except OSError:
-                pass
+        procfs.kill(self.leader_pidfd)
 
     def close(self) -> None:
         """End the session; where there is no room, nothing of it is left: in container mode no process

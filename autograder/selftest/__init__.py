@@ -5,8 +5,10 @@ alternatives (variants), each graded through the real engine.
                   with a failed check of that part saying the expected words
     variants.yml  correct alternatives: each must keep full marks everywhere
 
-An entry is applied to a fresh copy of solutions/ch03 by exact find/replace (the text must occur
-exactly once), then graded by the engine (engine.Engine, one per process, without the environment check).
+An entry is applied to a fresh copy of the chapter's reference solutions (solutions/ch03) by exact
+find/replace (the text must occur exactly once), then graded by the engine (engine.Engine, one per
+process, without the environment check). The chapter is the one given (run_all's, the engine's,
+`selftest --chapter FILE`); none given: this repository's, chapter.current(), read on call.
 `python -m autograder selftest` and tests/test_suites.py both run the corpus through run_all.
 """
 import ast
@@ -36,9 +38,9 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _parts():
-    """The chapter's parts (the corpus is this repository's chapter's: chapter.current(), read on call)."""
-    return chapter.current().parts
+def _parts(parts=None):
+    """The chapter's parts: the given ones, else this repository's (chapter.current(), read on call)."""
+    return tuple(chapter.current().parts if parts is None else parts)
 
 
 class CorpusError(ValueError):
@@ -77,9 +79,10 @@ class Outcome:
     seconds: float = 0.0
 
 
-def load(path, kind):
-    """Read and validate one corpus file -> [Entry]."""
+def load(path, kind, parts=None):
+    """Read and validate one corpus file -> [Entry]. parts: the chapter's (None: this repository's)."""
     path = Path(path)
+    parts = _parts(parts)
     try:
         root = yaml.compose(path.read_text(encoding="utf-8"))
     except yaml.YAMLError as e:
@@ -113,7 +116,7 @@ def load(path, kind):
         for raw in raw_edits:
             if not isinstance(raw, dict) or set(raw) != {"module", "find", "replace"}:
                 raise CorpusError(f"{where}: {entry_id}: each edit needs exactly module, find and replace")
-            if raw["module"] not in _parts():
+            if raw["module"] not in parts:
                 raise CorpusError(f"{where}: {entry_id}: unknown module {raw['module']!r}")
             if not isinstance(raw["find"], str) or not raw["find"] or not isinstance(raw["replace"], str):
                 raise CorpusError(f"{where}: {entry_id}: find must be non-empty text and replace text")
@@ -123,7 +126,7 @@ def load(path, kind):
             entry.part = data.get("part") or edits[0].module
             entry.parts_losing = list(data.get("parts_losing") or [entry.part])
             entry.message = data.get("message") or ""
-            if entry.part not in _parts() or any(p not in _parts() for p in entry.parts_losing) \
+            if entry.part not in parts or any(p not in parts for p in entry.parts_losing) \
                     or entry.part not in entry.parts_losing:
                 raise CorpusError(f"{where}: {entry_id}: part and parts_losing must be parts, the part among them")
             if not isinstance(entry.message, str) or not entry.message:
@@ -134,8 +137,9 @@ def load(path, kind):
     return entries
 
 
-def corpus():
-    return load(MUTANTS, "mutant") + load(VARIANTS, "variant")
+def corpus(parts=None):
+    """Every entry (mutants, then variants), checked against the chapter's parts (None: this repository's)."""
+    return load(MUTANTS, "mutant", parts) + load(VARIANTS, "variant", parts)
 
 
 def apply(entry, folder, solutions=None):
@@ -156,18 +160,19 @@ def apply(entry, folder, solutions=None):
     return folder
 
 
-def suite_modules(part):
+def suite_modules(part, parts=None):
     """The chapter modules a part's checks ask the child for: student.module(PART) and student.module("x")."""
     source = (PACKAGE_DIR / "suites" / f"test_{part}.py").read_text(encoding="utf-8")
-    named = set(re.findall(r'student\.module\(\s*"(\w+)"\s*\)', source)) & set(_parts())
+    named = set(re.findall(r'student\.module\(\s*"(\w+)"\s*\)', source)) & set(_parts(parts))
     return named | ({part} if re.search(r"student\.module\(\s*PART\s*\)", source) else set())
 
 
-def module_imports(folder):
+def module_imports(folder, parts=None):
     """module -> the chapter modules it imports (static imports only); None if any module of the
-    folder imports in a way this cannot see (importlib, __import__, exec, eval)."""
+    folder imports in a way this cannot see (importlib, __import__, exec, eval). parts: the chapter's."""
+    parts = _parts(parts)
     found = {}
-    for part in _parts():
+    for part in parts:
         path = Path(folder) / f"{part}.py"
         if not path.is_file():
             continue
@@ -182,22 +187,23 @@ def module_imports(folder):
                 return None
         if names & {"importlib", "builtins", "runpy"}:
             return None
-        found[part] = names & set(_parts())
+        found[part] = names & set(parts)
     return found
 
 
-def affected_parts(entry, folder):
+def affected_parts(entry, folder, parts=None):
     """The parts whose child can import a module the entry edits: every part imports only the
     modules its checks name and, transitively, what those import (afresh: a child forgets a part's
     modules before the next, or is replaced, inside/part_reset.py). The other parts run exactly
-    the solutions' code, so they keep their full marks."""
-    imports = module_imports(folder)
+    the solutions' code, so they keep their full marks. parts: the chapter's (None: this repository's)."""
+    parts = _parts(parts)
+    imports = module_imports(folder, parts)
     if imports is None:
-        return list(_parts())
+        return list(parts)
     edited = {edit.module for edit in entry.edits}
     affected = []
-    for part in _parts():
-        reach, todo = set(), list(suite_modules(part))
+    for part in parts:
+        reach, todo = set(), list(suite_modules(part, parts))
         while todo:
             module = todo.pop()
             if module not in reach:
@@ -241,7 +247,8 @@ def judge(entry, grade):
 
 
 def run_entry(entry, engine, all_parts=False):
-    """Grade one entry with the engine. Unless all_parts, only the parts it can affect (affected_parts) are graded."""
+    """Grade one entry with the engine, on the engine's chapter (its reference solutions edited, its parts).
+    Unless all_parts, only the parts it can affect (affected_parts) are graded."""
     import time
 
     from autograder.rubric import Rubric
@@ -249,8 +256,9 @@ def run_entry(entry, engine, all_parts=False):
     started = time.monotonic()
     rubric = engine.rubric
     with tempfile.TemporaryDirectory(prefix=f"selftest-{entry.id}-") as tmp:
-        folder = apply(entry, Path(tmp) / "submission")
-        parts = list(rubric.parts) if all_parts else [p for p in rubric.parts if p in affected_parts(entry, folder)]
+        folder = apply(entry, Path(tmp) / "submission", engine.chapter.solutions)
+        affected = affected_parts(entry, folder, engine.chapter.parts)
+        parts = list(rubric.parts) if all_parts else [p for p in rubric.parts if p in affected]
         grade = engine.grade(folder, rubric=Rubric(rubric.path, {p: rubric.parts[p] for p in parts}),
                              figures=False)  # nobody sees a picture here
     outcome = judge(entry, grade)
@@ -262,13 +270,13 @@ def run_entry(entry, engine, all_parts=False):
 _worker_engine = None  # in a worker process: its engine (made by _init_worker)
 
 
-def _init_worker(slots, settings, rubric_path):
+def _init_worker(slots, settings, rubric_path, manifest=None):
     from multiprocessing import util
 
     from autograder.engine import Engine
 
     global _worker_engine
-    _worker_engine = Engine.open(settings, rubric_path, check=False, slot=slots.get())
+    _worker_engine = Engine.open(settings, rubric_path, check=False, slot=slots.get(), chapter=manifest)
     util.Finalize(_worker_engine, _worker_engine.close, exitpriority=10)
 
 
@@ -276,19 +284,21 @@ def _run_in_worker(entry, all_parts):
     return run_entry(entry, _worker_engine, all_parts)
 
 
-def run_all(entries, jobs=1, rubric_path=None, progress=None, all_parts=False, settings=None):
+def run_all(entries, jobs=1, rubric_path=None, progress=None, all_parts=False, settings=None, manifest=None):
     """Grade every entry -> [Outcome] in the entries' order. jobs > 1: that many worker processes
     (started fresh), each with its own fork server (sandbox slot 1..jobs). settings: the run's
-    (default: the environment's); the corpus is graded without the environment check."""
+    (default: the environment's); the corpus is graded without the environment check. manifest: the
+    chapter (a chapter.Chapter; None: this repository's) whose reference and parts every engine grades."""
     from autograder.engine import Engine
 
+    manifest = manifest or chapter.current()
     settings = (settings or settings_mod.from_environment()).with_secret()  # one secret for every worker
     for entry in entries:  # fail fast on a find text that does not apply, before starting anything
         with tempfile.TemporaryDirectory() as tmp:
-            apply(entry, tmp)
+            apply(entry, tmp, manifest.solutions)
     if jobs <= 1:
         outcomes = []
-        with Engine.open(settings, rubric_path, check=False, slot=1) as engine:
+        with Engine.open(settings, rubric_path, check=False, slot=1, chapter=manifest) as engine:
             for entry in entries:
                 outcomes.append(run_entry(entry, engine, all_parts))
                 if progress:
@@ -301,7 +311,7 @@ def run_all(entries, jobs=1, rubric_path=None, progress=None, all_parts=False, s
     for slot in range(1, jobs + 1):
         slots.put(slot)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                             initargs=(slots, settings, rubric_path)) as pool:
+                             initargs=(slots, settings, rubric_path, manifest)) as pool:
         outcomes = []
         for outcome in pool.map(_run_in_worker, entries, [all_parts] * len(entries)):
             outcomes.append(outcome)

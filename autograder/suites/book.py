@@ -1,6 +1,7 @@
 """The book's printed values, as a snapshot the suites carry with them (suites/snapshots/book.json).
 
-The snapshot is made from the reference solutions (`python -m autograder.suites.book --refresh`);
+The snapshot is made from the reference solutions (`python -m autograder.suites.book --refresh
+[--chapter FILE]`, default this repository's chapter.yml);
 `python -m autograder book-check` (autograder/authoring/book_check.py) proves they agree with what the book
 prints (assignments/ch03/tests/book_examples.json) to 1e-4.
 """
@@ -41,15 +42,18 @@ def _forget(modules):
         sys.modules.pop(module, None)
 
 
-def compute_from_solutions(folder):
+def compute_from_solutions(folder, parts=None):
     """Recompute every snapshot value by running the reference modules in `folder` (trusted code,
-    imported afresh: nothing is kept from another folder)."""
+    imported afresh: nothing is kept from another folder). parts: the chapter's modules, in its
+    manifest's order (the caller's chapter; None: this repository's, chapter.current())."""
     import importlib
     import sys
 
-    from autograder.chapter import current
+    if parts is None:
+        from autograder.chapter import current
 
-    modules = current().parts  # simple_attention, self_attention_v1, v2, weight_transfer, causal, mha, ...
+        parts = current().parts
+    modules = tuple(parts)  # simple_attention, self_attention_v1, v2, weight_transfer, causal, mha, ...
     _forget(modules)
     sys.path.insert(0, str(folder))
     try:
@@ -94,12 +98,37 @@ def compute_from_solutions(folder):
     return {k: v if isinstance(v, int) else torch.round(v.detach().double(), decimals=6).tolist() for k, v in out.items()}
 
 
+def refresh(manifest=None, path=None):
+    """Write the snapshot (path: default SNAPSHOT) from the chapter's reference solutions (manifest: a
+    chapter.Chapter; None: this repository's) -> the path written."""
+    if manifest is None:
+        from autograder.chapter import current
+
+        manifest = current()
+    path = SNAPSHOT if path is None else Path(path)
+    path.write_text(json.dumps(compute_from_solutions(manifest.solutions, manifest.parts), indent=None) + "\n")
+    return path
+
+
+def main(argv=None):
+    """`python -m autograder.suites.book --refresh [--chapter FILE]` (default: this repository's chapter.yml)."""
+    import argparse
+
+    from autograder import chapter
+
+    parser = argparse.ArgumentParser(prog="python -m autograder.suites.book")
+    parser.add_argument("--refresh", action="store_true", required=True,
+                        help="rewrite suites/snapshots/book.json from the chapter's reference solutions")
+    parser.add_argument("--chapter", metavar="FILE", default=None,
+                        help="the chapter manifest (chapter.yml) to work on (default: this repository's)")
+    args = parser.parse_args(argv)
+    try:
+        manifest = chapter.load(args.chapter) if args.chapter else chapter.current()
+    except chapter.ManifestError as e:
+        parser.error(str(e))
+    print(f"wrote {refresh(manifest)}")
+    return 0
+
+
 if __name__ == "__main__":
-    import sys
-
-    from autograder.chapter import current
-
-    if sys.argv[1:] != ["--refresh"]:
-        sys.exit("usage: python -m autograder.suites.book --refresh")
-    SNAPSHOT.write_text(json.dumps(compute_from_solutions(current().solutions), indent=None) + "\n")
-    print(f"wrote {SNAPSHOT}")
+    main()

@@ -36,11 +36,13 @@ from autograder.student import StudentError
 from autograder.suites import expect
 
 # aten ops (overload packet names) that multiply matrices; einsum, linear and matmul reach the
-# dispatcher as mm / bmm / addmm / baddbmm, scaled_dot_product_attention as its fused kernels
+# dispatcher as mm / bmm / addmm / baddbmm; scaled_dot_product_attention is counted whole by the child
+# (inside/counting.WholeAttention), whichever kernel runs it
 MATMUL_LIKE = {"mm", "bmm", "addmm", "baddbmm", "addbmm", "addmm_", "baddbmm_", "matmul", "mv", "addmv", "dot",
                "vdot", "linear", "einsum", "tensordot", "_addmm_activation", "convolution", "_convolution",
                "conv1d", "conv2d", "_int_mm", "_scaled_mm"}
-ATTENTION_KERNEL = re.compile(r"scaled_dot_product|flash_attention|efficient_attention|cudnn_attention")
+ATTENTION_KERNEL = re.compile(r"scaled_dot_product|flash_attention|efficient_attention|cudnn_attention|"
+                              r"multi_head_attention")  # inside/counting.WHOLE: each call counted once
 SOFTMAX_LIKE = {"_softmax", "softmax", "_log_softmax", "log_softmax", "_safe_softmax"}
 
 LOOP_HINT = ("a Python loop over the heads: batch the heads with .view(b, num_tokens, num_heads, head_dim) and "

@@ -13,6 +13,7 @@ import re
 
 import torch
 
+from autograder.inside import emulated_gpu
 from autograder.suites import expect, vocabulary
 
 
@@ -303,8 +304,7 @@ def error_diagnosis(error, signature=""):
         if re.search(r"object has no attribute '\w{1,40}'", text):
             return ("an attribute is used but was never set: assign each one in __init__ as self.<name> = ... (a "
                     "local variable is lost when __init__ returns)")
-    if error.kind in ("RuntimeError", "FakeTensorDeviceMismatchError") and \
-            re.search(r"Expected all tensors to be on the same device|found at least two devices", text):
+    if emulated_gpu.mixes_devices(error.kind, text):  # torch's words on a GPU and on the emulated one
         return DEVICES_MIXED
     if error.kind == "AttributeError":
         found = re.search(r"object has no attribute '(\w{1,40})'", text)
