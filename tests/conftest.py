@@ -6,10 +6,8 @@ differ (its own settings, slot, limits, a secret in the environment, container m
 """
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
-import quick_subset
+import xdist_groups
 from shared_engine import open_engine
 
 from autograder import selftest
@@ -31,12 +29,14 @@ def engine():
 class GradedCorpus:
     """The selftest corpus graded once per secret: graded_corpus(secret=None, entries=None) -> {entry
     id: selftest.Outcome} for those entries (default: the whole corpus) under that secret (default:
-    the session's, .secret, drawn once as a run draws its own), graded with two workers by
-    selftest.run_all (each with its own fork server). Entries already graded under that secret are not
-    graded again (test_suites grades the whole corpus, test_isolation a third of it under this secret
-    and another)."""
+    the session's, .secret, drawn once as a run draws its own), each graded by selftest.run_entry (the
+    parts it can affect) with the session's engine under that secret: the path selftest.run_all takes
+    in each of its workers, without starting new processes and fork servers for it (issue 38 item 6).
+    Entries already graded under that secret are not graded again (test_suites grades the whole
+    corpus, test_isolation a third of it under this secret and another)."""
 
-    def __init__(self) -> None:
+    def __init__(self, engine) -> None:
+        self.engine = engine
         self.secret = settings_mod.from_environment().with_secret().seed
         self.done: dict[int, dict[str, selftest.Outcome]] = {}
 
@@ -46,40 +46,37 @@ class GradedCorpus:
         known = self.done.setdefault(secret, {})
         missing = [e for e in entries if e.id not in known]
         if missing:
-            settings = dataclasses.replace(settings_mod.from_environment(), seed=secret)
-            known.update({o.id: o for o in selftest.run_all(missing, jobs=2, settings=settings)})
+            engine = self.engine.with_seed(secret)
+            known.update({e.id: selftest.run_entry(e, engine) for e in missing})
         return {e.id: known[e.id] for e in entries}
 
 
 @pytest.fixture(scope="session")
-def graded_corpus():
+def graded_corpus(engine):
     """The selftest corpus, graded once per secret for the session (GradedCorpus)."""
-    return GradedCorpus()
+    return GradedCorpus(engine)
 
 
-# The files that read the selftest corpus's grading (graded_corpus, a session fixture): one worker
-# runs them all, so the corpus is graded once under `pytest -n 2` as it is without workers
-CORPUS_READERS = {"test_suites.py", "test_isolation.py"}
 # the longest units first (a worker that takes one late is the suite's tail): the corpus readers, then
-# the files whose tests or module fixtures take minutes (measured with --durations, 2026-11-28);
-# every other file after them, in collection order. The order inside a file never changes.
-LONGEST_FIRST = ("selftest-corpus", "test_adversarial.py", "test_nbgrader_roundtrip.py", "test_graded_under_load.py",
-                 "test_nbgrader_validate.py", "test_batch.py", "test_one_parse.py", "test_regrades.py",
-                 "test_deploy_installs.py", "test_reports.py", "test_class_report.py", "test_container_mode.py")
+# the files whose tests or module fixtures take a minute or more (per-file sums of a profile of the
+# whole suite on two workers, 2026-11-28 05:33 UTC); every other file after them, in collection order.
+# The order inside a file never changes.
+LONGEST_FIRST = ("selftest-corpus", "test_nbgrader_validate.py", "test_adversarial.py",
+                 "test_nbgrader_roundtrip.py", "test_graded_under_load.py", "test_deploy_installs.py",
+                 "test_fairness.py", "test_batch.py", "test_regrades.py", "test_efficiency.py", "test_gradescope.py",
+                 "test_nbgrader_commands.py", "test_notebook_outputs.py", "test_reports.py", "test_lint.py")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """The unit a test worker takes (`pytest -n 2 --dist loadgroup`, as .ci/run runs the suite): a
+    whole file, so its module fixtures are made once, the files of a group (xdist_groups.TOGETHER) together
+    (tests/xdist_groups.py: xdist's own xdist_group marker is lost under pytest 9)."""
+    return xdist_groups.scheduler(config, log, xdist_groups.TOGETHER)
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark the quick subset (`pytest -m quick`): the tests tests/quick_subset.py lists, besides any a
-    test file marks itself with @pytest.mark.quick. And the unit a test worker takes (`pytest -n 2
-    --dist loadgroup`, as .ci/run runs the suite): a whole file, so its module fixtures are made once,
-    the corpus readers together."""
-    for item in items:
-        if quick_subset.chosen(item.path.name, getattr(item, "originalname", item.name)):
-            item.add_marker(pytest.mark.quick)
-        item.add_marker(pytest.mark.xdist_group(group_of(item)))
+    """The longest units first (LONGEST_FIRST), the order the workers take them in. (The quick subset,
+    `-m quick`, is marked in the test files themselves: tests/quick_subset.py.)"""
     rank = {group: at for at, group in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(group_of(item), len(rank)))  # stable: collection order otherwise
-
-
-def group_of(item: pytest.Item) -> str:
-    return "selftest-corpus" if item.path.name in CORPUS_READERS else item.path.name
+    items.sort(key=lambda item: rank.get(xdist_groups.group_of(item.nodeid, xdist_groups.TOGETHER), len(rank)))  # stable

@@ -1,11 +1,16 @@
-"""What the public tests (assignments/ch03/tests) say about each selftest mutant, in one process:
+"""What the public tests (assignments/ch03/tests) say about submissions, many in one process:
 
     python tests/public_verdicts.py OUT.json ID [ID ...]
+    python tests/public_verdicts.py --folders RUNS.json OUT.json
 
-writes {mutant id: {public test: its failure message}} for the named mutants of
+The first writes {mutant id: {public test: its failure message}} for the named mutants of
 autograder/selftest/mutants.yml, each applied to a fresh copy of the solutions and tested with the
-public tests of its part (pytest.main once per mutant, in this process: torch is imported once).
-test_suites.test_public_tests_and_grader_agree compares these with the grader's diagnoses.
+public tests of its part; test_suites.test_public_tests_and_grader_agree compares these with the
+grader's diagnoses. The second runs the public tests on the folders RUNS.json names ({key: {"folder":
+DIR, "marker": a -m expression, "skipped": whether a skipped test's message counts}}) and writes {key:
+{"output": what pytest printed, "outcomes": {public test: its failure message, "skipped: <message>",
+or None}}} (tests/test_public_diagnoses.py). Either way pytest.main runs once per submission, in this
+process: torch is imported once, not once per submission (issue 38 item 6).
 """
 import contextlib
 import io
@@ -22,19 +27,27 @@ from autograder import selftest
 PUBLIC_TESTS = Path(__file__).resolve().parents[1] / "assignments" / "ch03" / "tests"
 
 
-def verdicts(entry):
+def public_run(folder, marker, skipped=False):
+    """The public tests of `marker` on the modules of `folder` -> (what pytest printed, {test name:
+    failure message or None}); skipped: a skipped test's message too, as "skipped: <message>"."""
     with tempfile.TemporaryDirectory() as tmp:
-        folder = selftest.apply(entry, Path(tmp) / "submission")
         junit = Path(tmp) / "junit.xml"
-        with contextlib.redirect_stdout(io.StringIO()):
-            pytest.main([str(PUBLIC_TESTS), "-p", "no:cacheprovider", "-q", "-m", entry.part,
+        printed = io.StringIO()
+        with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
+            pytest.main([str(PUBLIC_TESTS), "-p", "no:cacheprovider", "-q", "-m", marker,
                          f"--submission={folder}", f"--junitxml={junit}"])
-        found = {}
+        outcomes = {}
         for case in ET.parse(junit).iter("testcase"):
             failures = [child.get("message", "") for child in case if child.tag in ("failure", "error")]
-            if failures:
-                found[case.get("name")] = failures[0].removeprefix("Failed: ")
-        return found
+            failures += [f"skipped: {child.get('message', '')}" for child in case if skipped and child.tag == "skipped"]
+            outcomes[case.get("name")] = failures[0].removeprefix("Failed: ") if failures else None
+        return printed.getvalue(), outcomes
+
+
+def verdicts(entry):
+    with tempfile.TemporaryDirectory() as tmp:
+        _, outcomes = public_run(selftest.apply(entry, Path(tmp) / "submission"), entry.part)
+        return {name: message for name, message in outcomes.items() if message is not None}
 
 
 def main(out, ids):
@@ -42,5 +55,16 @@ def main(out, ids):
     Path(out).write_text(json.dumps({i: verdicts(entries[i]) for i in ids}, indent=1), encoding="utf-8")
 
 
+def main_folders(runs, out):
+    found = {}
+    for key, run in json.loads(Path(runs).read_text(encoding="utf-8")).items():
+        output, outcomes = public_run(run["folder"], run["marker"], run.get("skipped", False))
+        found[key] = {"output": output, "outcomes": outcomes}
+    Path(out).write_text(json.dumps(found, indent=1), encoding="utf-8")
+
+
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2:])
+    if sys.argv[1] == "--folders":
+        main_folders(sys.argv[2], sys.argv[3])
+    else:
+        main(sys.argv[1], sys.argv[2:])

@@ -300,6 +300,7 @@ def test_solutions_get_full_marks(engine):
 
 # ---------------------------------------------------------------- exits
 
+@pytest.mark.quick
 @pytest.mark.parametrize("case, says", [
     ("exit_sys_exit_at_import", "sys.exit(0)"),
     ("exit_raise_systemexit_at_import", "sys.exit(None)"),
@@ -629,6 +630,7 @@ def test_control_groups_are_removed(tmp_path):
                 folder.rmdir()
 
 
+@pytest.mark.quick
 def test_output_flood_is_capped(engine, tmp_path):
     """Threat: print 200 MB at import (print, stderr and raw writes, ignoring errors). The grader
     keeps at most 64 KiB of it and the (correct) module is judged as usual."""

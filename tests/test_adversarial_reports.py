@@ -172,6 +172,7 @@ def test_invisible_letters_reach_no_report(engine, tmp_path):
     assert not ignorable.search(every + json.dumps(grade.output, ensure_ascii=False))
 
 
+@pytest.mark.quick
 def test_markup_injection_opens_no_section(engine, tmp_path):
     """Threat: exception text and a raising place (quoted in the grader's own diagnosis) that open a
     fake "regraded: 100/100" section and table row, a script, an image with onerror, a link, a code

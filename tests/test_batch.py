@@ -205,6 +205,7 @@ def clean(classroom, tmp_path_factory):
     return out, gradebook(out)
 
 
+@pytest.mark.quick
 def test_clean_run_grades_everyone(clean, rubric):
     """Every student once; full marks where deserved; each mistake costs its own part (and the
     parts that import it) only; broken submissions get zero with the reason."""

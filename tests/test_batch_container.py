@@ -32,6 +32,7 @@ def test_batch_container_is_refused_on_the_command_line(tmp_path):
     assert not out.exists()  # refused before any folder, gradebook or process
 
 
+@pytest.mark.quick
 def test_container_mode_from_the_environment_is_refused_by_run_batch(tmp_path, monkeypatch):
     monkeypatch.setenv("CH03_CONTAINER", "1")
     with pytest.raises(SandboxUnavailable) as refused:
@@ -44,5 +45,6 @@ def test_container_mode_from_the_environment_is_refused_by_run_batch(tmp_path, m
     assert nbgrader_plugins._engine is None
 
 
+@pytest.mark.quick
 def test_without_container_mode_nothing_is_refused():
     assert container.refuse_many(False, "batch") == ""

@@ -229,6 +229,7 @@ def test_the_fingerprint_never_reads_what_staging_never_takes(tmp_path, monkeypa
     assert batch.digest(folder) == batch.digest(folder)
 
 
+@pytest.mark.quick
 def test_student_names_from_any_file_names(tmp_path):
     """Folder names that are not UTF-8, or that only differ in characters a name cannot keep, become
     distinct safe names (neither takes the name both would clean up to: tests/test_student_names.py);

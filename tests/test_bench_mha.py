@@ -48,6 +48,7 @@ def test_the_five_compute_one_function_and_a_difference_is_refused(models):
         bench_mha.same_function(models, x, 1e-5)
 
 
+@pytest.mark.quick
 def test_the_table_gives_ratios_to_sdpa():
     results = {"efficient": {"forward": 3.0, "backward": None}, "sdpa": {"forward": 1.5, "backward": None}}
     text = bench_mha.table(results)

@@ -9,6 +9,8 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+
 from autograder import PROJECT_ROOT, selftest
 
 SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
@@ -19,6 +21,7 @@ def book_check(*args):
                           capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.quick
 def test_the_reference_matches_every_printed_value():
     done = book_check()
     assert (done.returncode, done.stdout) == (0, "book values: 21/21 match\n"), done.stderr[-2000:]

@@ -7,6 +7,8 @@ import pytest
 from autograder.inside import syscalls
 from autograder.sandbox import client
 
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
+
 
 @pytest.fixture()
 def no_pyseccomp(monkeypatch):

@@ -64,6 +64,7 @@ def other_chapter(tmp_path):
     return chapter.load(tmp_path / "chapter.yml")
 
 
+@pytest.mark.quick
 def test_an_engine_given_another_chapter_discovers_its_parts_and_grades_them(other_chapter, monkeypatch, tmp_path):
     engine = Engine(settings.Settings(seed=1), chapter=other_chapter)
     assert engine.rubric_path == other_chapter.rubric
@@ -102,6 +103,7 @@ def test_junit_names_the_graded_chapter():
     assert root.get("name") == "ch99"
 
 
+@pytest.mark.quick
 def test_the_command_line_resolves_the_chapter_once(other_chapter, tmp_path):
     from autograder import cli
 

@@ -5,6 +5,7 @@ sa_v2: it keeps full marks, and the grade says so in a visible note (grade.notes
 report). The solutions, which copy the weights, get no note.
 """
 
+import pytest
 from rubric_points import PART
 
 from autograder import reports, runner, selftest
@@ -40,6 +41,7 @@ def test_the_books_exercise_3_1_answer_keeps_full_marks_with_a_visible_note(engi
     assert notes[0] in reports.results_json(result)["output"]
 
 
+@pytest.mark.quick
 def test_the_solutions_get_no_note(engine):
     result = grade(engine, selftest.SOLUTIONS)
     assert result.parts["weight_transfer"].score == PART["weight_transfer"]

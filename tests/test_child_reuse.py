@@ -69,6 +69,7 @@ def submission(tmp_path, leftover=""):
     return folder
 
 
+@pytest.mark.quick
 def test_one_child_per_submission(engine, tmp_path, children):
     rubric, suites, sandbox = engine
     sandbox.round_trips.clear()

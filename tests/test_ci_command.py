@@ -192,6 +192,7 @@ def test_a_missing_path_is_a_usage_error(tmp_path):
 
 # --- the helpers, without grading --------------------------------------------------------
 
+@pytest.mark.quick
 def test_event_context_takes_only_a_number_and_a_sha(tmp_path):
     event = tmp_path / "event.json"
     event.write_text(json.dumps({"pull_request": {"number": "7; rm -rf /", "head": {"sha": "abc$(id)"}},
@@ -203,6 +204,7 @@ def test_event_context_takes_only_a_number_and_a_sha(tmp_path):
     assert ghactions.event_context({})["pr"] is None
 
 
+@pytest.mark.quick
 def test_comment_quiets_mentions_and_stays_under_githubs_limit():
     body = ghactions.comment_body("raised ValueError: ping @octocat " + "x" * 70000, {"pr": 3, "sha": None})
     assert "@octocat" not in body and "@\u200boctocat" in body

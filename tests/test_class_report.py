@@ -351,6 +351,7 @@ def _record(parts_checks):
     return {"score": 0, "max_score": 1, "tests": tests}  # a record without extra_data: the output is the message
 
 
+@pytest.mark.quick
 def test_unfinished_work_is_one_row_per_part_below_the_misconceptions():
     """Issue 22: one stub submission filled the top of the list with one row per unimplemented piece
     and pushed a real misconception out of it."""
@@ -399,6 +400,7 @@ def _full_record(parts_checks, problems=None):
     return {"score": 0, "max_score": 1, "tests": tests, "extra_data": {"problems": problems or {}}}
 
 
+@pytest.mark.quick
 def test_only_misconceptions_are_misconceptions_and_each_student_counts_once():
     """Issue 31 item 3: crashes, timeouts and modules that do not import are unfinished work (one row per
     part and kind); a voided check counts with the mistake that voids it; one student is one count

@@ -109,6 +109,7 @@ def test_the_reference_passes_and_a_submission_reaches_nothing_of_the_grader(sou
     assert sorted(os.listdir(root / "results")) == ["results.json"]
 
 
+@pytest.mark.quick
 def test_without_the_flag_the_grader_refuses_and_names_the_refusal(tmp_path):
     done = subprocess.run(DOCKER_LIKE + [sys.executable, "-m", "autograder", "grade", str(SOLUTIONS)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300)

@@ -9,6 +9,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from autograder import PROJECT_ROOT
 
 TRIPWIRE = PROJECT_ROOT / "tests" / "cuda_tripwire.py"
@@ -85,6 +87,7 @@ def test_checking_the_device_asks_nvml_and_never_initialises_cuda(tmp_path):
     assert calls == []
 
 
+@pytest.mark.quick
 def test_a_machine_where_nvml_and_torch_see_no_gpu_refuses_cuda(monkeypatch):
     import pytest
     import torch

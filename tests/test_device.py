@@ -48,6 +48,7 @@ def test_the_child_moves_the_graders_tensors_and_keeps_parameters(monkeypatch):
     assert moved[2]["x"].device.type == "meta" and moved[3:] == [4, "text"]
 
 
+@pytest.mark.quick
 def test_on_the_cpu_nothing_is_copied():
     x = torch.zeros(3)
     assert child.DEVICE == "cpu" and child.on_device([x])[0] is x

@@ -43,12 +43,14 @@ def test_dropout_is_named_only_when_dropout_is_the_cause(engine, tmp_path):
     assert not eval_check.passed and "dropout must do nothing" in eval_check.message
 
 
+@pytest.mark.quick
 def test_two_mistakes_with_the_same_numbers_are_both_named():
     want, same = torch.zeros(3), torch.ones(3)
     why = named_mistake(same, want, [(same, "cause A"), (same.clone(), "cause B"), (want + 2, "cause C")])
     assert "cause A" in why and "cause B" in why and "cause C" not in why
 
 
+@pytest.mark.quick
 def test_the_cause_named_by_most_failed_checks_is_the_part_s_diagnosis():
     run = runner.PartRun("mha", [runner.CheckResult("mha", "a", False, "x is wrong: A", cause="A"),
                                  runner.CheckResult("mha", "b", False, "y is wrong: A", cause="A"),

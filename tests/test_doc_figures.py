@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
+
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ["README.md", *sorted(str(p.relative_to(ROOT)) for p in (ROOT / "docs").glob("*.md")),
         "assignments/ch03/README.md", "autograder/templates/release/README.md",

@@ -264,6 +264,7 @@ def counts_of(module, x, device=None):
     return child.count_ops(module.eval(), [x], {}, device)
 
 
+@pytest.mark.quick
 def test_the_reference_mha_issues_the_same_matmuls_for_any_head_count(solutions):
     x = torch.rand(2, 6, 6)
     few = counts_of(solutions.MultiHeadAttention(6, 8, 8, 0.0, 2), x)["counts"]
@@ -341,6 +342,7 @@ def test_the_fork_server_pays_for_the_emulated_gpu_once(tmp_path):
     assert out.split("\n")[0] == "[2, 5, 6] cuda [] ['torch._dynamo', 'sympy'] []"
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("bad", [None, {"counts": [1, 2]}, {"counts": {"mm": -1}}, {"counts": {"mm": "3"}},
                                  {"counts": {"mm": True}}])
 def test_counts_from_the_child_are_checked(bad):

@@ -77,6 +77,7 @@ class FakeSandbox:
     plan = {"room": True, "user_namespace": False, "seccomp": "00", "why": ""}
 
 
+@pytest.mark.quick
 def test_the_cache_keeps_a_full_score_and_a_hit_grades_nothing(tmp_path, monkeypatch):
     from autograder import grading
 

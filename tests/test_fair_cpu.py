@@ -82,6 +82,7 @@ def without_group_clock(monkeypatch, clock):
         monkeypatch.setattr(cgroup.Group, "cpu_seconds", lambda self: None)
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("clock", ["group", "proc"])
 def test_time_spent_off_the_cpu_is_not_the_part_s(engine, tmp_path, monkeypatch, clock):
     """A child that gets no CPU for longer than its part's limit (here it sleeps, as it would wait on a
@@ -91,6 +92,7 @@ def test_time_spent_off_the_cpu_is_not_the_part_s(engine, tmp_path, monkeypatch,
     assert [r.passed for r in run.results] == [True] and not run.timed_out and run.cpu_seconds < 2
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("clock", ["group", "proc"])
 def test_a_loop_is_ended_at_its_cpu_time_limit(engine, tmp_path, monkeypatch, clock):
     without_group_clock(monkeypatch, clock)

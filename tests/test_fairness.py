@@ -7,6 +7,7 @@ applied, and states the score per part and the message it expects.
 import re
 from pathlib import Path
 
+import pytest
 from rubric_points import PART, TOTAL
 
 from autograder import selftest
@@ -43,6 +44,7 @@ def test_solutions_keep_full_marks_whatever_the_hidden_draw(engine):
         assert (result.score, failed(result)) == (TOTAL, {}), seed
 
 
+@pytest.mark.quick
 def test_a_raising_v2_costs_the_transfer_nothing(engine, tmp_path):
     result = graded_entry(engine, tmp_path, "v2-forward-attribute-typo")
     assert scores(result)["weight_transfer"] == PART["weight_transfer"]

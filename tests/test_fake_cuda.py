@@ -49,6 +49,7 @@ def parts_of(entry):
     return [p for p in fake_cuda.PARTS if p in parts]
 
 
+@pytest.mark.quick
 def test_the_emulated_gpu_follows_torchs_device_rules():
     with emulated_gpu.EmulatedGPU() as gpu:
         x = gpu.tensor(torch.rand(2, 4, 4))
@@ -71,6 +72,7 @@ def test_the_emulated_gpu_follows_torchs_device_rules():
     assert torch.is_grad_enabled()
 
 
+@pytest.mark.quick
 def test_the_reference_runs_on_the_emulated_gpu_in_every_part():
     assert fake_cuda.device_problems(SOLUTIONS) == {}
 

@@ -4,6 +4,7 @@ with the student's own run, not the grader's stand-in's.
 
 Each case grades a copy of the solutions with edits and states every affected part's score.
 """
+import pytest
 from part_edits import failed, grade, scores, submission
 
 RENAMED_BUFFER = [("mha", 'self.register_buffer("mask",', 'self.register_buffer("causal_mask",'),
@@ -25,6 +26,7 @@ RENAMED_WRAPPER = [("mha", "class MultiHeadAttentionWrapper(", "class MultiHeadC
 WRAPPER_POINTS = 5  # wrapper_book_example 2, _builds_its_heads 1, _concatenates_its_heads 1, _unseen_seed 1
 
 
+@pytest.mark.quick
 def test_the_mha_mask_buffer_may_have_any_name(engine, tmp_path):
     result = grade(engine, submission(tmp_path, *RENAMED_BUFFER), ["mha"])
     assert scores(result) == {"mha": 22}, failed(result, "mha")
@@ -53,6 +55,7 @@ def test_simple_attention_with_the_book_s_float32_buffers_keeps_full_marks(engin
     assert scores(result) == {"simple_attention": 10}, failed(result, "simple_attention")
 
 
+@pytest.mark.quick
 def test_a_wrapper_under_another_name_is_charged_in_mha_only(engine, tmp_path):
     result = grade(engine, submission(tmp_path, *RENAMED_WRAPPER), ["mha", "exercises"])
     assert scores(result) == {"mha": 22 - WRAPPER_POINTS, "exercises": 8}, (failed(result, "mha"),

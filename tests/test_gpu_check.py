@@ -23,6 +23,7 @@ def _all_hold():
             "cuda_cost": (0.41, 520), "efficient_ratio": 1.76, "seconds": 140.0}
 
 
+@pytest.mark.quick
 def test_the_summary_line_when_everything_holds():
     line, ok = gpu_check.summary(_all_hold())
     assert ok

@@ -14,6 +14,7 @@ from autograder.inside.gpu import CONTEXT_MB
 from autograder.sandbox import gpu_watch
 
 
+@pytest.mark.quick
 def test_the_allocator_cap_is_the_parts_memory_as_a_share_of_the_card():
     assert gpu.fraction(2048, 80 << 30) == pytest.approx(2048 / (80 * 1024))
     assert gpu.fraction(10 ** 6, 80 << 30) == 1.0  # never more than the card

@@ -7,6 +7,8 @@ names that must be left out) stands in for the host.
 """
 import os
 
+import pytest
+
 from autograder.inside import syscalls
 from autograder.sandbox import nvidia, room
 
@@ -42,6 +44,7 @@ def _layout(tmp_path):
     return dev, system, driver, extra, cache, library_path
 
 
+@pytest.mark.quick
 def test_the_device_nodes_are_the_ones_cuda_opens(tmp_path):
     dev = _layout(tmp_path)[0]
     assert nvidia.device_nodes(str(dev)) == [str(dev / n) for n in (

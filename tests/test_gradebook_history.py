@@ -3,8 +3,12 @@
 Written here directly, as batch writes it; nothing is graded (test_regrades.py runs real batches)."""
 import sqlite3
 
+import pytest
+
 from autograder import batch
 from autograder.course.gradebook import Gradebook
+
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
 
 OLD_SCHEMA = """
 CREATE TABLE submissions (student TEXT PRIMARY KEY, digest TEXT NOT NULL, score REAL NOT NULL,

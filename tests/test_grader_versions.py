@@ -87,6 +87,7 @@ def test_without_a_limit_the_readme_says_nothing_of_one(tmp_path):
     assert "Submission limit" not in readme and "@SUBMISSIONS@" not in readme
 
 
+@pytest.mark.quick
 def test_the_graded_notebooks_state_the_limit(limited_rubric):
     texts = notebooks.notebook_texts(rubric_path=limited_rubric)
     for name, text in texts.items():

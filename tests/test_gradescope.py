@@ -41,6 +41,7 @@ def module_files(folder):
     return {p.name: p.read_text() for p in sorted(folder.glob("*.py"))}
 
 
+@pytest.mark.quick
 def test_the_zip_follows_gradescopes_layout(bundle):
     archive, _ = bundle
     with zipfile.ZipFile(archive) as z:
@@ -78,6 +79,7 @@ def test_the_zip_is_reproducible(bundle, tmp_path):
     assert again.read_bytes() == archive.read_bytes()
 
 
+@pytest.mark.quick
 def test_solutions_get_full_marks(bundle, tmp_path):
     done, root, results = run_bundle(bundle, tmp_path, module_files(SOLUTIONS))
     assert done.returncode == 0, done.stderr[-3000:]

@@ -14,6 +14,8 @@ from autograder import chapter, grading, reports, runner
 from autograder.student import StudentError
 from autograder.suites import expect, helpers, misconceptions, test_causal, vocabulary
 
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
+
 
 class FakeStudent:
     def __init__(self, saw_hidden):

@@ -3,6 +3,10 @@ reports/results_json, sandbox/child and sandbox/part_reset each imported the oth
 import ast
 from pathlib import Path
 
+import pytest
+
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
+
 PACKAGE = Path(__file__).resolve().parents[1] / "autograder"
 
 

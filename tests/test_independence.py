@@ -15,6 +15,7 @@ from autograder.suites import dependencies
 V2_RAISES = ("self_attention_v2", "        super().__init__()\n", "        super().__init__()\n        raise KeyError(1)\n")
 
 
+@pytest.mark.quick
 def test_a_v2_that_raises_when_built_costs_the_transfer_nothing(engine, tmp_path):
     result = grade(engine, submission(tmp_path, V2_RAISES), ["self_attention_v2", "weight_transfer"])
     assert scores(result) == {"self_attention_v2": 0, "weight_transfer": 8}
@@ -56,6 +57,7 @@ def test_a_hanging_causal_costs_the_wrapper_nothing(engine, tmp_path):
     assert scores(result) == {"mha": 22}
 
 
+@pytest.mark.quick
 def test_heads_built_through_an_alias_are_recognised(engine, tmp_path):
     folder = submission(tmp_path, ("mha", "from causal import CausalAttention\n",
                                    "from causal import CausalAttention as Head\nAttention_v1 = Head\n"),
@@ -85,6 +87,7 @@ def test_a_wrong_exercise_still_costs_points_when_mha_is_renamed(engine, tmp_pat
                for m in failed(result, "exercises").values()), failed(result, "exercises")
 
 
+@pytest.mark.quick
 def test_a_part_never_receives_its_own_reference():
     everything_wrong = {module: "wrong" for module in MODULES}
     for part, uses in dependencies.DEPENDS.items():
@@ -131,6 +134,7 @@ def test_exercises_written_for_mha_s_own_class_name_keep_full_marks(engine, tmp_
     assert scores(result)["mha"] < 22
 
 
+@pytest.mark.quick
 def test_the_probes_find_the_reference_right_on_its_own(engine, tmp_path, monkeypatch):
     """Every part a check uses is probed; on the solutions each probe says right (''), so no stand-in
     replaces the student's own code there (a probe that always failed would hide interaction bugs)."""

@@ -72,6 +72,7 @@ def allowed_roots():
     return roots
 
 
+@pytest.mark.quick
 def test_the_room_shows_only_the_allow_list(sandbox, tmp_path):
     """A course clone, a Gradescope bundle and a folder of correct modules planted outside the
     allow-list (beside the project, in /srv or /opt, in the host's /tmp), with the command files a
@@ -290,6 +291,7 @@ def test_a_hostile_submission_changes_nothing_for_the_next(sandbox, tmp_path):
 
 # ---------------------------------------------------------------- unseen inputs from a secret per run
 
+@pytest.mark.quick
 def test_unseen_inputs_come_from_the_runs_secret():
     """The same secret, submission and check give the same inputs (--seed regrades identically);
     another secret, another submission or another check give others."""

@@ -10,6 +10,8 @@ from autograder import cli
 from autograder.course import lateness
 from autograder.course.lateness import Collected, LateInputError, LatePolicy, late_days, parse_time
 
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
+
 DUE = parse_time("2026-12-01T23:59:00+01:00", "--due")  # 22:59 UTC
 MICRO = timedelta(microseconds=1)
 

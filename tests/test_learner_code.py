@@ -134,6 +134,7 @@ def sources_of(name):
     return found
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("name, module, class_name, where, written", [
     ("", "mha", "MultiHeadAttention", "mha", "MultiHeadAttention"),
     ("alias_v1", "causal", "CausalAttention", "causal", "CausalAttentionV1"),
@@ -177,6 +178,7 @@ def test_a_pointer_that_disagrees_with_the_reading_leaves_nothing_read():
         assert source_reading.find(rebound, "mha", "MultiHeadAttention", {**agree, **lie}) is None
 
 
+@pytest.mark.quick
 def test_tampering_is_read_from_code_never_from_comments_or_strings():
     from autograder import source_reading
 

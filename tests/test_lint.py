@@ -33,6 +33,7 @@ def core_files():
     return [ROOT / (name.replace(".", "/") + ".py") for name in modules]
 
 
+@pytest.mark.quick
 def test_ruff_finds_nothing():
     done = run_tool("ruff", "check", "--no-cache", ".")
     assert done.returncode == 0, f"ruff check:\n{done.stdout}{done.stderr}"
@@ -70,11 +71,13 @@ def unannotated(path):
     return found
 
 
+@pytest.mark.quick
 def test_every_public_function_of_the_core_is_annotated():
     missing = {path.relative_to(ROOT).as_posix(): unannotated(path) for path in core_files()}
     assert {name: found for name, found in missing.items() if found} == {}
 
 
+@pytest.mark.quick
 def test_the_annotation_check_sees_a_missing_annotation(tmp_path):
     """The check above can fail: a public function without a return annotation, a method without
     a parameter annotation, and nothing said of private helpers."""

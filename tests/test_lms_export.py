@@ -10,6 +10,8 @@ from autograder import cli
 from autograder.course import lateness
 from autograder.course.gradebook import Gradebook
 
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
+
 ROSTER = ("student,name,id,sis_user_id,sis_login_id,section,email\n"
           "carol,\"Carol, C.\",11,s11,carol1,A,carol@example.org\n"
           "=cmd|' /C calc'!A0,=HYPERLINK(\"http://x\"),12,s12,@mallory,B,mallory@example.org\n"

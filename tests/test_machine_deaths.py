@@ -57,6 +57,7 @@ def grade_with(engine, folder, suites):
     return engine.with_suites(suites).grade(folder, parts=[PART], figures=False)
 
 
+@pytest.mark.quick
 def test_a_child_killed_from_outside_is_graded_again_in_a_fresh_one(engine, tmp_path):
     suites, calls = suites_killing(engine, times=1)
     grade = grade_with(engine, submission(tmp_path), suites)
@@ -172,6 +173,7 @@ MEMFD = ("import os\n\ndef work():\n    kept = []\n    for _ in range(512):  # 8
          "    return 'done'\n")
 
 
+@pytest.mark.quick
 def test_a_part_that_kills_itself_is_charged_not_left_ungraded(engine, tmp_path):
     run = run_one(engine, tmp_path, SELF_KILL)
     assert not run.not_graded and not run.results[0].passed
@@ -279,6 +281,7 @@ def test_waiting_for_a_cpu_is_the_machine_s(monkeypatch):
     assert death.Gauge.start(None, 1).asleep(1, 8.0) is None  # unmeasured: never charged
 
 
+@pytest.mark.quick
 def test_an_oom_kill_is_read_from_the_group(tmp_path):
     for name, body in (("memory.events", "low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n"),
                        ("memory.oom_control", "oom_kill_disable 0\nunder_oom 0\noom_kill 2\n")):
@@ -377,6 +380,7 @@ class _Clocks:
         return meter.over(waiting=True)
 
 
+@pytest.mark.quick
 def test_waiting_for_a_cpu_or_for_the_grader_is_not_sleeping(monkeypatch):
     """A 5 s call under load: the child ran 0.5 s and waited 1.5 s for a CPU; the grader's own thread
     was on a CPU or waiting for one for 3 s of it (it noticed the reply late): 0 s idle, under the

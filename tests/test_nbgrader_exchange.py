@@ -89,6 +89,7 @@ def test_the_submission_time_is_the_kernels_not_the_students(tmp_path, inbound):
     assert recorded >= before, recorded
 
 
+@pytest.mark.quick
 def test_a_file_in_one_students_zip_named_like_anothers_is_not_theirs():
     """zip_collect's plugin: Alice's own notebook is collected; a file inside her uploaded zip named
     like Bob's is not (neither as Bob's nor as hers); Bob's own file is; a second copy of Bob's
@@ -130,6 +131,7 @@ def test_student_markdown_html_is_inert_after_autograde():
     assert notebook.cells[1].source == plain.source
 
 
+@pytest.mark.quick
 def test_the_course_config_uses_these_classes():
     source = (PROJECT_ROOT / "nbgrader_config.py").read_text()
     for line in ('c.ExchangeFactory.collect = "autograder.deploy.nbgrader_exchange.VerifiedCollect"',

@@ -10,6 +10,8 @@ import pytest
 
 from autograder import PROJECT_ROOT
 
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
+
 pytest.importorskip("nbgrader")
 
 ATTACK = ('WORDS-OF-THE-STUDENT <script>alert("xss")</script> <img src=x onerror="alert(1)"> '

@@ -90,6 +90,7 @@ def test_one_notebook_grades_its_parts_and_names_what_is_missing(engine, tmp_pat
         "no solution cell for causal (a code cell with nbgrader grade_id 'causal') in 03_attention_in_numpy.ipynb")
 
 
+@pytest.mark.quick
 def test_modules_win_over_notebooks(tmp_path):
     write_modules(module_texts(STUBS), tmp_path / "repo" / "assignments" / "ch03")
     fill_notebooks(module_texts(), tmp_path / "repo" / "notebooks" / "ch03")
@@ -108,6 +109,7 @@ def solution_cell(module, source):
             "metadata": {"nbgrader": {"grade": False, "grade_id": module, "locked": False, "solution": True}}}
 
 
+@pytest.mark.quick
 def test_a_module_in_two_notebooks_is_an_error_naming_both(tmp_path):
     write_notebook(tmp_path / "hw" / "a" / "one.ipynb", [solution_cell("mha", "x = 1")])
     write_notebook(tmp_path / "hw" / "b" / "two.ipynb", [solution_cell("mha", "x = 2")])

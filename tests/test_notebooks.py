@@ -16,6 +16,8 @@ from autograder.authoring import notebooks
 from autograder.authoring.stubs import MODULES, solution_regions
 from autograder.chapter import current
 
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
+
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"
 STUBS = ROOT / "assignments" / "ch03"

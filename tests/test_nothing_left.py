@@ -12,10 +12,13 @@ import inspect
 import secrets
 
 import leftovers
+import pytest
 from part_edits import grade, scores, submission
 
 from autograder import selftest
 from autograder.student import Student
+
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
 
 SCAN = ("import os\nimport stat\n\nMAX_FILE = {max_file}\nREFERENCE_TEXT = {reference!r}[::-1]  # not itself a hit\n"
         "NOT_SEARCHED = {skip!r}\n\n\n")

@@ -249,6 +249,7 @@ def test_a_diagnosis_only_a_withheld_check_names_leads_nothing(tmp_path):
         assert not re.search(rf"\(-\d+\): {re.escape(SECRET)}", readable(text)), fmt
 
 
+@pytest.mark.quick
 def test_a_withheld_check_is_never_folded(tmp_path):
     """A visible check names the cause: the checks it explains fold under it, but the withheld check
     of the same cause stays its own item, 'hidden check failed', with its own points."""

@@ -98,6 +98,7 @@ def mha_items(text, fmt):
             if re.match(r"\s*(\|\s*)?\s*- (\*\*)?mha\b", line) and re.search(r"\(-\d", line)]
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("kind", ["syntax", "bad_import"])
 def test_a_module_that_does_not_import_is_one_item_in_every_format(grades, kind):
     graded = grades[kind]
@@ -127,6 +128,7 @@ def test_a_module_that_does_not_import_is_one_item_in_every_format(grades, kind)
     assert junit.count('<testsuite name="exercises" tests="4" failures="0"') == 1
 
 
+@pytest.mark.quick
 def test_a_voided_check_is_folded_into_the_mistake_that_voids_it(grades):
     grade = grades["unscaled"].grade
     assert grade.parts["mha"].score == 5 and grade.parts["exercises"].score == PART["exercises"]

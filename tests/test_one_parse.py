@@ -11,12 +11,15 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from autograder import source_reading
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCE = "class A:\n    def forward(self, x):\n        assert (x, 'never fires')\n        return x\n"
 
 
+@pytest.mark.quick
 def test_a_text_is_parsed_once_per_submission_and_never_shared_with_the_next():
     with source_reading.per_submission():
         first = source_reading.parse(SOURCE)

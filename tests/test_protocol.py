@@ -10,6 +10,8 @@ import torch
 
 from autograder.inside import protocol
 
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
+
 
 def roundtrip(value):
     structure, buffers = protocol.encode(value)

@@ -2,7 +2,8 @@
 
 Each case copies the reference solutions, puts one typical bug in, runs the public tests
 (assignments/ch03/tests) on the copy and states which tests fail and what their message says:
-the misconception in one message, without a traceback or pytest's fixture listing.
+the misconception in one message, without a traceback or pytest's fixture listing. Every run is made
+in one process by the module fixture `public` (pytest.main once per buggy copy, tests/public_verdicts.py).
 """
 import importlib.util
 import json
@@ -10,7 +11,6 @@ import shutil
 import subprocess
 import sys
 import types
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -36,21 +36,6 @@ MHA_SPLIT_WITHOUT_TRANSPOSE = MHA_SPLIT.replace("num_tokens, self.num_heads", "s
 MHA_MERGE = ("context = (attn_weights @ values).transpose(1, 2)", "context = attn_weights @ values")
 DIAGONAL = "the mask hides too much: the diagonal (each token itself) is masked too"
 CAUSAL_BUFFER = 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))'
-
-
-def public_run(tmp_path, submission, marker, skipped=False):
-    """Run the public tests of one module on `submission` -> (output, {test name: failure message or None});
-    skipped: a skipped test's message too, as "skipped: <message>"."""
-    junit = tmp_path / "junit.xml"
-    done = subprocess.run([sys.executable, "-m", "pytest", str(PUBLIC_TESTS), "-p", "no:cacheprovider", "-q",
-                           "-m", marker, f"--submission={submission}", f"--junitxml={junit}"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    outcomes = {}
-    for case in ET.parse(junit).iter("testcase"):
-        failures = [child.get("message", "") for child in case if child.tag in ("failure", "error")]
-        failures += [f"skipped: {child.get('message', '')}" for child in case if skipped and child.tag == "skipped"]
-        outcomes[case.get("name")] = failures[0].removeprefix("Failed: ") if failures else None
-    return done.stdout + done.stderr, outcomes
 
 
 def buggy_copy(tmp_path, module, find, replace, folder=None):
@@ -173,12 +158,71 @@ CASES = {
 }
 
 
-def test_one_mistake_in_causal_fails_only_causal_s_tests_without_tensor_dumps(tmp_path):
+# a run of the public tests: (the bug's edits (module, find, replace), in order; the tests' -m marker;
+# whether a skipped test's message counts)
+DIAGONAL_RUN = ((("causal", CAUSAL_BUFFER, CAUSAL_BUFFER.replace("diagonal=1", "diagonal=0")),),
+                "causal or mha or exercises", True)
+
+
+def case_run(case):
+    """The run of the public tests that test_a_common_bug_fails_locally_naming_the_misconception reads for case."""
+    module, find, replace, _ = CASES[case]
+    edits = [(module, find, replace)]
+    if case.startswith("causal dropout on the scores"):  # the dropout removed above goes onto the scores
+        edits.append((module, CAUSAL_MASK, "        attn_scores = self.dropout(attn_scores)\n" + CAUSAL_MASK))
+    if case == "mha split and merged without the transpose":  # and merged back by a plain view too
+        edits.append((module, *MHA_MERGE))
+    return tuple(edits), module, False
+
+
+def notebook_run(case):
+    """The run of the public tests that test_a_notebooks_check_cell_says_what_the_public_test_says reads for case."""
+    edit = SAME_IN_THE_NOTEBOOK[case][0]
+    return (edit,), edit[0], False
+
+
+def run_of(item):
+    """The run of the public tests a test of this module reads."""
+    if item.originalname == "test_one_mistake_in_causal_fails_only_causal_s_tests_without_tensor_dumps":
+        return DIAGONAL_RUN
+    case = item.callspec.params["case"]
+    return case_run(case) if item.originalname == "test_a_common_bug_fails_locally_naming_the_misconception" \
+        else notebook_run(case)
+
+
+@pytest.fixture(scope="module")
+def public(request, tmp_path_factory):
+    """Every run of the public tests this module's selected tests read (`-m quick` selects one), each
+    on its own buggy copy of the solutions, in one process (tests/public_verdicts.py: pytest.main once
+    per run, torch imported once; a student's own pytest is one such run): {run: (what pytest printed,
+    {test: failure message or None}, the folder)}. A bug both kinds of test read is run once."""
+    here = Path(__file__).resolve()
+    runs = list(dict.fromkeys(run_of(item) for item in request.session.items
+                              if item.path == here and "public" in item.fixturenames))
+    base = tmp_path_factory.mktemp("public")
+    folders = {}
+    for at, (edits, _, _) in enumerate(runs):
+        folder = None
+        for module, find, replace in edits:
+            folder = buggy_copy(base / f"run{at}", module, find, replace, folder)
+        folders[at] = folder
+    asked = base / "runs.json"
+    asked.write_text(json.dumps({str(at): {"folder": str(folders[at]), "marker": marker, "skipped": skipped}
+                                 for at, (_, marker, skipped) in enumerate(runs)}))
+    out = base / "out.json"
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "public_verdicts.py"), "--folders", str(asked), str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(out.read_text())
+    return {run: (found[str(at)]["output"], found[str(at)]["outcomes"], folders[at]) for at, run in enumerate(runs)}
+
+
+@pytest.mark.quick
+def test_one_mistake_in_causal_fails_only_causal_s_tests_without_tensor_dumps(public):
     """Issue 30 item 4: CausalAttention's mask hides the diagonal. Causal's own tests say so (none says
     "some weights of future tokens are not 0"); the wrapper's and Exercise 3.2's tests, which build on
     CausalAttention, wait for it (skipped, naming causal) instead of failing with numbers."""
-    folder = buggy_copy(tmp_path, "causal", CAUSAL_BUFFER, CAUSAL_BUFFER.replace("diagonal=1", "diagonal=0"))
-    output, outcomes = public_run(tmp_path, folder, "causal or mha or exercises", skipped=True)
+    output, outcomes, _ = public[DIAGONAL_RUN]
     failed = {name: message for name, message in outcomes.items() if message is not None}
     own = {name: m for name, m in failed.items() if not m.startswith("skipped: ")}
     assert sorted(own) == ["test_causal_attention_book_example", "test_dropout_drops_attention_weights_in_training_mode",
@@ -191,15 +235,9 @@ def test_one_mistake_in_causal_fails_only_causal_s_tests_without_tensor_dumps(tm
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_a_common_bug_fails_locally_naming_the_misconception(tmp_path, case):
-    module, find, replace, expected = CASES[case]
-    folder = buggy_copy(tmp_path, module, find, replace)
-    if case.startswith("causal dropout on the scores"):  # the dropout removed above goes onto the scores
-        buggy_copy(tmp_path, module, CAUSAL_MASK, "        attn_scores = self.dropout(attn_scores)\n" + CAUSAL_MASK,
-                   folder)
-    if case == "mha split and merged without the transpose":  # and merged back by a plain view too
-        buggy_copy(tmp_path, module, *MHA_MERGE, folder)
-    output, outcomes = public_run(tmp_path, folder, module)
+def test_a_common_bug_fails_locally_naming_the_misconception(public, case):
+    expected = CASES[case][3]
+    output, outcomes, _ = public[case_run(case)]
     failed = {name: message for name, message in outcomes.items() if message is not None}
     assert sorted(failed) == sorted(expected), output
     for name, words in expected.items():
@@ -240,6 +278,9 @@ def notebook_failures(folder, notebook, cell_ids):
     with ch03_tools (as generated) on the modules of folder, as the notebook would after each publish."""
     cells = {cell.get("id"): "".join(cell["source"]) for cell in
              json.loads((ROOT / "source" / "ch03" / f"{notebook}.ipynb").read_text())["cells"]}
+    import torch  # noqa: F401  (torch and numpy load once per process: imported before the modules are saved,
+    # they outlive the restore below, which would otherwise make a second call import numpy again)
+
     saved_modules, saved_path = dict(sys.modules), list(sys.meta_path)
     try:
         tools = types.ModuleType("ch03_tools")
@@ -263,10 +304,9 @@ def notebook_failures(folder, notebook, cell_ids):
 
 
 @pytest.mark.parametrize("case", SAME_IN_THE_NOTEBOOK)
-def test_a_notebooks_check_cell_says_what_the_public_test_says(tmp_path, case):
-    (module, find, replace), notebook, pairs = SAME_IN_THE_NOTEBOOK[case]
-    folder = buggy_copy(tmp_path, module, find, replace)
-    output, outcomes = public_run(tmp_path, folder, module)
+def test_a_notebooks_check_cell_says_what_the_public_test_says(public, case):
+    _, notebook, pairs = SAME_IN_THE_NOTEBOOK[case]
+    output, outcomes, folder = public[notebook_run(case)]
     said = notebook_failures(folder, notebook, pairs.values())
     for test, cell_id in pairs.items():
         assert outcomes[test] is not None and " is wrong: " in outcomes[test] or "raised" in outcomes[test] \

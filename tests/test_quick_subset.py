@@ -1,42 +1,50 @@
-"""The quick subset (`pytest -m quick`, tests/quick_subset.py) stays honest: every test file is
-listed (a new file must say what of it is quick), and every test it names still exists."""
+"""The quick subset (`pytest -m quick`) stays honest: every test file marks its own main path quick
+(@pytest.mark.quick, its pytestmark, or some cases; tests/quick_subset.py), but the few named here,
+whose every test needs a real nbgrader, a kernel, fresh environments, a loaded machine or a whole
+graded class, each with a marker or a reason of its own."""
 import ast
 from pathlib import Path
 
-from quick_subset import QUICK, marks_itself
+import pytest
+from quick_subset import chosen, marks_itself, quick_tests
+
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
 
 HERE = Path(__file__).resolve().parent
+# the files with no quick test: they run a real nbgrader, a Jupyter kernel, fresh virtual environments or
+# a loaded machine (markers of their own: `-m nbgrader`, `-m notebooks`, `-m deploy`, `-m load`), or read a
+# whole graded class (test_readme_batch, test_regrades): the quick subset keeps its 2 minutes
+NOT_QUICK = ["test_deploy_installs.py", "test_graded_under_load.py", "test_nbgrader_commands.py", "test_nbgrader_roundtrip.py",
+             "test_nbgrader_validate.py", "test_notebook_outputs.py", "test_readme_batch.py", "test_regrades.py"]
 
 
-def test_every_test_file_is_listed():
-    """Listed in QUICK, or marking its quick tests itself (@pytest.mark.quick)."""
-    files = {p.name for p in HERE.glob("test_*.py")}
-    unlisted = {name for name in files - set(QUICK) if not marks_itself((HERE / name).read_text())}
-    assert sorted(unlisted) == [] and sorted(set(QUICK) - files) == []
+def test_every_test_file_marks_a_quick_test_but_the_named_few():
+    unmarked = sorted(p.name for p in HERE.glob("test_*.py") if not marks_itself(p.read_text()))
+    assert unmarked == NOT_QUICK
 
 
-def test_a_file_may_mark_its_quick_tests_itself():
+def test_the_marks_are_read_as_pytest_reads_them():
     assert marks_itself("import pytest\n\n@pytest.mark.quick\ndef test_x():\n    pass\n")
     assert marks_itself("import pytest\npytestmark = [pytest.mark.quick]\n")
     assert not marks_itself("import pytest\n\n@pytest.mark.slow\ndef test_quick():\n    pass\n")
+    source = ("import pytest\n\n@pytest.mark.quick\ndef test_a():\n    pass\n\ndef test_b():\n    pass\n\n"
+              "@pytest.mark.quick\nclass TestC:\n    def test_c(self):\n        pass\n\n"
+              "@pytest.mark.parametrize('k', [pytest.param(1, marks=pytest.mark.quick), 2])\ndef test_d(k):\n    pass\n")
+    assert quick_tests(source) == {"test_a", "test_c"}  # test_d: one case only, not the whole test
+    assert quick_tests("import pytest\npytestmark = [pytest.mark.nbgrader, pytest.mark.quick]\n"
+                       "def test_a():\n    pass\ndef helper():\n    pass\n") == {"test_a"}
 
 
-def test_every_named_test_exists():
-    missing = []
-    for name, tests in QUICK.items():
-        defined = {node.name for node in ast.walk(ast.parse((HERE / name).read_text()))
-                   if isinstance(node, ast.FunctionDef)}
-        missing += [f"{name}::{test}" for test in sorted(tests or ()) if test not in defined]
-    assert missing == []
-
-
-def test_most_files_have_a_quick_path():
-    # the files left out run a real nbgrader, a Jupyter kernel, fresh virtual environments or a loaded
-    # machine: they have markers of their own (`-m nbgrader`, `-m notebooks`, `-m deploy`, `-m load`)
-    left_out = sorted(name for name, tests in QUICK.items() if tests == set())
-    # and two read a whole graded class (test_readme_batch, test_regrades): the quick subset keeps its 2 minutes
-    assert left_out == ["test_deploy_installs.py", "test_graded_under_load.py", "test_nbgrader_commands.py", "test_nbgrader_roundtrip.py",
-                        "test_nbgrader_validate.py", "test_notebook_outputs.py", "test_readme_batch.py", "test_regrades.py"]
+def test_the_quick_marks_are_the_ones_pytest_selects(request):
+    """What quick_subset reads from the sources is what pytest marks quick in this session's collection
+    (the files collected now, whatever -m selects; whole tests: a case marked alone is not counted)."""
+    wrong = []
+    for item in request.session.items:
+        case_marks = getattr(getattr(item, "callspec", None), "marks", [])
+        whole = item.get_closest_marker("quick") is not None and not any(m.name == "quick" for m in case_marks)
+        if whole != chosen(item.path.name, getattr(item, "originalname", item.name)):
+            wrong.append(item.nodeid)
+    assert wrong == []
 
 
 def _outside_names(tree):

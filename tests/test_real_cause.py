@@ -7,6 +7,7 @@
 - the wrapper's missing qkv_bias is explained with the wrapper's own signature.
 Each case states the scores of the parts it touches and the words of their messages.
 """
+import pytest
 from part_edits import failed, grade, scores, submission
 
 from autograder import source_reading
@@ -34,6 +35,7 @@ def test_a_reordered_constructor_alone_is_named_as_the_order(engine, tmp_path):
     assert any("called with keywords it passes this check" in m for m in lost.values()), lost
 
 
+@pytest.mark.quick
 def test_a_tuple_assert_is_explained(engine, tmp_path):
     edit = ("mha", '        if d_out % num_heads != 0:\n            raise ValueError(f"d_out ({d_out}) must be divisible '
                    'by num_heads ({num_heads})")\n',
@@ -45,6 +47,7 @@ def test_a_tuple_assert_is_explained(engine, tmp_path):
     assert "(mha.py, line " in lost["mha_rejects_indivisible_d_out"]
 
 
+@pytest.mark.quick
 def test_a_plain_assert_is_not_a_tuple():
     source = "class MultiHeadAttention:\n    def __init__(self, d_out, h):\n        assert d_out % h == 0, 'no'\n" \
              "        assert (d_out % h == 0)\n"

@@ -209,6 +209,7 @@ def release(tmp_path_factory):
     return out
 
 
+@pytest.mark.quick
 def test_the_release_has_what_students_need(release):
     for name in ("README.md", "pyproject.toml", ".gitignore", ".github/workflows/grade.yml",
                  "assignments/ch03/README.md", "assignments/ch03/tests/conftest.py"):

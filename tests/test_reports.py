@@ -129,6 +129,7 @@ def test_a_bad_diagnosis_names_the_file_and_the_line(tmp_path, value, words):
 
 # ---------------------------------------------------------------- the rule
 
+@pytest.mark.quick
 def test_a_visible_failure_shows_its_diagnosis_and_the_students_own_error(rubric):
     grade = graded(rubric)
     for channel, text in student_channels(grade).items():
@@ -138,6 +139,7 @@ def test_a_visible_failure_shows_its_diagnosis_and_the_students_own_error(rubric
         assert "book_example" in text, channel
 
 
+@pytest.mark.quick
 def test_a_hidden_failure_shows_its_diagnosis_unnamed_and_never_the_students_text(rubric):
     grade = graded(rubric)
     for channel, text in student_channels(grade).items():
@@ -192,6 +194,7 @@ def test_no_promise_of_details_after_grading_closes(rubric):
 
 # ---------------------------------------------------------------- escaping, format by format
 
+@pytest.mark.quick
 def test_markdown_renders_no_markup_from_student_text(rubric):
     mistune = pytest.importorskip("mistune")
     grade = graded(rubric)
@@ -216,6 +219,7 @@ def test_markdown_code_holds_the_students_backticks():
     assert markdown.md_text("<b>*x*</b> [l](u) #") == "&lt;b>\\*x\\*&lt;/b> \\[l\\](u) #"
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("plain", [
     "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch) is wrong: the heads are split",
     "divide them by sqrt(d_k) (d_k ** 0.5), e.g. keys.shape[-1] ** 0.5 - or 1/sqrt(head_dim)!",
@@ -236,6 +240,7 @@ def test_markdown_escapes_only_what_would_render(plain):
 HOSTILE_HTML = '<img src=x onerror=alert(1)><script>alert(2)</script>&lt;b&gt;<a href="javascript:x">l</a>'
 
 
+@pytest.mark.quick
 def test_raw_html_never_reaches_markdown_or_the_comment(rubric):
     """Raw HTML a student wrote (in a diagnosis that quotes it, and in their own error text) reaches
     `grade --markdown` and the ci PR comment with every < and & escaped: no tag, no entity."""
@@ -256,6 +261,7 @@ def test_raw_html_never_reaches_markdown_or_the_comment(rubric):
 SPLIT = "the heads are split without the transpose: view the projections as (b, num_tokens, num_heads, head_dim)"
 
 
+@pytest.mark.quick
 def test_feedback_groups_checks_by_diagnosis(rubric):
     """One bug, one paragraph: the checks that failed with the same diagnosis are one item listing
     where each failed, in every student channel (issue 22: one bug was explained 9 times)."""
@@ -442,6 +448,7 @@ def test_grade_in_sandbox_without_required_isolation_allows_the_unsafe_fallback(
     assert _reach_the_engine(monkeypatch, require_isolation=False) is True
 
 
+@pytest.mark.quick
 def test_a_graded_cell_reports_like_every_other_channel(rubric):
     pytest.importorskip("nbgrader")
     from autograder.deploy import nbgrader_plugins

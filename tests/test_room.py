@@ -5,6 +5,8 @@ import pytest
 
 from autograder.sandbox import room
 
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
+
 
 def binds(args):
     return {args[i + 1]: args[i + 2] for i, a in enumerate(args) if a == "--ro-bind"}

@@ -92,6 +92,7 @@ CASES = ["unknown key", "missing check", "check not in the suite", "bad visibili
          "bad requires", "unknown part"]
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("case", CASES)
 def test_a_malformed_rubric_names_the_file_and_the_line(tmp_path, suites, case):
     path, line, words = malformed(tmp_path, case)
@@ -119,6 +120,7 @@ def test_the_cli_process_exits_2_on_a_malformed_rubric(tmp_path):
     assert f"{path}:{line}:" in done.stderr and words in done.stderr
 
 
+@pytest.mark.quick
 def test_the_rubric_matches_the_suites(suites):
     rubric = load(RUBRIC, suites)
     assert list(rubric.parts) == list(PARTS)

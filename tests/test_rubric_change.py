@@ -69,6 +69,7 @@ def test_release_states_the_changed_points_and_limit(changed, tmp_path):
     assert stale_notebooks(out / "notebooks" / "ch03", changed) == []
 
 
+@pytest.mark.quick
 def test_release_refuses_notebooks_made_for_another_rubric(changed, tmp_path):
     old = tmp_path / "old"
     notebooks.release_notebooks(old)  # made with the repository's rubric

@@ -11,6 +11,8 @@ from autograder import PROJECT_ROOT, cli, runner
 from autograder import rubric as rubric_mod
 from autograder.rubric import RubricError, load
 
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
+
 RUBRIC = PROJECT_ROOT / "grading.yml"
 
 

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "setup.sh"
 
 

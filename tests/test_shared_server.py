@@ -48,6 +48,7 @@ def _identity(door, folder, key, memory_mb=2048):
         session.close()
 
 
+@pytest.mark.quick
 def test_a_batch_starts_one_fork_server_for_all_its_workers(tmp_path, monkeypatch):
     """Three students, two workers: one fork server is started (by the batch, none by a worker),
     every student gets full marks and a uid of their own."""

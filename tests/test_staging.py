@@ -17,6 +17,8 @@ import pytest
 from autograder import PARTS, PROJECT_ROOT, submission, submitted_notebooks
 from autograder.submission import SubmissionError, stage
 
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
+
 SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
 ALL = sorted(PARTS)
 

@@ -66,6 +66,7 @@ def stand_in_classes():
             yield module, name, getattr(made, name), getattr(stand_ins.solutions()[module], name)
 
 
+@pytest.mark.quick
 def test_the_stand_ins_draw_compute_and_differentiate_as_the_solutions_do(channel):
     seen = set()
     for _module, name, ours, theirs in stand_in_classes():
@@ -197,6 +198,7 @@ _LOOKED = []
 '''
 
 
+@pytest.mark.quick
 def test_student_code_finds_nothing_of_the_grader_s_code_behind_a_stand_in(engine, tmp_path):
     folder = submission(
         tmp_path,

@@ -10,6 +10,8 @@ import pytest
 from autograder import PARTS, chapter, rubric, settings
 from autograder.authoring import stubs
 
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
+
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "autograder"
 

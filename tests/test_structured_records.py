@@ -7,6 +7,8 @@ never from a problem or message, which may quote the student's own exception tex
 import json
 from pathlib import Path
 
+import pytest
+
 from autograder import batch, grading, reports
 from autograder.commands.gradescope import finished
 from autograder.course.gradebook import Gradebook
@@ -37,6 +39,7 @@ def test_an_import_error_that_reads_not_graded_is_a_finished_grade(engine, tmp_p
     assert reports.gradescope_results(grade)["score"] == grade.score  # a score stands, in Gradescope's file
 
 
+@pytest.mark.quick
 def test_the_batch_reads_not_graded_from_the_record_not_the_problem(tmp_path):
     """A problem that starts with the grader's own "not graded" words (quoted from the student) but no
     structured flag: the grade stands (scored in grades.csv, the summary and the class report). The flag
@@ -62,6 +65,7 @@ def test_the_batch_reads_not_graded_from_the_record_not_the_problem(tmp_path):
     book.close()
 
 
+@pytest.mark.quick
 def test_the_batch_retries_on_the_flag_alone(tmp_path, monkeypatch):
     """batch._grade_all's finish: a forged problem text keeps the fingerprint (graded, not retried);
     the structured flag makes it a retry."""

@@ -41,6 +41,7 @@ def pytest_public(tmp_path, *args):
 
 # --- the generator ---------------------------------------------------------------------------------
 
+@pytest.mark.quick
 def test_committed_stubs_are_what_the_generator_makes_now():
     drifted = stubs.drifted(SOLUTIONS, ASSIGNMENTS)
     assert drifted == [], f"out of date in assignments/ch03: {drifted}; run `python -m autograder stubs`"
@@ -123,6 +124,7 @@ def definitions(path):
     return found
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("name", stubs.MODULES)
 def test_stubs_keep_every_signature_and_docstring(name):
     solution, stub = definitions(SOLUTIONS / f"{name}.py"), definitions(ASSIGNMENTS / f"{name}.py")
@@ -180,6 +182,7 @@ def test_every_public_test_fails_on_the_stubs_saying_what_is_missing(tmp_path):
     assert "Traceback" not in output
 
 
+@pytest.mark.quick
 def test_every_public_test_passes_on_the_solutions(on_the_solutions):
     code, output, outcomes = on_the_solutions
     assert code == 0, output

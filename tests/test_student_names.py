@@ -6,6 +6,7 @@ import csv
 import os
 import shutil
 
+import pytest
 from rubric_points import TOTAL
 
 from autograder import batch, selftest
@@ -22,6 +23,7 @@ def make(folder, *names):
             (folder / name).mkdir()
 
 
+@pytest.mark.quick
 def test_ambiguous_names_are_a_problem_for_both(tmp_path):
     make(tmp_path, "a b", "a_b", "c", "c.zip", b"caf\xe9", "caf_", "dora")
     found = batch.find_submissions(tmp_path)
@@ -36,6 +38,7 @@ def test_ambiguous_names_are_a_problem_for_both(tmp_path):
     assert "'a b'" in problems[next(n for n in names if n.startswith("a_b~"))]
 
 
+@pytest.mark.quick
 def test_long_names_are_bounded_and_stay_distinct(tmp_path):
     long_a, long_b = "x" * 251, "x" * 250 + "y"
     make(tmp_path, long_a, long_b)

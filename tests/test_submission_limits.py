@@ -66,6 +66,7 @@ def test_offsets_are_instants():
     assert not verdict.allowed and verdict.next_at == NOW + timedelta(hours=3)
 
 
+@pytest.mark.quick
 def test_runs_the_grader_did_not_finish_do_not_count():
     unfinished = [graded(2, finished=None), graded(3, finished=False), {"submission_time": "garbage"},
                   {"submission_time": graded(4)["submission_time"], "results": "not a dict"}, "junk"]
@@ -79,6 +80,7 @@ def test_the_next_graded_submission_is_when_the_oldest_of_the_last_n_leaves():
     assert verdict.next_at == NOW - timedelta(hours=10) + WINDOW  # 3 in the window: two must leave
 
 
+@pytest.mark.quick
 def test_a_refused_submission_keeps_the_last_graded_score_and_says_why():
     verdict = gradescope_limits.judge(LIMIT, metadata(graded(20, score=30), graded(2, score=70)))
     results = gradescope_limits.over_limit_results(verdict, LIMIT)

@@ -5,7 +5,7 @@
 - every mutant of the corpus (autograder/selftest/mutants.yml: student-style bugs) loses points in
   its own part only, with a failed check that names the misconception; every variant (correct
   alternatives) keeps full marks. One test per entry, so a failure names it; the corpus is graded
-  once per module, two submissions at a time, each in the parts it can affect (and a sample in
+  once per session with the session's engine (tests/conftest.py), each entry in the parts it can affect (and a sample in
   all parts, to show that skipping the others hides nothing);
 - grading is deterministic, whatever the order of the parts and of the checks;
 - hidden checks never print the values they expected;
@@ -49,6 +49,7 @@ def failures(result):
     return [(c.part, c.name, c.message) for c in result.checks if not c.passed]
 
 
+@pytest.mark.quick
 def test_solutions_get_exactly_full_marks(engine):
     result = grade(engine, SOLUTIONS)
     assert failures(result) == []
@@ -69,6 +70,7 @@ def stub_folder(tmp_path):
     return tmp_path
 
 
+@pytest.mark.quick
 def test_stubs_get_zero_and_every_failure_says_not_implemented(engine, tmp_path):
     result = grade(engine, stub_folder(tmp_path))
     assert result.score == 0 and result.max_score == TOTAL
@@ -117,12 +119,13 @@ def test_the_parts_a_mutant_can_affect():
         assert selftest.affected_parts(dynamic, selftest.apply(dynamic, tmp)) == list(PARTS)
 
 
-def test_skipping_unaffected_parts_hides_no_lost_point():
-    """One mutant per module graded in all 8 parts: still caught in its own part only."""
+def test_skipping_unaffected_parts_hides_no_lost_point(engine):
+    """One mutant per module graded in all 8 parts: still caught in its own part only (graded as
+    selftest.run_all(all_parts=True) grades each entry, with the session's engine)."""
     firsts = {}
     for entry in MUTANTS:
         firsts.setdefault(entry.edits[0].module, entry)
-    for outcome in selftest.run_all(list(firsts.values()), jobs=2, all_parts=True):
+    for outcome in (selftest.run_entry(entry, engine, all_parts=True) for entry in firsts.values()):
         assert outcome.graded == list(PARTS)
         assert outcome.ok, f"{outcome.id}: {outcome.detail}"
 
@@ -295,6 +298,7 @@ def test_the_snapshot_is_what_the_solutions_compute():
     assert [name for name in fresh if not _agree(fresh[name], snapshot[name], 1e-5)] == []
 
 
+@pytest.mark.quick
 def test_one_submission_grades_in_seconds(engine):
     with tempfile.TemporaryDirectory() as tmp:
         folder = selftest.apply(VARIANTS[0], Path(tmp) / "submission")

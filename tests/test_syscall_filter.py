@@ -122,6 +122,7 @@ def probe(tmp_path_factory):
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.quick
 def test_every_shared_state_call_is_refused_with_eperm(probe):
     """A process with the filter gets EPERM for each lock, lease, watch, AIO context, page-cache
     probe, message queue and foreign socket family (the fcntl command is checked in full, so a
@@ -137,6 +138,7 @@ def test_the_same_descriptors_still_work_for_ordinary_calls(probe):
     assert not failed, f"ordinary calls refused: {failed}"
 
 
+@pytest.mark.quick
 def test_the_allow_list_names_none_of_the_shared_state_calls():
     """The list itself: none of the refused families slipped back in by name."""
     shared_state = {"flock", "inotify_init", "inotify_init1", "inotify_add_watch", "fanotify_init", "fanotify_mark",

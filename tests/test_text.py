@@ -3,6 +3,8 @@ import pytest
 
 from autograder import text
 
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
+
 
 @pytest.mark.parametrize("value, newlines, expected", [
     ("plain words", False, "plain words"),

@@ -72,6 +72,7 @@ def test_an_unfinished_function_is_one_item(engine):
     assert sum(points for points, _, _ in found) == 10
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("source, reads", [
     ("x = 1\nclass A:\n    def f(self, y):\n        return y + x\n", True),
     ("x = 1\nclass A:\n    def f(self, x):\n        return x\n", False),            # its own argument
@@ -84,6 +85,7 @@ def test_what_counts_as_a_module_variable_read(source, reads):
     assert source_mistakes.reads_module_variable(source) is reads
 
 
+@pytest.mark.quick
 def test_nbgrader_feedback_names_the_solution_cell_not_a_file():
     pytest.importorskip("nbgrader")
     from autograder.deploy import nbgrader_plugins

@@ -62,6 +62,7 @@ def pngs(html):
 
 # ---------------------------------------------------------------- the figure, from the engine
 
+@pytest.mark.quick
 def test_a_wrong_softmax_dim_carries_the_students_and_the_expected_weights(graded):
     grade = graded("simple-weights-softmax-dim0")
     carriers = with_figure(grade)
@@ -268,6 +269,7 @@ def test_no_part_to_picture_opens_no_session():
     assert sandbox.sessions == [] and place.session is None
 
 
+@pytest.mark.quick
 def test_every_check_named_for_pictures_exists_in_its_suite():
     suites = runner.discover()
     for part, names in figures.FIGURE_CHECKS.items():

@@ -84,6 +84,7 @@ def test_zizmor_finds_nothing_medium_or_worse(workflow_files):
     assert done.returncode in (0, 11, 12), done.stderr  # 11/12: only informational/low findings
 
 
+@pytest.mark.quick
 def test_every_action_is_pinned_by_full_hash_with_a_version_comment(workflow_files):
     pins = {}
     for path in workflow_files:
@@ -100,6 +101,7 @@ def test_every_action_is_pinned_by_full_hash_with_a_version_comment(workflow_fil
     assert all(len(shas) == 1 for shas in pins.values()), f"one pin per action across workflows: {pins}"
 
 
+@pytest.mark.quick
 def test_permissions_are_empty_by_default_and_minimal_per_job(workflow_files):
     for path in workflow_files:
         workflow = load(path)

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import zipfile
 
+import pytest
 from rubric_points import TOTAL
 
 from autograder import PROJECT_ROOT
@@ -25,6 +26,7 @@ def zipped_solutions(path):
     return path
 
 
+@pytest.mark.quick
 def test_grade_dir_holding_one_zip(tmp_path):
     zipped_solutions(tmp_path / "alice" / "alice-ch03.zip")
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "alice"),

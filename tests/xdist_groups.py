@@ -1,0 +1,41 @@
+"""What a test worker takes under `pytest -n 2 --dist loadgroup` (.ci/run, the README): a whole test
+file, or a group of files that read what one session fixture makes (issue 38 item 6).
+
+Why a scheduler of our own: pytest-xdist's loadgroup reads `@pytest.mark.xdist_group` by appending
+the group's name to each test's node id (`item._nodeid`), and pytest 9 keeps node ids elsewhere
+(`item._id`), so with the versions pinned here (pytest 9.2, pytest-xdist 3.8) the marker is silently
+ignored and every test becomes a unit of its own: each file's module fixtures (a graded class, a
+released course, an engine) were made once on each worker, and the selftest corpus was graded twice.
+tests/conftest.py returns `scheduler(...)` from the `pytest_xdist_make_scheduler` hook instead: the
+same LoadScope scheduling, whose units are named here from the test's file, which no version change
+can drop.
+"""
+from __future__ import annotations
+
+# The files that read the selftest corpus's grading (tests/conftest.py's graded_corpus, a session
+# fixture): one worker runs them all, so the corpus is graded once under `pytest -n 2` as without workers
+TOGETHER = {name: "selftest-corpus" for name in ("test_suites.py", "test_isolation.py")}
+
+
+def group_of(nodeid: str, together: dict[str, str]) -> str:
+    """The unit a test belongs to: its file's group in `together` (file name -> group name), else
+    its file."""
+    name = nodeid.split("::", 1)[0].rsplit("/", 1)[-1]
+    return together.get(name, name)
+
+
+def scheduler(config, log, together: dict[str, str]):
+    """The scheduler for `--dist loadgroup` (None for any other --dist: pytest-xdist's own): xdist's
+    LoadScopeScheduling with whole files (or `together`'s groups) as units, handed out in collection
+    order (tests/conftest.py puts the longest units first), not xdist's default of the units with the
+    most tests first."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return group_of(nodeid, together)
+
+    config.option.loadscopereorder = False
+    return ByFile(config, log)
