@@ -81,6 +81,7 @@ class SubmissionContext:
     key: str | None          # the submission's key (its uid in the sandbox); None: its folder
     attributes: frozenset[str]  # the names its modules define (student.source_attributes)
     known: dict[str, str] = field(default_factory=dict)  # its verdicts on the parts other parts use (suites/dependencies.py)
+    files: frozenset[str] | None = None  # the graded chapter's module files (None: this repository's chapter's)
 
 
 @dataclass
@@ -162,7 +163,8 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
     its later checks are not run.
     """
     runs = {name: PartRun(name) for name in rubric.parts if parts is None or name in parts}
-    context = SubmissionContext(staged.folder, key, source_attributes(staged.folder))
+    context = SubmissionContext(staged.folder, key, source_attributes(staged.folder),
+                                files=frozenset(f"{name}.py" for name in rubric.parts))
     turns: list[tuple[PartRun, Part, Checks]] = []  # (run, part, its checks of one visibility), in the order they run
     for visibility in VISIBILITY_ORDER:
         for name, run in runs.items():
@@ -403,14 +405,14 @@ def with_dependencies(place: Place, part: str, limits: Limits) -> tuple[Student,
     that ran past its time ended the child: the part goes on in a fresh one (the place's)."""
     submission, child = place.submission, place.child
     assert child is not None
-    student = Student(child, submission.attributes, submission.folder)
+    student = Student(child, submission.attributes, submission.folder, submission.files)
     if part not in dependencies.DEPENDS or child.died:
         return student, {}
     found = dependencies.verdicts(student, part, submission.known)
     if child.died:
         place.end_child()
         child = place.fresh_child(limits)
-        student = Student(child, submission.attributes, submission.folder)
+        student = Student(child, submission.attributes, submission.folder, submission.files)
     stand_ins = dependencies.substitutes(found)
     if stand_ins and not child.died:
         try:

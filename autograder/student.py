@@ -43,7 +43,8 @@ class StudentError(Exception):
     """
 
     def __init__(self, kind: str, message: str, where: str = "", not_implemented: bool = False,
-                 attributes: frozenset[str] = frozenset(), after_hidden: bool = False, called: str = "") -> None:
+                 attributes: frozenset[str] = frozenset(), after_hidden: bool = False, called: str = "",
+                 files: frozenset[str] | None = None) -> None:
         self.kind = text.identifier(kind)
         self.called = called  # the stub's name of what the grader itself called ('' for a method of a handle)
         # after a hidden input the child could pick its exception, file or attribute name to spell
@@ -56,11 +57,13 @@ class StudentError(Exception):
         self.message = text.clean(message, text.MESSAGE)
         self.where = text.excerpt(where, 200)
         self.not_implemented = not_implemented
+        self.files = files  # the graded chapter's module files (None: this repository's chapter's)
         super().__init__(self.explain())
 
     def explain(self) -> str:
         file = self.where.split(",", 1)[0]
-        place = f" (in {file})" if file in chapter_files() and not self.after_hidden else ""
+        files = self.files if self.files is not None else chapter_files()
+        place = f" (in {file})" if file in files and not self.after_hidden else ""
         if self.not_implemented:  # the stubs say "<module>.<qualname>: <hint>"; only a stub's name is quoted
             name = self.message.split(":", 1)[0]  # one of the stubs' own names (HINTS), never another
             # after a hidden input which stub raised is the child's choice (1 of 25): the name is then the
@@ -119,11 +122,14 @@ def _called(target) -> str:
 class Student:
     """One part's session on one submission."""
 
-    def __init__(self, session: Any, attributes: frozenset[str] = frozenset(), folder: str | Path | None = None) -> None:
+    def __init__(self, session: Any, attributes: frozenset[str] = frozenset(), folder: str | Path | None = None,
+                 files: frozenset[str] | None = None) -> None:
         """attributes: the names the submission's source writes as `self.<name>` (source_attributes):
         a diagnosis may repeat one of them, chosen before any input was seen. folder: the staged
-        submission, whose text the grader reads itself (source())."""
+        submission, whose text the grader reads itself (source()). files: the graded chapter's module
+        files, the places an error may name (None: this repository's chapter's)."""
         self.session = session
+        self.files = files
         self.attributes = attributes
         self.folder = folder
         self.keywords = False  # call the chapter's classes by keyword where their source reorders the contract
@@ -204,7 +210,8 @@ class Student:
     def _error(self, e, target) -> StudentError:
         """The student's exception of the request to target, as the child reported it."""
         return StudentError(str(e.get("type")), str(e.get("message", "")), str(e.get("where", "")),
-                            bool(e.get("not_implemented")), self.attributes, self.saw_hidden, _called(target))
+                            bool(e.get("not_implemented")), self.attributes, self.saw_hidden, _called(target),
+                            self.files)
 
     def _answer(self, structure, payload, present=True):
         """One answer rebuilt here (RemoteObjects for handles, strings cleaned), or the StudentError

@@ -255,3 +255,20 @@ def test_the_nbgrader_plugins_grade_the_chapter_of_their_setting(other_chapter, 
     plugin.where = "a notebook"
     _, graded = plugin._grade({}, ["causal"], {})
     assert graded == ["causal"] and seen["chapter"] == other_chapter
+
+
+def test_an_error_names_a_file_of_the_chapter_graded(no_default_chapter):
+    """A student's error names its file ("(in causal.py)") when the file is one of the graded chapter's
+    modules: the runner gives the rubric's parts as files (SubmissionContext.files -> Student ->
+    StudentError), and nothing reads this repository's chapter for it."""
+    from autograder import runner
+    from autograder.student import Student, StudentError
+
+    files = frozenset(f"{part}.py" for part in OTHER_PARTS)
+    assert StudentError("ValueError", "no", "causal.py, line 3", files=files).explain() == \
+        "your code raised ValueError (in causal.py)"
+    assert StudentError("ValueError", "no", "mha.py, line 3", files=files).explain() == "your code raised ValueError"
+    student = Student(object(), files=files)
+    error = student._error({"type": "KeyError", "message": "k", "where": "simple_attention.py, line 9"}, {})
+    assert error.explain() == "your code raised KeyError (in simple_attention.py)"
+    assert runner.SubmissionContext("folder", None, frozenset(), files=files).files == files
