@@ -71,6 +71,7 @@ def same(a, b):
     return a == b
 
 
+@pytest.mark.quick
 def test_a_plan_answers_as_its_single_requests_in_one_round_trip(engine, student):
     x = torch.rand(2, 5, 4, generator=torch.Generator().manual_seed(1))
     engine.sandbox.round_trips.clear()

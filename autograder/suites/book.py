@@ -110,7 +110,7 @@ def refresh(manifest=None, path=None):
     return path
 
 
-def main(argv=None):
+def main(command_line=None):
     """`python -m autograder.suites.book --refresh [--chapter FILE]` (default: this repository's chapter.yml)."""
     import argparse
 
@@ -121,7 +121,7 @@ def main(argv=None):
                         help="rewrite suites/snapshots/book.json from the chapter's reference solutions")
     parser.add_argument("--chapter", metavar="FILE", default=None,
                         help="the chapter manifest (chapter.yml) to work on (default: this repository's)")
-    args = parser.parse_args(argv)
+    args = parser.parse_args(command_line)
     try:
         manifest = chapter.load(args.chapter) if args.chapter else chapter.current()
     except chapter.ManifestError as e:
