@@ -13,14 +13,16 @@ reading of the staged file (`ast.parse`, which runs nothing), and only when the 
 syntax error at import too; an error raised at import from the student text of a check with
 visible inputs. Nothing else about the part is said.
 
-    explain(run, folder, visible)   run: a runner.PartRun (its checks run); folder: the staged
-                                    modules; visible: the names of the part's checks with visible inputs
+    explain(run, folder, visible, cells)   run: a runner.PartRun (its checks run); folder: the staged
+                                    modules; visible: the names of the part's checks with visible inputs;
+                                    cells: the modules staged from notebooks (Staged.cells), which are
+                                    named by their cell instead of their file
 """
 from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -35,16 +37,18 @@ class PartRun(Protocol):
 
 SYNTAX_KINDS = ("SyntaxError", "IndentationError", "TabError")
 # the end of StudentError.student_text() for an error raised by a module's top level
-AT_IMPORT = re.compile(r"\((\w+\.py), line \d+, in <module>\)$")
+# (a module staged from a notebook: student.cell_place names its cell there instead of the file)
+AT_IMPORT = re.compile(r"(?:\((\w+\.py)|, the solution cell '(\w+)' \(cell \d+ from the top\)), line \d+, in <module>\)$")
 SOURCE_LINE = 120  # the most of the offending line quoted
 
 
-def explain(run: PartRun, folder: str | Path, visible: Collection[str] = ()) -> None:
+def explain(run: PartRun, folder: str | Path, visible: Collection[str] = (),
+            cells: Mapping[str, tuple[str, int]] | None = None) -> None:
     """Set run.problem (and every failed check's message) when the part's module does not import;
     every check of the part must have failed, so a module that imports is never said not to."""
     if run.problem or not run.results or any(r.passed for r in run.results):
         return
-    said = syntax_error(run, Path(folder)) or error_at_import(run, visible)
+    said = syntax_error(run, Path(folder), cells) or error_at_import(run, visible, cells)
     if not said:
         return
     run.problem = said
@@ -52,7 +56,15 @@ def explain(run: PartRun, folder: str | Path, visible: Collection[str] = ()) -> 
         result.message, result.cause, result.unexplained = said, "", False
 
 
-def syntax_error(run: PartRun, folder: Path) -> str:
+def shown_file(name: str, cells: Mapping[str, tuple[str, int]] | None = None) -> str:
+    """A chapter file as the student knows it: "causal.py", or for a module staged from a notebook
+    "the solution cell 'causal' of ch03.ipynb"."""
+    module = name[:-3] if name.endswith(".py") else name
+    found = (cells or {}).get(module)
+    return f"the solution cell '{module}' of {found[0]}" if found else name
+
+
+def syntax_error(run: PartRun, folder: Path, cells: Mapping[str, tuple[str, int]] | None = None) -> str:
     """"<file> does not import: SyntaxError: <msg> (line N: <the line>)" when the child raised a syntax
     error for a chapter file and the grader's own parse of that staged file finds one; else ''."""
     raised = {_file_of(r.student_text) for r in run.results if r.student_text.startswith(SYNTAX_KINDS)}
@@ -60,7 +72,7 @@ def syntax_error(run: PartRun, folder: Path) -> str:
     for name in sorted(raised, key=lambda n: n != f"{run.part}.py"):  # the part's own module first
         found = parse_error(folder / name)
         if found:
-            return f"{name} does not import: {found}"
+            return f"{shown_file(name, cells)} does not import: {found}"
     return ""
 
 
@@ -84,13 +96,14 @@ def parse_error(path: Path) -> str:
     return ""
 
 
-def error_at_import(run: PartRun, visible: Collection[str]) -> str:
+def error_at_import(run: PartRun, visible: Collection[str], cells: Mapping[str, tuple[str, int]] | None = None) -> str:
     """"<file> does not import: <the error>" when a check with visible inputs saw the module's top level
     raise (the student may see that text); else ''."""
     for result in run.results:
         found = AT_IMPORT.search(result.student_text or "")
         if found and result.name in visible:
-            return f"{found.group(1)} does not import: {result.student_text}"
+            name = found.group(1) or f"{found.group(2)}.py"
+            return f"{shown_file(name, cells)} does not import: {result.student_text}"
     return ""
 
 

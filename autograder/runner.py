@@ -82,6 +82,7 @@ class SubmissionContext:
     attributes: frozenset[str]  # the names its modules define (student.source_attributes)
     known: dict[str, str] = field(default_factory=dict)  # its verdicts on the parts other parts use (suites/dependencies.py)
     files: frozenset[str] | None = None  # the graded chapter's module files (None: this repository's chapter's)
+    cells: dict[str, tuple[str, int]] = field(default_factory=dict)  # its modules' notebook cells (Staged.cells)
 
 
 @dataclass
@@ -164,7 +165,7 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
     """
     runs = {name: PartRun(name) for name in rubric.parts if parts is None or name in parts}
     context = SubmissionContext(staged.folder, key, source_attributes(staged.folder),
-                                files=frozenset(f"{name}.py" for name in rubric.parts))
+                                files=frozenset(f"{name}.py" for name in rubric.parts), cells=dict(staged.cells))
     turns: list[tuple[PartRun, Part, Checks]] = []  # (run, part, its checks of one visibility), in the order they run
     for visibility in VISIBILITY_ORDER:
         for name, run in runs.items():
@@ -194,7 +195,7 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
     place.close()
     for run in runs.values():
         visible = {n for n, check in rubric.parts[run.part].checks.items() if check.visibility == "visible"}
-        import_failure.explain(run, staged.folder, visible)  # a module that does not import: one problem
+        import_failure.explain(run, staged.folder, visible, staged.cells)  # a module that does not import: one problem
         part_diagnosis(run, {n for n, check in rubric.parts[run.part].checks.items()
                              if check.diagnosis == "withheld"})
     attach_figures(runs, rubric, pictures)
@@ -405,14 +406,14 @@ def with_dependencies(place: Place, part: str, limits: Limits) -> tuple[Student,
     that ran past its time ended the child: the part goes on in a fresh one (the place's)."""
     submission, child = place.submission, place.child
     assert child is not None
-    student = Student(child, submission.attributes, submission.folder, submission.files)
+    student = Student(child, submission.attributes, submission.folder, submission.files, submission.cells)
     if part not in dependencies.DEPENDS or child.died:
         return student, {}
     found = dependencies.verdicts(student, part, submission.known)
     if child.died:
         place.end_child()
         child = place.fresh_child(limits)
-        student = Student(child, submission.attributes, submission.folder, submission.files)
+        student = Student(child, submission.attributes, submission.folder, submission.files, submission.cells)
     stand_ins = dependencies.substitutes(found)
     if stand_ins and not child.died:
         try:

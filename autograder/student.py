@@ -32,6 +32,9 @@ def chapter_files() -> frozenset[str]:
     return frozenset(f"{module}.py" for module in chapter.current().parts)
 
 
+Cells = dict[str, tuple[str, int]]  # {module: (its notebook as shown, its cell's number from 1)}: Staged.cells
+
+
 class StudentError(Exception):
     """The student's code raised (or is not implemented yet).
 
@@ -44,7 +47,7 @@ class StudentError(Exception):
 
     def __init__(self, kind: str, message: str, where: str = "", not_implemented: bool = False,
                  attributes: frozenset[str] = frozenset(), after_hidden: bool = False, called: str = "",
-                 files: frozenset[str] | None = None) -> None:
+                 files: frozenset[str] | None = None, cells: Cells | None = None) -> None:
         self.kind = text.identifier(kind)
         self.called = called  # the stub's name of what the grader itself called ('' for a method of a handle)
         # after a hidden input the child could pick its exception, file or attribute name to spell
@@ -58,12 +61,25 @@ class StudentError(Exception):
         self.where = text.excerpt(where, 200)
         self.not_implemented = not_implemented
         self.files = files  # the graded chapter's module files (None: this repository's chapter's)
+        self.cells = cells or {}  # the grader's record of the modules staged from notebooks (Staged.cells)
         super().__init__(self.explain())
 
-    def explain(self) -> str:
+    def _file(self) -> str:
+        """The chapter file the place names first ('' for none: a place the child made up names nothing)."""
         file = self.where.split(",", 1)[0]
         files = self.files if self.files is not None else chapter_files()
-        place = f" (in {file})" if file in files and not self.after_hidden else ""
+        return file if file in files else ""
+
+    def _cell(self) -> tuple[str, int] | None:
+        """(notebook, cell number) where the place's file was a notebook's solution cell, else None."""
+        file = self._file()
+        return self.cells.get(file[:-3]) if file.endswith(".py") else None
+
+    def explain(self) -> str:
+        file, cell = self._file(), self._cell()
+        if cell is not None:  # the student wrote a notebook: its cell, as the grader staged it, not a file
+            file = f"the solution cell '{file[:-3]}' of {cell[0]}"
+        place = f" (in {file})" if file and not self.after_hidden else ""
         if self.not_implemented:  # the stubs say "<module>.<qualname>: <hint>"; only a stub's name is quoted
             name = self.message.split(":", 1)[0]  # one of the stubs' own names (HINTS), never another
             # after a hidden input which stub raised is the child's choice (1 of 25): the name is then the
@@ -79,9 +95,19 @@ class StudentError(Exception):
         return f"your code raised {kind}{place}"
 
     def student_text(self) -> str:
-        """What the exception said and where, as a short one-line excerpt."""
+        """What the exception said and where, as a short one-line excerpt. A place in a module staged
+        from a notebook names the notebook and the cell instead (line N of the module is line N of
+        its cell, the line Jupyter numbers): the grader's record, only the rest is the child's."""
         said = f"{self.kind}: {self.message}" if self.message else self.kind
-        return text.excerpt(f"{said} ({self.where})" if self.where else said)
+        where, cell = self.where, self._cell()
+        if cell is not None:
+            where = f"{cell_place(self._file()[:-3], *cell)}{where[len(self._file()):]}"
+        return text.excerpt(f"{said} ({where})" if where else said)
+
+
+def cell_place(module: str, notebook: str, number: int) -> str:
+    """How a student's error names the notebook cell a module came from."""
+    return f"{notebook}, the solution cell '{module}' (cell {number} from the top)"
 
 
 CONSTRUCTORS = {  # the specified positional parameters of the chapter's classes
@@ -123,13 +149,15 @@ class Student:
     """One part's session on one submission."""
 
     def __init__(self, session: Any, attributes: frozenset[str] = frozenset(), folder: str | Path | None = None,
-                 files: frozenset[str] | None = None) -> None:
+                 files: frozenset[str] | None = None, cells: Cells | None = None) -> None:
         """attributes: the names the submission's source writes as `self.<name>` (source_attributes):
         a diagnosis may repeat one of them, chosen before any input was seen. folder: the staged
         submission, whose text the grader reads itself (source()). files: the graded chapter's module
-        files, the places an error may name (None: this repository's chapter's)."""
+        files, the places an error may name (None: this repository's chapter's). cells: the modules staged
+        from notebooks (Staged.cells), whose errors name the notebook's cell instead of the file."""
         self.session = session
         self.files = files
+        self.cells = cells
         self.attributes = attributes
         self.folder = folder
         self.keywords = False  # call the chapter's classes by keyword where their source reorders the contract
@@ -211,7 +239,7 @@ class Student:
         """The student's exception of the request to target, as the child reported it."""
         return StudentError(str(e.get("type")), str(e.get("message", "")), str(e.get("where", "")),
                             bool(e.get("not_implemented")), self.attributes, self.saw_hidden, _called(target),
-                            self.files)
+                            self.files, self.cells)
 
     def _answer(self, structure, payload, present=True):
         """One answer rebuilt here (RemoteObjects for handles, strings cleaned), or the StudentError

@@ -63,6 +63,9 @@ class Staged:
     found: list[str] = field(default_factory=list)     # module stems present
     notes: list[str] = field(default_factory=list)     # what was skipped, and why
     notebooks: list[str] = field(default_factory=list)  # the notebooks the modules came from, as shown to people
+    # {module: (its notebook as shown to people, its solution cell's position among the notebook's cells,
+    # from 1)} for modules staged from notebooks: line N of <module>.py is line N of that cell
+    cells: dict[str, tuple[str, int]] = field(default_factory=dict)
     parts: tuple[str, ...] = ()      # the chapter's modules staging looks for (chapter.yml's parts)
 
     def missing(self, part: str) -> str:
@@ -235,14 +238,16 @@ def _stage_notebooks(notebooks: list[Path], root: Path, label: str, staged: Stag
         problem = json_shape_problem(_read_capped(path, MAX_NOTEBOOK_BYTES))
         if problem:
             raise SubmissionError(f"{_show(path, root, label)}: not a notebook this grader reads ({problem})")
+    origins: dict[str, tuple[Path, int]] = {}
     try:
-        nb.extract_modules(notebooks, staged.folder, modules=staged.parts)
+        nb.extract_modules(notebooks, staged.folder, modules=staged.parts, origins=origins)
     except (ValueError, OSError, RecursionError) as e:
         message = str(e)
         for path in sorted(notebooks, key=lambda p: -len(str(p))):  # the grader's paths mean nothing to people
             message = message.replace(str(path), _show(path, root, label))
         raise SubmissionError(text.clean(message)) from None
     staged.notebooks = [_show(path, root, label) for path in notebooks]
+    staged.cells = {module: (_show(path, root, label), index + 1) for module, (path, index) in origins.items()}
     staged.notes.append(f"graded the solution cells of {len(notebooks)} notebook(s): {', '.join(staged.notebooks)}")
 
 

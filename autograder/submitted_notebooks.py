@@ -123,8 +123,9 @@ def read_notebook(path):
     return notebook
 
 
-def notebook_solution_sources(notebook, where, modules=None, skip_unknown=False):
+def notebook_solution_sources(notebook, where, modules=None, skip_unknown=False, cells=None):
     """{module: code} of the solution cells of a parsed notebook (a dict), magics commented out.
+    cells (a dict, when given) gets {module: the index of its cell in the notebook, from 0}.
 
     A solution cell is a code cell whose metadata.nbgrader.solution is true; its grade_id names the
     module. Only grade_id and the solution flag are read: outputs and other metadata are ignored.
@@ -158,12 +159,14 @@ def notebook_solution_sources(notebook, where, modules=None, skip_unknown=False)
         text = comment_out_magics(_source_text(cell, at))
         found[module] = text if text.endswith("\n") else text + "\n"
         where_found[module] = index
+    if cells is not None:
+        cells.update(where_found)
     return found
 
 
-def solution_sources(path, modules=None):
+def solution_sources(path, modules=None, cells=None):
     """{module: code} of the solution cells of the notebook file at path (see notebook_solution_sources)."""
-    return notebook_solution_sources(read_notebook(path), Path(path), modules)
+    return notebook_solution_sources(read_notebook(path), Path(path), modules, cells=cells)
 
 
 def notebook_paths(source):
@@ -175,26 +178,32 @@ def notebook_paths(source):
     return sorted(source.glob("*.ipynb")) if source.is_dir() else [source]
 
 
-def extract_modules(source: Any, out_dir: str | Path, modules: Any = None) -> Any:
+def extract_modules(source: Any, out_dir: str | Path, modules: Any = None,
+                    origins: dict[str, tuple[Path, int]] | None = None) -> Any:
     """Write <module>.py into out_dir for every solution cell of the notebook(s); return the module names.
 
     source is one .ipynb file, a folder whose *.ipynb files (not its subfolders) are read in name
     order, or a list of notebook paths. Notebooks are parsed as JSON and never run. Malformed
     notebooks raise ValueError naming the file and, for a cell, its index; so does a module found
     in two notebooks. Nothing is written unless every notebook is well formed. Only names in
-    `modules` are ever written, so a grade_id cannot choose another file name.
+    `modules` are ever written, so a grade_id cannot choose another file name. origins (a dict,
+    when given) gets {module: (the notebook's path, the index of its solution cell, from 0)}: line N
+    of <module>.py is line N of that cell.
     """
     found: dict = {}
     origin: dict = {}
     for path in notebook_paths(source):
-        for module, text in solution_sources(path, modules).items():
+        cells: dict = {}
+        for module, text in solution_sources(path, modules, cells).items():
             if module in found:
-                raise ValueError(f"{path}: a second solution cell for {module} (the first is in {origin[module]})")
-            found[module], origin[module] = text, path
+                raise ValueError(f"{path}: a second solution cell for {module} (the first is in {origin[module][0]})")
+            found[module], origin[module] = text, (path, cells[module])
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for module, text in found.items():
         (out_dir / f"{module}.py").write_text(text)
+    if origins is not None:
+        origins.update(origin)
     return list(found)
 
 

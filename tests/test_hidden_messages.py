@@ -182,3 +182,36 @@ def test_a_message_a_helper_built_is_said_as_the_suites_wrote_it():
     assert said.startswith("its forward issues more matrix multiplications with ... heads than with ...")
     assert said.endswith("one for their context vectors, as in 3.6.2")
     assert vocabulary.recognised("int16 chosen by the child, 73519") == ""
+
+
+def test_an_error_in_a_notebook_s_cell_names_the_notebook_and_the_cell():
+    """A module staged from a notebook's solution cell (Staged.cells, the grader's record) is named by
+    its notebook and cell, with the cell's own line; a module handed in as a .py file, a place that is
+    not one of the chapter's files and the rule after a hidden input stay as they were. The notebook's
+    name comes from the record only: a place the child wrote cannot choose it."""
+    files = frozenset({"causal.py", "mha.py"})
+    cells = {"causal": ("ch03.ipynb", 12)}
+    error = StudentError("RuntimeError", "boom", "causal.py, line 67, in forward", files=files, cells=cells)
+    assert error.explain() == "your code raised RuntimeError (in the solution cell 'causal' of ch03.ipynb)"
+    assert error.student_text() == \
+        "RuntimeError: boom (ch03.ipynb, the solution cell 'causal' (cell 12 from the top), line 67, in forward)"
+    as_file = StudentError("RuntimeError", "boom", "causal.py, line 67, in forward", files=files)
+    assert as_file.explain() == "your code raised RuntimeError (in causal.py)"
+    assert as_file.student_text() == "RuntimeError: boom (causal.py, line 67, in forward)"
+    other = StudentError("ValueError", "no", "mha.py, line 2, in f", files=files, cells=cells)  # mha.py was a file
+    assert (other.explain(), other.student_text()) == ("your code raised ValueError (in mha.py)",
+                                                       "ValueError: no (mha.py, line 2, in f)")
+    hostile = StudentError("RuntimeError", "boom", "causal.py, line 1 </b>\nx", files=files, cells=cells)
+    assert hostile.student_text() == \
+        "RuntimeError: boom (ch03.ipynb, the solution cell 'causal' (cell 12 from the top), line 1 </b> | x)"
+    for where in ("evil.ipynb, the solution cell 'causal' (cell 1 from the top), line 1",  # a cell it made up
+                  "causal.pyx, line 1", " causal.py, line 1", "causal, line 1"):
+        made_up = StudentError("ValueError", "no", where, files=files, cells=cells)
+        assert made_up.explain() == "your code raised ValueError", where
+        assert made_up.student_text() == f"ValueError: no ({where})", where
+    hidden = StudentError("RuntimeError", "boom", "causal.py, line 67, in forward", files=files, cells=cells,
+                          after_hidden=True)
+    assert hidden.explain() == "your code raised an exception"
+    stub = StudentError("NotImplementedError", "causal.CausalAttention.forward: a hint", "causal.py, line 9", True,
+                        files=files, cells=cells)
+    assert stub.explain() == "not implemented yet: causal.CausalAttention.forward"
