@@ -14,9 +14,11 @@ import sys
 import zipfile
 
 import pytest
-from notebook_cases import MODULES, ROOT, SOURCE, STUBS, fill_notebooks, module_texts, write_modules
+from notebook_cases import MODULES, ROOT, SOURCE, STUBS, cells_of, fill_notebooks, module_texts, write_modules
 from rubric_points import TOTAL, g
 
+from autograder import reports
+from autograder.reports.markdown import md_code
 from autograder.submission import SubmissionError, stage
 
 NOTEBOOK_COUNT = len(list(SOURCE.glob("*.ipynb")))  # the speed lab too: read, and no solution cell in it
@@ -32,14 +34,21 @@ def by_part(grade):
     return {part: p.score for part, p in grade.parts.items()}
 
 
-def by_check(grade):
-    return {(c.part, c.name): (c.passed, c.score, c.message) for c in grade.checks}
+def by_check(grade, said=str):
+    return {(c.part, c.name): (c.passed, c.score, said(c.message)) for c in grade.checks}
+
+
+def as_files(said):
+    """A notebook's grade as the same modules' would say it: each place in a notebook's cell named by its file."""
+    said = re.sub(r"[^ (]+\.ipynb, the solution cell '(\w+)' \(cell \d+ from the top\)", r"\1.py", said)
+    return re.sub(r"the solution cell '(\w+)' of [^ )]+\.ipynb", r"\1.py", said)
 
 
 def assert_same_grade(as_modules, as_notebooks):
+    """The same scores and messages, but that a notebook's say where in its cells (as_files)."""
     assert by_part(as_notebooks) == by_part(as_modules)
-    assert by_check(as_notebooks) == by_check(as_modules)
-    assert [p.problem for p in as_notebooks.parts.values()] == [p.problem for p in as_modules.parts.values()]
+    assert by_check(as_notebooks, as_files) == by_check(as_modules)
+    assert [as_files(p.problem) for p in as_notebooks.parts.values()] == [p.problem for p in as_modules.parts.values()]
 
 
 @pytest.mark.parametrize("case, base, bugs", [
@@ -63,6 +72,36 @@ def test_modules_and_notebooks_get_the_same_score_part_by_part(engine, tmp_path,
         assert scores["numpy_attention"] < as_modules.parts["numpy_attention"].max_score
         assert scores["simple_attention"] == as_modules.parts["simple_attention"].max_score
     assert any(f"graded the solution cells of {NOTEBOOK_COUNT} notebook(s)" in note for note in as_notebooks.notes)
+
+
+def test_an_error_in_a_notebook_names_the_notebook_and_its_cell_with_the_cell_s_line(engine, tmp_path):
+    """The module graded is the solution cell line for line, so the line of the error is the cell's
+    (as Jupyter numbers it); a student who handed in notebooks reads the notebook and the cell, never
+    causal.py, a file they never wrote. The same code handed in as causal.py reads as it always did."""
+    bug = ("queries @ keys.transpose(1, 2)", "queries @ keys")  # the keys not transposed: raises on the book's example
+    texts = module_texts(edits={"causal": lambda text: text.replace(*bug)})
+    line = next(n for n, code in enumerate(texts["causal"].splitlines(), 1) if "= queries @ keys " in code)
+    notebook = "02_causal_and_multi_head.ipynb"
+    cell = next(n for n, c in enumerate(cells_of(SOURCE / notebook), 1)
+                if c["metadata"].get("nbgrader", {}).get("grade_id") == "causal")
+    as_modules = engine(write_modules(texts, tmp_path / "modules"), parts=["causal"])
+    as_notebooks = engine(fill_notebooks(texts, tmp_path / "notebooks"), parts=["causal"])
+    assert_same_grade(as_modules, as_notebooks)
+    in_file = f"(causal.py, line {line}, in forward)"
+    in_cell = f"({notebook}, the solution cell 'causal' (cell {cell} from the top), line {line}, in forward)"
+    module_said = [c.student_text for c in as_modules.checks if c.student_text]
+    notebook_said = [c.student_text for c in as_notebooks.checks if c.student_text]
+    assert any(said.startswith("RuntimeError: ") and said.endswith(in_file) for said in module_said), module_said
+    assert [said.replace(in_cell, in_file) for said in notebook_said] == module_said
+    assert not any("causal.py" in said for said in notebook_said), notebook_said
+    book = {grade.submission: next(c.message for c in grade.checks if c.name == "causal_attention_book_example")
+            for grade in (as_modules, as_notebooks)}
+    assert book == {"modules": "your code raised RuntimeError (in causal.py)",
+                    "notebooks": f"your code raised RuntimeError (in the solution cell 'causal' of {notebook})"}
+    # every report shows the student's error from student_text: the markdown feedback says the cell too
+    for grade, said in ((as_notebooks, notebook_said), (as_modules, module_said)):
+        feedback = reports.markdown(grade)
+        assert any(f"your error: {md_code(one)}" in feedback for one in said), feedback
 
 
 def test_notebooks_nested_in_a_submitted_folder_or_a_zip(engine, tmp_path):
@@ -173,6 +212,11 @@ def test_an_input_transformer_in_a_solution_cell_changes_nothing(engine, tmp_pat
     assert by_part(as_notebooks)["simple_attention"] == 0
     messages = [f"{c.message} {c.student_text}" for c in as_notebooks.checks if c.part == "simple_attention"]
     assert all("NameError: name 'get_ipython' is not defined" in message for message in messages), messages
+    problem = as_notebooks.parts["simple_attention"].problem  # one problem, naming the cell (import_failure)
+    assert problem.startswith("the solution cell 'simple_attention' of 01_self_attention.ipynb does not import: "
+                              "NameError: name 'get_ipython' is not defined (01_self_attention.ipynb, the solution "
+                              "cell 'simple_attention' (cell "), problem
+    assert as_modules.parts["simple_attention"].problem.startswith("simple_attention.py does not import: NameError")
 
 
 def test_magics_in_a_solution_cell_are_comments_when_graded(engine, tmp_path):
