@@ -108,6 +108,8 @@ def error_at_import(run: PartRun, visible: Collection[str], cells: Mapping[str, 
 
 
 def _file_of(student_text: str) -> str:
-    """The chapter file a syntax error names: "SyntaxError: invalid syntax (mha.py, line 26)" -> mha.py."""
-    found = re.search(r"\((\w+\.py), line \d+", student_text)
-    return found.group(1) if found else ""
+    """The chapter file a syntax error names: "SyntaxError: invalid syntax (mha.py, line 26)" -> mha.py;
+    "... (ch03.ipynb, the solution cell 'mha' (cell 7 from the top), line 26)" -> mha.py."""
+    found = re.search(r"\((\w+\.py), line \d+|, the solution cell '(\w+)' \(cell \d+ from the top\), line \d+",
+                      student_text)
+    return "" if not found else found.group(1) or f"{found.group(2)}.py"

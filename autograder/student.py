@@ -15,6 +15,7 @@ from typing import Any
 
 from autograder import stand_ins, text
 from autograder.authoring.stubs import HINTS
+from autograder.import_failure import SYNTAX_KINDS
 from autograder.inside import protocol
 from autograder.sandbox.client import SessionDied  # noqa: F401  (re-exported for the suites)
 
@@ -32,6 +33,7 @@ def chapter_files() -> frozenset[str]:
     return frozenset(f"{module}.py" for module in chapter.current().parts)
 
 
+SYNTAX_PLACE = re.compile(r"\((\w+\.py), line (\d+)\)$")  # the end of a syntax error's message, as Python says it
 Cells = dict[str, tuple[str, int]]  # {module: (its notebook as shown, its cell's number from 1)}: Staged.cells
 
 
@@ -98,11 +100,22 @@ class StudentError(Exception):
         """What the exception said and where, as a short one-line excerpt. A place in a module staged
         from a notebook names the notebook and the cell instead (line N of the module is line N of
         its cell, the line Jupyter numbers): the grader's record, only the rest is the child's."""
-        said = f"{self.kind}: {self.message}" if self.message else self.kind
+        message = self._syntax_in_cell()
+        said = f"{self.kind}: {message}" if message else self.kind
         where, cell = self.where, self._cell()
         if cell is not None:
             where = f"{cell_place(self._file()[:-3], *cell)}{where[len(self._file()):]}"
         return text.excerpt(f"{said} ({where})" if where else said)
+
+    def _syntax_in_cell(self) -> str:
+        """The message, where Python's syntax error ends in "(causal.py, line 3)" for a module staged from a
+        notebook: its cell instead (the same line)."""
+        found = SYNTAX_PLACE.search(self.message) if self.kind in SYNTAX_KINDS else None
+        files = self.files if self.files is not None else chapter_files()
+        if found is None or found.group(1) not in files or found.group(1)[:-3] not in self.cells:
+            return self.message
+        module = found.group(1)[:-3]
+        return f"{self.message[:found.start()]}({cell_place(module, *self.cells[module])}, line {found.group(2)})"
 
 
 def cell_place(module: str, notebook: str, number: int) -> str:

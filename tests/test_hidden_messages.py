@@ -209,6 +209,13 @@ def test_an_error_in_a_notebook_s_cell_names_the_notebook_and_the_cell():
         made_up = StudentError("ValueError", "no", where, files=files, cells=cells)
         assert made_up.explain() == "your code raised ValueError", where
         assert made_up.student_text() == f"ValueError: no ({where})", where
+    syntax = StudentError("SyntaxError", "invalid syntax (causal.py, line 3)", files=files, cells=cells)
+    assert syntax.student_text() == \
+        "SyntaxError: invalid syntax (ch03.ipynb, the solution cell 'causal' (cell 12 from the top), line 3)"
+    for said in ("invalid syntax (mha.py, line 3)", "invalid syntax (evil.py, line 3)", "no (causal.py, line 3) x"):
+        assert StudentError("SyntaxError", said, files=files, cells=cells).student_text() == f"SyntaxError: {said}"
+    assert StudentError("ValueError", "(causal.py, line 3)", files=files, cells=cells).student_text() == \
+        "ValueError: (causal.py, line 3)"  # only a syntax error's message ends in its place
     hidden = StudentError("RuntimeError", "boom", "causal.py, line 67, in forward", files=files, cells=cells,
                           after_hidden=True)
     assert hidden.explain() == "your code raised an exception"

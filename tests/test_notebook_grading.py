@@ -104,6 +104,21 @@ def test_an_error_in_a_notebook_names_the_notebook_and_its_cell_with_the_cell_s_
         assert any(f"your error: {md_code(one)}" in feedback for one in said), feedback
 
 
+def test_a_syntax_error_in_a_notebook_names_the_cell_and_the_cell_s_line(engine, tmp_path):
+    bug = ("queries @ keys.transpose(1, 2)", "queries @ keys.transpose(1, 2))")  # unmatched ')'
+    texts = module_texts(edits={"causal": lambda text: text.replace(*bug)})
+    line = next(n for n, code in enumerate(texts["causal"].splitlines(), 1) if "transpose(1, 2))" in code)
+    as_modules = engine(write_modules(texts, tmp_path / "modules"), parts=["causal"])
+    as_notebooks = engine(fill_notebooks(texts, tmp_path / "notebooks"), parts=["causal"])
+    assert_same_grade(as_modules, as_notebooks)
+    said = f"does not import: SyntaxError: unmatched ')' (line {line}: "
+    assert as_modules.parts["causal"].problem.startswith(f"causal.py {said}")
+    notebook = "02_causal_and_multi_head.ipynb"
+    assert as_notebooks.parts["causal"].problem.startswith(f"the solution cell 'causal' of {notebook} {said}")
+    assert not any("causal.py" in c.student_text for c in as_notebooks.checks)
+    assert any(c.student_text.startswith("SyntaxError: unmatched ')' (causal.py") for c in as_modules.checks)
+
+
 def test_notebooks_nested_in_a_submitted_folder_or_a_zip(engine, tmp_path):
     texts = module_texts(bugs=("causal_diagonal",))
     nested = fill_notebooks(texts, tmp_path / "submitted" / "alice" / "ch03")

@@ -29,6 +29,7 @@ from autograder.deploy import ghactions
 from autograder.reports import common, records
 from autograder.reports.html_feedback import feedback_html
 from autograder.runner import CheckResult, PartRun
+from autograder.student import StudentError
 
 SYNTAX_LINE = "    def forward(self x):"
 ROOT = Path(__file__).resolve().parents[1]
@@ -208,6 +209,24 @@ def test_an_error_at_import_is_said_only_from_a_check_with_visible_inputs(tmp_pa
                             student_text="NameError: name 'torch' is not defined (mha.py, line 9, in forward)")])
     import_failure.explain(run, tmp_path, {"visible_one"})
     assert run.problem == ""
+
+
+def test_a_module_from_a_notebook_that_does_not_import_is_named_as_its_cell(tmp_path):
+    """Staged from a notebook (Staged.cells), the module's problem names the notebook's cell: a syntax
+    error with the cell's line, an error at import as the student text says it (StudentError.student_text)."""
+    cells = {"mha": ("ch03.ipynb", 7)}
+    (tmp_path / "mha.py").write_text("x = 1\nif x\n    y = 2\n")
+    said = StudentError("SyntaxError", "invalid syntax (mha.py, line 2)", files=frozenset({"mha.py"}),
+                        cells=cells).student_text()
+    assert said == "SyntaxError: invalid syntax (ch03.ipynb, the solution cell 'mha' (cell 7 from the top), line 2)"
+    run = _run([CheckResult("mha", "a", False, "m", student_text=said)])
+    import_failure.explain(run, tmp_path, {"a"}, cells)
+    assert run.problem == "the solution cell 'mha' of ch03.ipynb does not import: SyntaxError: expected ':' (line 2: if x)"
+    said = ("NameError: name 'torch' is not defined "
+            "(ch03.ipynb, the solution cell 'mha' (cell 7 from the top), line 4, in <module>)")
+    run = _run([CheckResult("mha", "visible_one", False, "your code raised NameError", student_text=said)])
+    import_failure.explain(run, tmp_path / "none", {"visible_one"}, cells)
+    assert run.problem == f"the solution cell 'mha' of ch03.ipynb does not import: {said}"
 
 
 def test_a_check_voided_by_a_check_that_never_ran_counts_once():
