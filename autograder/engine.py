@@ -91,15 +91,17 @@ class Engine:
         return self.environment_check
 
     def grade(self, path: str | Path, parts: list[str] | None = None, figures: bool = True,
-              rubric: Rubric | None = None) -> Grade:
+              rubric: Rubric | None = None, cells: dict[str, tuple[str, int]] | None = None) -> Grade:
         """Grade the submission at path (a folder, zip or notebooks): SubmissionError when it cannot be
-        staged. parts: only these parts; rubric: a rubric cut down from this one (selftest)."""
+        staged. parts: only these parts; rubric: a rubric cut down from this one (selftest); cells: for
+        modules the caller took from notebooks itself (nbgrader), where each came from (Staged.cells)."""
         from autograder import grading
 
         assert self.sandbox is not None and self.rubric is not None and self.suites is not None, "Engine.open() first"
         return grading.grade_submission(path, rubric or self.rubric, self.suites, self.sandbox, parts=parts,
                                         seed=self.settings.seed, figures=figures,
-                                        environment_check=self.environment_check, chapter=self.chapter)
+                                        environment_check=self.environment_check, chapter=self.chapter,
+                                        cells=cells)
 
     def for_worker(self, sandbox: Sandbox | None, slot: int) -> Engine:
         """An engine for a worker process of this run: the same settings, rubric file and environment

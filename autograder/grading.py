@@ -111,13 +111,15 @@ def load_rubric(path: str | Path | None = None, chapter: Chapter | None = None) 
 def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list[Any]], sandbox: Any,
                      fixtures: dict[str, Any] | None = None, parts: list[str] | None = None, seed: int | None = None,
                      figures: bool = True, environment_check: dict[str, Any] | None = None,
-                     chapter: Chapter | None = None) -> Grade:
+                     chapter: Chapter | None = None, cells: dict[str, tuple[str, int]] | None = None) -> Grade:
     """Grade the submission at path; parts (names) limits grading to those parts of the rubric.
 
     seed: the run's secret (runner.draw_secret() when None); kept in grade.seed, for instructors only.
     figures: draw the pictures of failed weight checks (runner.take_pictures, before any hidden input); False where nobody sees them.
     environment_check: envcheck.ensure's record for this sandbox (engine.Engine passes it), kept in the grade.
     chapter: the chapter graded (the Engine's; None: this repository's): its parts are what staging looks for.
+    cells: {module: (notebook, cell number)} for modules a caller took from notebooks before (nbgrader's
+    preprocessor writes them as .py files): their errors name the cell (Staged.cells), as staging's own would.
     """
     from autograder import source_reading, stand_ins
 
@@ -126,6 +128,7 @@ def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list[An
     fixtures = fixtures or runner.default_fixtures(seed, key)
     with tempfile.TemporaryDirectory(prefix="staged-") as tmp:
         staged = stage(path, tmp, chapter.parts)
+        staged.cells.update({module: cell for module, cell in (cells or {}).items() if module in staged.found})
         # the submission by its name: reports never show the grader's own paths
         grade = Grade(staged.source, notes=list(staged.notes), seed=fixtures.get("secret"),
                       environment_check=environment_check, chapter=chapter.id)

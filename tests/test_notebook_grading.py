@@ -102,6 +102,10 @@ def test_an_error_in_a_notebook_names_the_notebook_and_its_cell_with_the_cell_s_
     for grade, said in ((as_notebooks, notebook_said), (as_modules, module_said)):
         feedback = reports.markdown(grade)
         assert any(f"your error: {md_code(one)}" in feedback for one in said), feedback
+    # nbgrader's preprocessor writes the cells as .py files and says where they came from (Engine.grade's cells)
+    as_nbgrader = engine(write_modules(texts, tmp_path / "nbgrader"), parts=["causal"],
+                         cells={"causal": (notebook, cell), "not_a_module": ("x.ipynb", 1)})
+    assert [c.student_text for c in as_nbgrader.checks if c.student_text] == notebook_said
 
 
 def test_a_syntax_error_in_a_notebook_names_the_cell_and_the_cell_s_line(engine, tmp_path):

@@ -431,7 +431,7 @@ def _reach_the_engine(monkeypatch, require_isolation):
 
     monkeypatch.setattr(nbgrader_plugins, "shared_engine", engine)
     step = nbgrader_plugins.GradeInSandbox(require_isolation=require_isolation, restore_deleted_cells=False)
-    monkeypatch.setattr(step, "_modules_of_other_notebooks", lambda resources: {})
+    monkeypatch.setattr(step, "_modules_of_other_notebooks", lambda resources, cells=None: {})
     resources = {"nbgrader": {"notebook": "02_causal", "student": "eve", "assignment": "ch03", "db_url": ""}}
     with pytest.raises(_EngineReached):
         step.preprocess(nbformat.v4.new_notebook(), resources)
@@ -446,6 +446,44 @@ def test_grade_in_sandbox_needs_no_root(monkeypatch):
 
 def test_grade_in_sandbox_without_required_isolation_allows_the_unsafe_fallback(monkeypatch):
     assert _reach_the_engine(monkeypatch, require_isolation=False) is True
+
+
+def test_grade_in_sandbox_says_which_cell_each_module_came_from(monkeypatch, tmp_path):
+    """nbgrader's path grades the solution cells as .py files: it gives the engine each module's notebook
+    and cell (counting from 1), so that a student's error names them (Staged.cells), not causal.py."""
+    pytest.importorskip("nbgrader")
+    import nbformat
+
+    from autograder.deploy import nbgrader_plugins
+
+    monkeypatch.setattr(nbgrader_plugins, "_gradebook_notebook",
+                        lambda resources: {"source": {}, "grade": {"score_causal": 22.0}, "solution": set(),
+                                           "task": set()})
+    seen = {}
+
+    class Engine:
+        rubric = type("Rubric", (), {"parts": {"causal": None}})()
+
+        def grade(self, path, parts=None, cells=None):
+            seen["cells"], seen["modules"] = cells, sorted(p.name for p in Path(path).iterdir())
+            raise _EngineReached
+
+    monkeypatch.setattr(nbgrader_plugins, "shared_engine", lambda *args, **kwargs: Engine())
+    step = nbgrader_plugins.GradeInSandbox(require_isolation=False, restore_deleted_cells=False)
+
+    def others(resources, cells=None):
+        cells.update({"mha": ("01_other.ipynb", 5), "causal": ("01_other.ipynb", 6)})
+        return {"mha": "x = 1\n", "causal": "y = 2\n"}
+
+    monkeypatch.setattr(step, "_modules_of_other_notebooks", others)
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_markdown_cell("# 3.5"), nbformat.v4.new_code_cell(
+        "z = 3", metadata={"nbgrader": {"grade": False, "grade_id": "causal", "locked": False, "solution": True}})]
+    resources = {"nbgrader": {"notebook": "02_causal", "student": "eve", "assignment": "ch03", "db_url": ""}}
+    with pytest.raises(_EngineReached):
+        step.preprocess(notebook, resources)
+    assert seen == {"cells": {"causal": ("02_causal.ipynb", 2), "mha": ("01_other.ipynb", 5)},
+                    "modules": ["causal.py", "mha.py"]}
 
 
 @pytest.mark.quick

@@ -244,8 +244,9 @@ class GradeInSandbox(NbGraderPreprocessor):
         info = resources["nbgrader"]
         self.where = f"{info['notebook']}.ipynb of {info['student']}"
         parts = self._parts_to_grade(nb, resources)
-        modules, problem = self._solution_modules(nb, resources, parts)
-        grade, graded = self._grade(modules, parts, resources)
+        cells: dict = {}
+        modules, problem = self._solution_modules(nb, resources, parts, cells)
+        grade, graded = self._grade(modules, parts, resources, cells)
         self._write_graded_cells(nb, grade, modules, problem)
         for part in graded:
             p = grade.parts[part]
@@ -261,21 +262,30 @@ class GradeInSandbox(NbGraderPreprocessor):
             self._restore_graded_cells(nb, known, parts)
         return parts
 
-    def _solution_modules(self, nb, resources, parts):
+    def _solution_modules(self, nb, resources, parts, cells=None):
         """({module: code} of this notebook's solution cells and of the modules it needs from the
-        student's other notebooks, the problem that stopped reading this one or '')."""
+        student's other notebooks, the problem that stopped reading this one or ''). cells (a dict, when
+        given) gets {module: (its notebook's file name, its cell's number from 1)} (Staged.cells)."""
         from autograder import submitted_notebooks
 
+        cells = {} if cells is None else cells
+        indexes: dict = {}
         try:
-            modules = submitted_notebooks.notebook_solution_sources(nb, self.where, skip_unknown=True)
+            modules = submitted_notebooks.notebook_solution_sources(nb, self.where, skip_unknown=True, cells=indexes)
             problem = ""
         except ValueError as e:  # RestoreCellRoles and DeduplicateIds leave little that can fail here
-            modules, problem = {}, str(e)
-        modules.update({m: code for m, code in self._modules_of_other_notebooks(resources).items()
-                        if m not in modules and m not in parts})
+            modules, problem, indexes = {}, str(e), {}
+        cells.update({m: (f"{resources['nbgrader']['notebook']}.ipynb", i + 1) for m, i in indexes.items()})
+        theirs: dict = {}
+        others = self._modules_of_other_notebooks(resources, theirs)
+        for module, code in others.items():
+            if module not in modules and module not in parts:
+                modules[module] = code
+                if module in theirs:
+                    cells[module] = theirs[module]
         return modules, problem
 
-    def _grade(self, modules, parts, resources):
+    def _grade(self, modules, parts, resources, cells=None):
         """Grade the modules on the parts of the rubric in the sandbox -> (grade, the parts graded);
         refuses where the sandbox could not isolate student code and isolation is required."""
         from autograder.settings import from_environment
@@ -288,7 +298,7 @@ class GradeInSandbox(NbGraderPreprocessor):
         with tempfile.TemporaryDirectory(prefix="nbgrader-modules-") as tmp:
             for module, code in modules.items():
                 (Path(tmp) / f"{module}.py").write_text(code)
-            grade = engine.grade(tmp, parts=graded)
+            grade = engine.grade(tmp, parts=graded, cells=cells)
         if grade.not_graded:  # the machine kept a part from running: no score, not a lower one (runner.NOT_GRADED)
             from autograder import grading
 
@@ -341,9 +351,10 @@ class GradeInSandbox(NbGraderPreprocessor):
                      and c.metadata.nbgrader.get("grade_id") == part]
             nb.cells.insert(after[0] + 1 if after else len(nb.cells), cell)
 
-    def _modules_of_other_notebooks(self, resources):
+    def _modules_of_other_notebooks(self, resources, cells=None):
         """Modules whose solution cells belong (by the gradebook) to the student's other notebooks of the
-        assignment, read from the submitted folder: a module may import one from another notebook."""
+        assignment, read from the submitted folder: a module may import one from another notebook.
+        cells (a dict, when given) gets where each came from (notebook, cell number from 1)."""
         from autograder import submitted_notebooks
 
         info = resources["nbgrader"]
@@ -355,12 +366,16 @@ class GradeInSandbox(NbGraderPreprocessor):
                       for notebook in gb.find_assignment(info["assignment"]).notebooks if notebook.name != info["notebook"]}
         for name, owned in sorted(owners.items()):
             path = folder / f"{name}.ipynb"
+            indexes: dict = {}
             try:
                 sources = submitted_notebooks.notebook_solution_sources(submitted_notebooks.read_notebook(path), path,
-                                                                        skip_unknown=True)
+                                                                        skip_unknown=True, cells=indexes)
             except (ValueError, OSError):
                 continue  # graded (and reported) when that notebook's turn comes
-            found.update({m: code for m, code in sources.items() if m in owned and m not in found})
+            taken = {m: code for m, code in sources.items() if m in owned and m not in found}
+            found.update(taken)
+            if cells is not None:
+                cells.update({m: (f"{name}.ipynb", indexes[m] + 1) for m in taken})
         return found
 
     def _coursedir(self):
