@@ -530,7 +530,11 @@ def test_input_transformers_in_solution_cells_change_nothing(course, module_form
     assert recorded == {part: p.score for part, p in module_form["mallory"].parts.items()}
     assert recorded["simple_attention"] == 0
     assert recorded["numpy_attention"] == module_form["carol"].parts["numpy_attention"].score < 10
-    assert "get_ipython" in report(score_cell(course, "mallory", NOTEBOOKS[0], "simple_attention"))
+    shown = report(score_cell(course, "mallory", NOTEBOOKS[0], "simple_attention"))
+    assert "get_ipython" in shown
+    # the module is the notebook's cell: the report names the cell, never simple_attention.py
+    assert f"the solution cell 'simple_attention' of {NOTEBOOKS[0]} does not import: NameError" in shown, shown
+    assert "simple_attention.py" not in shown, shown
 
 
 def test_a_detached_process_cannot_touch_the_gradebook(course):
