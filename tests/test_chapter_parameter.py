@@ -243,7 +243,7 @@ def test_the_nbgrader_plugins_grade_the_chapter_of_their_setting(other_chapter, 
         class rubric:  # stands for the engine's Rubric
             parts = {"causal": None}
 
-        def grade(self, folder, parts):
+        def grade(self, folder, parts, cells=None):
             return grading.Grade("x", chapter="ch99")
 
     def shared_engine(rubric_path=None, settings=None, chapter=None):
