@@ -1,16 +1,16 @@
 """Issue 12 item 5: nbgrader's Validate fails on the untouched released notebooks and passes once they are solved.
 
 The released notebooks are made by the real `nbgrader generate_assignment` in a temporary course
-(the project's nbgrader_config.py, run from the project root); `nbgrader validate` then executes
-them in a kernel. A graded cell reruns its module's test cells, so on the stubs every graded cell
-fails with "not implemented yet"; with the solutions typed into the released notebooks (hidden
-tests already removed) every notebook passes; one bug fails only the notebook that holds it.
+(the project's nbgrader_config.py, run from the project root; made once per session and copied,
+tests/nbgrader_release.py); `nbgrader validate` then executes them in a kernel. A graded cell reruns
+its module's test cells, so on the stubs every graded cell fails with "not implemented yet"; with the
+solutions typed into the released notebooks (hidden tests already removed) every notebook passes;
+one bug fails only the notebook that holds it.
 About 40 s: nbgrader and kernel start-up.
 """
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +19,7 @@ import pytest
 
 pytest.importorskip("nbgrader", reason="nbgrader is not installed (pip install '.[notebooks]', nbgrader==0.9.6)")
 
+from nbgrader_release import copy_course
 from notebook_cases import BUGS, fill_notebooks, module_texts
 
 pytestmark = pytest.mark.nbgrader
@@ -49,11 +50,12 @@ def nbgrader(base, *args):
 
 
 @pytest.fixture(scope="module")
-def released(tmp_path_factory):
+def released(tmp_path_factory, nbgrader_release):
+    """A copy of the session's course released by `nbgrader generate_assignment ch03 --force`
+    (tests/nbgrader_release.py: made once for this file and tests/test_nbgrader_roundtrip.py)."""
     base = tmp_path_factory.mktemp("validate")
-    course = base / "course"
-    shutil.copytree(SOURCE, course / "source" / "ch03")
-    output = nbgrader(base, "generate_assignment", "ch03", "--force", f"--CourseDirectory.root={course}")
+    course = copy_course(nbgrader_release, base / "course")
+    output = nbgrader_release.output
     folder = course / "release" / "ch03"
     released_files = sorted(p.name for p in folder.iterdir())
     expected = sorted(p.name for p in SOURCE.iterdir() if p.suffix in (".ipynb", ".py"))  # the speed lab, its bench_mha.py
