@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 import xdist_groups
+from nbgrader_release import make_release
 from shared_engine import open_engine
 
 from autograder import selftest
@@ -57,12 +58,19 @@ def graded_corpus(engine):
     return GradedCorpus(engine)
 
 
+@pytest.fixture(scope="session")
+def nbgrader_release(tmp_path_factory):
+    """The chapter released once by `nbgrader generate_assignment` (tests/nbgrader_release.py): a reader
+    copies its course with nbgrader_release.copy_course, never changes it."""
+    return make_release(tmp_path_factory.mktemp("nbgrader-release"))
+
+
 # the longest units first (a worker that takes one late is the suite's tail): the corpus readers, then
 # the files whose tests or module fixtures take a minute or more (per-file sums of a profile of the
 # whole suite on two workers, 2026-11-28 05:33 UTC); every other file after them, in collection order.
 # The order inside a file never changes.
-LONGEST_FIRST = ("selftest-corpus", "test_nbgrader_validate.py", "test_adversarial.py",
-                 "test_nbgrader_roundtrip.py", "test_graded_under_load.py", "test_deploy_installs.py",
+LONGEST_FIRST = ("selftest-corpus", "nbgrader-release", "test_adversarial.py",
+                 "test_graded_under_load.py", "test_deploy_installs.py",
                  "test_fairness.py", "test_batch.py", "test_regrades.py", "test_efficiency.py", "test_gradescope.py",
                  "test_nbgrader_commands.py", "test_notebook_outputs.py", "test_reports.py", "test_lint.py")
 

@@ -1,6 +1,7 @@
 """The whole nbgrader course cycle with the real nbgrader 0.9.6 commands, in a temporary course.
 
-generate_assignment -> release_assignment -> a student fetches, solves and submits -> collect;
+generate_assignment (once per session, shared with test_nbgrader_validate: tests/nbgrader_release.py)
+-> release_assignment -> a student fetches, solves and submits -> collect;
 a second student's untouched notebooks arrive as an LMS zip -> zip_collect; three more
 submissions are put straight into submitted/ (one with two bugs, one that attacks the grader,
 one with deleted and tampered cells); autograde (our GradeInSandbox: nothing runs in a kernel),
@@ -23,7 +24,6 @@ import html
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -35,6 +35,7 @@ import yaml
 
 pytest.importorskip("nbgrader", reason="nbgrader is not installed (pip install '.[notebooks]', nbgrader==0.9.6)")
 
+from nbgrader_release import copy_course
 from notebook_cases import fill_notebooks, module_texts, write_modules
 from rubric_points import CHECK, TOTAL
 
@@ -93,12 +94,13 @@ def part_max():
 class Course:
     """A temporary course, exchange and student home; nbgrader runs against them."""
 
-    def __init__(self, base):
+    def __init__(self, base, release):
+        """release: the session's course after `nbgrader generate_assignment ch03` (tests/nbgrader_release.py),
+        copied here as this course's own."""
         self.base = base
-        self.root = base / "course"
+        self.root = copy_course(release, base / "course")
         self.exchange = base / "exchange"
         self.timings = {}
-        shutil.copytree(SOURCE, self.root / "source" / "ch03")
         self.exchange.mkdir()
         self.env = dict(os.environ)
         # nbgrader runs `alembic` (the gradebook's migrations) from PATH
@@ -234,10 +236,10 @@ def sha256(path):
 
 
 @pytest.fixture(scope="module")
-def course(tmp_path_factory):
-    course = Course(tmp_path_factory.mktemp("nbgrader"))
+def course(tmp_path_factory, nbgrader_release):
+    # generate_assignment ch03: made once per session and copied (tests/nbgrader_release.py)
+    course = Course(tmp_path_factory.mktemp("nbgrader"), nbgrader_release)
 
-    course.run("generate_assignment", "ch03")
     course.run("release_assignment", "ch03")
     release = course.root / "release" / "ch03"
 

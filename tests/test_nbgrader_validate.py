@@ -1,16 +1,17 @@
 """Issue 12 item 5: nbgrader's Validate fails on the untouched released notebooks and passes once they are solved.
 
 The released notebooks are made by the real `nbgrader generate_assignment` in a temporary course
-(the project's nbgrader_config.py, run from the project root); `nbgrader validate` then executes
-them in a kernel. A graded cell reruns its module's test cells, so on the stubs every graded cell
-fails with "not implemented yet"; with the solutions typed into the released notebooks (hidden
-tests already removed) every notebook passes; one bug fails only the notebook that holds it.
+(the project's nbgrader_config.py, run from the project root; made once per session and copied,
+tests/nbgrader_release.py); `nbgrader validate` then executes them in a kernel. A graded cell reruns
+its module's test cells, so on the stubs every graded cell fails with "not implemented yet"; with the
+solutions typed into the released notebooks (hidden tests already removed) every notebook passes;
+one bug fails only the notebook that holds it.
+All three folders are validated in one nbgrader run (one start-up instead of three).
 About 40 s: nbgrader and kernel start-up.
 """
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,7 @@ import pytest
 
 pytest.importorskip("nbgrader", reason="nbgrader is not installed (pip install '.[notebooks]', nbgrader==0.9.6)")
 
+from nbgrader_release import copy_course
 from notebook_cases import BUGS, fill_notebooks, module_texts
 
 pytestmark = pytest.mark.nbgrader
@@ -49,11 +51,12 @@ def nbgrader(base, *args):
 
 
 @pytest.fixture(scope="module")
-def released(tmp_path_factory):
+def released(tmp_path_factory, nbgrader_release):
+    """A copy of the session's course released by `nbgrader generate_assignment ch03 --force`
+    (tests/nbgrader_release.py: made once for this file and tests/test_nbgrader_roundtrip.py)."""
     base = tmp_path_factory.mktemp("validate")
-    course = base / "course"
-    shutil.copytree(SOURCE, course / "source" / "ch03")
-    output = nbgrader(base, "generate_assignment", "ch03", "--force", f"--CourseDirectory.root={course}")
+    course = copy_course(nbgrader_release, base / "course")
+    output = nbgrader_release.output
     folder = course / "release" / "ch03"
     released_files = sorted(p.name for p in folder.iterdir())
     expected = sorted(p.name for p in SOURCE.iterdir() if p.suffix in (".ipynb", ".py"))  # the speed lab, its bench_mha.py
@@ -61,11 +64,27 @@ def released(tmp_path_factory):
     return base, folder
 
 
-def validate(base, folder):
-    """{notebook name: what `nbgrader validate` printed for it}, all notebooks of folder in one run."""
-    output = nbgrader(base, "validate", *(str(folder / name) for name in NOTEBOOKS))
+def validate(base, *folders):
+    """{folder name: {notebook name: what `nbgrader validate` printed for it}}, all notebooks of all the
+    folders (distinct names) in one run: one start-up of nbgrader, each notebook in a kernel of its own."""
+    output = nbgrader(base, "validate", *(str(folder / name) for folder in folders for name in NOTEBOOKS))
     parts = re.split(r"\[ValidateApp \| INFO\] Validating '([^']+)'", output)
-    return {Path(path).name: verdict for path, verdict in zip(parts[1::2], parts[2::2], strict=True)}
+    found: dict[str, dict[str, str]] = {folder.name: {} for folder in folders}
+    for path, verdict in zip(parts[1::2], parts[2::2], strict=True):
+        found[Path(path).parent.name][Path(path).name] = verdict
+    return found
+
+
+@pytest.fixture(scope="module")
+def verdicts(released, tmp_path_factory):
+    """What `nbgrader validate` says of the released notebooks untouched, solved, and solved with one bug
+    (causal_diagonal): {"untouched" | "solved" | "buggy": {notebook name: verdict}}, from one run."""
+    base, folder = released
+    where = tmp_path_factory.mktemp("validated")
+    solved = fill_notebooks(module_texts(), where / "solved", folder)
+    buggy = fill_notebooks(module_texts(bugs=["causal_diagonal"]), where / "buggy", folder)
+    found = validate(base, folder, solved, buggy)
+    return {"untouched": found[folder.name], "solved": found["solved"], "buggy": found["buggy"]}
 
 
 def graded_cells(name):
@@ -73,9 +92,8 @@ def graded_cells(name):
     return sum(1 for cell in cells if cell["metadata"].get("nbgrader", {}).get("grade"))
 
 
-def test_untouched_released_notebooks_fail_validation(released):
-    base, folder = released
-    verdicts = validate(base, folder)
+def test_untouched_released_notebooks_fail_validation(verdicts):
+    verdicts = verdicts["untouched"]
     assert sorted(verdicts) == NOTEBOOKS, verdicts
     for name, verdict in verdicts.items():
         assert "Success!" not in verdict, f"{name}: {verdict}"
@@ -83,14 +101,10 @@ def test_untouched_released_notebooks_fail_validation(released):
         assert "NotImplementedError" in verdict, f"{name}: {verdict}"
 
 
-def test_solved_released_notebooks_pass_and_a_bug_fails_its_notebook_only(released, tmp_path):
-    base, folder = released
-    solved = fill_notebooks(module_texts(), tmp_path / "solved", folder)
-    verdicts = validate(base, solved)
-    assert sorted(verdicts) == NOTEBOOKS, verdicts
-    for name, verdict in verdicts.items():
+def test_solved_released_notebooks_pass_and_a_bug_fails_its_notebook_only(verdicts):
+    solved, buggy = verdicts["solved"], verdicts["buggy"]
+    assert sorted(solved) == NOTEBOOKS, solved
+    for name, verdict in solved.items():
         assert "Success! Your notebook passes all the tests." in verdict, f"{name}: {verdict}"
-    buggy = fill_notebooks(module_texts(bugs=["causal_diagonal"]), tmp_path / "buggy", folder)
-    verdicts = validate(base, buggy)
-    assert {name: "Success!" in verdict for name, verdict in verdicts.items()} == {
-        name: BUGS["causal_diagonal"][0] not in name for name in NOTEBOOKS}, verdicts
+    assert {name: "Success!" in verdict for name, verdict in buggy.items()} == {
+        name: BUGS["causal_diagonal"][0] not in name for name in NOTEBOOKS}, buggy

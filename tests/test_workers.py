@@ -55,3 +55,6 @@ def test_each_file_is_one_workers_and_a_group_is_one_workers(tmp_path):
 def test_the_corpus_readers_are_one_unit_and_every_other_file_its_own():
     assert group_of("tests/test_suites.py::test_x[a-b]", TOGETHER) == group_of("tests/test_isolation.py::test_y", TOGETHER)
     assert group_of("tests/test_batch.py::test_x", TOGETHER) == "test_batch.py"
+    # the nbgrader release's readers (tests/nbgrader_release.py), one unit apart from the corpus's
+    release = group_of("tests/test_nbgrader_roundtrip.py::test_x", TOGETHER)
+    assert release == group_of("tests/test_nbgrader_validate.py::test_y", TOGETHER) != group_of("tests/test_suites.py::t", TOGETHER)
