@@ -247,7 +247,7 @@ def test_the_pictures_are_taken_before_the_first_hidden_input(monkeypatch):
         run.results += [CheckResult(run.part, n, not hidden, "wrong") for n, _ in checks]
         return "", False  # (why the machine ended it, proof)
     monkeypatch.setattr(runner, "_attempt", attempt)
-    staged = types.SimpleNamespace(folder="folder", missing=lambda part: "")
+    staged = types.SimpleNamespace(folder="folder", missing=lambda part: "", cells={})
     monkeypatch.setattr(runner, "source_attributes", lambda folder: {})
     runs = runner.run_submission(FakeSandbox(), staged, rubric, suites, runner.default_fixtures(1, "key"),
                                  ["simple_attention", "causal"], key="key")
