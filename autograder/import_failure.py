@@ -36,9 +36,10 @@ class PartRun(Protocol):
     results: list[Any]  # runner.CheckResult: name, passed, message, student_text, cause, unexplained
 
 SYNTAX_KINDS = ("SyntaxError", "IndentationError", "TabError")
-# the end of StudentError.student_text() for an error raised by a module's top level
-# (a module staged from a notebook: student.cell_place names its cell there instead of the file)
-AT_IMPORT = re.compile(r"(?:\((\w+\.py)|, the solution cell '(\w+)' \(cell \d+ from the top\)), line \d+, in <module>\)$")
+# how a place in a module staged from a notebook names its cell (cell_place), as a pattern: the module
+CELL_PLACE = r", the solution cell '(\w+)' \(cell \d+ from the top\)"
+# the end of StudentError.student_text() for an error raised by a module's top level (its file, or its cell)
+AT_IMPORT = re.compile(r"(?:\((\w+\.py)|" + CELL_PLACE + r"), line \d+, in <module>\)$")
 SOURCE_LINE = 120  # the most of the offending line quoted
 
 
@@ -54,6 +55,11 @@ def explain(run: PartRun, folder: str | Path, visible: Collection[str] = (),
     run.problem = said
     for result in run.results:
         result.message, result.cause, result.unexplained = said, "", False
+
+
+def cell_place(module: str, notebook: str, number: int) -> str:
+    """How a student's error names the notebook cell a module came from (CELL_PLACE reads it back)."""
+    return f"{notebook}, the solution cell '{module}' (cell {number} from the top)"
 
 
 def shown_file(name: str, cells: Mapping[str, tuple[str, int]] | None = None) -> str:
@@ -110,6 +116,5 @@ def error_at_import(run: PartRun, visible: Collection[str], cells: Mapping[str, 
 def _file_of(student_text: str) -> str:
     """The chapter file a syntax error names: "SyntaxError: invalid syntax (mha.py, line 26)" -> mha.py;
     "... (ch03.ipynb, the solution cell 'mha' (cell 7 from the top), line 26)" -> mha.py."""
-    found = re.search(r"\((\w+\.py), line \d+|, the solution cell '(\w+)' \(cell \d+ from the top\), line \d+",
-                      student_text)
+    found = re.search(r"\((\w+\.py), line \d+|" + CELL_PLACE + r", line \d+", student_text)
     return "" if not found else found.group(1) or f"{found.group(2)}.py"

@@ -15,7 +15,7 @@ from typing import Any
 
 from autograder import stand_ins, text
 from autograder.authoring.stubs import HINTS
-from autograder.import_failure import SYNTAX_KINDS
+from autograder.import_failure import SYNTAX_KINDS, cell_place, shown_file
 from autograder.inside import protocol
 from autograder.sandbox.client import SessionDied  # noqa: F401  (re-exported for the suites)
 
@@ -66,11 +66,13 @@ class StudentError(Exception):
         self.cells = cells or {}  # the grader's record of the modules staged from notebooks (Staged.cells)
         super().__init__(self.explain())
 
+    def _chapter_files(self) -> frozenset[str]:
+        return self.files if self.files is not None else chapter_files()
+
     def _file(self) -> str:
         """The chapter file the place names first ('' for none: a place the child made up names nothing)."""
         file = self.where.split(",", 1)[0]
-        files = self.files if self.files is not None else chapter_files()
-        return file if file in files else ""
+        return file if file in self._chapter_files() else ""
 
     def _cell(self) -> tuple[str, int] | None:
         """(notebook, cell number) where the place's file was a notebook's solution cell, else None."""
@@ -78,10 +80,8 @@ class StudentError(Exception):
         return self.cells.get(file[:-3]) if file.endswith(".py") else None
 
     def explain(self) -> str:
-        file, cell = self._file(), self._cell()
-        if cell is not None:  # the student wrote a notebook: its cell, as the grader staged it, not a file
-            file = f"the solution cell '{file[:-3]}' of {cell[0]}"
-        place = f" (in {file})" if file and not self.after_hidden else ""
+        file = self._file()  # a notebook student's: its cell, as the grader staged it, not a file
+        place = f" (in {shown_file(file, self.cells)})" if file and not self.after_hidden else ""
         if self.not_implemented:  # the stubs say "<module>.<qualname>: <hint>"; only a stub's name is quoted
             name = self.message.split(":", 1)[0]  # one of the stubs' own names (HINTS), never another
             # after a hidden input which stub raised is the child's choice (1 of 25): the name is then the
@@ -111,16 +111,10 @@ class StudentError(Exception):
         """The message, where Python's syntax error ends in "(causal.py, line 3)" for a module staged from a
         notebook: its cell instead (the same line)."""
         found = SYNTAX_PLACE.search(self.message) if self.kind in SYNTAX_KINDS else None
-        files = self.files if self.files is not None else chapter_files()
-        if found is None or found.group(1) not in files or found.group(1)[:-3] not in self.cells:
+        if found is None or found.group(1) not in self._chapter_files() or found.group(1)[:-3] not in self.cells:
             return self.message
         module = found.group(1)[:-3]
         return f"{self.message[:found.start()]}({cell_place(module, *self.cells[module])}, line {found.group(2)})"
-
-
-def cell_place(module: str, notebook: str, number: int) -> str:
-    """How a student's error names the notebook cell a module came from."""
-    return f"{notebook}, the solution cell '{module}' (cell {number} from the top)"
 
 
 CONSTRUCTORS = {  # the specified positional parameters of the chapter's classes
