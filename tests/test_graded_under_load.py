@@ -7,6 +7,12 @@ a correct submission gets full marks in each (load makes grading slower, never c
 ungraded: a part is "not graded" only on proof, benchmarks/bench_load_deaths.py counts it); a
 submission with one bug scores what it scores alone. Nothing here waits for the load to peak or
 measures time: only the verdicts are compared.
+
+Each command is `python -m autograder` (its __main__, run by runpy) in an interpreter that has already
+imported what the command imports (torch, the grader's modules) and waits on its stdin: the load starts
+once all three are waiting, then each is told to go (issue 38 item 6: the three torch imports were a
+third of this test's work under load, and an import is not grading). Everything the command does, from
+reading its arguments and starting its fork servers to writing its results, runs under the load.
 """
 import csv
 import json
@@ -46,9 +52,40 @@ def busy_machine():
             loop.wait()
 
 
-def command(*args):
-    return subprocess.Popen([sys.executable, "-m", "autograder", *args], cwd=PROJECT_ROOT, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+# `python -m autograder ARGS` (sys.argv[1:]) once a line arrives on stdin; "ready" on stdout: its imports are done
+STARTER = """import runpy, sys
+import torch, numpy, yaml
+import autograder.cli, autograder.engine, autograder.grading, autograder.reports, autograder.batch
+from autograder.commands import batch, ci, grade
+print("ready", flush=True)
+sys.stdin.readline()
+sys.argv = ["python -m autograder", *sys.argv[1:]]
+runpy.run_module("autograder", run_name="__main__", alter_sys=True)
+"""
+
+
+@contextmanager
+def waiting_commands(**commands):
+    """name=ARGS: `python -m autograder ARGS` each, started together, yielded once every one has done its
+    imports and waits for go(process); any still running on the way out is ended (SIGKILL, by pid)."""
+    runs = {name: subprocess.Popen([sys.executable, "-c", STARTER, *args], cwd=PROJECT_ROOT, stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            for name, args in commands.items()}
+    try:
+        for name, process in runs.items():
+            said = process.stdout.readline()  # blocks until its imports are done (or it ended: "")
+            assert said == "ready\n", (name, said, process.stderr.read()[-3000:])
+        yield runs
+    finally:
+        for process in runs.values():
+            if process.poll() is None:
+                os.kill(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def go(process):
+    process.stdin.write("go\n")
+    process.stdin.flush()  # (communicate() closes it)
 
 
 def finished(process):
@@ -75,10 +112,12 @@ def test_scores_alone_equal_scores_under_load_in_grade_ci_and_batch(engine, tmp_
     # by the session's fork server (a view of the engine: the shared one's grades stay as they were)
     check = engine.with_seed(None).check_environment()
     assert check["passed"], check  # else EnvironmentFailed: the reference lost a point
-    with busy_machine():
-        runs = {"grade": command("grade", str(classroom / "good"), "--seed", "11", "--json", str(tmp_path / "g.json")),
-                "ci": command("ci", str(classroom / "good"), "--seed", "12", "--json", str(tmp_path / "c.json")),
-                "batch": command("batch", str(classroom), "--out", str(tmp_path / "out"), "--jobs", "2", "--seed", "12")}
+    with waiting_commands(grade=["grade", str(classroom / "good"), "--seed", "11", "--json", str(tmp_path / "g.json")],
+                          ci=["ci", str(classroom / "good"), "--seed", "12", "--json", str(tmp_path / "c.json")],
+                          batch=["batch", str(classroom), "--out", str(tmp_path / "out"), "--jobs", "2", "--seed", "12"]
+                          ) as runs, busy_machine():
+        for process in runs.values():
+            go(process)
         ended = {name: finished(process) for name, process in runs.items()}
     full_marks(*ended["grade"], tmp_path / "g.json")
     full_marks(*ended["ci"], tmp_path / "c.json")
