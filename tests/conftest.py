@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 import xdist_groups
-from nbgrader_release import make_release
+from nbgrader_release import documented_exchange, make_release
 from shared_engine import open_engine
 
 from autograder import selftest
@@ -60,9 +60,21 @@ def graded_corpus(engine):
 
 @pytest.fixture(scope="session")
 def nbgrader_release(tmp_path_factory):
-    """The chapter released once by `nbgrader generate_assignment` (tests/nbgrader_release.py): a reader
-    copies its course with nbgrader_release.copy_course, never changes it."""
+    """The chapter released once by the README's `.venv/bin/nbgrader generate_assignment ch03 --force` in a
+    fresh copy of the project (tests/nbgrader_release.py): a reader copies its course with
+    nbgrader_release.copy_course (or copy_clone), never changes it."""
     return make_release(tmp_path_factory.mktemp("nbgrader-release"))
+
+
+@pytest.fixture(scope="session")
+def nbgrader_exchange(nbgrader_release, tmp_path_factory):
+    """(lane nbg, issue 38 item 6) The release put on an exchange and a student's documented list, fetch and
+    submit, run once (nbgrader_release.documented_exchange): the student solves the notebooks with the
+    reference solutions. test_nbgrader_commands reads it; the round trip collects from a copy of it."""
+    from notebook_cases import fill_notebooks, module_texts
+
+    return documented_exchange(nbgrader_release, tmp_path_factory.mktemp("nbgrader-exchange"),
+                               lambda folder: fill_notebooks(module_texts(), folder, notebooks=folder))
 
 
 # the longest units first (a worker that takes one late is the suite's tail): the corpus readers, then
@@ -72,7 +84,7 @@ def nbgrader_release(tmp_path_factory):
 LONGEST_FIRST = ("selftest-corpus", "nbgrader-release", "test_adversarial.py",
                  "test_graded_under_load.py", "test_deploy_installs.py",
                  "test_fairness.py", "test_batch.py", "test_regrades.py", "test_efficiency.py", "test_gradescope.py",
-                 "test_nbgrader_commands.py", "test_notebook_outputs.py", "test_reports.py", "test_lint.py")
+                 "test_notebook_outputs.py", "test_reports.py", "test_lint.py")
 
 
 @pytest.hookimpl(optionalhook=True)
