@@ -242,13 +242,14 @@ def test_the_pictures_are_taken_before_the_first_hidden_input(monkeypatch):
     monkeypatch.setattr(figures, "take", lambda probe, student, book: order.append(("probe", probe.__name__)) or
                         {"probe": probe.__name__})
 
-    def attempt(place, run, checks, limits, fixtures, last, hidden):
+    def attempt(place, turn, fixtures):
+        run, checks, hidden = turn.run, turn.checks, turn.hidden
         order.extend(("hidden" if hidden else "shown", run.part) for _ in checks[:1])
         run.results += [CheckResult(run.part, n, not hidden, "wrong") for n, _ in checks]
         return "", False  # (why the machine ended it, proof)
-    monkeypatch.setattr(runner, "_attempt", attempt)
+    monkeypatch.setattr(runner.attempts, "_attempt", attempt)
     staged = types.SimpleNamespace(folder="folder", missing=lambda part: "", cells={})
-    monkeypatch.setattr(runner, "source_attributes", lambda folder: {})
+    monkeypatch.setattr(runner.turns, "source_attributes", lambda folder: {})
     runs = runner.run_submission(FakeSandbox(), staged, rubric, suites, runner.default_fixtures(1, "key"),
                                  ["simple_attention", "causal"], key="key")
     probes = [at for at, (kind, _) in enumerate(order) if kind == "probe"]
