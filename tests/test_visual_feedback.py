@@ -158,12 +158,12 @@ class FakeSandbox:
 
 
 def test_a_batch_worker_draws_the_pictures_and_the_parent_only_writes_them(graded, monkeypatch):
-    """issue 38.7: the pictures are drawn in the worker that made the grade (batch._pictures) and handed
+    """issue 38.7: the pictures are drawn in the worker that made the grade (batch.workers._pictures) and handed
     to the parent as bytes (plots.remember); the parent's feedback page draws none of them itself."""
     from autograder import batch
 
     results = reports.results_json(graded("simple-weights-softmax-dim0"))
-    drawn = batch._pictures(results)
+    drawn = batch.workers._pictures(results)
     assert len(drawn) == 1, drawn
     [[(name, got, want)]] = drawn.values()
     assert name == "attention_weights" and got.startswith(b"\x89PNG") and got != want
