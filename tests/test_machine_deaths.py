@@ -117,7 +117,7 @@ def test_the_batch_writes_no_score_for_a_part_not_graded(tmp_path):
     cells = dict(zip(header, row, strict=False))
     assert cells["score"] == cells["max_score"] == cells["simple_attention"] == ""
     assert cells["causal"] == "22" and cells["problem"].startswith("not graded: the machine")
-    said = batch.summary_text(book, "subs", tmp_path, ["ann"], ["ann"], [])
+    said = batch.summary_text(book, "subs", tmp_path, batch.Outcome(["ann"], ["ann"], []))
     assert "not graded, no score (1):" in said and "scored 0" not in said
     from autograder.reports import class_report
 

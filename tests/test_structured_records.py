@@ -57,7 +57,7 @@ def test_the_batch_reads_not_graded_from_the_record_not_the_problem(tmp_path):
     cells = {row.split(",")[0]: dict(zip(lines[0].split(","), row.split(","), strict=False)) for row in lines[1:]}
     assert (cells["ann"]["score"], cells["ann"]["causal"], cells["ann"]["mha"]) == ("8", "0", "8")
     assert (cells["bob"]["score"], cells["bob"]["causal"], cells["bob"]["mha"]) == ("", "", "8")
-    said = batch.summary_text(book, "subs", tmp_path, ["ann", "bob"], ["ann", "bob"], [])
+    said = batch.summary_text(book, "subs", tmp_path, batch.Outcome(["ann", "bob"], ["ann", "bob"], []))
     assert "not graded, scored 0 (1):\n    ann:" in said and "not graded, no score (1):\n    bob:" in said
     page = class_report.class_report(book.records())
     assert page.count("not graded: the machine was overloaded</td>") == 1

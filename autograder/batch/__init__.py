@@ -59,7 +59,7 @@ from autograder.batch.plan import (
 )
 from autograder.batch.rewrite import rewrite_outputs
 from autograder.batch.run import run_batch
-from autograder.batch.summary import summary_text
+from autograder.batch.summary import Outcome, summary_text
 from autograder.batch.workers import (
     INTERNAL,
     Graded,
@@ -72,7 +72,7 @@ from autograder.batch.workers import (
 
 __all__ = [
     "INTERNAL", "MACHINE", "NAME_LIMIT", "NOT_GRADED_RUNS", "OTHER_GRADER", "REGRADES_COLUMNS", "RETRY", "SAFE",
-    "Graded", "Grading", "Results", "Stamp", "Todo", "atomic_write", "charged_after_not_graded", "check_environment",
+    "Graded", "Grading", "Outcome", "Results", "Stamp", "Todo", "atomic_write", "charged_after_not_graded", "check_environment",
     "describe_overrides", "describe_parts", "digest", "find_submissions", "grade_all", "judge_lateness",
     "other_grader_reason", "rewrite_outputs", "run_batch", "settle", "start_fork_servers", "stop_fork_servers",
     "store", "summary_text", "to_grade", "why_grade", "write_csv", "write_feedback", "write_regrades",

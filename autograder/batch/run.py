@@ -14,7 +14,7 @@ from autograder import chapter as chapter_mod
 from autograder import envcheck, reports
 from autograder.batch.outputs import Stamp, judge_lateness, store, write_csv, write_feedback, write_regrades
 from autograder.batch.plan import RETRY, Todo, digest, find_submissions, to_grade
-from autograder.batch.summary import summary_text
+from autograder.batch.summary import Outcome, summary_text
 from autograder.batch.workers import Grading, check_environment, grade_all, start_fork_servers, stop_fork_servers
 from autograder.course import lateness, regrades
 from autograder.course.gradebook import Gradebook
@@ -91,7 +91,7 @@ def run_batch(folder: str | Path, out: str | Path, jobs: int = 2, force: bool = 
     count = book.count()
     if summary:
         strays = sorted((set(late.times) | set(late.extensions)) - set(students)) if late else []
-        summary.write(summary_text(book, folder, out, students, graded, list(known), reasons, late_rows, strays,
-                                   moves))
+        summary.write(summary_text(book, folder, out, Outcome(students, graded, list(known), reasons, late_rows,
+                                                              strays, moves)))
     book.close()
     return count

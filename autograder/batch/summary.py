@@ -4,6 +4,7 @@ class folder."""
 from __future__ import annotations
 
 import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
 from autograder import text
@@ -12,14 +13,28 @@ from autograder.course import lateness
 from autograder.course.gradebook import Gradebook
 
 
-def summary_text(book: Gradebook, folder: str | Path, out: str | Path, students: list[str], graded: list[str],
-                 known: list[str], reasons: dict[str, str] | None = None, late: dict[str, lateness.Late] | None = None,
-                 strays: list[str] | tuple[str, ...] = (),
-                 moves: list[tuple[str, float, float, dict[str, tuple[float, float]]]] | None = None) -> str:
+@dataclass(frozen=True)
+class Outcome:
+    """What one run did, as its summary tells it: the students found in the class folder, those graded
+    now, those the gradebook held before the run, why each was graded (plan.to_grade), their late rows
+    (outputs.judge_lateness), the names of TIMES.csv or EXT.csv that match no submission, and the
+    scores the run moved (None: the gradebook's latest run's, when any was graded)."""
+    students: list[str]
+    graded: list[str]
+    known: list[str]
+    reasons: dict[str, str] | None = None
+    late: dict[str, lateness.Late] | None = None
+    strays: list[str] | tuple[str, ...] = ()
+    moves: list[tuple[str, float, float, dict[str, tuple[float, float]]]] | None = None
+
+
+def summary_text(book: Gradebook, folder: str | Path, out: str | Path, outcome: Outcome) -> str:
     """What the batch did, for the instructor: graded now, up to date, who was regraded because the
     grader changed, the submissions not graded with the reason, the score spread, lateness (and the
     names of TIMES.csv or EXT.csv, `strays`, that match no submission), and who is in the gradebook
     but no longer in folder."""
+    students, graded, known, reasons = outcome.students, outcome.graded, outcome.known, outcome.reasons
+    late, strays, moves = outcome.late, outcome.strays, outcome.moves
     effective = book.effective_records()
     rows = {student: (float(r.get("score", 0)), float(r.get("max_score", 0))) for student, r, _ in effective}
     problems, kept = book.problems(), book.not_graded()
