@@ -18,8 +18,9 @@ the engine gives the same code handed in as modules. nbgrader's four holes docum
 docs/notebooks.md each have a test here: hidden tests in the feedback, input transformers,
 a detached process rewriting the gradebook, deleted or tampered cells.
 
-About 60 to 90 s on 2 cores: mostly nbgrader's start-up (about 4 s a command) and the hidden suites
-(5 students); autograde itself no longer starts a kernel. Run only these with `-m nbgrader`, skip
+About 60 to 90 s on 2 cores: mostly nbgrader's start-up (about 4 s a command; five commands here, the
+release and the exchange being the session's) and the hidden suites (5 students); autograde itself no
+longer starts a kernel. Run only these with `-m nbgrader`, skip
 them with `-m "not nbgrader"`.
 """
 import csv
