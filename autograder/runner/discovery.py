@@ -8,8 +8,6 @@ import importlib
 import inspect
 from typing import Any
 
-import torch
-
 from autograder.runner.records import Checks, Fixtures
 from autograder.secret import check_seed, draw_secret
 
@@ -53,5 +51,7 @@ def default_fixtures(secret: int | None = None, key: str = "") -> Fixtures:
     secret = int(secret)
     fixtures: Fixtures = {"book": lambda: values, "secret": secret, "key": key}
     fixtures["seed"] = lambda check=("", ""): check_seed(secret, key, *check)
+    import torch  # here, not at import: nbgrader's commands load the plugins (and so the runner) without grading
+
     fixtures["rng"] = lambda check=("", ""): torch.Generator().manual_seed(check_seed(secret, key, *check))
     return fixtures
