@@ -567,19 +567,15 @@ def test_grade_prints_on_a_terminal_that_cannot_encode_the_text(tmp_path):
 
 # ---------------------------------------------------------------- issue 12 item 4, on the grader's own mutant
 
-def test_the_unscaled_mha_diagnosis_reaches_every_student_channel(tmp_path):
+def test_the_unscaled_mha_diagnosis_reaches_every_student_channel(engine, tmp_path):
     """MultiHeadAttention without 1/sqrt(head_dim) passes the visible checks as such (the book's
     example has head_dim 1), but they earn their points only with the hidden checks of the same math
     (grading.yml `requires`): 5 of 22 points. Every student channel names the mistake, and none names
     a hidden check or shows the instructor's detail (the hidden sizes)."""
     from autograder import selftest
-    from autograder.sandbox.client import Sandbox
 
-    rubric, suites = grading.load_rubric()
     entry = {e.id: e for e in selftest.corpus()}["mha-unscaled"]
-    with Sandbox() as sandbox:
-        grade = grading.grade_submission(selftest.apply(entry, tmp_path / "submission"), rubric, suites, sandbox,
-                                         parts=["mha"])
+    grade = engine.grade(selftest.apply(entry, tmp_path / "submission"), parts=["mha"])  # the session's engine
     assert grade.parts["mha"].score == 5 and grade.parts["mha"].max_score == PART["mha"]
     failed = [c for c in grade.checks if not c.passed]
     assert failed and all(c.visibility != "visible" or c.message == grading.GATED for c in failed)

@@ -11,6 +11,7 @@ import sys
 import zipfile
 
 import pytest
+from in_process import run_command
 from rubric_points import TOTAL
 
 from autograder import PROJECT_ROOT
@@ -27,12 +28,12 @@ def zipped_solutions(path):
 
 
 @pytest.mark.quick
-def test_grade_dir_holding_one_zip(tmp_path):
+def test_grade_dir_holding_one_zip(engine, tmp_path):
+    """`grade DIR` in this process, in the session's fork server (tests/in_process.py); the Gradescope
+    run below is the real command line."""
     zipped_solutions(tmp_path / "alice" / "alice-ch03.zip")
-    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "alice"),
-                           "--json", str(tmp_path / "results.json")],
-                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-3000:]
+    status, _, stderr = run_command(engine, ["grade", tmp_path / "alice", "--json", tmp_path / "results.json"])
+    assert status == 0, stderr[-3000:]
     results = json.loads((tmp_path / "results.json").read_text())
     assert (results["score"], results["max_score"]) == (TOTAL, TOTAL)
 
