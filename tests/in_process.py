@@ -9,6 +9,7 @@ test_reports' runs to a full disk, test_zip_in_folder's Gradescope run, test_env
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 from unittest import mock
@@ -17,10 +18,20 @@ from autograder import cli
 from autograder.engine import Engine
 
 
-def run_command(engine, args, env: dict[str, str] | None = None) -> tuple[int, str, str]:
+class FullDisk(io.TextIOBase):
+    """A stdout on a full disk (as /dev/full): every write fails with ENOSPC."""
+
+    def write(self, text: str) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def run_command(engine, args, env: dict[str, str] | None = None, stdout: io.TextIOBase | None = None,
+                stderr: io.TextIOBase | None = None) -> tuple[int, str, str]:
     """cli.main(args) here -> (exit status, what it printed on stdout, on stderr). env: the whole
-    environment the command sees (default: this process's); the engines the command opens grade in
-    engine's fork server, whose sandbox settings must be the command's own."""
+    environment the command sees (default: this process's); stdout, stderr: the streams they are
+    (default: ones that keep the text; with another, "" is returned for it); what the command raises
+    goes on up. The engines the command opens grade in engine's fork server, whose sandbox settings
+    must be the command's own."""
     opened = Engine.open.__func__
     used = []
 
@@ -35,7 +46,8 @@ def run_command(engine, args, env: dict[str, str] | None = None) -> tuple[int, s
     out, err = io.StringIO(), io.StringIO()
     with mock.patch.object(Engine, "open", classmethod(open_in_the_session)), \
             mock.patch.dict(os.environ, env if env is not None else dict(os.environ), clear=True), \
-            contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            contextlib.redirect_stdout(out if stdout is None else stdout), \
+            contextlib.redirect_stderr(err if stderr is None else stderr):
         status = cli.main([str(a) for a in args])
     assert used, "the command opened no engine"
     return status, out.getvalue(), err.getvalue()
