@@ -17,7 +17,6 @@ import tempfile
 from pathlib import Path
 
 import bundle_attack
-import gradescope_bundle
 import leftovers
 import pytest
 from rubric_points import PART, TOTAL
@@ -49,11 +48,10 @@ attempt("new_namespace", unshare)
 
 
 @pytest.fixture(scope="module")
-def source(tmp_path_factory):
-    """The bundle, unpacked as Gradescope does (its folder is made root-only by run_autograder)."""
-    where = tmp_path_factory.mktemp("container")
-    gradescope_bundle.build(where, where / "bundle")
-    return where / "bundle"
+def source(built_bundle):
+    """The bundle, unpacked as Gradescope does (its folder is made root-only by run_autograder): the
+    session's (tests/conftest.py built_bundle), copied by each run."""
+    return built_bundle[1]
 
 
 def run_restricted(source, tmp_path, files, metadata=None, env_extra=None):

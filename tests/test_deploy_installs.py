@@ -25,7 +25,6 @@ import tempfile
 import venv
 from pathlib import Path
 
-import gradescope_bundle
 import pytest
 import yaml
 from rubric_points import TOTAL, g
@@ -64,13 +63,11 @@ def _clean_env(**extra):
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory):
-    """The Gradescope bundle, built once for the module and unpacked as Gradescope unpacks it (the
-    folder `gradescope --out DIR` writes is the same files: test_gradescope's
+def bundle(built_bundle):
+    """The Gradescope bundle, unpacked as Gradescope unpacks it: the session's (tests/conftest.py
+    built_bundle; the folder `gradescope --out DIR` writes is the same files: test_gradescope's
     test_the_folder_form_matches_the_zip); each test copies it."""
-    where = tmp_path_factory.mktemp("bundle")
-    gradescope_bundle.build(where, where / "source")
-    return where / "source"
+    return built_bundle[1]
 
 
 def _unpacked_bundle(bundle, where):
