@@ -15,6 +15,16 @@ from autograder import selftest
 from autograder import settings as settings_mod
 
 
+@pytest.fixture(scope="session", autouse=True)
+def one_thread():
+    """Each test process computes on one torch thread, as the grading process does (engine.one_thread):
+    the tests' own tensors are as small as the grader's, and two workers beside their sandboxes keep the
+    machine busy, where a pool of threads per core made every small operation wait."""
+    from autograder.engine import one_thread
+
+    one_thread()
+
+
 @pytest.fixture(scope="session")
 def engine():
     """One engine and fork server for the whole session, for the tests that only grade with it (a
