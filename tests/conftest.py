@@ -110,3 +110,18 @@ def pytest_collection_modifyitems(config, items):
     `-m quick`, is marked in the test files themselves: tests/quick_subset.py.)"""
     rank = {group: at for at, group in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(xdist_groups.group_of(item.nodeid, xdist_groups.TOGETHER), len(rank)))  # stable
+
+
+# --- cmds lane (issue 38 item 6): the Gradescope bundle, built once per worker -------------------------
+
+@pytest.fixture(scope="session")
+def built_bundle(tmp_path_factory):
+    """(autograder.zip, the folder it is unpacked into with the modes unzip gives), built by the grader's
+    own command once for the session (tests/gradescope_bundle.py) for the files that only read or copy
+    it (test_gradescope, test_container_mode, test_envcheck, test_deploy_installs): a reader copies the
+    folder before it runs or changes anything in it. The folder equals what `gradescope --out DIR`
+    writes (test_gradescope's test_the_folder_form_matches_the_zip)."""
+    import gradescope_bundle
+
+    where = tmp_path_factory.mktemp("gradescope-bundle")
+    return gradescope_bundle.build(where, where / "source"), where / "source"
