@@ -2,7 +2,7 @@
 
 The data path from a submission to a grade, top-down:
 submission.py (stage the files) -> sandbox/ (run student code in an isolated child) ->
-runner.py (run the hidden suites' checks, judged in this process) -> rubric.py (points) ->
+runner/ (run the hidden suites' checks, judged in this process) -> rubric.py (points) ->
 reports/ (one module per format: table, results JSON, JUnit, Markdown). engine.py assembles
 them for every entry point; chapter.py (the chapter manifest) and settings.py (the run's settings)
 are what they are configured with. docs/architecture.md walks the path.

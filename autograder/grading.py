@@ -114,7 +114,7 @@ def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list[An
                      chapter: Chapter | None = None, cells: dict[str, tuple[str, int]] | None = None) -> Grade:
     """Grade the submission at path; parts (names) limits grading to those parts of the rubric.
 
-    seed: the run's secret (runner.draw_secret() when None); kept in grade.seed, for instructors only.
+    seed: the run's secret (secret.draw_secret() when None); kept in grade.seed, for instructors only.
     figures: draw the pictures of failed weight checks (runner.take_pictures, before any hidden input); False where nobody sees them.
     environment_check: envcheck.ensure's record for this sandbox (engine.Engine passes it), kept in the grade.
     chapter: the chapter graded (the Engine's; None: this repository's): its parts are what staging looks for.

@@ -7,7 +7,7 @@ Every function here takes source text and returns plain data; text that does not
 """
 import ast
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, NamedTuple, Union, cast
 
@@ -23,19 +23,34 @@ HEAD_WORDS = ("head",)  # a loop over range(self.num_heads) / self.heads / ... i
 
 # the trees of the submission being graded, by the digest of the text parsed (per_submission); None: none kept
 _TREES: dict | None = None
+# what was read off those trees, by (what, id(tree)): (the tree, the result) (per_submission)
+_READ: dict | None = None
 
 
 @contextmanager
 def per_submission() -> Iterator[None]:
-    """While one submission is graded (grading.grade_submission), each module's text is parsed once:
-    the trees are kept by the text's SHA-256 and dropped when its grading ends, never shared with
-    another submission's. Nothing here changes a tree (every reader only walks it)."""
-    global _TREES
-    outer, _TREES = _TREES, {}
+    """While one submission is graded (grading.grade_submission), each module's text is parsed once
+    and each tree read once for what every check asks of it (identifiers, assignments onto classes,
+    the tampering found): the trees are kept by the text's SHA-256, what was read off them by tree,
+    and both dropped when its grading ends, never shared with another submission's. Nothing here
+    changes a tree (every reader only walks it)."""
+    global _TREES, _READ
+    outer, _TREES, outer_read, _READ = _TREES, {}, _READ, {}
     try:
         yield
     finally:
-        _TREES = outer
+        _TREES, _READ = outer, outer_read
+
+
+def _read_once(what: str, tree: ast.Module, read: Callable[[ast.Module], Any]) -> Any:
+    """read(tree), once per tree while a submission is graded (per_submission); the result is shared,
+    so callers never change it."""
+    if _READ is None:
+        return read(tree)
+    kept = _READ.get((what, id(tree)))
+    if kept is None or kept[0] is not tree:  # (the tree is kept with it: its id is never another's)
+        kept = _READ[(what, id(tree))] = (tree, read(tree))
+    return kept[1]
 
 
 def parse(source: str) -> ast.Module | None:
@@ -281,6 +296,10 @@ def _value(env: dict, expr: ast.AST):
 def _written_onto(tree: ast.Module) -> list:
     """(owner expression, value) for each `Owner.attr = value` and `setattr(Owner, "attr", value)`
     anywhere in the module: a method can be replaced from outside the class."""
+    return _read_once("written onto", tree, _find_written_onto)
+
+
+def _find_written_onto(tree: ast.Module) -> list:
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign):
@@ -469,6 +488,10 @@ def identifiers(tree: ast.Module) -> list:
     (x.attr, and sys.modules / Counter.__x__ as such), the modules and names of imports, the names
     given as literals to getattr & co., import_module, __import__ or sys.modules[...], and calls of
     exec, eval and compile as 'exec()'. Comments and other strings (docstrings) are never read."""
+    return _read_once("identifiers", tree, _find_identifiers)
+
+
+def _find_identifiers(tree: ast.Module) -> list:
     found = []
     aliases = {"sys": {"sys"}, "Counter": {"Counter"}, "inspect": {"inspect"}}
     for node in ast.walk(tree):
@@ -533,8 +556,6 @@ def tampering(sources: Mapping[str, str]) -> list:
     the collector's objects, builtins, the counting machinery, the grader's modules, code made from text
     (which the grader's own reading cannot see). Read from the parsed code, never from comments or
     strings; a module that does not parse is listed as such (the reading cannot see into it)."""
-    import re
-
     found = []
     for module, source in sorted(sources.items()):
         tree = parse(source)
@@ -542,13 +563,23 @@ def tampering(sources: Mapping[str, str]) -> list:
             if source.strip():
                 found.append(f"{module}.py, line 1: code the grader cannot read (it does not parse)")
             continue
-        names = identifiers(tree)
-        for what, pattern in GRADER_HOOKS.items():
-            hit = next(((line, text) for line, _, text in names if re.search(pattern, text, re.IGNORECASE
-                                                                             if what == "a dispatch mode" else 0)),
-                       None)
-            if hit:
-                found.append(f"{module}.py, line {hit[0]}: {what} ({hit[1]})")
+        found += [f"{module}.py, line {line}: {what} ({text})"
+                  for line, what, text in _read_once("tampering", tree, _reaches)]
+    return found
+
+
+def _reaches(tree: ast.Module) -> list:
+    """[(line, what, identifier)]: the first identifier of each of GRADER_HOOKS's kinds in the tree."""
+    import re
+
+    names = identifiers(tree)
+    found = []
+    for what, pattern in GRADER_HOOKS.items():
+        hit = next(((line, text) for line, _, text in names if re.search(pattern, text, re.IGNORECASE
+                                                                         if what == "a dispatch mode" else 0)),
+                   None)
+        if hit:
+            found.append((hit[0], what, hit[1]))
     return found
 
 

@@ -8,11 +8,21 @@ from __future__ import annotations
 
 import pytest
 import xdist_groups
-from nbgrader_release import make_release
+from nbgrader_release import documented_exchange, make_release
 from shared_engine import open_engine
 
 from autograder import selftest
 from autograder import settings as settings_mod
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_thread():
+    """Each test process computes on one torch thread, as the grading process does (engine.one_thread):
+    the tests' own tensors are as small as the grader's, and two workers beside their sandboxes keep the
+    machine busy, where a pool of threads per core made every small operation wait."""
+    from autograder.engine import one_thread
+
+    one_thread()
 
 
 @pytest.fixture(scope="session")
@@ -60,9 +70,21 @@ def graded_corpus(engine):
 
 @pytest.fixture(scope="session")
 def nbgrader_release(tmp_path_factory):
-    """The chapter released once by `nbgrader generate_assignment` (tests/nbgrader_release.py): a reader
-    copies its course with nbgrader_release.copy_course, never changes it."""
+    """The chapter released once by the README's `.venv/bin/nbgrader generate_assignment ch03 --force` in a
+    fresh copy of the project (tests/nbgrader_release.py): a reader copies its course with
+    nbgrader_release.copy_course (or copy_clone), never changes it."""
     return make_release(tmp_path_factory.mktemp("nbgrader-release"))
+
+
+@pytest.fixture(scope="session")
+def nbgrader_exchange(nbgrader_release, tmp_path_factory):
+    """(lane nbg, issue 38 item 6) The release put on an exchange and a student's documented list, fetch and
+    submit, run once (nbgrader_release.documented_exchange): the student solves the notebooks with the
+    reference solutions. test_nbgrader_commands reads it; the round trip collects from a copy of it."""
+    from notebook_cases import fill_notebooks, module_texts
+
+    return documented_exchange(nbgrader_release, tmp_path_factory.mktemp("nbgrader-exchange"),
+                               lambda folder: fill_notebooks(module_texts(), folder, notebooks=folder))
 
 
 # the longest units first (a worker that takes one late is the suite's tail): the corpus readers, then
@@ -72,7 +94,7 @@ def nbgrader_release(tmp_path_factory):
 LONGEST_FIRST = ("selftest-corpus", "nbgrader-release", "test_adversarial.py",
                  "test_graded_under_load.py", "test_deploy_installs.py",
                  "test_fairness.py", "test_batch.py", "test_regrades.py", "test_efficiency.py", "test_gradescope.py",
-                 "test_nbgrader_commands.py", "test_notebook_outputs.py", "test_reports.py", "test_lint.py")
+                 "test_notebook_outputs.py", "test_reports.py", "test_lint.py")
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -88,3 +110,18 @@ def pytest_collection_modifyitems(config, items):
     `-m quick`, is marked in the test files themselves: tests/quick_subset.py.)"""
     rank = {group: at for at, group in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(xdist_groups.group_of(item.nodeid, xdist_groups.TOGETHER), len(rank)))  # stable
+
+
+# --- cmds lane (issue 38 item 6): the Gradescope bundle, built once per worker -------------------------
+
+@pytest.fixture(scope="session")
+def built_bundle(tmp_path_factory):
+    """(autograder.zip, the folder it is unpacked into with the modes unzip gives), built by the grader's
+    own command once for the session (tests/gradescope_bundle.py) for the files that only read or copy
+    it (test_gradescope, test_container_mode, test_envcheck, test_deploy_installs): a reader copies the
+    folder before it runs or changes anything in it. The folder equals what `gradescope --out DIR`
+    writes (test_gradescope's test_the_folder_form_matches_the_zip)."""
+    import gradescope_bundle
+
+    where = tmp_path_factory.mktemp("gradescope-bundle")
+    return gradescope_bundle.build(where, where / "source"), where / "source"

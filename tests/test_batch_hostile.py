@@ -5,7 +5,7 @@ the keys of any other and a feedback file, no message names the grader's paths, 
 what happened, and a rerun resumes.
 
 The class is graded with two failures of the grader itself, made in the batch's own process (its
-workers are forked from it): a worker that dies on "crasher" (batch._grade_one replaced by one that
+workers are forked from it): a worker that dies on "crasher" (batch.workers._grade_one replaced by one that
 kills its process) and an exception while grading "raiser" (grading.grade_submission raising). Both
 are recorded with the problem, the others are graded. The rerun, without the replacements, grades
 only those two; the run after it has nothing to do.
@@ -29,9 +29,9 @@ SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
 LOCAL, CENTRAL = b"PK\x03\x04", b"PK\x01\x02"
 CRASHING = """
 import os, sys
-import autograder.batch as batch
+import autograder.batch.workers as workers
 import autograder.grading as grading
-original, original_grade = batch._grade_one, grading.grade_submission
+original, original_grade = workers._grade_one, grading.grade_submission
 def crash(student, path):
     if student == "crasher":
         os._exit(3)  # the worker dies, as under the OOM killer
@@ -40,7 +40,7 @@ def grade(path, *args, **kwargs):
     if os.path.basename(path) == "raiser":
         raise RuntimeError("a bug in the grader")
     return original_grade(path, *args, **kwargs)
-batch._grade_one, grading.grade_submission = crash, grade
+workers._grade_one, grading.grade_submission = crash, grade
 from autograder.cli import main
 sys.exit(main(sys.argv[1:]))
 """
@@ -220,7 +220,7 @@ def test_the_fingerprint_never_reads_what_staging_never_takes(tmp_path, monkeypa
         f.truncate(64 << 30)
     opened = []
     real_open = open
-    monkeypatch.setattr(batch, "open", lambda path, *a, **k: opened.append(Path(path)) or real_open(path, *a, **k),
+    monkeypatch.setattr(batch.plan, "open", lambda path, *a, **k: opened.append(Path(path)) or real_open(path, *a, **k),
                         raising=False)
     first = batch.digest(folder)
     assert huge not in opened and sorted(p.name for p in opened) == sorted(p.name for p in SOLUTIONS.glob("*.py"))

@@ -123,7 +123,7 @@ def test_no_check_a_student_sees_runs_after_a_hidden_input(engine, tmp_path, mon
         run_checks(place, run, checks, limits, fixtures, **kwargs)
         served.append((child, visibility.pop(), run.part))  # child: the one it ran in when reused, None when new
 
-    monkeypatch.setattr(runner, "run_checks", recording)
+    monkeypatch.setattr(runner.turns, "run_checks", recording)  # as run_submission calls it
     grade = grading.grade_submission(submission(tmp_path), rubric, suites, sandbox, seed=1)
     assert grade.score == grade.max_score
     order = [runner.VISIBILITY_ORDER.index(visibility) for _, visibility, _ in served]

@@ -1,7 +1,11 @@
 """`python -m autograder ci`, run as a GitHub job would run it: GITHUB_STEP_SUMMARY, GITHUB_OUTPUT
 and GITHUB_EVENT_PATH point at temporary files. Nothing it writes (comment, summary, JSON, stdout)
 names a hidden check, shows what the student's code raised in one, or holds the run's secret; a
-hidden check's diagnosis reaches the student unless grading.yml withholds it."""
+hidden check's diagnosis reaches the student unless grading.yml withholds it.
+
+The stubs run is the real command line (a subprocess, as the runner starts it); the runs whose
+property is what ci writes for a rubric or a submission run the same command in this process, in the
+session's fork server (tests/in_process.py)."""
 import json
 import os
 import re
@@ -11,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from in_process import run_command
 
 from autograder.authoring.stubs import HINTS
 from autograder.deploy import ghactions
@@ -36,7 +41,9 @@ def hidden_check_names():
     return names
 
 
-def run_ci(tmp_path, submission, event, *extra, rubric=None):
+def run_ci(tmp_path, submission, event, *extra, rubric=None, engine=None):
+    """`ci` as a GitHub job runs it: a subprocess, or (engine: the session's) in this process with the
+    same arguments and environment, grading in the engine's fork server (tests/in_process.py)."""
     github = tmp_path / "github"
     github.mkdir()
     (github / "event.json").write_text(json.dumps(event))
@@ -50,7 +57,10 @@ def run_ci(tmp_path, submission, event, *extra, rubric=None):
                "--json", str(out / "results.json"), "--comment", str(out / "comment.md"), *extra]
     if rubric:
         command += ["--rubric", str(rubric)]
-    done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    if engine is None:
+        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    else:
+        done = subprocess.CompletedProcess(command, *run_command(engine, command[3:], env))
     files = {"output": github / "output", "summary": github / "summary.md",
              "json": out / "results.json", "comment": out / "comment.md"}
     return done, {k: p.read_text() if p.exists() else None for k, p in files.items()}
@@ -146,10 +156,10 @@ def all_hidden_rubric(tmp_path, diagnosis=None):
     return path
 
 
-def test_every_check_hidden_shows_diagnoses_only(tmp_path):
+def test_every_check_hidden_shows_diagnoses_only(engine, tmp_path):
     """With every check hidden, the comment, summary, JSON and log give each part's diagnosis, without
     a check name or the student's own error text."""
-    done, files = run_ci(tmp_path, STUBS, {"after": SHA}, rubric=all_hidden_rubric(tmp_path))
+    done, files = run_ci(tmp_path, STUBS, {"after": SHA}, rubric=all_hidden_rubric(tmp_path), engine=engine)
     assert done.returncode == 0, done.stderr
     for where, text in (("comment", unescaped(files["comment"])), ("summary", unescaped(files["summary"])),
                         ("results.json", files["json"]), ("stdout", done.stdout)):
@@ -163,10 +173,11 @@ def test_every_check_hidden_shows_diagnoses_only(tmp_path):
     assert f"commit {SHA[:12]}" in files["comment"] and "pull request" not in files["comment"]
 
 
-def test_withheld_diagnoses_reach_no_student(tmp_path):
+def test_withheld_diagnoses_reach_no_student(engine, tmp_path):
     """`diagnosis: withheld` on every (hidden) check: comment, summary, JSON and log hold scores and
     "hidden check failed", nothing the checks found."""
-    done, files = run_ci(tmp_path, STUBS, {"after": SHA}, rubric=all_hidden_rubric(tmp_path, "withheld"))
+    done, files = run_ci(tmp_path, STUBS, {"after": SHA}, rubric=all_hidden_rubric(tmp_path, "withheld"),
+                         engine=engine)
     assert done.returncode == 0, done.stderr
     for where, text in (("comment", files["comment"]), ("summary", files["summary"]),
                         ("results.json", files["json"]), ("stdout", done.stdout)):
@@ -175,8 +186,8 @@ def test_withheld_diagnoses_reach_no_student(tmp_path):
     assert {t["output"] for t in json.loads(files["json"])["tests"]} == {"hidden check failed"}
 
 
-def test_solutions_get_full_marks_and_pass(tmp_path):
-    done, files = run_ci(tmp_path, SOLUTIONS, {"after": SHA})
+def test_solutions_get_full_marks_and_pass(engine, tmp_path):
+    done, files = run_ci(tmp_path, SOLUTIONS, {"after": SHA}, engine=engine)
     assert done.returncode == 0, done.stderr
     lines = outputs(files["output"])
     assert lines["score"] == lines["max_score"] and lines["passed"] == "true"

@@ -17,7 +17,6 @@ import tempfile
 from pathlib import Path
 
 import bundle_attack
-import gradescope_bundle
 import leftovers
 import pytest
 from rubric_points import PART, TOTAL
@@ -49,11 +48,10 @@ attempt("new_namespace", unshare)
 
 
 @pytest.fixture(scope="module")
-def source(tmp_path_factory):
-    """The bundle, unpacked as Gradescope does (its folder is made root-only by run_autograder)."""
-    where = tmp_path_factory.mktemp("container")
-    gradescope_bundle.build(where, where / "bundle")
-    return where / "bundle"
+def source(built_bundle):
+    """The bundle, unpacked as Gradescope does (its folder is made root-only by run_autograder): the
+    session's (tests/conftest.py built_bundle), copied by each run."""
+    return built_bundle[1]
 
 
 def run_restricted(source, tmp_path, files, metadata=None, env_extra=None):
@@ -117,13 +115,14 @@ def test_without_the_flag_the_grader_refuses_and_names_the_refusal(tmp_path):
     assert "the kernel refuses new namespaces to root" in done.stderr and "--container" in done.stderr
 
 
-def test_with_the_flag_but_an_open_grader_folder_it_refuses():
+def test_with_the_flag_but_an_open_grader_folder_it_refuses(source):
     base = Path(tempfile.mkdtemp(prefix="ch03-open-grader-"))  # /tmp is open: a careless copy of the grader
     try:
         base.chmod(0o755)
         folder = base / "grader"
-        subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--out", str(folder)],
-                       cwd=ROOT, check=True, capture_output=True, timeout=120)
+        # the grader as `gradescope --out DIR` writes it: the bundle, unpacked (test_gradescope's
+        # test_the_folder_form_matches_the_zip), copied from the module's
+        shutil.copytree(source, folder, symlinks=True)
         command = [sys.executable, "-m", "autograder", "grade", str(SOLUTIONS), "--container"]
         done = subprocess.run(DOCKER_LIKE + command, cwd=folder, env={**os.environ, "PYTHONPATH": str(folder)},
                               capture_output=True, text=True, timeout=300)

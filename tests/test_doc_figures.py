@@ -79,7 +79,7 @@ CHECKED = {
         lambda: '"book values: 21/21 match\\n"' in (ROOT / "tests/test_book_check.py").read_text(),
     ("README.md", "400 training runs"):
         lambda: "def dropout_statistics(module, x, runs=400)" in (ROOT / "source/ch03/ch03_tools.py").read_text(),
-    ("README.md", "80 characters"): lambda: _source_constant("autograder/batch.py", "NAME_LIMIT") == 80,
+    ("README.md", "80 characters"): lambda: _source_constant("autograder/batch/plan.py", "NAME_LIMIT") == 80,
     # the form of gpu-check's summary line: the reference's and the stubs' scores out of the rubric's 100
     ("README.md", "100/100"): lambda: _rubric_total() == 100 and "reference 100/100 sandboxed, 100/100 non-root; "
                                       "stubs 0/100" in (ROOT / "scripts/gpu_check.py").read_text(),

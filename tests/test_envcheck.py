@@ -9,6 +9,7 @@ nothing, and any change of what the key covers misses.
 """
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -24,11 +25,11 @@ BROKEN_CHECK = "simple_attention: context_vector_book_example"
 
 
 @pytest.fixture(scope="module")
-def broken_grader(tmp_path_factory):
-    """A copy of the grader whose book snapshot says the book's second context vector is 0.1 larger."""
+def broken_grader(tmp_path_factory, built_bundle):
+    """A copy of the grader (the session's Gradescope bundle, unpacked: what `gradescope --out DIR`
+    writes) whose book snapshot says the book's second context vector is 0.1 larger."""
     folder = tmp_path_factory.mktemp("broken") / "grader"
-    subprocess.run([sys.executable, "-m", "autograder", "gradescope", "--out", str(folder)],
-                   cwd=ROOT, check=True, capture_output=True, timeout=120)
+    shutil.copytree(built_bundle[1], folder, symlinks=True)
     snapshot = folder / "autograder" / "suites" / "snapshots" / "book.json"
     values = json.loads(snapshot.read_text())
     values["context_vec_2"] = [v + 0.1 for v in values["context_vec_2"]]

@@ -30,12 +30,12 @@ def test_a_gradebook_from_before_the_record_is_regraded_once(tmp_path):
     book = Gradebook(tmp_path / "gradebook.db")
     previous = book.graded()["alice"]
     assert previous[:3] == ("abc", "", 90.0)  # no grader fingerprint: it came from "another grader"
-    assert batch._why_grade(previous, "abc", "grader-now", False) == batch.OTHER_GRADER
-    assert batch._why_grade(previous, "abc", "", False) is None  # same submission, same grader: up to date
-    assert batch._why_grade(previous, "other", "", False) == "the submission changed"
-    assert batch._why_grade(None, "abc", "", False) == "first grade"
-    assert batch._why_grade(("retry:abc", ""), "abc", "", False) == "graded again: its last grading did not finish"
-    assert batch._why_grade(previous, "abc", "", True) == "regraded with --force"
+    assert batch.why_grade(previous, "abc", "grader-now", False) == batch.OTHER_GRADER
+    assert batch.why_grade(previous, "abc", "", False) is None  # same submission, same grader: up to date
+    assert batch.why_grade(previous, "other", "", False) == "the submission changed"
+    assert batch.why_grade(None, "abc", "", False) == "first grade"
+    assert batch.why_grade(("retry:abc", ""), "abc", "", False) == "graded again: its last grading did not finish"
+    assert batch.why_grade(previous, "abc", "", True) == "regraded with --force"
     book.close()
 
 
@@ -93,11 +93,11 @@ def test_a_grade_that_did_not_finish_is_late_all_the_same(tmp_path):
     policy = lateness.LatePolicy(due, 10, None, {"alice": due + timedelta(hours=1), "ivan": due + timedelta(hours=1)})
     for name in ("alice", "ivan"):
         (tmp_path / name).mkdir()
-    rows = batch._lateness(book, policy, [(s, tmp_path / s, "") for s in ("alice", "ivan")])
+    rows = batch.judge_lateness(book, policy, [(s, tmp_path / s, "") for s in ("alice", "ivan")])
     assert list(rows) == ["alice", "ivan"] and (rows["alice"].late_days, rows["alice"].final_score) == (1, 81.0)
     assert rows["ivan"].late_days == 1 and rows["ivan"].penalty == 10
     assert list(book.lateness()) == ["alice", "ivan"]  # stored; ivan's final score waits for his grade
-    assert batch._lateness(book, None, []) == {} and book.lateness() == {}  # a run without --due clears them
+    assert batch.judge_lateness(book, None, []) == {} and book.lateness() == {}  # a run without --due clears them
     book.close()
 
 

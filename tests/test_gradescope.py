@@ -26,10 +26,10 @@ SANDBOX_UID = 1_000_000  # the lowest uid the sandbox gives student code (a bloc
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory):
-    """(zip path, folder holding the unpacked bundle with the modes unzip would give)."""
-    where = tmp_path_factory.mktemp("bundle")
-    return gradescope_bundle.build(where, where / "source"), where / "source"
+def bundle(built_bundle):
+    """(zip path, folder holding the unpacked bundle with the modes unzip would give): the session's
+    (tests/conftest.py built_bundle; each run copies the folder)."""
+    return built_bundle
 
 
 def run_bundle(bundle, tmp_path, files):

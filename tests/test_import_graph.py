@@ -81,3 +81,17 @@ def test_the_suites_use_the_student_adapter_and_it_uses_no_suite():
     assert "autograder.suites.test_causal" in suites and "autograder.stand_ins" in graph["autograder.student"]
     assert sorted(s for s in suites if reaches(graph, "autograder.student", s)) == []
     assert any("autograder.student" in graph[s] for s in suites)
+
+
+def test_nbgrader_s_commands_load_the_plugins_without_torch():
+    """Every nbgrader command that reads the course's nbgrader_config.py imports the plugins
+    (generate_assignment, release, collect, feedback, export...): torch (1.4 s of CPU) is loaded only
+    by the one that grades, GradeInSandbox, when it grades."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, autograder.deploy.nbgrader_plugins as p; "
+             "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('autograder.grading')))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]", done.stdout

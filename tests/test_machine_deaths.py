@@ -117,7 +117,7 @@ def test_the_batch_writes_no_score_for_a_part_not_graded(tmp_path):
     cells = dict(zip(header, row, strict=False))
     assert cells["score"] == cells["max_score"] == cells["simple_attention"] == ""
     assert cells["causal"] == "22" and cells["problem"].startswith("not graded: the machine")
-    said = batch.summary_text(book, "subs", tmp_path, ["ann"], ["ann"], [])
+    said = batch.summary_text(book, "subs", tmp_path, batch.Outcome(["ann"], ["ann"], []))
     assert "not graded, no score (1):" in said and "scored 0" not in said
     from autograder.reports import class_report
 
@@ -429,13 +429,13 @@ def test_a_submission_not_graded_run_after_run_is_graded_as_it_stands_after_a_bo
         book.record("ann", fingerprint, results, problem, "g1", "graded", run)
         if run < batch.NOT_GRADED_RUNS:
             assert (fingerprint, problem) == (batch.RETRY + batch.MACHINE + "abc", NOT_GRADED_PROBLEM)
-            assert batch._why_grade(book.graded()["ann"], "abc", "g1", False) == \
+            assert batch.why_grade(book.graded()["ann"], "abc", "g1", False) == \
                 "graded again: its last grading did not finish"
     assert fingerprint == "abc" and problem == (
         f"graded as it stands after {batch.NOT_GRADED_RUNS} runs in which parts were not graded (simple_attention: "
         "scored as failed); regrade with --force once the machine is quiet")
     assert "not_graded" not in results["extra_data"] and results["extra_data"]["charged_after_not_graded"]
-    assert batch._why_grade(book.graded()["ann"], "abc", "g1", False) is None  # no run after regrades it
+    assert batch.why_grade(book.graded()["ann"], "abc", "g1", False) is None  # no run after regrades it
     batch.write_csv(book, tmp_path / "grades.csv")
     lines = (tmp_path / "grades.csv").read_text().splitlines()
     cells = dict(zip(lines[0].split(","), lines[1].split(","), strict=False))
@@ -458,7 +458,7 @@ def test_lateness_applies_whether_or_not_a_grade_finished(tmp_path):
     late = lateness.LatePolicy(due, percent_per_day=10, times={"ann": datetime(2026, 1, 12, 1, tzinfo=timezone.utc)})
     folder = tmp_path / "ann"
     folder.mkdir()
-    rows = batch._lateness(book, late, [("ann", folder, "")])
+    rows = batch.judge_lateness(book, late, [("ann", folder, "")])
     assert rows["ann"].late_days == 3 and rows["ann"].penalty == 30
     batch.write_csv(book, tmp_path / "grades.csv", ["ann"], rows)
     lines = (tmp_path / "grades.csv").read_text().splitlines()

@@ -53,12 +53,31 @@ def collect(tmp_path, **options):
     return app, tmp_path / "course" / "submitted"
 
 
-@pytest.fixture()
-def inbound(tmp_path, monkeypatch):
+@pytest.fixture(scope="module")
+def gradebook(tmp_path_factory):
+    """An empty gradebook.db of the course, made once for the file (issue 38 item 6: a new gradebook runs
+    `alembic heads` in a subprocess, seconds each; a course's gradebook exists before anything is collected)."""
+    import shutil
     import sys
 
-    # the gradebook runs `alembic` from PATH (nbgrader_config.py arranges it for the commands)
-    monkeypatch.setenv("PATH", os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
+    from nbgrader.api import Gradebook
+
+    path = tmp_path_factory.mktemp("gradebook") / "gradebook.db"
+    with pytest.MonkeyPatch.context() as patch:  # the gradebook runs `alembic` from PATH (nbgrader_config.py
+        patch.setenv("PATH", os.pathsep.join([os.path.dirname(sys.executable), os.environ.get("PATH", "")]))
+        assert shutil.which("alembic")
+        with Gradebook(f"sqlite:///{path}", COURSE):
+            pass
+    return path
+
+
+@pytest.fixture()
+def inbound(tmp_path, gradebook):
+    """The exchange's inbound folder, and the course folder with a copy of the course's gradebook."""
+    import shutil
+
+    (tmp_path / "course").mkdir()
+    shutil.copy2(gradebook, tmp_path / "course" / "gradebook.db")
     folder = tmp_path / "exchange" / COURSE / "inbound"
     folder.mkdir(parents=True)
     return folder

@@ -268,37 +268,48 @@ def test_the_speed_lab_on_the_untouched_stubs_says_what_is_missing(speed_lab):
     assert not images(cell(speed_lab, "cpu_on_stubs"))
 
 
-# --- ch03_tools without a kernel ---------------------------------------------------------------------------
+# --- ch03_tools without a kernel (one interpreter for both tests) ---------------------------------------
 
-def run_tools(tmp_path, code, **env):
-    """Run code after `from ch03_tools import *` in a fresh interpreter, in a copy of the support files."""
+HEADLESS = ("import matplotlib.pyplot as plt\n"
+            "heatmaps([(book['attn_weights'], 'a'), (torch.eye(6), 'b')], title='t')\n"
+            "plot_scaling([1, 2], {'s': [(1.0, 0.3), (1.0, 0.3)]})\n"
+            "print(plt.get_backend(), plt.get_fignums(), len(drawn), drawn[0]['panels'][1]['matrix'][0])")
+LOADS = (f"loaded = student_modules({str(ROOT / 'solutions' / 'ch03')!r}, ['causal', 'mha'])\n"
+         "import mha\n"
+         "print(sorted(loaded), mha is loaded['mha'], "
+         "mha.MultiHeadAttention(4, 4, 3, 0.0, 2)(torch.rand(1, 3, 4)).shape)\n"
+         "try:\n    student_modules('numpy.ipynb', ['causal', 'numpy_attention'])\n"
+         "except ModuleNotFoundError as e:\n    print(e)\n")
+SECTION = "=== next ===\n"
+
+
+@pytest.fixture(scope="module")
+def tools_said(tmp_path_factory):
+    """What HEADLESS, then LOADS, print after `from ch03_tools import *`, run one after the other in one fresh
+    interpreter (one start-up of torch and matplotlib instead of two: issue 38 item 6), in a copy of the
+    support files with notebook 03 beside them as numpy.ipynb, under the Agg backend with every
+    UserWarning an error: {"headless" | "loads": what it printed}. HEADLESS runs first, in the interpreter
+    as it starts (LOADS draws nothing)."""
+    folder = tmp_path_factory.mktemp("tools")
     for name in notebooks.support_files():
-        shutil.copyfile(SOURCE / name, tmp_path / name)
-    done = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", "from ch03_tools import *\n" + code],
-                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", **env})
+        shutil.copyfile(SOURCE / name, folder / name)
+    shutil.copyfile(SOURCE / CHAPTER[2], folder / "numpy.ipynb")
+    code = f"from ch03_tools import *\n{HEADLESS}\nprint({SECTION!r}, end='')\n{LOADS}"
+    done = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code],
+                          cwd=folder, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"})
     assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+    headless, loads = done.stdout.split(SECTION)
+    return {"headless": headless, "loads": loads}
 
 
-def test_pictures_are_headless_safe_with_agg_and_keep_their_numbers(tmp_path):
+def test_pictures_are_headless_safe_with_agg_and_keep_their_numbers(tools_said):
     # under Agg plt.show() shows nothing and closes nothing: the figures must be closed by ch03_tools (none
     # left open, so no "more than 20 figures" warning in a long headless run); -W error::UserWarning fails the
     # run on any matplotlib warning (some versions warn that Agg "cannot show the figure")
-    out = run_tools(tmp_path, "import matplotlib.pyplot as plt\n"
-                              "heatmaps([(book['attn_weights'], 'a'), (torch.eye(6), 'b')], title='t')\n"
-                              "plot_scaling([1, 2], {'s': [(1.0, 0.3), (1.0, 0.3)]})\n"
-                              "print(plt.get_backend(), plt.get_fignums(), len(drawn), drawn[0]['panels'][1]['matrix'][0])",
-                    MPLBACKEND="Agg")
-    assert out.lower().split(" ", 1) == ["agg", "[] 2 [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]\n"]
+    assert tools_said["headless"].lower().split(" ", 1) == ["agg", "[] 2 [1.0, 0.0, 0.0, 0.0, 0.0, 0.0]\n"]
 
 
-def test_student_modules_loads_a_folder_or_a_saved_notebook_and_names_what_is_missing(tmp_path):
-    shutil.copyfile(SOURCE / CHAPTER[2], tmp_path / "numpy.ipynb")
-    out = run_tools(tmp_path, f"loaded = student_modules({str(ROOT / 'solutions' / 'ch03')!r}, ['causal', 'mha'])\n"
-                              "import mha\n"
-                              "print(sorted(loaded), mha is loaded['mha'], "
-                              "mha.MultiHeadAttention(4, 4, 3, 0.0, 2)(torch.rand(1, 3, 4)).shape)\n"
-                              "try:\n    student_modules('numpy.ipynb', ['causal', 'numpy_attention'])\n"
-                              "except ModuleNotFoundError as e:\n    print(e)\n")
-    assert out.splitlines() == ["['causal', 'mha'] True torch.Size([1, 3, 4])", "numpy.ipynb: no code for causal"]
+def test_student_modules_loads_a_folder_or_a_saved_notebook_and_names_what_is_missing(tools_said):
+    assert tools_said["loads"].splitlines() == ["['causal', 'mha'] True torch.Size([1, 3, 4])",
+                                                "numpy.ipynb: no code for causal"]

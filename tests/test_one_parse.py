@@ -34,6 +34,23 @@ def test_a_text_is_parsed_once_per_submission_and_never_shared_with_the_next():
         assert source_reading.parse("def broken(:\n") is None and source_reading.parse("def broken(:\n") is None
 
 
+@pytest.mark.quick
+def test_a_tree_is_read_once_per_submission_for_what_every_check_asks():
+    """What the checks read off a tree (its identifiers, the assignments onto classes, the tampering
+    found) is read once per grading and kept no longer (a module that reaches sys.modules)."""
+    hostile = "import sys\nclass A:\n    pass\nA.forward = lambda self, x: sys.modules\n"
+    with source_reading.per_submission():
+        tree = source_reading.parse(hostile)
+        names = source_reading.identifiers(tree)
+        assert source_reading.identifiers(tree) is names and ("sys.modules" in [t for _, _, t in names])
+        assert source_reading._written_onto(tree) is source_reading._written_onto(tree)
+        found = source_reading.tampering({"m": hostile})
+        assert found == source_reading.tampering({"m": hostile}) and found and found[0].startswith("m.py, line 4: ")
+    with source_reading.per_submission():  # the next grading reads its own tree
+        assert source_reading.identifiers(source_reading.parse(hostile)) is not names
+    assert source_reading.identifiers(tree) is not source_reading.identifiers(tree)  # outside a grading, nothing kept
+
+
 FLOOR = """
 import json, sys
 sys.path.insert(0, sys.argv[1])

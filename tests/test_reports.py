@@ -13,14 +13,13 @@ The rule under test (autograder/reports/common.py):
   the instructor detail or the run's secret;
 - instructor channels (`grade` table, JUnit, the stored results JSON): everything, and the secret.
 """
+import errno
 import html
 import importlib
 import io
 import json
 import os
 import re
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from autograder.reports import common
 # the modules (the package's attributes of the same names are their main functions)
 feedback_md, job_log, markdown = (importlib.import_module(f"autograder.reports.{name}")
                                   for name in ("feedback_md", "job_log", "markdown"))
+from in_process import FullDisk, run_command  # noqa: E402
 from rubric_points import PART, TOTAL, g  # noqa: E402
 
 from autograder.rubric import RubricError, load  # noqa: E402
@@ -500,86 +500,85 @@ def test_a_graded_cell_reports_like_every_other_channel(rubric):
 
 
 # ---------------------------------------------------------------- files first, then the terminal
+# (grade, ci and gradescope --run in this process, in the session's fork server, with a stdout that
+# fails as /dev/full does: tests/in_process.py; each command's real command line is run elsewhere)
 
 ROOT = Path(__file__).resolve().parents[1]
 STUBS = ROOT / "assignments" / "ch03"
 
 
-def run_to_a_full_disk(args, env=None):
-    """Run the CLI with its stdout unbuffered on /dev/full: the first print fails (ENOSPC)."""
-    env = {**(env or os.environ), "PYTHONUNBUFFERED": "1"}
-    with open("/dev/full", "w") as full:
-        return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=ROOT, stdout=full,
-                              stderr=subprocess.PIPE, text=True, timeout=600, env=env)
+def run_to_a_full_disk(engine, args, env=None):
+    """The command in this process (tests/in_process.py), its stdout on a full disk: the first print
+    fails (ENOSPC), and that error ends the command -> the error."""
+    with pytest.raises(OSError) as failed:
+        run_command(engine, args, env, stdout=FullDisk())
+    assert failed.value.errno == errno.ENOSPC
+    return failed.value
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-def test_grade_writes_its_files_before_printing(tmp_path):
+def test_grade_writes_its_files_before_printing(engine, tmp_path):
     out = {kind: tmp_path / f"report.{kind}" for kind in ("json", "junit", "md")}
-    done = run_to_a_full_disk(["grade", str(STUBS), "--json", str(out["json"]), "--junit", str(out["junit"]),
-                               "--markdown", str(out["md"])])
-    assert "No space left on device" in done.stderr  # the table could not be printed ...
+    failed = run_to_a_full_disk(engine, ["grade", str(STUBS), "--json", str(out["json"]), "--junit", str(out["junit"]),
+                                         "--markdown", str(out["md"])])
+    assert "No space left on device" in str(failed)  # the table could not be printed ...
     assert json.loads(out["json"].read_text())["score"] == 0  # ... and every file was written before
     assert ET.fromstring(out["junit"].read_bytes()).get("failures") != "0"
     assert f"## Chapter 3 score: 0 / {g(TOTAL)}" in out["md"].read_text()
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-def test_ci_writes_its_files_before_printing(tmp_path):
+def test_ci_writes_its_files_before_printing(engine, tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
     env.update(GITHUB_OUTPUT=str(tmp_path / "output"), GITHUB_STEP_SUMMARY=str(tmp_path / "summary.md"))
-    done = run_to_a_full_disk(["ci", str(STUBS), "--json", str(tmp_path / "results.json"), "--comment",
-                               str(tmp_path / "comment.md")], env)
-    assert "No space left on device" in done.stderr
+    failed = run_to_a_full_disk(engine, ["ci", str(STUBS), "--json", str(tmp_path / "results.json"), "--comment",
+                                         str(tmp_path / "comment.md")], env)
+    assert "No space left on device" in str(failed)
     assert json.loads((tmp_path / "results.json").read_text())["score"] == 0
     assert (tmp_path / "comment.md").read_text().startswith(ghactions.COMMENT_MARKER)
     assert f"Chapter 3 score: 0 / {g(TOTAL)}" in (tmp_path / "summary.md").read_text()
     assert "score=0\n" in (tmp_path / "output").read_text()
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-def test_gradescope_writes_results_before_printing(tmp_path):
+def test_gradescope_writes_results_before_printing(engine, tmp_path):
     (tmp_path / "submission").mkdir()
     for module in STUBS.glob("*.py"):
         (tmp_path / "submission" / module.name).write_text(module.read_text())
-    done = run_to_a_full_disk(["gradescope", "--run", "--root", str(tmp_path)])
-    assert "No space left on device" in done.stderr
+    failed = run_to_a_full_disk(engine, ["gradescope", "--run", "--root", str(tmp_path)])
+    assert "No space left on device" in str(failed)
     results = json.loads((tmp_path / "results" / "results.json").read_text())
     assert results["score"] == 0 and results["max_score"] == TOTAL and results["output"].startswith(f"Score: 0 / {g(TOTAL)}")
 
 
-def test_grade_prints_on_a_terminal_that_cannot_encode_the_text(tmp_path):
-    """stdout in ASCII (strict): the table holds the stubs' non-ASCII text ("→"): it is printed with
-    replacements, after the files, and the command succeeds."""
+def test_grade_prints_on_a_terminal_that_cannot_encode_the_text(engine, tmp_path):
+    """stdout and stderr in ASCII (strict, as PYTHONIOENCODING=ascii:strict makes them): the table
+    holds the stubs' non-ASCII text ("→"): it is printed with replacements, after the files, and the
+    command succeeds."""
     stubs = tmp_path / "stubs"
     stubs.mkdir()
     for module in STUBS.glob("*.py"):
         text = module.read_text().replace('raise NotImplementedError("', 'raise NotImplementedError("\\u2192 ')
         (stubs / module.name).write_text(text)
-    env = {**os.environ, "PYTHONIOENCODING": "ascii:strict"}
-    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(stubs), "--json", str(tmp_path / "r.json")],
-                          cwd=ROOT, capture_output=True, timeout=600, env=env)
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert b"your error: NotImplementedError: ? simple_attention.softmax_naive" in done.stdout
+    terminal = {name: io.TextIOWrapper(io.BytesIO(), encoding="ascii", errors="strict") for name in ("out", "err")}
+    status, _, _ = run_command(engine, ["grade", str(stubs), "--json", str(tmp_path / "r.json")],
+                               stdout=terminal["out"], stderr=terminal["err"])
+    terminal["err"].flush()
+    assert status == 0, terminal["err"].buffer.getvalue()[-2000:]
+    terminal["out"].flush()
+    assert b"your error: NotImplementedError: ? simple_attention.softmax_naive" in terminal["out"].buffer.getvalue()
     outputs = [t["output"] for t in json.loads((tmp_path / "r.json").read_text())["tests"]]
     assert any("NotImplementedError: \u2192 simple_attention.softmax_naive" in o for o in outputs)
 
 
 # ---------------------------------------------------------------- issue 12 item 4, on the grader's own mutant
 
-def test_the_unscaled_mha_diagnosis_reaches_every_student_channel(tmp_path):
+def test_the_unscaled_mha_diagnosis_reaches_every_student_channel(engine, tmp_path):
     """MultiHeadAttention without 1/sqrt(head_dim) passes the visible checks as such (the book's
     example has head_dim 1), but they earn their points only with the hidden checks of the same math
     (grading.yml `requires`): 5 of 22 points. Every student channel names the mistake, and none names
     a hidden check or shows the instructor's detail (the hidden sizes)."""
     from autograder import selftest
-    from autograder.sandbox.client import Sandbox
 
-    rubric, suites = grading.load_rubric()
     entry = {e.id: e for e in selftest.corpus()}["mha-unscaled"]
-    with Sandbox() as sandbox:
-        grade = grading.grade_submission(selftest.apply(entry, tmp_path / "submission"), rubric, suites, sandbox,
-                                         parts=["mha"])
+    grade = engine.grade(selftest.apply(entry, tmp_path / "submission"), parts=["mha"])  # the session's engine
     assert grade.parts["mha"].score == 5 and grade.parts["mha"].max_score == PART["mha"]
     failed = [c for c in grade.checks if not c.passed]
     assert failed and all(c.visibility != "visible" or c.message == grading.GATED for c in failed)

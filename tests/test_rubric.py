@@ -5,6 +5,9 @@
 - the real grading.yml matches the suites, check for check;
 - the JSON (Gradescope's results.json schema, plus parts keyed by module stem), JUnit and Markdown
   reports of one grade carry the same results.
+
+`grade` runs here as a subprocess where the property is the process's exit status; the reports are
+written by the same command run in this process, in the session's fork server (tests/in_process.py).
 """
 import json
 import re
@@ -15,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from in_process import run_command
 from rubric_points import TOTAL
 
 from autograder import PARTS, cli, grading, runner, selftest
@@ -142,7 +146,7 @@ def test_the_rubric_matches_the_suites(suites):
 
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory):
+def reports(engine, tmp_path_factory):
     """One submission with failures in every part (visible and hidden), graded by the CLI with all reports."""
     tmp = tmp_path_factory.mktemp("reports")
     firsts = {}
@@ -152,11 +156,10 @@ def reports(tmp_path_factory):
     folder = selftest.apply(selftest.Entry("combined", "mutant", [e for m in firsts.values() for e in m.edits]),
                             tmp / "submission")
     out = {kind: tmp / f"report.{kind}" for kind in ("json", "junit", "markdown")}
-    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder), "--json", str(out["json"]),
-                           "--junit", str(out["junit"]), "--markdown", str(out["markdown"])],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    return {"stdout": done.stdout, **{kind: path.read_text() for kind, path in out.items()}}
+    status, stdout, stderr = run_command(engine, ["grade", folder, "--json", out["json"], "--junit", out["junit"],
+                                                  "--markdown", out["markdown"]])
+    assert status == 0, stderr
+    return {"stdout": stdout, **{kind: path.read_text() for kind, path in out.items()}}
 
 
 def check_gradescope_schema(results):
@@ -249,11 +252,10 @@ def test_the_instructor_json_and_table_keep_everything(reports):
     assert all(f"    - {t['name'].split(': ', 1)[1]}" in reports["stdout"] for t in failed)
 
 
-def test_grade_json_for_the_solutions(tmp_path):
+def test_grade_json_for_the_solutions(engine, tmp_path):
     out = tmp_path / "results.json"
-    done = subprocess.run([sys.executable, "-m", "autograder", "grade", "solutions/ch03", "--json", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    status, _, stderr = run_command(engine, ["grade", ROOT / "solutions" / "ch03", "--json", out])
+    assert status == 0, stderr
     results = json.loads(out.read_text())
     check_gradescope_schema(results)
     assert (results["score"], results["max_score"]) == (TOTAL, TOTAL)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 
 import pytest
+from in_process import run_command
 from rubric_points import CHECK, PART, RUBRIC_PATH, TOTAL, g
 
 from autograder import PROJECT_ROOT
@@ -86,13 +87,15 @@ def test_release_refuses_notebooks_made_for_another_rubric(changed, tmp_path):
     assert stale_notebooks(old, RUBRIC_PATH) == []  # with the rubric they were made for, nothing is stale
 
 
-def test_grade_scores_with_the_changed_points(changed, tmp_path):
+def test_grade_scores_with_the_changed_points(engine, changed, tmp_path):
+    """`grade --rubric` in this process, in the session's fork server (tests/in_process.py)."""
     out = tmp_path / "results.json"
-    done = cli("grade", "solutions/ch03", "--rubric", str(changed), "--json", str(out))
-    assert done.returncode == 0, done.stderr
+    status, stdout, stderr = run_command(engine, ["grade", PROJECT_ROOT / "solutions" / "ch03", "--rubric", changed,
+                                                  "--json", out])
+    assert status == 0, stderr
     results = json.loads(out.read_text())
     assert (results["score"], results["max_score"]) == (TOTAL + 1, TOTAL + 1)
     assert results["parts"][PART_NAME] == {"score": PART[PART_NAME] + 1, "max_score": PART[PART_NAME] + 1}
     [test] = [t for t in results["tests"] if t["name"] == f"{PART_NAME}: {CHECK_NAME}"]
     assert test["max_score"] == CHECK[PART_NAME, CHECK_NAME] + 1
-    assert f"{g(TOTAL + 1)} / {g(TOTAL + 1)}" in done.stdout
+    assert f"{g(TOTAL + 1)} / {g(TOTAL + 1)}" in stdout

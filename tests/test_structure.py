@@ -140,11 +140,11 @@ def test_the_command_line_passes_its_flags_as_settings_and_leaves_the_environmen
 def test_only_the_engine_assembles_the_grader():
     """The sandbox, the rubric and the environment check are built in engine.py; the entry points
     (commands, batch, selftest, nbgrader's preprocessor) call the engine. A batch's fork server and
-    its doors (batch.start_fork_servers) are the one other place a Sandbox is made."""
+    its doors (batch/workers.start_fork_servers) are the one other place a Sandbox is made."""
     made = [c for path in grader_modules() if path.name != "engine.py"
             for c in calls(path, {"Sandbox", "ensure", "load_rubric"})]
-    # batch.start_fork_servers: the batch's server; Sandbox.attach: a door to it
-    assert sorted((m.split(":")[0], m.split()[-1]) for m in made) == [("batch.py", "Sandbox"),
+    # batch/workers.start_fork_servers: the batch's server; Sandbox.attach: a door to it
+    assert sorted((m.split(":")[0], m.split()[-1]) for m in made) == [("batch/workers.py", "Sandbox"),
                                                                       ("sandbox/client.py", "Sandbox")], made
 
 

@@ -57,7 +57,7 @@ def test_the_batch_reads_not_graded_from_the_record_not_the_problem(tmp_path):
     cells = {row.split(",")[0]: dict(zip(lines[0].split(","), row.split(","), strict=False)) for row in lines[1:]}
     assert (cells["ann"]["score"], cells["ann"]["causal"], cells["ann"]["mha"]) == ("8", "0", "8")
     assert (cells["bob"]["score"], cells["bob"]["causal"], cells["bob"]["mha"]) == ("", "", "8")
-    said = batch.summary_text(book, "subs", tmp_path, ["ann", "bob"], ["ann", "bob"], [])
+    said = batch.summary_text(book, "subs", tmp_path, batch.Outcome(["ann", "bob"], ["ann", "bob"], []))
     assert "not graded, scored 0 (1):\n    ann:" in said and "not graded, no score (1):\n    bob:" in said
     page = class_report.class_report(book.records())
     assert page.count("not graded: the machine was overloaded</td>") == 1
@@ -67,27 +67,27 @@ def test_the_batch_reads_not_graded_from_the_record_not_the_problem(tmp_path):
 
 @pytest.mark.quick
 def test_the_batch_retries_on_the_flag_alone(tmp_path, monkeypatch):
-    """batch._grade_all's finish: a forged problem text keeps the fingerprint (graded, not retried);
+    """batch.grade_all's finish: a forged problem text keeps the fingerprint (graded, not retried);
     the structured flag makes it a retry."""
     stored = {}
-    monkeypatch.setattr(batch, "_store", lambda book, out, student, stamp, results, problem:
+    monkeypatch.setattr(batch.workers, "store", lambda book, out, student, stamp, results, problem:
                         stored.__setitem__(student, stamp[0]))
-    monkeypatch.setattr(batch, "_pool", _InlinePool)
+    monkeypatch.setattr(batch.workers, "_pool", _InlinePool)
     parts = {"causal": {"score": 0, "max_score": 22}}
     answers = {"ann": ({"score": 0, "max_score": 22, "tests": [], "parts": parts, "extra_data": {}}, FORGED),
                "bob": ({"score": 0, "max_score": 22, "tests": [], "parts": parts,
                         "extra_data": {"not_graded": {"causal": "x"}}}, "died")}
-    monkeypatch.setattr(batch, "_grade_one", lambda student, path: (student, *answers[student], ""))
+    monkeypatch.setattr(batch.workers, "_grade_one", lambda student, path: (student, *answers[student], ""))
     todo = [(s, f"/nowhere/{s}", f"digest-{s}", "first grade") for s in answers]
     engine = type("E", (), {"rubric": None, "environment_check": None})()
     book = Gradebook(tmp_path / "gradebook.db")
-    batch._grade_all(todo, ("subs", tmp_path, 1), engine, [], book, None, ("grader", 1))
+    batch.grade_all(todo, 1, batch.Grading(engine, book, tmp_path, "grader", 1, []))
     book.close()
     assert stored == {"ann": "digest-ann", "bob": batch.RETRY + batch.MACHINE + "digest-bob"}
 
 
 class _InlinePool:
-    """A process pool that runs each job here (batch._grade_all's view of one)."""
+    """A process pool that runs each job here (batch.grade_all's view of one)."""
 
     def __init__(self, *args):
         pass

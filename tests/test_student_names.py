@@ -74,7 +74,7 @@ def test_a_batch_with_odd_names_records_everyone_and_leaves_no_temp_file(tmp_pat
 
 def test_a_rerun_keeps_an_ambiguous_name_its_problem_and_adds_no_history(tmp_path):
     """A second batch over the same class: nothing new to grade, so nothing new for the history
-    (batch._store passes no reason); the ambiguous pair still reads "ambiguous name" in grades.csv,
+    (batch.store passes no reason); the ambiguous pair still reads "ambiguous name" in grades.csv,
     never a storage error (history.reason is NOT NULL), and no row is added."""
     folder, out = tmp_path / "class", tmp_path / "out"
     folder.mkdir()

@@ -158,12 +158,12 @@ class FakeSandbox:
 
 
 def test_a_batch_worker_draws_the_pictures_and_the_parent_only_writes_them(graded, monkeypatch):
-    """issue 38.7: the pictures are drawn in the worker that made the grade (batch._pictures) and handed
+    """issue 38.7: the pictures are drawn in the worker that made the grade (batch.workers._pictures) and handed
     to the parent as bytes (plots.remember); the parent's feedback page draws none of them itself."""
     from autograder import batch
 
     results = reports.results_json(graded("simple-weights-softmax-dim0"))
-    drawn = batch._pictures(results)
+    drawn = batch.workers._pictures(results)
     assert len(drawn) == 1, drawn
     [[(name, got, want)]] = drawn.values()
     assert name == "attention_weights" and got.startswith(b"\x89PNG") and got != want
@@ -242,13 +242,14 @@ def test_the_pictures_are_taken_before_the_first_hidden_input(monkeypatch):
     monkeypatch.setattr(figures, "take", lambda probe, student, book: order.append(("probe", probe.__name__)) or
                         {"probe": probe.__name__})
 
-    def attempt(place, run, checks, limits, fixtures, last, hidden):
+    def attempt(place, turn, fixtures):
+        run, checks, hidden = turn.run, turn.checks, turn.hidden
         order.extend(("hidden" if hidden else "shown", run.part) for _ in checks[:1])
         run.results += [CheckResult(run.part, n, not hidden, "wrong") for n, _ in checks]
         return "", False  # (why the machine ended it, proof)
-    monkeypatch.setattr(runner, "_attempt", attempt)
+    monkeypatch.setattr(runner.attempts, "_attempt", attempt)
     staged = types.SimpleNamespace(folder="folder", missing=lambda part: "", cells={})
-    monkeypatch.setattr(runner, "source_attributes", lambda folder: {})
+    monkeypatch.setattr(runner.turns, "source_attributes", lambda folder: {})
     runs = runner.run_submission(FakeSandbox(), staged, rubric, suites, runner.default_fixtures(1, "key"),
                                  ["simple_attention", "causal"], key="key")
     probes = [at for at, (kind, _) in enumerate(order) if kind == "probe"]

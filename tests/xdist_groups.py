@@ -15,8 +15,10 @@ from __future__ import annotations
 # The files that read the selftest corpus's grading (tests/conftest.py's graded_corpus, a session
 # fixture): one worker runs them all, so the corpus is graded once under `pytest -n 2` as without workers
 TOGETHER = {name: "selftest-corpus" for name in ("test_suites.py", "test_isolation.py")}
-# the files that copy the chapter's nbgrader release (tests/conftest.py's nbgrader_release, made once)
-TOGETHER.update({name: "nbgrader-release" for name in ("test_nbgrader_roundtrip.py", "test_nbgrader_validate.py")})
+# the files that read the chapter's nbgrader release (tests/conftest.py's nbgrader_release, made once;
+# lane nbg, issue 38 item 6: test_nbgrader_commands asserts what its generate_assignment made)
+TOGETHER.update({name: "nbgrader-release" for name in ("test_nbgrader_roundtrip.py", "test_nbgrader_validate.py",
+                                                       "test_nbgrader_commands.py")})
 
 
 def group_of(nodeid: str, together: dict[str, str]) -> str:

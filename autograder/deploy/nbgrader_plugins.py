@@ -41,7 +41,6 @@ from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, NbGraderPre
 from traitlets import Bool, Unicode
 
 from autograder.authoring.stubs import make_stub, solution_regions
-from autograder.reports.common import OWN_TEXT, printable, what_to_fix
 
 SCORE_PREFIX = "score_"          # the graded cell of part P has the grade_id score_P (autograder.authoring.notebooks)
 ENGINE_MARK = "ch03_autograder"  # metadata key of the outputs GradeInSandbox writes
@@ -212,6 +211,8 @@ def _what_to_fix(checks, parts, modules=None):
     (autograder.reports.common: visible checks with the student's own error text, hidden checks by
     their diagnosis only and unnamed, a part problem once). A notebook student has no .py files:
     the grader's words name the solution cell instead (in_notebook_words; modules: the chapter's)."""
+    from autograder.reports.common import OWN_TEXT, what_to_fix  # (here: it loads torch)
+
     items = what_to_fix(checks, parts)
     lines = ["What to fix:"] if items else []
     for item in items:  # one line each, the checks it failed in and the student's own error text after it
@@ -390,6 +391,8 @@ class GradeInSandbox(NbGraderPreprocessor):
     def _outputs(self, cell, part, grade, missing, problem):
         """[the report as text, the score as an execute_result]: determine_grade reads the first
         execute_result as partial credit, and no output is an error or stderr, which would mean 0."""
+        from autograder.reports.common import printable
+
         p = grade.parts[part]
         points = float(cell.metadata.nbgrader["points"])
         value = p.score if points == p.max_score else round(p.score * points / p.max_score, 6)

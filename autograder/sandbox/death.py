@@ -24,7 +24,7 @@ waiting for one). When the child dies, the readings say which cause it was, in t
   that could not be measured, an out-of-memory kill outside the group after a hidden input (on a
   small machine the part's own allowed memory can be what ran it out). The child could have caused
   each itself: the part runs again in a fresh child (a real outside kill is not repeated), and a
-  part that dies so in every fresh child is charged with what was seen (runner.run_checks).
+  part that dies so in every fresh child is charged with what was seen (runner/attempts.run_checks).
 
 A part's child cannot make its own death look like the machine's: it cannot lower or reset its
 limits (setrlimit is refused by the system-call filter and prlimit64 may only read, so the CPU
@@ -44,7 +44,7 @@ from autograder import text
 from autograder.inside import protocol
 from autograder.sandbox import procfs
 
-NOT_GRADED = "not graded: the machine was overloaded"  # a part the machine kept from running (runner.py)
+NOT_GRADED = "not graded: the machine was overloaded"  # a part the machine kept from running (runner/attempts.py)
 OOM_FILES = ("memory.events", "memory.oom_control")  # cgroup v2, v1: both have an "oom_kill N" line
 VMSTAT = "/proc/vmstat"
 ASLEEP_SHARE = 0.5  # of the wall clock: a child off the CPU and not waiting for one this long waited on its own
