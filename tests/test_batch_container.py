@@ -11,7 +11,6 @@ import sys
 import pytest
 
 from autograder import batch
-from autograder.deploy import nbgrader_plugins
 from autograder.sandbox import container
 from autograder.sandbox.client import SandboxUnavailable
 from autograder.settings import from_environment
@@ -39,6 +38,8 @@ def test_container_mode_from_the_environment_is_refused_by_run_batch(tmp_path, m
         batch.run_batch(tmp_path, tmp_path / "out")
     _assert_refusal(str(refused.value), "batch")
     assert not (tmp_path / "out").exists()
+    from autograder.deploy import nbgrader_plugins  # (here: nbformat's import costs every worker seconds at collection)
+
     with pytest.raises(SandboxUnavailable) as refused:
         nbgrader_plugins.shared_engine([], settings=from_environment())
     _assert_refusal(str(refused.value), "nbgrader's autograde")

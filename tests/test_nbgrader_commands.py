@@ -18,12 +18,12 @@ that student's submission, and with validate: issue 38 item 6); the tests here a
 """
 import sqlite3
 
-import pytest
 from nbgrader_release import COURSE_ID
+from optional import require
 
 from autograder import PROJECT_ROOT
 
-pytest.importorskip("nbgrader", reason="nbgrader is not installed (pip install '.[notebooks]', nbgrader==0.9.6)")
+require("nbgrader", reason="nbgrader is not installed (pip install '.[notebooks]', nbgrader==0.9.6)")
 
 
 def test_generate_assignment_as_written(nbgrader_release):

@@ -9,10 +9,11 @@ import os
 import pwd
 
 import pytest
-
-pytest.importorskip("nbgrader")
+from optional import require
 
 from autograder import PROJECT_ROOT
+
+require("nbgrader", reason="nbgrader is not installed (pip install '.[notebooks]')")
 
 COURSE = "ch03-attention"
 STUDENT, CLASSMATE = "daemon", "nobody"

@@ -38,15 +38,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-pytest.importorskip("nbgrader", reason="nbgrader is not installed (pip install '.[notebooks]', nbgrader==0.9.6)")
-
 from nbgrader_release import copy_course
 from notebook_cases import fill_notebooks, module_texts, write_modules
+from optional import require
 from rubric_points import CHECK, TOTAL
 
-from autograder.deploy import nbgrader_plugins
 from autograder.reports.common import diagnosis_and_place, printable, what_to_fix
+
+require("nbgrader", reason="nbgrader is not installed (pip install '.[notebooks]', nbgrader==0.9.6)")
 
 pytestmark = pytest.mark.nbgrader
 
@@ -487,6 +486,8 @@ def test_feedback_for_every_notebook_of_every_student(course):
     raw = (course.root / "feedback" / course.alice / "ch03" / NOTEBOOKS[1].replace(".ipynb", ".html")).read_text()
     assert "data:image/png;base64," not in raw
     # issue 22: the graded cells' report lines wrap on the page (the fix itself was cut off)
+    from autograder.deploy import nbgrader_plugins
+
     assert nbgrader_plugins.WRAP_CSS in raw
     # the page declares its language (nbgrader's own template does not; ours, configure_feedback_page, does)
     assert re.match(r"\s*<!DOCTYPE html>\s*<html lang=\"en\">", raw), raw[:200]

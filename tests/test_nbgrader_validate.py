@@ -20,11 +20,11 @@ import sys
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("nbgrader", reason="nbgrader is not installed (pip install '.[notebooks]', nbgrader==0.9.6)")
-
 from nbgrader_release import copy_course
 from notebook_cases import BUGS, fill_notebooks, module_texts
+from optional import require
+
+require("nbgrader", reason="nbgrader is not installed (pip install '.[notebooks]', nbgrader==0.9.6)")
 
 pytestmark = pytest.mark.nbgrader
 

@@ -20,14 +20,15 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
+from notebook_cases import BUGS, module_texts
+from optional import require
 
-nbformat = pytest.importorskip("nbformat", reason="nbformat is not installed (pip install '.[notebooks]')")
-nbclient = pytest.importorskip("nbclient", reason="nbclient is not installed (pip install '.[notebooks]')")
-pytest.importorskip("matplotlib", reason="matplotlib is not installed (pip install '.[notebooks]')")
-import torch  # noqa: E402
-from notebook_cases import BUGS, module_texts  # noqa: E402
+from autograder.authoring import notebooks
 
-from autograder.authoring import notebooks  # noqa: E402
+# nbformat and nbclient are imported where a test runs a notebook (tests/optional.py: not at collection)
+require("nbformat", "nbclient", "matplotlib", reason="nbformat, nbclient or matplotlib is not installed "
+        "(pip install '.[notebooks]')")
 from autograder.chapter import current  # noqa: E402
 
 pytestmark = pytest.mark.notebooks
@@ -72,6 +73,9 @@ def kernel_env(tmp_path_factory):
 
 def execute(path):
     """Run the notebook at path in a fresh kernel, in its folder; -> the executed notebook (a dict)."""
+    import nbclient
+    import nbformat
+
     notebook = nbformat.read(path, as_version=4)
     client = nbclient.NotebookClient(notebook, timeout=300, kernel_name="python3", allow_errors=True,
                                      resources={"metadata": {"path": str(path.parent)}})
@@ -80,6 +84,8 @@ def execute(path):
 
 
 def code_cell(cell_id, source):
+    import nbformat
+
     return nbformat.v4.new_code_cell(source, id=cell_id)
 
 
@@ -129,6 +135,8 @@ def chapter(kernel_env, tmp_path_factory):
     """{notebook name: executed notebook} for the three chapter notebooks as generated (the solutions in
     their cells), each ending with a cell that prints ch03_tools.drawn; notebook 01 first re-runs its
     simple_attention cells with a softmax over the wrong dimension."""
+    import nbformat
+
     folder = tmp_path_factory.mktemp("chapter")
     for path in SOURCE.iterdir():
         if path.is_file():
@@ -222,6 +230,8 @@ def speed_lab(kernel_env, tmp_path_factory):
     """The speed lab at toy sizes, with the solutions' notebook 02 beside it and a fused class typed into the
     stretch exercise; then, in the same kernel, its modules reloaded from the released (stub) notebook 02
     and the CPU cell run again."""
+    import nbformat
+
     folder = tmp_path_factory.mktemp("speed-lab")
     for path in SOURCE.iterdir():
         if path.is_file():

@@ -83,18 +83,22 @@ def load(path, kind, parts=None):
     """Read and validate one corpus file -> [Entry]. parts: the chapter's (None: this repository's)."""
     path = Path(path)
     parts = _parts(parts)
+    # libyaml's loader where PyYAML has it; each entry's node is made data by the loader that composed it
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(path.read_text(encoding="utf-8"))
     try:
-        root = yaml.compose(path.read_text(encoding="utf-8"))
+        root = loader.get_single_node()
     except yaml.YAMLError as e:
+        loader.dispose()
         mark = getattr(e, "problem_mark", None)
         raise CorpusError(f"{path}{f':{mark.line + 1}' if mark else ''}: not valid YAML "
                           f"({getattr(e, 'problem', None) or e})") from None
     if root is None or not isinstance(root, yaml.SequenceNode):
+        loader.dispose()
         raise CorpusError(f"{path}: expected a list of entries")
     entries, seen = [], set()
     for node in root.value:
         where = f"{path.name}:{node.start_mark.line + 1}"
-        data = yaml.safe_load(yaml.serialize(node))
+        data = loader.construct_document(node)
         if not isinstance(data, dict):
             raise CorpusError(f"{where}: an entry must be a mapping")
         unknown = sorted(set(data) - ENTRY_KEYS)
@@ -134,6 +138,7 @@ def load(path, kind, parts=None):
         elif any(k in data for k in ("part", "parts_losing", "message")):
             raise CorpusError(f"{where}: {entry_id}: variants keep full marks; part, parts_losing and message are for mutants")
         entries.append(entry)
+    loader.dispose()
     return entries
 
 
