@@ -18,7 +18,7 @@ from autograder import settings as settings_mod
 @pytest.fixture(scope="session", autouse=True)
 def one_thread():
     """Each test process computes on one torch thread, as the grading process does (engine.one_thread):
-    the tests' own tensors are as small as the grader's, and two workers beside their sandboxes keep the
+    the tests' own tensors are as small as the grader's, and the workers beside their sandboxes keep the
     machine busy, where a pool of threads per core made every small operation wait."""
     from autograder.engine import one_thread
 
@@ -87,19 +87,19 @@ def nbgrader_exchange(nbgrader_release, tmp_path_factory):
                                lambda folder: fill_notebooks(module_texts(), folder, notebooks=folder))
 
 
-# the longest units first (a worker that takes one late is the suite's tail): the corpus readers, then
-# the files whose tests or module fixtures take a minute or more (per-file sums of a profile of the
-# whole suite on two workers, 2026-11-28 05:33 UTC); every other file after them, in collection order.
-# The order inside a file never changes.
-LONGEST_FIRST = ("selftest-corpus", "nbgrader-release", "test_adversarial.py",
-                 "test_graded_under_load.py", "test_deploy_installs.py",
-                 "test_fairness.py", "test_batch.py", "test_regrades.py", "test_efficiency.py", "test_gradescope.py",
-                 "test_notebook_outputs.py", "test_reports.py", "test_lint.py")
+# the longest units first (a worker that takes one late is the suite's tail): the nbgrader release's and
+# the corpus readers, then the files whose tests or module fixtures take half a minute or more (per-unit
+# sums of a profile of the whole suite on three workers, 2026-11-28 10:05-10:14 UTC); every other file
+# after them, in collection order. The order inside a file never changes.
+LONGEST_FIRST = ("nbgrader-release", "selftest-corpus", "test_adversarial.py", "test_batch.py",
+                 "test_deploy_installs.py", "test_regrades.py", "test_gradescope.py", "test_graded_under_load.py",
+                 "test_efficiency.py", "test_container_mode.py", "test_notebook_outputs.py", "test_cuda_fork.py",
+                 "test_fair_cpu.py", "test_batch_hostile.py", "test_class_report.py", "test_lint.py")
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """The unit a test worker takes (`pytest -n 2 --dist loadgroup`, as .ci/run runs the suite): a
+    """The unit a test worker takes (`pytest -n 3 --dist loadgroup`, as .ci/run runs the suite): a
     whole file, so its module fixtures are made once, the files of a group (xdist_groups.TOGETHER) together
     (tests/xdist_groups.py: xdist's own xdist_group marker is lost under pytest 9)."""
     return xdist_groups.scheduler(config, log, xdist_groups.TOGETHER)

@@ -10,7 +10,7 @@ preprocessors). tests/conftest.py's `nbgrader_release` runs it once; test_nbgrad
 the command made (the README's command is what it tests), and each reader copies the course (source/ch03,
 release/ch03, gradebook.db) into a folder of its own with `copy_course` (or the whole project copy with
 `copy_clone`), so what one file does to its course never reaches another's. tests/xdist_groups.py keeps the
-three files on one worker, so the release is made once under `pytest -n 2`.
+three files on one worker, so the release is made once under `pytest -n N`.
 
 Likewise the exchange (`documented_exchange`, tests/conftest.py's `nbgrader_exchange`): release_assignment and
 a student's list, fetch_assignment and submit as docs/notebooks.md gives them, run once per session;

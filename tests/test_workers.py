@@ -1,4 +1,4 @@
-"""The suite on two test workers (`pytest -n 2 --dist loadgroup`, .ci/run): a worker takes a whole
+"""The suite on several test workers (`pytest -n N --dist loadgroup`, .ci/run: -n 3): a worker takes a whole
 test file, or a group of files that read one session fixture (tests/xdist_groups.py, issue 38 item 6).
 Under pytest 9 xdist's own xdist_group marker was silently ignored and every module fixture was
 made on both workers; these tests run a small suite on two workers and see where its fixtures were made."""

@@ -1,4 +1,4 @@
-"""What a test worker takes under `pytest -n 2 --dist loadgroup` (.ci/run, the README): a whole test
+"""What a test worker takes under `pytest -n N --dist loadgroup` (.ci/run: -n 3, the README): a whole test
 file, or a group of files that read what one session fixture makes (issue 38 item 6).
 
 Why a scheduler of our own: pytest-xdist's loadgroup reads `@pytest.mark.xdist_group` by appending
@@ -13,7 +13,7 @@ can drop.
 from __future__ import annotations
 
 # The files that read the selftest corpus's grading (tests/conftest.py's graded_corpus, a session
-# fixture): one worker runs them all, so the corpus is graded once under `pytest -n 2` as without workers
+# fixture): one worker runs them all, so the corpus is graded once under `pytest -n N` as without workers
 TOGETHER = {name: "selftest-corpus" for name in ("test_suites.py", "test_isolation.py")}
 # the files that read the chapter's nbgrader release (tests/conftest.py's nbgrader_release, made once;
 # lane nbg, issue 38 item 6: test_nbgrader_commands asserts what its generate_assignment made)
