@@ -162,6 +162,8 @@ pid = os.fork()
 if pid == 0:
     if sys.argv[1] == "deaf":
         isolation.deaf_to_signals()
+    else:  # the control: Python's own SIGINT handler, whatever this process inherited (a shell's
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # background job starts with SIGINT ignored)
     try:  # from before the fork: the part's signals may arrive before the leader waits (the control's race)
         part = os.fork()
         if part == 0:  # a part, in the leader's namespace, signalling its PID 1
