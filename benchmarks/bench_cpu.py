@@ -111,11 +111,10 @@ class InProcessSandbox:
 
 def floor(repeats=5):
     """CPU seconds per submission of grading the solutions in this process (median of repeats)."""
-    import torch
-
     from autograder import grading
+    from autograder.engine import one_thread
 
-    torch.set_num_threads(1)  # as the batch's workers and the sandbox's children run
+    one_thread()  # as the grading process, the batch's workers and the sandbox's children run
     rubric, suites = grading.load_rubric()
     modules = tempfile.mkdtemp(prefix="floor-")
     for path in (ROOT / "solutions" / "ch03").glob("*.py"):

@@ -21,7 +21,7 @@ from autograder import reports, text
 from autograder.batch.outputs import Stamp, store
 from autograder.batch.plan import Results, Todo, settle
 from autograder.course.gradebook import Gradebook
-from autograder.engine import Engine
+from autograder.engine import Engine, one_thread
 from autograder.reports import html_feedback, plots
 from autograder.settings import Settings
 
@@ -72,12 +72,10 @@ _worker_engine: Engine | None = None  # in a worker process: its engine (made by
 
 
 def _init_worker(slot_queue: Any, doors: list[Any], parent: Engine, batch_pid: int) -> None:
-    import torch
-
     from autograder.inside import isolation
 
     isolation.die_with_parent(batch_pid)  # and its fork server with it, and that one's children
-    torch.set_num_threads(1)  # a forked copy of a parent's thread pool can deadlock; one per core anyway
+    one_thread()  # before anything computes: a forked copy of a parent's thread pool can deadlock
     global _worker_engine
     slot = slot_queue.get()
     engine = parent.for_worker(doors[slot] if slot < len(doors) else None, slot)

@@ -16,9 +16,11 @@ import multiprocessing
 import re
 import shutil
 import tempfile
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -83,22 +85,8 @@ def load(path, kind, parts=None):
     """Read and validate one corpus file -> [Entry]. parts: the chapter's (None: this repository's)."""
     path = Path(path)
     parts = _parts(parts)
-    # libyaml's loader where PyYAML has it; each entry's node is made data by the loader that composed it
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(path.read_text(encoding="utf-8"))
-    try:
-        root = loader.get_single_node()
-    except yaml.YAMLError as e:
-        loader.dispose()
-        mark = getattr(e, "problem_mark", None)
-        raise CorpusError(f"{path}{f':{mark.line + 1}' if mark else ''}: not valid YAML "
-                          f"({getattr(e, 'problem', None) or e})") from None
-    if root is None or not isinstance(root, yaml.SequenceNode):
-        loader.dispose()
-        raise CorpusError(f"{path}: expected a list of entries")
     entries, seen = [], set()
-    for node in root.value:
-        where = f"{path.name}:{node.start_mark.line + 1}"
-        data = loader.construct_document(node)
+    for where, data in _entry_data(path):
         if not isinstance(data, dict):
             raise CorpusError(f"{where}: an entry must be a mapping")
         unknown = sorted(set(data) - ENTRY_KEYS)
@@ -138,8 +126,26 @@ def load(path, kind, parts=None):
         elif any(k in data for k in ("part", "parts_losing", "message")):
             raise CorpusError(f"{where}: {entry_id}: variants keep full marks; part, parts_losing and message are for mutants")
         entries.append(entry)
-    loader.dispose()
     return entries
+
+
+def _entry_data(path: Path) -> Iterator[tuple[str, Any]]:
+    """('file:line', data) of each entry of a corpus file, one at a time (libyaml's loader where PyYAML
+    has it; each entry's node is made data by the loader that composed it)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(path.read_text(encoding="utf-8"))
+    try:
+        try:
+            root = loader.get_single_node()
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            raise CorpusError(f"{path}{f':{mark.line + 1}' if mark else ''}: not valid YAML "
+                              f"({getattr(e, 'problem', None) or e})") from None
+        if root is None or not isinstance(root, yaml.SequenceNode):
+            raise CorpusError(f"{path}: expected a list of entries")
+        for node in root.value:
+            yield f"{path.name}:{node.start_mark.line + 1}", loader.construct_document(node)
+    finally:
+        loader.dispose()
 
 
 def corpus(parts=None):
