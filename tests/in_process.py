@@ -5,6 +5,11 @@ same rubric loading, environment check and reports; only the fork server is the 
 (tests/conftest.py `engine`) instead of a new one, and the interpreter is not started again. Every
 entry point keeps tests on the real command line (a subprocess): test_ci_command's stubs run,
 test_reports' runs to a full disk, test_zip_in_folder's Gradescope run, test_envcheck, ...
+
+run_plain: the same for a command that grades nothing (notebooks, release): cli.main here, where the
+test asserts what the command writes and prints, not the start of an interpreter that imports torch
+(each `python -m autograder` does: about 1.5 s of CPU). `python -m autograder`'s own start and exit
+status stay tested on the command line by the tests above.
 """
 from __future__ import annotations
 
@@ -50,4 +55,16 @@ def run_command(engine, args, env: dict[str, str] | None = None, stdout: io.Text
             contextlib.redirect_stderr(err if stderr is None else stderr):
         status = cli.main([str(a) for a in args])
     assert used, "the command opened no engine"
+    return status, out.getvalue(), err.getvalue()
+
+
+def run_plain(args) -> tuple[int, str, str]:
+    """cli.main(args) here, for a command that opens no engine -> (exit status, stdout, stderr): a usage
+    error argparse reports (its SystemExit) gives its status, as `python -m autograder` exits with it."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            status = cli.main([str(a) for a in args])
+        except SystemExit as e:
+            status = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     return status, out.getvalue(), err.getvalue()

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from in_process import run_plain
 
 from autograder import submitted_notebooks
 from autograder.authoring import notebooks
@@ -57,10 +58,9 @@ def test_committed_notebooks_are_what_the_generator_makes():
 
 
 def test_notebooks_command_check_reports_up_to_date():
-    done = subprocess.run([sys.executable, "-m", "autograder", "notebooks", "--check"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stdout + done.stderr
-    assert "notebooks up to date" in done.stdout
+    status, stdout, stderr = run_plain(["notebooks", "--check"])  # cli.main here (tests/in_process.py)
+    assert status == 0, stdout + stderr
+    assert "notebooks up to date" in stdout
 
 
 def test_every_module_is_one_solution_cell_holding_the_solution_file_verbatim():
@@ -326,10 +326,9 @@ def test_a_module_in_two_notebooks_names_both_files(tmp_path):
 def test_the_extract_command_reports_malformed_notebooks_as_usage_errors(tmp_path):
     path = tmp_path / "broken.ipynb"
     path.write_text("{")
-    done = subprocess.run([sys.executable, "-m", "autograder", "notebooks", "--extract", str(path),
-                           "--out", str(tmp_path / "out")], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2
-    assert f"error: {path}: not valid JSON" in done.stderr
+    status, _, stderr = run_plain(["notebooks", "--extract", path, "--out", tmp_path / "out"])
+    assert status == 2
+    assert f"error: {path}: not valid JSON" in stderr
 
 
 # --- templates -----------------------------------------------------------------------------------------
@@ -404,9 +403,8 @@ def test_release_notebooks_hold_the_stubs_and_no_solution_or_hidden_test(tmp_pat
 
 def test_the_release_command_copies_the_support_files_with_the_notebooks(tmp_path):
     notebooks.release_notebooks(tmp_path / "made")
-    done = subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(tmp_path / "out"),
-                           "--notebooks", str(tmp_path / "made")], cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    status, _, stderr = run_plain(["release", "--out", tmp_path / "out", "--notebooks", tmp_path / "made"])
+    assert status == 0, stderr
     copied = tmp_path / "out" / "notebooks" / "ch03"
     assert sorted(p.name for p in copied.iterdir()) == sorted(p.name for p in (tmp_path / "made").iterdir())
     assert {"04_speed_lab.ipynb", *notebooks.support_files()} <= {p.name for p in copied.iterdir()}

@@ -33,6 +33,7 @@ from pathlib import Path
 import pytest
 import tomllib
 import yaml
+from in_process import run_plain
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"
@@ -203,9 +204,8 @@ def leaks(folder):
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
     out = tmp_path_factory.mktemp("release") / "ch03-student"
-    done = subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    status, _, stderr = run_plain(["release", "--out", out])  # cli.main here (tests/in_process.py)
+    assert status == 0, stderr
     return out
 
 
@@ -269,9 +269,8 @@ def test_the_leak_search_finds_a_planted_leak(release, tmp_path):
 
 
 def test_release_refuses_a_folder_that_is_not_empty(release):
-    done = subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(release)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 2 and "not an empty folder" in done.stderr
+    status, _, stderr = run_plain(["release", "--out", release])
+    assert status == 2 and "not an empty folder" in stderr
 
 
 def test_public_tests_run_from_the_release(release):

@@ -6,10 +6,9 @@ differs, and `grade` scores with the new points. Every expected number comes fro
 (tests/rubric_points.py), so these tests hold whatever the repository's points are."""
 import json
 import subprocess
-import sys
 
 import pytest
-from in_process import run_command
+from in_process import run_command, run_plain
 from rubric_points import CHECK, PART, RUBRIC_PATH, TOTAL, g
 
 from autograder import PROJECT_ROOT
@@ -37,8 +36,9 @@ def changed(tmp_path):
 
 
 def cli(*args):
-    return subprocess.run([sys.executable, "-m", "autograder", *args], cwd=PROJECT_ROOT, capture_output=True,
-                          text=True, timeout=600)
+    """`python -m autograder release ...` as cli.main here (tests/in_process.py: release grades nothing)."""
+    status, stdout, stderr = run_plain(args)
+    return subprocess.CompletedProcess(args, status, stdout, stderr)
 
 
 def graded_cells(folder):
