@@ -10,6 +10,7 @@ import sys
 import numpy
 import pytest
 import torch
+from in_process import run_plain
 
 from autograder import PROJECT_ROOT
 from autograder.authoring import notebooks
@@ -28,9 +29,8 @@ def limited_rubric(tmp_path_factory):
 @pytest.fixture(scope="module")
 def release(tmp_path_factory, limited_rubric):
     out = tmp_path_factory.mktemp("release") / "ch03-student"
-    done = subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(out), "--rubric",
-                           str(limited_rubric)], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    status, _, stderr = run_plain(["release", "--out", out, "--rubric", limited_rubric])  # tests/in_process.py
+    assert status == 0, stderr
     return out
 
 
@@ -80,9 +80,8 @@ def test_the_readme_states_the_submission_limit_from_grading_yml(release):
 
 def test_without_a_limit_the_readme_says_nothing_of_one(tmp_path):
     out = tmp_path / "plain"
-    done = subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(out)], cwd=PROJECT_ROOT,
-                          capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
+    status, _, stderr = run_plain(["release", "--out", out])
+    assert status == 0, stderr
     readme = (out / "README.md").read_text()
     assert "Submission limit" not in readme and "@SUBMISSIONS@" not in readme
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from in_process import run_plain
 
 from autograder.deploy import ghactions
 
@@ -36,9 +37,8 @@ def tool(name):
 @pytest.fixture(scope="module")
 def release(tmp_path_factory):
     out = tmp_path_factory.mktemp("release") / "student"
-    done = subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
+    status, _, stderr = run_plain(["release", "--out", out])  # cli.main here (tests/in_process.py)
+    assert status == 0, stderr
     return out
 
 
