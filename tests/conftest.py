@@ -63,6 +63,17 @@ class GradedCorpus:
 
 
 @pytest.fixture(scope="session")
+def session_engines():
+    """{name: engine}: an engine a test module opens with settings of its own, kept here when another
+    module reads the same one (test_adversarial's, also test_adversarial_reports'): opened once by the
+    first module that needs it, closed at the session's end (issue 38 item 6)."""
+    opened: dict = {}
+    yield opened
+    for name in list(opened):
+        opened.pop(name).close()
+
+
+@pytest.fixture(scope="session")
 def graded_corpus(engine):
     """The selftest corpus, graded once per secret for the session (GradedCorpus)."""
     return GradedCorpus(engine)
@@ -91,7 +102,7 @@ def nbgrader_exchange(nbgrader_release, tmp_path_factory):
 # the corpus readers, then the files whose tests or module fixtures take half a minute or more (per-unit
 # sums of a profile of the whole suite on three workers, 2026-11-28 10:05-10:14 UTC); every other file
 # after them, in collection order. The order inside a file never changes.
-LONGEST_FIRST = ("nbgrader-release", "selftest-corpus", "test_adversarial.py", "test_batch.py",
+LONGEST_FIRST = ("nbgrader-release", "selftest-corpus", "adversarial", "test_batch.py",
                  "test_deploy_installs.py", "test_regrades.py", "test_gradescope.py", "test_graded_under_load.py",
                  "test_efficiency.py", "test_container_mode.py", "test_notebook_outputs.py", "test_cuda_fork.py",
                  "test_fair_cpu.py", "test_batch_hostile.py", "test_class_report.py", "test_lint.py")

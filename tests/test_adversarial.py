@@ -133,18 +133,19 @@ def outside():
 
 
 @pytest.fixture(scope="module")
-def engine(outside):
+def engine(outside, session_engines):
     """The real rubric and one fork server for the whole corpus, started with a secret in the
-    grader's environment; the class/out folders are outside the room (nothing names them to it)."""
+    grader's environment, which holds it while the module's cases run; the class/out folders are
+    outside the room (nothing names them to it). One engine for this module and
+    test_adversarial_reports (tests/conftest.py's session_engines, issue 38 item 6: its fork server
+    was started twice), opened by the first of them, under the secret."""
     previous = os.environ.get(SECRET_NAME)
     os.environ[SECRET_NAME] = SECRET
-    opened = None
     try:
-        opened = open_engine(AttackEngine, slot=SLOT)
-        yield opened
+        if "adversarial" not in session_engines:
+            session_engines["adversarial"] = open_engine(AttackEngine, slot=SLOT)
+        yield session_engines["adversarial"]
     finally:
-        if opened is not None:
-            opened.close()
         if previous is None:
             os.environ.pop(SECRET_NAME, None)
         else:

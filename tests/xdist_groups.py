@@ -17,6 +17,8 @@ from __future__ import annotations
 TOGETHER = {name: "selftest-corpus" for name in ("test_suites.py", "test_isolation.py")}
 # the files that read the chapter's nbgrader release (tests/conftest.py's nbgrader_release, made once;
 # lane nbg, issue 38 item 6: test_nbgrader_commands asserts what its generate_assignment made)
+# the files that grade with test_adversarial's engine (tests/conftest.py's session_engines): one fork server
+TOGETHER.update({name: "adversarial" for name in ("test_adversarial.py", "test_adversarial_reports.py")})
 TOGETHER.update({name: "nbgrader-release" for name in ("test_nbgrader_roundtrip.py", "test_nbgrader_validate.py",
                                                        "test_nbgrader_commands.py")})
 
