@@ -22,10 +22,10 @@ import json
 import shutil
 import sqlite3
 import subprocess
-import sys
 import zipfile
 
 import pytest
+from in_process import run_plain
 
 from autograder import PROJECT_ROOT, rubric
 
@@ -61,9 +61,16 @@ def make_class(folder):
     return folder
 
 
+def command(*args):
+    """`python -m autograder ARGS` as cli.main in this process (tests/in_process.py, issue 38 item 6: each
+    of the module's eight commands started an interpreter that imports torch, which nothing here reads;
+    the batch starts its fork server and workers as on the command line) -> a CompletedProcess."""
+    status, stdout, stderr = run_plain(args)
+    return subprocess.CompletedProcess(args, status, stdout, stderr)
+
+
 def batch(folder, out, *options):
-    run = subprocess.run([sys.executable, "-m", "autograder", "batch", str(folder), "--out", str(out), "--jobs", "2",
-                          *options], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=600)
+    run = command("batch", folder, "--out", out, "--jobs", "2", *options)
     assert run.returncode == 0, run.stderr[-3000:]
     return run.stdout
 
@@ -105,9 +112,8 @@ def course(tmp_path_factory):
     assert text.count(line) == 1
     (base / "rubric.yml").write_text(text.replace(line, f"attention_weights_on_unseen_scores: {g(BUMPED_POINTS + 1)}"))
     keep("regraded", batch(folder, out, "--rubric", str(base / "rubric.yml")))
-    done = subprocess.run([sys.executable, "-m", "autograder", "override", str(out), "--student", "carol", "--part",
-                           "causal", "--score", g(CAUSAL), "--reason", "the scaling is applied in forward, by hand",
-                           "--by", "ta_bob"], cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
+    done = command("override", out, "--student", "carol", "--part", "causal", "--score", g(CAUSAL),
+                   "--reason", "the scaling is applied in forward, by hand", "--by", "ta_bob")
     assert done.returncode == 0, done.stderr
     seen["override_said"] = done.stdout
     keep("overridden", "")
@@ -115,8 +121,7 @@ def course(tmp_path_factory):
     keep("back", batch(folder, out))
     seen["out"] = out
     # `history OUT --student carol` after the last run, read by the tests of the override and of the history
-    seen["history"] = subprocess.run([sys.executable, "-m", "autograder", "history", str(out), "--student", "carol"],
-                                     cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60)
+    seen["history"] = command("history", out, "--student", "carol")
     return seen
 
 
@@ -250,9 +255,8 @@ def test_a_tas_override_shows_everywhere_and_survives_every_rerun_and_regrade(co
     assert any(f"scores by hand stand: causal {g(CAUSAL)} (the grader's: {g(CAUSAL - course['carol_lost'])})" in line
                for line in lines)
     (tmp_path / "roster.csv").write_text("student,name,id,sis_user_id,sis_login_id,section\ncarol,Carol,11,s11,c1,A\n")
-    done = subprocess.run([sys.executable, "-m", "autograder", "export", str(out), "--format", "canvas", "--roster",
-                           str(tmp_path / "roster.csv"), "--assignment", "Chapter 3", "--out", str(tmp_path / "c.csv")],
-                          cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=60)
+    done = command("export", out, "--format", "canvas", "--roster", tmp_path / "roster.csv", "--assignment", "Chapter 3",
+                   "--out", tmp_path / "c.csv")
     assert done.returncode == 0, done.stderr
     assert rows(tmp_path / "c.csv")[1][-1] == g(TOTAL)  # the grade of record: the override counts
 
