@@ -9,11 +9,10 @@ changes nothing: the code runs in the sandbox as a plain module, where there is 
 import json
 import re
 import shutil
-import subprocess
-import sys
 import zipfile
 
 import pytest
+from in_process import run_command, run_plain
 from notebook_cases import MODULES, ROOT, SOURCE, STUBS, cells_of, fill_notebooks, module_texts, write_modules
 from rubric_points import TOTAL, g
 
@@ -190,19 +189,18 @@ def test_a_malformed_cell_in_a_zip_names_the_file_in_the_zip_and_the_cell(tmp_pa
     assert "/tmp" not in message
 
 
-def test_the_grade_command_grades_notebooks_and_reports_bad_ones(tmp_path):
+def test_the_grade_command_grades_notebooks_and_reports_bad_ones(engine, tmp_path):  # engine: the session engine's .grade
+    """`grade` as cli.main in this process, in the session's fork server (tests/in_process.py)."""
     folder = fill_notebooks(module_texts(STUBS), tmp_path / "submitted" / "bob" / "ch03")
-    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(tmp_path / "submitted" / "bob")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr
-    assert re.search(rf"total +0 / {g(TOTAL)}", done.stdout)
-    assert f"note: graded the solution cells of {NOTEBOOK_COUNT} notebook(s)" in done.stdout
+    status, stdout, stderr = run_command(engine.__self__, ["grade", tmp_path / "submitted" / "bob"])
+    assert status == 0, stderr
+    assert re.search(rf"total +0 / {g(TOTAL)}", stdout)
+    assert f"note: graded the solution cells of {NOTEBOOK_COUNT} notebook(s)" in stdout
     broken = folder / "01_self_attention.ipynb"
     broken.write_text(broken.read_text()[:-20])
-    done = subprocess.run([sys.executable, "-m", "autograder", "grade", str(folder)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 2
-    assert f"error: {broken.name}: not valid JSON" in done.stderr
+    status, _, stderr = run_plain(["grade", folder])  # refused before any engine is opened
+    assert status == 2
+    assert f"error: {broken.name}: not valid JSON" in stderr
 
 
 TRANSFORMER = (
