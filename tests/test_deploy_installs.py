@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from in_process import run_plain
 from rubric_points import TOTAL, g
 
 from autograder.commands import gradescope
@@ -122,8 +123,8 @@ def _steps(workflow):
 
 def test_the_released_workflow_installs_and_grades_as_deployed(fresh_venv, bundle, tmp_path):
     release, grader = tmp_path / "workspace" / "submission", tmp_path / "workspace" / "grader"
-    subprocess.run([sys.executable, "-m", "autograder", "release", "--out", str(release)], cwd=ROOT, check=True,
-                   capture_output=True, timeout=300)
+    status, _, stderr = run_plain(["release", "--out", release])  # cli.main here (tests/in_process.py)
+    assert status == 0, stderr
     shutil.copytree(bundle, grader, symlinks=True)  # what `gradescope --out grader` writes (see bundle)
     for module in SOLUTIONS.glob("*.py"):  # a student who solved everything
         shutil.copyfile(module, release / "assignments" / "ch03" / module.name)
