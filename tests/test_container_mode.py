@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import bundle_attack
 import leftovers
@@ -83,11 +84,8 @@ def test_the_restriction_is_real():
     assert not effective & (1 << 21)  # CAP_SYS_ADMIN
 
 
-def test_the_reference_passes_and_a_submission_reaches_nothing_of_the_grader(source, tmp_path):
-    root = tmp_path / "autograder"
-    files = {p.name: p.read_text() for p in SOLUTIONS.glob("*.py")}
-    files["simple_attention.py"] = bundle_attack.module(root, ATTEMPTS)
-    done, root, results = run_restricted(source, tmp_path, files)
+def test_the_reference_passes_and_a_submission_reaches_nothing_of_the_grader(attacked):
+    done, root, results = attacked.done, attacked.root, attacked.results
     # the reference, graded first in the same container mode (the environment check), got full marks
     check = results["extra_data"]["environment_check"]
     assert check["passed"] and check["reference_score"] == TOTAL and not check["cached"], done.stdout[-3000:]
@@ -100,7 +98,7 @@ def test_the_reference_passes_and_a_submission_reaches_nothing_of_the_grader(sou
     # and the attack reached nothing
     assert "OWNED" not in json.dumps(results) and results["score"] < 100
     assert results["extra_data"]["parts"]["causal"]["score"] == PART["causal"]  # the other parts are graded as ever
-    attempts = bundle_attack.attempts_made(results)
+    attempts = attempts_of(results, "read_suite")
     assert len(attempts) == 8, f"the attacking module was never called, or not every attempt ran: {attempts}"
     assert int(attempts.pop("uid")) > 0
     assert all(outcome in ("PermissionError", "FileNotFoundError") for outcome in attempts.values()), attempts
@@ -155,40 +153,57 @@ attempt("read_reference_copy", reference_copy)
 '''
 
 
-def test_nothing_of_the_grader_is_left_for_the_submission_s_uid(source, tmp_path):
+def attempts_of(results, label):
+    """What the attacking module whose report holds `label` did (bundle_attack.attempts_made; the run
+    below has two such modules)."""
+    return bundle_attack.attempts_made({"tests": [t for t in results["tests"] if f" {label}=" in t["output"]]})
+
+
+@pytest.fixture(scope="module")
+def attacked(source, tmp_path_factory):
+    """One run of the bundle as Gradescope runs it, read by the two tests above and below (issue 38 item 6:
+    each made a run of its own): the reference solutions, but simple_attention.py attempts LOOK_AROUND
+    and numpy_attention.py ATTEMPTS at import, and causal.py leaks its inputs (leftovers.leaking_causal), with Gradescope's
+    metadata beside the submission, the sandbox's uids at a first uid of this run's and TMPDIR a folder of
+    /tmp's kind (others may enter it: its session folders are searched for the reference)."""
+    tmp_path = tmp_path_factory.mktemp("attacked")
+    scratch = Path(tempfile.mkdtemp(prefix="ch03-container-tmp-", dir="/tmp"))
+    scratch.chmod(0o1777)
+    try:
+        token, address = secrets.token_hex(12), f"student-{secrets.token_hex(6)}@example.edu"
+        first_uid = 1_000_000 + secrets.randbelow(150) * 10_000_000
+        root = tmp_path / "autograder"
+        files = {p.name: p.read_text() for p in SOLUTIONS.glob("*.py")}
+        files["causal.py"] = leftovers.leaking_causal(files["causal.py"], token)
+        files["simple_attention.py"] = bundle_attack.module(
+            root, LOOK_AROUND.format(tmp=str(scratch), reference=leftovers.REFERENCE_TEXT))
+        # ATTEMPTS in a module of their own (one report of all eleven would be cut short in the results)
+        files["numpy_attention.py"] = bundle_attack.module(root, ATTEMPTS)
+        metadata = {"users": [{"email": address, "name": "A Student"}], "previous_submissions": []}
+        done, root, results = run_restricted(source, tmp_path, files, metadata,
+                                             {"CH03_SANDBOX_UIDS": str(first_uid), "TMPDIR": str(scratch)})
+        yield SimpleNamespace(done=done, root=root, results=results, token=token, address=address,
+                              first_uid=first_uid, scratch=scratch)
+    finally:
+        shutil.rmtree(scratch)
+
+
+def test_nothing_of_the_grader_is_left_for_the_submission_s_uid(attacked):
     """Container mode: the submission copies its inputs (with a token of this run) into /tmp, /var/tmp
     and /dev/shm and leaves a process behind; during the run it cannot read Gradescope's metadata or
     the environment check's copy of the reference; once run_autograder has returned no process of
     the run's uids is left, and the submission's uid finds nothing of the run (token, metadata,
     reference text) in any file it may read or any process it may see."""
-    # the run's TMPDIR (a folder of /tmp's kind, others may enter it): its session folders are searched for the reference
-    scratch = Path(tempfile.mkdtemp(prefix="ch03-container-tmp-", dir="/tmp"))
-    scratch.chmod(0o1777)
-    try:
-        _nothing_left(source, tmp_path, scratch)
-    finally:
-        shutil.rmtree(scratch)
-
-
-def _nothing_left(source, tmp_path, scratch):
-    token, address = secrets.token_hex(12), f"student-{secrets.token_hex(6)}@example.edu"
-    first_uid = 1_000_000 + secrets.randbelow(150) * 10_000_000
-    root = tmp_path / "autograder"
-    files = {p.name: p.read_text() for p in SOLUTIONS.glob("*.py")}
-    files["causal.py"] = leftovers.leaking_causal(files["causal.py"], token)
-    files["simple_attention.py"] = bundle_attack.module(
-        root, LOOK_AROUND.format(tmp=str(scratch), reference=leftovers.REFERENCE_TEXT))
-    metadata = {"users": [{"email": address, "name": "A Student"}], "previous_submissions": []}
-    done, root, results = run_restricted(source, tmp_path, files, metadata,
-                                         {"CH03_SANDBOX_UIDS": str(first_uid), "TMPDIR": str(scratch)})
-    attempts = bundle_attack.attempts_made(results)
+    results, address, scratch = attacked.results, attacked.address, attacked.scratch
+    attempts = attempts_of(results, "read_metadata")
     assert attempts.get("read_metadata") == "PermissionError", attempts
     assert attempts.get("read_reference_copy") == "FileNotFoundError", attempts
     assert address not in json.dumps(results)
-    uids = range(first_uid, first_uid + 10)
+    uids = range(attacked.first_uid, attacked.first_uid + 10)
     assert leftovers.processes_of(uids) == [], "a process of the submission's uid outlived run_autograder"
     student_uid = int(attempts["uid"])
     assert student_uid in uids
-    found = leftovers.search_as(student_uid, [token, address], reference_folders=[str(scratch), str(root)])
+    found = leftovers.search_as(student_uid, [attacked.token, address],
+                                reference_folders=[str(scratch), str(attacked.root)])
     assert found["files"] > 100 and found["hits"] == [], found["hits"][:10]
     assert os.listdir(scratch) == []  # every session folder removed
