@@ -23,6 +23,7 @@ import subprocess
 import sys
 import time
 import zipfile
+from datetime import datetime, timezone
 
 import pytest
 from in_process import run_plain
@@ -145,6 +146,15 @@ def committed(out):
             db.close()
     except sqlite3.Error:  # not created yet, or being created
         return 0
+
+
+def second_after(rows):
+    """Wait until the clock the gradebook stamps with (UTC, whole seconds) is past every graded_at of rows,
+    so that a grade made from now on has a later stamp (issue 38 item 6: the fixed 1.1 s sleeps this
+    replaces waited even when the kill and its clean-up had already taken that long)."""
+    last = max(datetime.fromisoformat(row["graded_at"]) for row in rows.values())
+    while datetime.now(timezone.utc).replace(microsecond=0) <= last:
+        time.sleep(0.05)
 
 
 def descendants(pid):
@@ -286,7 +296,7 @@ def test_kill_and_resume(classroom, clean, tmp_path):
 
     before = gradebook(out)
     assert 1 <= len(before) < len(STUDENTS), "the kill came too late to test anything"
-    time.sleep(1.1)  # graded_at has whole seconds: a regrade would show
+    second_after(before)  # graded_at has whole seconds: a regrade would show
     batch(classroom, out, "--jobs", "2")
     after = gradebook(out)
     assert sorted(after) == sorted(STUDENTS)
@@ -295,7 +305,7 @@ def test_kill_and_resume(classroom, clean, tmp_path):
     assert results(after) == results(clean[1])
     assert sorted(p.stem for p in (out / "results").glob("*.json")) == sorted(STUDENTS)
 
-    time.sleep(1.1)
+    second_after(after)
     batch(classroom, out, "--force", "--jobs", "1")
     forced = gradebook(out)
     assert sorted(forced) == sorted(STUDENTS)
