@@ -1,0 +1,146 @@
+"""The codec's one walk (issue 38.7): decode checks and builds in a single pass, the grader's cleaning
+of strings rides in it, encode takes plain items without a call; what it accepts and refuses is the
+wire format's, and a malformed answer is a ProtocolError (never another exception in the grader)."""
+import json
+import os
+
+import numpy as np
+import pytest
+import torch
+
+from autograder import text
+from autograder.inside import protocol
+from autograder.student import Student, StudentError
+
+pytestmark = pytest.mark.quick  # the whole file is in the quick subset
+
+ARRAY = {"__array__": 0, "kind": "torch", "dtype": "float32", "shape": [1]}
+
+
+def wire(value):
+    structure, buffers = protocol.encode(value)
+    return json.loads(json.dumps(structure)), b"".join(buffers)
+
+
+def nested(depth):
+    value = 1
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize("structure, message", [
+    ({"__seq__": "tuple", "items": "abc"}, "bad sequence"),  # once rebuilt as ('a', 'b', 'c')
+    ({"__seq__": "list", "items": 5}, "bad sequence"),  # once a TypeError in the grader
+    ({"__seq__": "tuple", "items": {"x": 1}}, "bad sequence"),  # once the keys, ('x',)
+    ({"__map__": 1}, "bad dictionary"),
+    ({"__map__": ["ab"]}, "bad dictionary"),  # once {'a': 'b'}
+    ({"__map__": [[1, 2, 3]]}, "bad dictionary"),  # once a ValueError
+    ({"__map__": [[{"__seq__": "tuple", "items": [{"__seq__": "list", "items": []}]}, 1]]}, "keys must be plain"),
+    ({"__map__": [[{"__seq__": "list", "items": []}, 1]]}, "keys must be plain"),
+    ({"__seq__": "list", "items": [{**ARRAY, "__array__": 1}, ARRAY]}, "indices"),  # in the order encode numbers them
+])
+def test_malformed_structures_are_protocol_errors(structure, message):
+    with pytest.raises(protocol.ProtocolError, match=message):
+        protocol.decode(structure, b"\0" * 8 if "__array__" in json.dumps(structure) else b"")
+
+
+def test_the_structure_is_judged_before_the_arrays_and_the_arrays_before_the_keys():
+    short = {**ARRAY, "shape": [4]}
+    with pytest.raises(protocol.ProtocolError, match="unexpected object"):  # met later, raised first
+        protocol.decode({"__seq__": "list", "items": [short, {"__pickle__": 1}]}, b"")
+    with pytest.raises(protocol.ProtocolError, match="indices"):
+        protocol.decode({"__seq__": "list", "items": [short, {**ARRAY, "__array__": 5}]}, b"")
+    with pytest.raises(protocol.ProtocolError, match="shorter"):
+        protocol.decode({"__map__": [[{"__seq__": "list", "items": []}, short]]}, b"")
+    with pytest.raises(protocol.ProtocolError, match="longer"):
+        protocol.decode({"__map__": [[{"__seq__": "list", "items": []}, ARRAY]]}, b"\0" * 8)
+
+
+def test_the_depth_encode_sends_is_the_depth_decode_takes():
+    structure, payload = wire(nested(protocol.MAX_DEPTH))
+    assert protocol.decode(structure, payload) == nested(protocol.MAX_DEPTH)
+    with pytest.raises(TypeError, match="nested too deeply"):
+        protocol.encode(nested(protocol.MAX_DEPTH + 1))
+    deeper = {"__seq__": "list", "items": [structure]}
+    for _ in range(40):
+        deeper = {"__seq__": "list", "items": [deeper]}
+    with pytest.raises(protocol.ProtocolError, match="nested too deeply"):
+        protocol.decode(deeper, b"")
+
+
+def test_strings_are_cleaned_in_the_walk_keys_and_tuples_included():
+    value = {"a\x1b[31m": ["\u202eb", ("c\x00", 2)], ("k\n", 1): "x" * 5000, "n": None, "t": torch.ones(2)}
+    back = protocol.decode(*wire(value), strings=text.clean)
+    assert list(back) == [text.clean("a\x1b[31m"), (text.clean("k\n"), 1), "n", "t"]
+    assert back[text.clean("a\x1b[31m")] == [text.clean("\u202eb"), (text.clean("c\x00"), 2)]
+    assert back[(text.clean("k\n"), 1)] == text.clean("x" * 4000)  # cut by encode, then by clean
+    assert back["n"] is None and torch.equal(back["t"], torch.ones(2))
+    assert protocol.decode(*wire(value))[("k\n", 1)] == "x" * 4000  # without a cleaner, as sent
+
+
+@pytest.mark.parametrize("tensor", [
+    torch.arange(6.0).reshape(2, 3).t(),  # not contiguous
+    torch.tensor(2.5),  # no dimensions
+    torch.ones(2, 2, requires_grad=True),
+    torch.arange(4.0).to(torch.bfloat16),
+    torch.tensor([1.0, -2.0]).neg(),
+    torch.nn.Parameter(torch.ones(3)),
+], ids=["transposed", "0-dim", "requires-grad", "bfloat16", "negative-view", "parameter"])
+def test_every_tensor_arrives_with_its_values(tensor):
+    back = protocol.decode(*wire(tensor))
+    assert type(back) is torch.Tensor and back.shape == tensor.shape
+    assert torch.equal(back, tensor.detach().float() if tensor.dtype == torch.bfloat16 else tensor.detach())
+
+
+def test_a_header_the_json_parser_refuses_otherwise_is_a_protocol_error():
+    r, w = os.pipe()
+    try:
+        head = b'{"result": ' + b"1" * 5000 + b"}"  # past Python's 4300 digits: a ValueError of its own
+        os.write(w, protocol.HEAD.pack(len(head), 0) + head)
+        with pytest.raises(protocol.ProtocolError, match="not JSON"):
+            protocol.receive(r)
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+class Clocked:
+    """A part's session that counts how often its CPU time is read, and answers every call with `reply`."""
+
+    timeout = 10.0
+
+    def __init__(self, reply):
+        self.reads, self.reply = 0, reply
+
+    def spent(self):
+        self.reads += 1
+        return 0.0
+
+    def call(self, header, buffers=(), limit=None):
+        return self.reply, b""
+
+
+def test_a_malformed_answer_is_the_students_error_not_the_graders():
+    student = Student(Clocked({"result": {"__seq__": "list", "items": 5}}))
+    with pytest.raises(StudentError) as raised:
+        student.module("causal").f()
+    assert raised.value.kind == "ProtocolError"
+    assert raised.value.message == "the answer could not be read back (bad sequence)"
+
+
+def test_an_exchange_reads_the_childs_clock_only_for_a_call_limit_of_its_own():
+    session = Clocked({"result": {"__map__": [["name\x1b", "v\u202e"]]}})
+    student = Student(session)
+    assert student.module("causal").f() == {text.clean("name\x1b"): text.clean("v\u202e")}
+    assert session.reads == 0
+    student.call_limit = 1.0
+    student.module("causal").f()
+    assert session.reads >= 2  # before and after: the call's own limit (Student._left)
+
+
+def test_arrays_of_other_families_and_orders_still_travel():
+    value = [np.arange(3, dtype=">i4"), np.ones((2, 0), np.float16), np.bool_(True), np.float32(0.5)]
+    back = protocol.decode(*wire(value))
+    assert back[0].dtype == np.int32 and back[0].tolist() == [0, 1, 2]
+    assert back[1].shape == (2, 0) and back[2] is True and back[3] == 0.5
