@@ -3,6 +3,8 @@ of strings rides in it, encode takes plain items without a call; what it accepts
 wire format's, and a malformed answer is a ProtocolError (never another exception in the grader)."""
 import json
 import os
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -144,3 +146,46 @@ def test_arrays_of_other_families_and_orders_still_travel():
     back = protocol.decode(*wire(value))
     assert back[0].dtype == np.int32 and back[0].tolist() == [0, 1, 2]
     assert back[1].shape == (2, 0) and back[2] is True and back[3] == 0.5
+
+
+def test_a_peer_that_stops_reading_meets_the_deadline_whatever_the_frame():
+    """The grader's ends are non-blocking (PartChild): a frame larger than what the pipe can still take
+    waits for the reader only until the deadline; a blocking write would wait for it for ever."""
+    r, w = os.pipe()
+    os.set_blocking(w, False)
+    try:
+        while True:  # the reader reads nothing: fill the pipe
+            try:
+                os.write(w, b"\0" * 4096)
+            except BlockingIOError:
+                break
+        outcome = []
+
+        def write():
+            try:
+                protocol.send(w, {"n": 1}, [b"\0" * 200_000], deadline=time.monotonic() + 0.2, nonblocking=True)
+            except protocol.Deadline:
+                outcome.append("deadline")
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        writer.join(600)  # a bound on a hang only: the deadline above ends it
+        assert outcome == ["deadline"]
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def test_non_blocking_ends_read_whole_frames_and_wait_without_a_deadline():
+    r, w = os.pipe()
+    os.set_blocking(r, False)
+    try:
+        with pytest.raises(protocol.Deadline):
+            protocol.receive(r, deadline=time.monotonic(), nonblocking=True)  # nothing there, no time left
+        writer = threading.Thread(target=protocol.send, args=(w, {"n": 2}, [b"\1" * 300_000]))
+        writer.start()  # more than the pipe holds: the reader waits for the rest (select), never spins on EAGAIN
+        assert protocol.receive(r, nonblocking=True) == ({"n": 2}, b"\1" * 300_000)
+        writer.join()
+    finally:
+        os.close(r)
+        os.close(w)
