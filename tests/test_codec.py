@@ -189,3 +189,15 @@ def test_non_blocking_ends_read_whole_frames_and_wait_without_a_deadline():
     finally:
         os.close(r)
         os.close(w)
+
+
+@pytest.mark.parametrize("raw", [b'{"a":1}', b"{", b'{\x00"\x00}\x00', b'\xef\xbb\xbf{"a":2}', b'{"a":"\xed\xa0\x80"}',
+                                 b'{"a":"\xff"}', b'{"a": NaN}', b"[1]", b'{"a": "\\ud800"}', b"{}  x"])
+def test_a_header_is_read_as_json_loads_reads_it(raw):
+    """protocol._json_object skips json.loads's look at the encoding only where it would find UTF-8."""
+    def read(parse):
+        try:
+            return parse(raw)
+        except ValueError as e:
+            return f"{type(e).__name__}: {e}"
+    assert read(protocol._json_object) == read(json.loads)

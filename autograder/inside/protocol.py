@@ -280,12 +280,23 @@ def receive(fd: int, deadline: float | None = None, max_payload: int = MAX_PAYLO
         raise ProtocolError(f"frame too large ({head_len} + {payload_len} bytes)")
     body = memoryview(_read_exact(fd, head_len + payload_len, deadline, nonblocking))  # header and payload: one read
     try:
-        header = json.loads(body[:head_len].tobytes())
+        header = _json_object(body[:head_len].tobytes())
     except ValueError as e:  # not UTF-8, not JSON, or an integer past Python's 4300 digits
         raise ProtocolError(f"header is not JSON: {e}") from None
     if not isinstance(header, dict):
         raise ProtocolError("header is not a JSON object")
     return header, body[head_len:].tobytes()
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _json_object(raw: bytes) -> Any:
+    """json.loads(raw), without its look at the encoding where raw starts as every header does ('{'
+    and a byte that is not NUL: UTF-8 to json.detect_encoding; other starts go through json.loads)."""
+    if raw[:1] == b"{" and b"\0" not in raw[1:2]:
+        return _DECODER.decode(raw.decode("utf-8", "surrogatepass"))
+    return json.loads(raw)
 
 
 def _read_exact(fd: int, n: int, deadline: float | None, nonblocking: bool = False) -> bytes:
