@@ -85,10 +85,10 @@ def encode(obj: Any, fallback: Callable[[Any], Any] | None = None) -> tuple[Any,
             return {"__map__": [[k[:MAX_STRING] if type(k) is str else walk(k, inner),
                                  v if type(v) in LEAVES else v[:MAX_STRING] if type(v) is str else walk(v, inner)]
                                 for k, v in value.items()]}
-        if kind is plain_tensor and not value.requires_grad and value.dim():
+        if kind is plain_tensor and value.is_cpu and value.dim():
             try:  # a plain CPU tensor's values as they are (tobytes() lays them out in order)
-                array, family = value.numpy(), "torch"
-            except Exception:  # on another device, bfloat16, a conjugate or negative view: as any tensor
+                array, family = (value.detach() if value.requires_grad else value).numpy(), "torch"
+            except Exception:  # bfloat16, a conjugate or negative view, a sparse layout: as any tensor
                 array, family = _tensor_array(torch, value), "torch"
         elif isinstance(value, tensor):
             array, family = _tensor_array(torch, value), "torch"
