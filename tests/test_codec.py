@@ -5,6 +5,7 @@ import json
 import os
 import threading
 import time
+import types
 
 import numpy as np
 import pytest
@@ -12,6 +13,8 @@ import torch
 
 from autograder import text
 from autograder.inside import protocol
+from autograder.sandbox import part_child
+from autograder.sandbox.part_child import PartChild
 from autograder.student import Student, StudentError
 
 pytestmark = pytest.mark.quick  # the whole file is in the quick subset
@@ -201,3 +204,34 @@ def test_a_header_is_read_as_json_loads_reads_it(raw):
         except ValueError as e:
             return f"{type(e).__name__}: {e}"
     assert read(protocol._json_object) == read(json.loads)
+
+
+def _waiting_part(replies_r, kept_waiting=False):
+    """What PartChild._await_reply reads of its child: the reply pipe, its clocks (none used up)."""
+    return types.SimpleNamespace(saw_hidden=False, replies_r=replies_r, TICK=PartChild.TICK, WALL_SLACK=PartChild.WALL_SLACK,
+                                 spent=lambda: 0.0, _kept_waiting=lambda now: kept_waiting, cpu_out=False, idle_out=False)
+
+
+def test_a_reply_is_awaited_with_one_select_and_taken_whatever_the_clock(monkeypatch):
+    r, w = os.pipe()
+    calls = []
+    real_select = part_child.select.select
+
+    def counted(*args):
+        calls.append(args[3])
+        return real_select(*args)
+
+    monkeypatch.setattr(part_child.select, "select", counted)
+    try:
+        with pytest.raises(protocol.Deadline):  # nothing there, the wall clock out, the child not kept waiting
+            PartChild._await_reply(_waiting_part(r), 10.0, time.monotonic() - 1)
+        os.write(w, b"x")
+        calls.clear()
+        soon = time.monotonic() + 600
+        assert PartChild._await_reply(_waiting_part(r), 10.0, soon) == soon
+        assert len(calls) == 1  # no poll before the wait: the wait itself ends at once
+        late = time.monotonic() - 1  # the reply is there past the wall clock: taken, as ever
+        assert PartChild._await_reply(_waiting_part(r), 10.0, late) == late
+    finally:
+        os.close(r)
+        os.close(w)
