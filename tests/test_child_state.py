@@ -104,14 +104,30 @@ def test_a_students_change_to_the_global_state_is_undone_in_the_child(engine, tm
 WATCHED_TOO = (protocol, sys.modules[child.__name__])  # as the child watches them (child.serve)
 
 
+@pytest.fixture(params=["prepared", "in_place", "no_versions"])
+def snapshot_kind(request, monkeypatch):
+    """How the child's snapshot of the namespaces is made: from the fork server's (prepare(), read by
+    dict versions), in the child itself, or where dict versions cannot be read (compared in full)."""
+    monkeypatch.setattr(part_reset, "_PREPARED", {})
+    if request.param == "no_versions":
+        monkeypatch.setattr(part_reset, "VERSIONS", False)
+    else:
+        assert part_reset.VERSIONS, "CPython 3.11's dict versions are read here: the fast path is the one tested"
+    return request.param
+
+
 @pytest.mark.quick
 @pytest.mark.parametrize("change", ["replace", "add", "remove", "class_attribute", "child_global", "reordered"])
-def test_every_change_to_a_watched_namespace_is_found(change):
+def test_every_change_to_a_watched_namespace_is_found(change, snapshot_kind):
     """A name of a watched namespace given another object, a name added, a name removed, a method of
     a watched class replaced, a global of the child's own module, a name removed and put back: each
     found (compared with a snapshot as the child takes it, part_reset._namespaces), none once undone.
     (The whole reset, /tmp and the processes included, is compared in a child: tests/test_child_reuse.py.)"""
+    if snapshot_kind == "prepared":
+        part_reset.prepare(WATCHED_TOO)
     saved = part_reset._namespaces(WATCHED_TOO)
+    if snapshot_kind == "prepared":  # the fork server's entries themselves: the child copies none
+        assert all(entry is part_reset._PREPARED[id(entry[0])] for entry in saved)
     assert part_reset._namespaces_as_before(saved)
     space, name = {"replace": (torch, "softmax"), "add": (np, "left_behind"), "remove": (torch.nn.functional, "relu"),
                    "class_attribute": (torch.Tensor, "softmax"), "child_global": (child, "reset_global_state"),

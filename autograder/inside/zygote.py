@@ -27,7 +27,7 @@ import time
 import numpy as np  # imported once here, inherited by every child
 import torch
 
-from autograder.inside import child, counting, emulated_gpu, isolation, protocol, uid_cleanup
+from autograder.inside import child, counting, emulated_gpu, isolation, part_reset, protocol, uid_cleanup
 
 CONFIG: dict = {}  # from the grader's first message: seccomp program, namespaces or not
 
@@ -40,6 +40,7 @@ def main(control_fd, grader_pid):
     config, _ = protocol.receive_message(control)  # sent at once by the grader: read before the warm-up
     CONFIG.update(config)
     warm_up(autograd=not cuda_reachable(config))
+    part_reset.prepare(also=(protocol, child))  # the watched namespaces as every child starts with them
     gc.freeze()  # what is here now is never collected by a child: a collection there copies no page of it
     _give_back_free_memory()
     ready = {"ready": True, "torch": torch.__version__, "python": sys.version.split()[0]}
