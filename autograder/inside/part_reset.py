@@ -207,7 +207,7 @@ def snapshot(also_watched=()):
     watched = {getattr(space, "__name__", "") for space in _watched(also)}
     return {"modules": set(sys.modules), "watched": {name: id(sys.modules.get(name)) for name in watched},
             "namespaces": _namespaces(also), "switches": _switches(), "around": _processes_and_files(),
-            "rss": _resident(), "also": also}
+            "rss": _resident()}
 
 
 def forget_student_modules(before, workspace):
