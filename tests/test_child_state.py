@@ -37,6 +37,10 @@ def spoil():
     random.gauss(0, 1)  # leaves a second normal draw waiting in Python's generator
     return "spoiled"
 
+def writes_bytecode():
+    import sys
+    return not sys.dont_write_bytecode
+
 def look():
     """What an operation's numbers depend on."""
     return [str(torch.get_default_dtype()), torch.is_grad_enabled(), torch.rand(4), torch.randn(3),
@@ -95,6 +99,8 @@ def test_a_students_change_to_the_global_state_is_undone_in_the_child(engine, tm
             assert not same(other, clean)  # the seed moves the draws: the comparison above can fail
             assert state.spoil(_seed=3) == "spoiled"
             assert same(state.look(_seed=11), clean) and same(state.look(_seed=12), other)
+            # the room's submission folder is read-only: no compiled module is tried there (child.serve)
+            assert state.writes_bytecode() is False
         finally:
             part.close()
     finally:

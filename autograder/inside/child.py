@@ -362,6 +362,10 @@ def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memo
     except OSError:
         WORKSPACE_NAMES = ()
     sys.path.insert(0, WORKSPACE.rstrip(os.sep))
+    # where the submission's folder is read-only (the room's), no compiled module can be cached in it: not
+    # tried (each import of a student module marshalled its code and failed to make __pycache__)
+    if not os.access(WORKSPACE, os.W_OK):
+        sys.dont_write_bytecode = True
     stand_in.CHANNEL.update(requests=requests_fd, replies=replies_fd)
     # before any student code: what a reset child must look like (this module and the protocol watched too)
     as_new = part_reset.snapshot(also_watched=(protocol, sys.modules[__name__]))
