@@ -21,6 +21,8 @@ from autograder.inside import child, part_reset, protocol
 from autograder.sandbox import client
 from autograder.student import Student
 
+WATCHED_TOO = (protocol, sys.modules[child.__name__])  # as the child watches them (child.serve)
+
 STATE_MODULE = '''
 import random
 import numpy as np
@@ -40,6 +42,13 @@ def spoil():
 def writes_bytecode():
     import sys
     return not sys.dont_write_bytecode
+
+def prepared():
+    """How many namespaces the fork server kept for this child's snapshot (part_reset.prepare), and
+    whether their dict versions are read here."""
+    import sys
+    part_reset = sys.modules["autograder.inside.part_reset"]
+    return [len(part_reset._PREPARED), part_reset.VERSIONS]
 
 def look():
     """What an operation's numbers depend on."""
@@ -101,13 +110,13 @@ def test_a_students_change_to_the_global_state_is_undone_in_the_child(engine, tm
             assert same(state.look(_seed=11), clean) and same(state.look(_seed=12), other)
             # the room's submission folder is read-only: no compiled module is tried there (child.serve)
             assert state.writes_bytecode() is False
+            # the snapshot shared the fork server's namespaces (part_reset.prepare): every watched one kept
+            kept, versions = state.prepared()
+            assert versions is True and kept == len(part_reset._watched(WATCHED_TOO)), (kept, versions)
         finally:
             part.close()
     finally:
         session.close()
-
-
-WATCHED_TOO = (protocol, sys.modules[child.__name__])  # as the child watches them (child.serve)
 
 
 @pytest.fixture(params=["prepared", "in_place", "no_versions"])
