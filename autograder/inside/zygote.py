@@ -266,7 +266,14 @@ def _warm_up_counting(layer, x):
     nothing before the fork may do: there only its imports are made here (they call nothing in
     torch.cuda: tests/test_cuda_fork.py's tripwires), nearly all of its first use's cost. Without
     them each child paid it again: on issue 35's H200 (CUDA build, --device cpu, one job) a causal
-    selftest entry took 13.5 s, 4x what the CPU-only development machine takes."""
+    selftest entry took 13.5 s, 4x what the CPU-only development machine takes.
+
+    What stays is each child's first emulated forward paying for FakeTensorMode's dispatch cache
+    (its entries are keyed on the inputs' shapes, strides and dtypes). A warm-up here running an
+    attention forward's operations on other shapes gave a child nothing (issue 38 item 7, 2026-11-28:
+    30-38 ms for CausalAttention's first emulated run either way); on the device checks' own shapes
+    it halved that, but would put what the hidden checks run on into every child's memory, visible
+    checks' children included: not done."""
     counting.count_ops(layer, [x], {})
     if torch.backends.cuda.is_built():
         for name in EMULATION_IMPORTS:
