@@ -271,8 +271,8 @@ def _warm_up_counting(layer, x):
     What stays is each child's first emulated forward paying for FakeTensorMode's dispatch cache
     (its entries are keyed on the inputs' shapes, strides and dtypes). A warm-up here running an
     attention forward's operations on other shapes saved a child nothing measurable (issue 38 item 7,
-    2026-11-28); on the device checks' own shapes it halved that first run, but would put what the hidden checks run on into every child's memory, visible
-    checks' children included: not done."""
+    2026-11-28); on the device checks' own shapes it halved that first run, but would put what the
+    hidden checks run on into every child's memory, visible checks' children included: not done."""
     counting.count_ops(layer, [x], {})
     if torch.backends.cuda.is_built():
         for name in EMULATION_IMPORTS:
