@@ -317,7 +317,7 @@ def _find_stars(tree: ast.Module) -> list:
 
 
 def _has_walrus(tree: ast.Module) -> bool:
-    return _read_once("walrus", tree, lambda t: any(isinstance(n, ast.NamedExpr) for n in nodes(t)))
+    return _read_once("walrus", tree, lambda t: ast.NamedExpr in set(map(type, nodes(t))))
 
 
 def _is_main_guard(test: ast.AST) -> bool:
@@ -441,13 +441,13 @@ def loops_over_heads(source: Sources, class_name: str, module: str = "", pointer
     return ()
 
 
-def _head_loop(function: ast.AST) -> int | None:
+def _head_loop(function: Any) -> int | None:
     """The line of the function's first loop over the heads (loops_over_heads), None when it has none."""
     for node in nodes(function):
         if isinstance(node, (ast.For, ast.comprehension)) and _mentions_heads(node.iter) or \
                 isinstance(node, ast.While) and _mentions_heads(node.test):
             return getattr(node, "lineno", None) or getattr(getattr(node, "iter", None), "lineno", 0) or \
-                cast(ast.AST, function).lineno  # type: ignore[attr-defined]
+                function.lineno
     return None
 
 
