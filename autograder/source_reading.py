@@ -6,7 +6,7 @@ running it. A check that judges efficiency or devices passes only when both agre
 Every function here takes source text and returns plain data; text that does not parse says nothing.
 """
 import ast
-import hashlib
+import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, NamedTuple, Union, cast
@@ -21,19 +21,22 @@ LIKE = {"ones_like", "zeros_like", "empty_like", "full_like"}  # these take the 
 HEAD_WORDS = ("head",)  # a loop over range(self.num_heads) / self.heads / ... in forward
 
 
-# the trees of the submission being graded, by the digest of the text parsed (per_submission); None: none kept
+# the trees of the submission being graded, by the text parsed (per_submission); None: none kept
 _TREES: dict | None = None
-# what was read off those trees, by (what, id(tree)): (the tree, the result) (per_submission)
+# what was read off those trees and their nodes, by (what, id(node)): (the node, the result) (per_submission)
 _READ: dict | None = None
 
 
 @contextmanager
 def per_submission() -> Iterator[None]:
-    """While one submission is graded (grading.grade_submission), each module's text is parsed once
-    and each tree read once for what every check asks of it (identifiers, assignments onto classes,
-    the tampering found): the trees are kept by the text's SHA-256, what was read off them by tree,
-    and both dropped when its grading ends, never shared with another submission's. Nothing here
-    changes a tree (every reader only walks it)."""
+    """While one submission is graded (grading.grade_submission), each module's text is parsed once,
+    each tree walked once (nodes: the list of its nodes every question reads) and read once for what
+    every check asks of it (identifiers, assignments onto classes, the imports, the tampering found);
+    a function the checks read (what a class runs) is walked once too, and the reading of the
+    submission's modules (Reading) is made once where its answers cannot depend on the order of the
+    questions (reading_of). The trees are kept by their text, what was read off them by node, and both
+    dropped when its grading ends, never shared with another submission's. Nothing here changes a
+    tree (every reader only walks it)."""
     global _TREES, _READ
     outer, _TREES, outer_read, _READ = _TREES, {}, _READ, {}
     try:
@@ -42,15 +45,26 @@ def per_submission() -> Iterator[None]:
         _TREES, _READ = outer, outer_read
 
 
-def _read_once(what: str, tree: ast.Module, read: Callable[[ast.Module], Any]) -> Any:
-    """read(tree), once per tree while a submission is graded (per_submission); the result is shared,
-    so callers never change it."""
+def _read_once(what: str, tree: Any, read: Callable[[Any], Any]) -> Any:
+    """read(tree), once per tree (or node of one) while a submission is graded (per_submission); the
+    result is shared, so callers never change it."""
     if _READ is None:
         return read(tree)
     kept = _READ.get((what, id(tree)))
     if kept is None or kept[0] is not tree:  # (the tree is kept with it: its id is never another's)
         kept = _READ[(what, id(tree))] = (tree, read(tree))
     return kept[1]
+
+
+def nodes(node: ast.AST) -> list:
+    """Every node of node's tree, node first, in ast.walk's order (breadth first): walked once per
+    node while a submission is graded (per_submission), so each question reads this list instead of
+    walking the tree again. Shared: callers never change it."""
+    return _read_once("nodes", node, _walk)
+
+
+def _walk(node: ast.AST) -> list:
+    return list(ast.walk(node))
 
 
 def parse(source: str) -> ast.Module | None:
@@ -60,10 +74,9 @@ def parse(source: str) -> ast.Module | None:
     text = source
     if _TREES is None:
         return _parse(text)
-    key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-    if key not in _TREES:
-        _TREES[key] = _parse(text)
-    return _TREES[key]
+    if text not in _TREES:  # (by the text itself: equal texts, one tree)
+        _TREES[text] = _parse(text)
+    return _TREES[text]
 
 
 def _parse(text: str) -> ast.Module | None:
@@ -93,6 +106,7 @@ class Reading:
         self._trees: dict = {}
         self._env: dict = {}
         self._bases: dict = {}  # id(ClassDef) -> the bindings its base expressions had where it was defined
+        self._functions: dict = {}  # (module, id(ClassDef)) -> functions(): asked again, the same answer
 
     def tree(self, module: str) -> ast.Module | None:
         if module not in self._trees:
@@ -108,6 +122,7 @@ class Reading:
         env: dict[str, Any] = {}
         self._env[module] = env  # (an import cycle reads what is bound so far)
         tree = self.tree(module)
+        walrus = tree is not None and _has_walrus(tree)  # (none in the module: no statement holds one)
         for node in _run_at_import(tree.body if tree is not None else []):
             if isinstance(node, ast.ClassDef):
                 self._bases[id(node)] = [_value(env, b) for b in node.bases]
@@ -150,8 +165,8 @@ class Reading:
                 for target in node.targets:
                     if isinstance(target, ast.Name):
                         env.pop(target.id, None)
-            for sub in ast.walk(node) if not isinstance(node, (ast.ClassDef, ast.FunctionDef,
-                                                                ast.AsyncFunctionDef)) else ():
+            for sub in ast.walk(node) if walrus and not isinstance(node, (ast.ClassDef, ast.FunctionDef,
+                                                                          ast.AsyncFunctionDef)) else ():
                 if isinstance(sub, ast.NamedExpr):  # (walrus) x := ...
                     env[sub.target.id] = None
         return env
@@ -197,6 +212,13 @@ class Reading:
         written in the submission, functions the class body binds (forward = f), those the modules write
         onto the class from outside (Cls.forward = f, setattr(Cls, "forward", f)), and, transitively,
         the functions of the submission these call by name. [(module, function node)]"""
+        key = (found.module, id(found.node))
+        kept = self._functions.get(key)
+        if kept is None or kept[0] is not found.node:
+            kept = self._functions[key] = (found.node, self._find_functions(found))
+        return list(kept[1])
+
+    def _find_functions(self, found: Found) -> list:
         chain = self.bases(found)
         picked: list = []
         for cls in chain:
@@ -206,13 +228,13 @@ class Reading:
                     picked.append((cls.module, node))
                 elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                     picked += self._functions_of(cls.module, env, node.value, cls)
-        nodes = {id(c.node) for c in chain}
+        classes = {id(c.node) for c in chain}
         for module in self.sources:
             env = self.bindings(module)
             tree = self.tree(module)
             for owner, value in _written_onto(tree) if tree is not None else ():
                 target = self.follow(_value(env, owner))
-                if target and target[0] == "class" and id(target[2]) in nodes:
+                if target and target[0] == "class" and id(target[2]) in classes:
                     picked += self._functions_of(module, env, value, None)
         seen: set[int] = set()
         result: list[Any] = []
@@ -223,7 +245,7 @@ class Reading:
             seen.add(id(function))
             result.append((module, function))
             env = self.bindings(module)
-            for sub in ast.walk(function):
+            for sub in nodes(function):
                 if isinstance(sub, ast.Call) and isinstance(sub.func, (ast.Name, ast.Attribute)):
                     target = self.follow(_value(env, sub.func))
                     if target and target[0] == "def":
@@ -245,6 +267,57 @@ class Reading:
                         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == value.attr][:1]
         target = self.follow(_value(env, value))
         return [(target[1], target[2])] if target and target[0] == "def" else []
+
+
+def reading_of(sources: Sources, module: str = "") -> Reading:
+    """The Reading of these sources (module: the name of a single text): while a submission is graded
+    (per_submission), one Reading for every question asked of the same sources, which then reads each
+    module's bindings and what each class runs once. Shared only where the modules import no `*` in a
+    cycle: there a module's bindings depend on which module is read first (an import cycle reads what
+    is bound so far), so each question reads them afresh, in its own order, as a new Reading would.
+    Elsewhere a Reading's answers do not depend on the questions asked before."""
+    if isinstance(sources, Reading):
+        return sources
+    if _READ is None:
+        return Reading(sources, module)
+    items = ((module, sources),) if isinstance(sources, str) else tuple(sources.items())
+    key = ("reading", items)
+    kept = _READ.get(key)
+    if kept is None:
+        fresh = Reading(sources, module)
+        kept = _READ[key] = (items, None if _star_cycle(fresh) else fresh)
+    return kept[1] if kept[1] is not None else Reading(sources, module)
+
+
+def _star_cycle(reading: Reading) -> bool:
+    """Some module of the reading imports `*` from the submission's modules in a cycle (itself too)."""
+    stars = {}
+    for module in reading.sources:
+        tree = reading.tree(module)
+        stars[module] = [] if tree is None else _read_once("stars", tree, _find_stars)
+    done: set[str] = set()
+
+    def cycle(module: str, path: tuple) -> bool:
+        if module in path:
+            return True
+        if module in done or module not in stars:
+            return False
+        if any(cycle(other, path + (module,)) for other in stars[module]):
+            return True
+        done.add(module)
+        return False
+
+    return any(cycle(module, ()) for module in stars)
+
+
+def _find_stars(tree: ast.Module) -> list:
+    """The modules `from m import *` names at the module's top level (as Reading.bindings reads it)."""
+    return [node.module or "" for node in _run_at_import(tree.body) if isinstance(node, ast.ImportFrom)
+            and node.level == 0 and any(alias.name == "*" for alias in node.names)]
+
+
+def _has_walrus(tree: ast.Module) -> bool:
+    return _read_once("walrus", tree, lambda t: ast.NamedExpr in set(map(type, nodes(t))))
 
 
 def _is_main_guard(test: ast.AST) -> bool:
@@ -301,7 +374,7 @@ def _written_onto(tree: ast.Module) -> list:
 
 def _find_written_onto(tree: ast.Module) -> list:
     found = []
-    for node in ast.walk(tree):
+    for node in nodes(tree):
         if isinstance(node, ast.Assign):
             found += [(t.value, node.value) for t in node.targets if isinstance(t, ast.Attribute)]
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" and \
@@ -316,7 +389,7 @@ def find(sources: Sources, module: str, class_name: str, pointer: dict | None = 
     reading must agree with it (the same module and class name, and the line of the forward the child
     runs among those of what the class runs); where the reading finds no class (a binding made at run
     time), the class the pointer names is read when the submission writes one there."""
-    reading = sources if isinstance(sources, Reading) else Reading(sources, module)
+    reading = reading_of(sources, module)
     found = reading.find(module, class_name)
     if pointer is None:
         return found
@@ -338,7 +411,7 @@ def class_functions(source: Sources, class_name: str, module: str = "", pointer:
         -> list | None:
     """The function nodes of what class_name runs (Reading.functions); None when the name is bound to
     no class the submission writes (or the child's pointer disagrees with the reading)."""
-    reading = source if isinstance(source, Reading) else Reading(source, module)
+    reading = reading_of(source, module)
     found = find(reading, module, class_name, pointer)
     return None if found is None else [f for _, f in reading.functions(found)]
 
@@ -357,16 +430,25 @@ def loops_over_heads(source: Sources, class_name: str, module: str = "", pointer
     """(module, line) of a Python loop over the heads (a for loop, comprehension or while loop whose
     iterable or condition names the heads) in what class_name runs (Reading.functions); () when there is
     none; None when the name is bound to no class the submission writes (find)."""
-    reading = source if isinstance(source, Reading) else Reading(source, module)
+    reading = reading_of(source, module)
     found = find(reading, module, class_name, pointer)
     if found is None:
         return None
     for where, function in reading.functions(found):
-        for node in ast.walk(function):
-            if isinstance(node, (ast.For, ast.comprehension)) and _mentions_heads(node.iter) or \
-                    isinstance(node, ast.While) and _mentions_heads(node.test):
-                return where, getattr(node, "lineno", None) or getattr(getattr(node, "iter", None), "lineno", 0) or function.lineno
+        line = _read_once("head loop", function, _head_loop)
+        if line is not None:
+            return where, line
     return ()
+
+
+def _head_loop(function: Any) -> int | None:
+    """The line of the function's first loop over the heads (loops_over_heads), None when it has none."""
+    for node in nodes(function):
+        if isinstance(node, (ast.For, ast.comprehension)) and _mentions_heads(node.iter) or \
+                isinstance(node, ast.While) and _mentions_heads(node.test):
+            return getattr(node, "lineno", None) or getattr(getattr(node, "iter", None), "lineno", 0) or \
+                function.lineno
+    return None
 
 
 def _device_given(call: ast.Call) -> bool:
@@ -390,18 +472,25 @@ def cpu_tensors(source: Sources, class_name: str, module: str = "", pointer: dic
     runs (Reading.functions): such a tensor is made on the CPU whatever the inputs' device. None when the
     name is bound to no class the submission writes (find). (x.new_ones(...), torch.ones_like(x),
     device=x.device and a registered buffer all follow the inputs.)"""
-    reading = source if isinstance(source, Reading) else Reading(source, module)
+    reading = reading_of(source, module)
     found = find(reading, module, class_name, pointer)
     if found is None:
         return None
     made = []
     for where, function in reading.functions(found):
-        moved = _moved(function)
-        for node in ast.walk(function):
-            if _cpu_factory(node) and id(node) not in moved:
-                call = cast(ast.Call, node)  # _cpu_factory: a call of torch.<factory>
-                made.append((where, call.lineno, f"torch.{cast(ast.Attribute, call.func).attr}"))
+        made += [(where, line, call) for line, call in _read_once("cpu tensors", function, _cpu_calls)]
     return sorted(set(made))
+
+
+def _cpu_calls(function: ast.AST) -> list:
+    """[(line, 'torch.ones')] of the function's tensor factories called without device= and not moved."""
+    moved = _moved(function)
+    made = []
+    for node in nodes(function):
+        if _cpu_factory(node) and id(node) not in moved:
+            call = cast(ast.Call, node)  # _cpu_factory: a call of torch.<factory>
+            made.append((call.lineno, f"torch.{cast(ast.Attribute, call.func).attr}"))
+    return made
 
 
 MOVES = {"to", "type_as"}  # .to(x.device), .type_as(x): the tensor follows the inputs
@@ -410,11 +499,11 @@ MOVES = {"to", "type_as"}  # .to(x.device), .type_as(x): the tensor follows the 
 def _moved(function: ast.AST) -> set:
     """ids of the nodes whose tensor is moved to another device before use: inside the receiver of
     .to(...) / .type_as(...), or assigned to a name that is moved so in the same function."""
-    receivers = [n.func.value for n in ast.walk(function) if isinstance(n, ast.Call)
+    receivers = [n.func.value for n in nodes(function) if isinstance(n, ast.Call)
                  and isinstance(n.func, ast.Attribute) and n.func.attr in MOVES]
     names = {r.id for r in receivers if isinstance(r, ast.Name)}
     moved = {id(sub) for r in receivers for sub in ast.walk(r)}
-    for node in ast.walk(function):
+    for node in nodes(function) if names else ():
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in node.targets):
             moved |= {id(sub) for sub in ast.walk(node.value)}
     return moved
@@ -423,7 +512,7 @@ def _moved(function: ast.AST) -> set:
 def init_parameters(source: Sources, class_name: str, module: str = "") -> list | None:
     """The names of the __init__ positional parameters of the class class_name is bound to (its own or
     the nearest base's written in the submission), self left out (None: no such class or __init__)."""
-    reading = source if isinstance(source, Reading) else Reading(source, module)
+    reading = reading_of(source, module)
     found = reading.find(module, class_name)
     for cls in reading.bases(found) if found else ():
         init = next((n for n in cls.node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
@@ -445,7 +534,7 @@ def imported_from(source: str, module: str) -> list:
     """The names `from <module> import ...` brings in (their own names, as imported), in order."""
     tree = parse(source)
     names = []
-    for node in ast.walk(tree) if tree is not None else ():
+    for node in nodes(tree) if tree is not None else ():
         if isinstance(node, ast.ImportFrom) and node.module == module and node.level == 0:
             names += [alias.name for alias in node.names if alias.name != "*"]
         elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == module:
@@ -457,11 +546,11 @@ def tuple_asserts(source: str, class_name: str = "") -> list:
     """The line numbers of `assert (condition, "message")`: a non-empty tuple is always true, so the
     assert never fires. class_name: only inside that class."""
     tree = parse(source)
-    found = Reading(source).find("", class_name) if class_name else None
+    found = reading_of(source).find("", class_name) if class_name else None
     scope = found.node if found else None if class_name else tree
     if scope is None:
         return []
-    return [node.lineno for node in ast.walk(scope)
+    return [node.lineno for node in nodes(scope)
             if isinstance(node, ast.Assert) and isinstance(node.test, ast.Tuple) and node.test.elts]
 
 
@@ -479,6 +568,8 @@ GRADER_HOOKS = {  # what the code names (an identifier it reads, calls, imports 
     # its tensors are fake or meta can behave there unlike on a GPU
     "the device emulation": r"^(?:FakeTensor\w*|fake_tensor|_subclasses|is_fake|is_meta|in_kernel_invocation_manager)$",
 }
+_HOOK_PATTERNS = [(what, re.compile(pattern, re.IGNORECASE if what == "a dispatch mode" else 0))
+                  for what, pattern in GRADER_HOOKS.items()]
 LOOKUPS = {"getattr", "setattr", "delattr", "hasattr"}  # f(obj, "name"): the literal is an attribute's name
 IMPORTERS = {"import_module", "__import__"}  # f("module"): the literal is a module's name
 
@@ -494,7 +585,8 @@ def identifiers(tree: ast.Module) -> list:
 def _find_identifiers(tree: ast.Module) -> list:
     found = []
     aliases = {"sys": {"sys"}, "Counter": {"Counter"}, "inspect": {"inspect"}}
-    for node in ast.walk(tree):
+    every = nodes(tree)
+    for node in every:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if alias.name in aliases:
@@ -507,7 +599,7 @@ def _find_identifiers(tree: ast.Module) -> list:
     def add(node, text):
         found.append((getattr(node, "lineno", 0), getattr(node, "col_offset", 0), text))
 
-    for node in ast.walk(tree):
+    for node in every:
         if isinstance(node, ast.Name):
             add(node, node.id)
         elif isinstance(node, ast.Attribute):
@@ -570,17 +662,18 @@ def tampering(sources: Mapping[str, str]) -> list:
 
 def _reaches(tree: ast.Module) -> list:
     """[(line, what, identifier)]: the first identifier of each of GRADER_HOOKS's kinds in the tree."""
-    import re
-
-    names = identifiers(tree)
-    found = []
-    for what, pattern in GRADER_HOOKS.items():
-        hit = next(((line, text) for line, _, text in names if re.search(pattern, text, re.IGNORECASE
-                                                                         if what == "a dispatch mode" else 0)),
-                   None)
-        if hit:
-            found.append((hit[0], what, hit[1]))
-    return found
+    first: dict[str, tuple] = {}  # what -> (line, text) of the first identifier of that kind
+    read: set[str] = set()  # (a text read again is of the same kinds, met first before)
+    for line, _, text in identifiers(tree):
+        if text in read:
+            continue
+        read.add(text)
+        for what, pattern in _HOOK_PATTERNS:
+            if what not in first and pattern.search(text):
+                first[what] = (line, text)
+        if len(first) == len(_HOOK_PATTERNS):
+            break
+    return [(first[what][0], what, first[what][1]) for what, _ in _HOOK_PATTERNS if what in first]
 
 
 def imported_modules(sources: Mapping[str, str], module: str) -> list:
@@ -592,9 +685,16 @@ def imported_modules(sources: Mapping[str, str], module: str) -> list:
             continue
         seen.append(name)
         tree = parse(sources[name])
-        for node in ast.walk(tree) if tree is not None else ():
-            if isinstance(node, ast.Import):
-                todo += [a.name.split(".")[0] for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                todo.append(node.module.split(".")[0])
+        todo += _read_once("imports", tree, _imports) if tree is not None else []
     return seen
+
+
+def _imports(tree: ast.Module) -> list:
+    """The top-level names of the modules the tree imports (import m, from m import ...), in its order."""
+    found = []
+    for node in nodes(tree):
+        if isinstance(node, ast.Import):
+            found += [a.name.split(".")[0] for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.append(node.module.split(".")[0])
+    return found

@@ -249,16 +249,17 @@ class Student:
                             self.files, self.cells)
 
     def _answer(self, structure, payload, present=True):
-        """One answer rebuilt here (RemoteObjects for handles, strings cleaned), or the StudentError
-        that says it could not be read back."""
+        """One answer rebuilt here (RemoteObjects for handles), or the StudentError that says it could
+        not be read back. Every string of it (names in describe(), recorded argument names, returned
+        text, dictionary keys) is cleaned as it enters the grader (autograder/text.py), in the walk
+        that rebuilds it; tensors, numbers and handles as they are."""
         try:
             if not present:
                 raise KeyError("result")
-            answer = protocol.decode(structure, payload, lambda ref: RemoteObject(self, ref))
+            return protocol.decode(structure, payload, lambda ref: RemoteObject(self, ref), text.clean)
         except (KeyError, protocol.ProtocolError) as exc:
             return StudentError("ProtocolError", f"the answer could not be read back ({exc})",
                                 after_hidden=self.saw_hidden)
-        return _inert(answer)
 
     def plan(self, steps):
         """Several requests in one exchange with the child (issue 38.7): steps (Step) run there in order,
@@ -315,7 +316,8 @@ class Student:
         asks from inside the child (inside/stand_in.py) is answered here, in the grader's process, when
         this child was given that class (self.given), and charged to the part: the grader's CPU time
         answering counts against the call's and the part's time (_left), as the child's own would."""
-        start = (self.session.spent(), self.ledger.seconds)
+        # the child's CPU time so far is read only where a call's own limit needs it (_left)
+        start = (self.session.spent() if self.call_limit is not None else 0.0, self.ledger.seconds)
         reply, payload = self.session.call(header, buffers, self._left(start))
         while "stand_in" in reply:
             answer = stand_in_answer(reply, payload, self.given, self.ledger, getattr(self.session, "memory_mb", None))
@@ -510,18 +512,6 @@ class RemoteObject:
 
     def __repr__(self):
         return f"<remote {self.type_name} #{self._id}>"
-
-
-def _inert(value):
-    """Every string of an answer (names in describe(), recorded argument names, returned text) cleaned
-    as it enters the grader (autograder/text.py); tensors, numbers and handles as they are."""
-    if isinstance(value, str):
-        return text.clean(value)
-    if isinstance(value, dict):
-        return {_inert(k): _inert(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return type(value)(_inert(v) for v in value)
-    return value
 
 
 def _handle_ref(value):

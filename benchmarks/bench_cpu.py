@@ -162,6 +162,7 @@ def batch_cpu(students, jobs, python):
         return (used, "group") if used is not None else (machine, "machine")
     finally:
         if group:
+            group.close_counter()
             cgroup.remove(group.folders)
         shutil.rmtree(work, ignore_errors=True)
 

@@ -29,6 +29,12 @@ NUMPY_DTYPES = {name: np.dtype(name) for name in DTYPES}
 MAX_HEADER = 4 << 20
 MAX_PAYLOAD = 256 << 20
 MAX_STRING = 4000
+MAX_DEPTH = 20  # the deepest a value may sit (the top is 0): encode refuses deeper, decode too
+LEAVES = frozenset({int, bool, type(None)})  # values that travel as they are (a str is cut, a float checked)
+# in a decoded structure: values kept as they are, with and without a cleaner of strings (decode's `strings`)
+PLAIN = frozenset({int, bool, float, type(None)})
+PLAIN_OR_STR = PLAIN | {str}
+KEYS = frozenset({str, int, float, bool, type(None), tuple})  # what a decoded dictionary's key may be
 
 # a decoded JSON object from the other side (a frame's header, a control message, an array's entry):
 # what it holds is checked where it is read, so its values are Any
@@ -47,14 +53,17 @@ def encode(obj: Any, fallback: Callable[[Any], Any] | None = None) -> tuple[Any,
     """obj -> (json-able structure, list of byte buffers).
 
     Objects that are not data go to fallback(value) -> JSON dict (the child turns them into
-    handles); without a fallback they raise TypeError.
+    handles); without a fallback they raise TypeError. A value deeper than MAX_DEPTH raises
+    TypeError. One walk over obj: the items of a list, tuple or dict that are None, bools, ints or
+    strings (exactly those types; a string cut to MAX_STRING) are taken there, without a call of walk.
     """
     buffers: list[bytes] = []
     torch = sys.modules.get("torch")  # never imported for this: a process without torch sends none
     tensor = torch.Tensor if torch is not None else ()
+    plain_tensor = torch.Tensor if torch is not None else None
 
-    def walk(value: Any, depth: int = 0) -> Any:
-        if depth > 20:
+    def walk(value: Any, depth: int) -> Any:
+        if depth > MAX_DEPTH:
             raise TypeError("structure nested too deeply")
         kind = type(value)  # the exact built-in types first: most of what travels
         if kind is str:
@@ -64,10 +73,24 @@ def encode(obj: Any, fallback: Callable[[Any], Any] | None = None) -> tuple[Any,
         if kind is float:
             return value if math.isfinite(value) else {"__float__": repr(value)}
         if isinstance(value, (list, tuple)):  # a subclass keeps its name (torch.Size), decoded as a list
-            return {"__seq__": kind.__name__, "items": [walk(v, depth + 1) for v in value]}
+            inner = depth + 1
+            if inner > MAX_DEPTH:  # the first item, if any, refuses
+                return {"__seq__": kind.__name__, "items": [walk(v, inner) for v in value]}
+            return {"__seq__": kind.__name__, "items": [v if type(v) in LEAVES else v[:MAX_STRING] if type(v) is str
+                                                         else walk(v, inner) for v in value]}
         if isinstance(value, dict):
-            return {"__map__": [[walk(k, depth + 1), walk(v, depth + 1)] for k, v in value.items()]}
-        if isinstance(value, tensor):
+            inner = depth + 1
+            if inner > MAX_DEPTH:
+                return {"__map__": [[walk(k, inner), walk(v, inner)] for k, v in value.items()]}
+            return {"__map__": [[k[:MAX_STRING] if type(k) is str else walk(k, inner),
+                                 v if type(v) in LEAVES else v[:MAX_STRING] if type(v) is str else walk(v, inner)]
+                                for k, v in value.items()]}
+        if kind is plain_tensor and value.is_cpu and value.dim():
+            try:  # a plain CPU tensor's values as they are (tobytes() lays them out in order)
+                array, family = (value.detach() if value.requires_grad else value).numpy(), "torch"
+            except Exception:  # bfloat16, a conjugate or negative view, a sparse layout: as any tensor
+                array, family = _tensor_array(torch, value), "torch"
+        elif isinstance(value, tensor):
             array, family = _tensor_array(torch, value), "torch"
         elif isinstance(value, np.ndarray):
             array, family = np.ascontiguousarray(value), "numpy"
@@ -81,7 +104,7 @@ def encode(obj: Any, fallback: Callable[[Any], Any] | None = None) -> tuple[Any,
         buffers.append(array.tobytes())
         return {"__array__": len(buffers) - 1, "kind": family, "dtype": dtype, "shape": list(array.shape)}
 
-    return walk(obj), buffers
+    return walk(obj, 0), buffers
 
 
 def _tensor_array(torch: Any, value: Any) -> np.ndarray[Any, Any]:
@@ -111,130 +134,184 @@ def _other(value: Any, depth: int, walk: Callable[[Any, int], Any], fallback: Ca
 ARRAY_KEYS = frozenset({"__array__", "kind", "dtype", "shape"})
 
 
-def decode(structure: Any, payload: bytes, handle_factory: Callable[[Message], Any] | None = None) -> Any:
-    """Inverse of encode, validating every array against its declared dtype and shape."""
-    specs: list[Message] = []
+def decode(structure: Any, payload: bytes, handle_factory: Callable[[Message], Any] | None = None,
+           strings: Callable[[str], str] | None = None) -> Any:
+    """Inverse of encode, validating every array against its declared dtype and shape, in one walk
+    that checks and builds (each array rebuilt from the payload as its entry is met).
 
-    def walk(value: Any) -> Any:
-        if type(value) is dict:
-            if "__array__" in value:
-                if value.keys() != ARRAY_KEYS or value["dtype"] not in DTYPES:
-                    raise ProtocolError(f"bad array entry {str(value)[:200]}")
-                shape = value["shape"]
-                if type(shape) is not list or not all(type(d) is int and 0 <= d < 2**31 for d in shape):
-                    raise ProtocolError("bad array shape")
-                specs.append(value)
-                return ("array", value)
-            if "__float__" in value:
-                if value["__float__"] not in ("nan", "inf", "-inf"):
-                    raise ProtocolError("bad float")
-                return float(value["__float__"])
-            if "__seq__" in value:
-                return ("seq", value["__seq__"], [walk(v) for v in value["items"]])
-            if "__map__" in value:
-                return ("map", [(walk(k), walk(v)) for k, v in value["__map__"]])
-            if "__handle__" in value and handle_factory is not None:
-                return ("handle", value)
-            raise ProtocolError(f"unexpected object {str(value)[:200]}")
-        if type(value) is list:
-            raise ProtocolError("bare lists are not part of the protocol")
-        return value
+    Refused with ProtocolError: a bare list, an object without a known tag, a sequence whose items
+    or a dictionary whose pairs (of two) are not lists, an array entry with other keys, a dtype
+    outside DTYPES or a bad shape, a value deeper than MAX_DEPTH (encode sends none); array indices
+    that are not 0..n-1 in the order the entries come (as encode numbers them), a payload shorter or
+    longer than the arrays declare, a dictionary key that is not a plain value. The structure's own
+    faults are raised as the walk meets them, then the arrays' (indices, short, long), then the keys'.
+    strings: applied to every string as it is rebuilt, dictionary keys included (the grader's
+    text.clean for an answer: Student._answer).
+    """
+    plain = PLAIN if strings is not None else PLAIN_OR_STR  # kept as they are, without a call
+    size = len(payload)
+    position = count = 0  # bytes of the payload taken, array entries met
+    bad_index = short = bad_key = False
+    torch: Any = None
 
-    tree = walk(structure)
-    built = _arrays(specs, payload)
+    def walk(value: Any, depth: int) -> Any:
+        nonlocal position, count, bad_index, short, bad_key, torch
+        kind = type(value)
+        if kind is str:
+            return value if strings is None else strings(value)
+        if kind is not dict:
+            if kind is list:
+                raise ProtocolError("bare lists are not part of the protocol")
+            return value
+        if depth > MAX_DEPTH:
+            raise ProtocolError("structure nested too deeply")
+        if "__array__" in value:
+            if value.keys() != ARRAY_KEYS or value["dtype"] not in DTYPES:
+                raise ProtocolError(f"bad array entry {str(value)[:200]}")
+            shape = value["shape"]
+            if type(shape) is not list or not all(type(d) is int and 0 <= d < 2**31 for d in shape):
+                raise ProtocolError("bad array shape")
+            index = value["__array__"]
+            bad_index = bad_index or type(index) is not int or index != count
+            count += 1
+            if bad_index or short:  # refused once the walk is done: the rest is only checked
+                return None
+            dtype = NUMPY_DTYPES[value["dtype"]]
+            items = math.prod(shape)
+            nbytes = items * dtype.itemsize
+            if position + nbytes > size:
+                short = True
+                return None
+            data = np.frombuffer(payload, dtype=dtype, count=items, offset=position).reshape(shape).copy()
+            position += nbytes
+            if value["kind"] == "torch":
+                if torch is None:
+                    import torch
+                return torch.from_numpy(data)
+            return data
+        if "__float__" in value:
+            if value["__float__"] not in ("nan", "inf", "-inf"):
+                raise ProtocolError("bad float")
+            return float(value["__float__"])
+        if "__seq__" in value:
+            items = value["items"]
+            if type(items) is not list:
+                raise ProtocolError("bad sequence")
+            inner = depth + 1
+            built = [v if type(v) in plain else walk(v, inner) for v in items]
+            return tuple(built) if value["__seq__"] == "tuple" else built
+        if "__map__" in value:
+            pairs = value["__map__"]
+            if type(pairs) is not list:
+                raise ProtocolError("bad dictionary")
+            inner, mapping = depth + 1, {}
+            for pair in pairs:
+                if type(pair) is not list or len(pair) != 2:
+                    raise ProtocolError("bad dictionary")
+                key, item = pair
+                if type(key) not in plain:
+                    key = walk(key, inner)
+                if type(item) not in plain:
+                    item = walk(item, inner)
+                if type(key) in KEYS:
+                    try:
+                        mapping[key] = item
+                        continue
+                    except TypeError:  # a tuple holding something without a hash
+                        pass
+                bad_key = True
+            return mapping
+        if "__handle__" in value and handle_factory is not None:
+            return handle_factory(value)
+        raise ProtocolError(f"unexpected object {str(value)[:200]}")
 
-    def build(node: Any) -> Any:
-        if type(node) is tuple:
-            tag = node[0]
-            if tag == "array":
-                return built[node[1]["__array__"]]
-            if tag == "seq":
-                items = [build(v) for v in node[2]]
-                return tuple(items) if node[1] == "tuple" else items
-            if tag == "map":
-                return {_hashable(build(k)): build(v) for k, v in node[1]}
-            if tag == "handle":
-                assert handle_factory is not None  # walk makes a handle node only with one
-                return handle_factory(node[1])
-        return node
-
-    return build(tree)
-
-
-def _arrays(specs: list[Message], payload: bytes) -> dict[int, Any]:
-    """{index: array} rebuilt from the payload, laid out in index order (0..n-1, each once)."""
-    by_index = sorted(specs, key=lambda s: s["__array__"] if type(s["__array__"]) is int else -1)
-    if [s["__array__"] for s in by_index] != list(range(len(by_index))):
+    tree = walk(structure, 0)
+    if bad_index:
         raise ProtocolError("array indices are not 0..n-1")
-    built: dict[int, Any] = {}
-    position = 0
-    for spec in by_index:
-        dtype = NUMPY_DTYPES[spec["dtype"]]
-        count = math.prod(spec["shape"])
-        nbytes = count * dtype.itemsize
-        if position + nbytes > len(payload):
-            raise ProtocolError("payload shorter than the arrays it declares")
-        data = np.frombuffer(payload, dtype=dtype, count=count, offset=position).reshape(spec["shape"]).copy()
-        position += nbytes
-        if spec["kind"] == "torch":
-            import torch
-
-            data = torch.from_numpy(data)
-        built[spec["__array__"]] = data
-    if position != len(payload):
+    if short:
+        raise ProtocolError("payload shorter than the arrays it declares")
+    if position != size:
         raise ProtocolError("payload longer than the arrays it declares")
-    return built
+    if bad_key:
+        raise ProtocolError("dictionary keys must be plain values")
+    return tree
 
 
-def _hashable(key: Any) -> Any:
-    if isinstance(key, (str, int, float, bool, type(None), tuple)):
-        return key
-    raise ProtocolError("dictionary keys must be plain values")
+_JSON = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode  # built once: headers are ours, acyclic
 
 
 def pack(header: Any, buffers: Sequence[bytes] = ()) -> bytes:
-    head = json.dumps(header, separators=(",", ":")).encode()
+    head = _JSON(header).encode()
     payload = b"".join(buffers)
-    return HEAD.pack(len(head), len(payload)) + head + payload
+    return b"".join((HEAD.pack(len(head), len(payload)), head, payload))
 
 
-def send(fd: int, header: Any, buffers: Sequence[bytes] = (), deadline: float | None = None) -> None:
-    """Write one frame to a file descriptor, giving up at deadline (time.monotonic() value)."""
+def send(fd: int, header: Any, buffers: Sequence[bytes] = (), deadline: float | None = None,
+         nonblocking: bool = False) -> None:
+    """Write one frame to a file descriptor, giving up at deadline (time.monotonic() value).
+
+    nonblocking: the descriptor is O_NONBLOCK (the grader's ends of a child's channel, PartChild): each
+    write is tried at once and waits only for what the pipe cannot take yet, so a peer that stops
+    reading meets the deadline whatever the frame's size. Else every write waits until the descriptor
+    is writable (none of that without a deadline)."""
     data = memoryview(pack(header, buffers))
     while data:
-        _wait(fd, deadline, write=True)
+        if nonblocking:
+            _in_time(deadline)
+        else:
+            _wait(fd, deadline, write=True)
         try:
             written = os.write(fd, data[: 1 << 20])
         except BlockingIOError:
+            if nonblocking:
+                _ready(fd, deadline, write=True)
             continue
         except (BrokenPipeError, OSError) as e:
             raise ProtocolError(f"the other side closed the channel ({e.strerror})") from None
         data = data[written:]
 
 
-def receive(fd: int, deadline: float | None = None, max_payload: int = MAX_PAYLOAD) -> tuple[Any, bytes]:
-    """Read one frame -> (header, payload bytes). Raises Deadline, or ProtocolError on EOF/garbage."""
-    head_len, payload_len = HEAD.unpack(_read_exact(fd, HEAD.size, deadline))
+def receive(fd: int, deadline: float | None = None, max_payload: int = MAX_PAYLOAD,
+            nonblocking: bool = False) -> tuple[Any, bytes]:
+    """Read one frame -> (header, payload bytes). Raises Deadline, or ProtocolError on EOF/garbage.
+    nonblocking: as send's (each read tried at once, a wait only when nothing is there yet)."""
+    head_len, payload_len = HEAD.unpack(_read_exact(fd, HEAD.size, deadline, nonblocking))
     if head_len > MAX_HEADER or payload_len > max_payload:
         raise ProtocolError(f"frame too large ({head_len} + {payload_len} bytes)")
-    body = memoryview(_read_exact(fd, head_len + payload_len, deadline))  # header and payload: one read
+    body = memoryview(_read_exact(fd, head_len + payload_len, deadline, nonblocking))  # header and payload: one read
     try:
-        header = json.loads(body[:head_len].tobytes())
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        header = _json_object(body[:head_len].tobytes())
+    except ValueError as e:  # not UTF-8, not JSON, or an integer past Python's 4300 digits
         raise ProtocolError(f"header is not JSON: {e}") from None
     if not isinstance(header, dict):
         raise ProtocolError("header is not a JSON object")
     return header, body[head_len:].tobytes()
 
 
-def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
+_DECODER = json.JSONDecoder()
+
+
+def _json_object(raw: bytes) -> Any:
+    """json.loads(raw), without its look at the encoding where raw starts as every header does ('{'
+    and a byte that is not NUL: UTF-8 to json.detect_encoding; other starts go through json.loads)."""
+    if raw[:1] == b"{" and b"\0" not in raw[1:2]:
+        return _DECODER.decode(raw.decode("utf-8", "surrogatepass"))
+    return json.loads(raw)
+
+
+def _read_exact(fd: int, n: int, deadline: float | None, nonblocking: bool = False) -> bytes:
     chunks: list[bytes] = []
     missing = n
     while missing:
-        _wait(fd, deadline, write=False)
+        if nonblocking:
+            _in_time(deadline)
+        else:
+            _wait(fd, deadline, write=False)
         try:
             chunk = os.read(fd, min(missing, 1 << 20))
         except BlockingIOError:
+            if nonblocking:
+                _ready(fd, deadline, write=False)
             continue
         if not chunk:
             raise ProtocolError("the other side closed the channel")
@@ -243,11 +320,22 @@ def _read_exact(fd: int, n: int, deadline: float | None) -> bytes:
     return b"".join(chunks)
 
 
+def _in_time(deadline: float | None) -> None:
+    """Deadline once deadline (a time.monotonic() value; None: none) has passed."""
+    if deadline is not None and deadline <= time.monotonic():
+        raise Deadline()
+
+
 def _wait(fd: int, deadline: float | None, write: bool) -> None:
-    if deadline is None:
-        return
-    remaining = deadline - time.monotonic()
-    if remaining <= 0:
+    """Before each read or write of a blocking descriptor: wait until it is ready (not without a deadline)."""
+    if deadline is not None:
+        _ready(fd, deadline, write)
+
+
+def _ready(fd: int, deadline: float | None, write: bool) -> None:
+    """Wait until fd is readable (writable) -> Deadline when deadline passes first (None: wait as long as it takes)."""
+    remaining = None if deadline is None else deadline - time.monotonic()
+    if remaining is not None and remaining <= 0:
         raise Deadline()
     ready = select.select([], [fd], [], remaining) if write else select.select([fd], [], [], remaining)
     if not (ready[1] if write else ready[0]):

@@ -27,7 +27,7 @@ import time
 import numpy as np  # imported once here, inherited by every child
 import torch
 
-from autograder.inside import child, counting, emulated_gpu, isolation, protocol, uid_cleanup
+from autograder.inside import child, counting, emulated_gpu, isolation, part_reset, protocol, uid_cleanup
 
 CONFIG: dict = {}  # from the grader's first message: seccomp program, namespaces or not
 
@@ -40,6 +40,7 @@ def main(control_fd, grader_pid):
     config, _ = protocol.receive_message(control)  # sent at once by the grader: read before the warm-up
     CONFIG.update(config)
     warm_up(autograd=not cuda_reachable(config))
+    part_reset.prepare(also=(protocol, child))  # the watched namespaces as every child starts with them
     gc.freeze()  # what is here now is never collected by a child: a collection there copies no page of it
     _give_back_free_memory()
     ready = {"ready": True, "torch": torch.__version__, "python": sys.version.split()[0]}
@@ -265,7 +266,13 @@ def _warm_up_counting(layer, x):
     nothing before the fork may do: there only its imports are made here (they call nothing in
     torch.cuda: tests/test_cuda_fork.py's tripwires), nearly all of its first use's cost. Without
     them each child paid it again: on issue 35's H200 (CUDA build, --device cpu, one job) a causal
-    selftest entry took 13.5 s, 4x what the CPU-only development machine takes."""
+    selftest entry took 13.5 s, 4x what the CPU-only development machine takes.
+
+    What stays is each child's first emulated forward paying for FakeTensorMode's dispatch cache
+    (its entries are keyed on the inputs' shapes, strides and dtypes). A warm-up here running an
+    attention forward's operations on other shapes saved a child nothing measurable (issue 38 item 7,
+    2026-11-28); on the device checks' own shapes it halved that first run, but would put what the
+    hidden checks run on into every child's memory, visible checks' children included: not done."""
     counting.count_ops(layer, [x], {})
     if torch.backends.cuda.is_built():
         for name in EMULATION_IMPORTS:

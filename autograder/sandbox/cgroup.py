@@ -78,6 +78,7 @@ class Group:
 
     def __init__(self, folders: list[str], processes: int) -> None:
         self.folders, self.processes = folders, processes
+        self._counter: tuple[int, int] | None = None  # (pid that opened it, fd) of the CPU counter found
 
     def procs_files(self) -> list[str]:
         """The files a process writes its pid into to join (the fork server's start-up shim)."""
@@ -112,21 +113,35 @@ class Group:
 
     def cpu_seconds(self) -> float | None:
         """CPU time used by every process that has been in the group (None where it cannot be read):
-        cgroup v1's cpuacct.usage (ns) or v2's cpu.stat usage_usec."""
-        for folder in self.folders:
+        cgroup v1's cpuacct.usage (ns) or v2's cpu.stat usage_usec. Read after every request a part's
+        child answers: the file found first is kept open and read again from its start (a control
+        group's files are generated on each read), found again in a process forked since."""
+        if self._counter is not None and self._counter[0] == os.getpid():
+            used = _read_counter(self._counter[1])
+            if used is not None:
+                return used
+        self.close_counter()
+        for path in (os.path.join(folder, name) for folder in self.folders for name in CPU_COUNTERS):
             try:
-                with open(os.path.join(folder, "cpuacct.usage")) as f:
-                    return int(f.read()) / 1e9
-            except (OSError, ValueError):
-                pass
-            try:
-                with open(os.path.join(folder, "cpu.stat")) as f:
-                    for line in f:
-                        if line.startswith("usage_usec "):
-                            return int(line.split()[1]) / 1e6
-            except (OSError, ValueError):
-                pass
+                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+            except OSError:
+                continue
+            used = _read_counter(fd)
+            if used is not None:
+                self._counter = (os.getpid(), fd)
+                return used
+            os.close(fd)
         return None
+
+    def close_counter(self) -> None:
+        """Close the CPU counter this process keeps open (remove() works with it open; a read after
+        that fails, and the next cpu_seconds looks again)."""
+        if self._counter is not None and self._counter[0] == os.getpid():
+            try:
+                os.close(self._counter[1])
+            except OSError:
+                pass
+        self._counter = None
 
     def has_cpu_share(self) -> bool:
         return any(os.path.exists(os.path.join(f, name)) for f in self.folders for name in CPU_SHARE)
@@ -139,6 +154,22 @@ class Group:
         if self.has_cpu_share():
             caps.append("a CPU share of its own")
         return f"control group ({', '.join(caps)} for the whole process tree)" if caps else ""
+
+
+CPU_COUNTERS = ("cpuacct.usage", "cpu.stat")  # cgroup v1 (ns), v2 (a line "usage_usec N")
+
+
+def _read_counter(fd: int) -> float | None:
+    """Seconds of CPU an open cpuacct.usage or cpu.stat says, read from its start; None on failure."""
+    try:
+        data = os.pread(fd, 4096, 0)
+        if data.startswith(b"usage_usec "):  # cpu.stat's first line
+            return int(data.split(None, 2)[1]) / 1e6
+        if b"usage_usec " in data:
+            return int(data.split(b"usage_usec ", 1)[1].split(None, 1)[0]) / 1e6
+        return int(data) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _write_any(folders, names, value):
@@ -197,6 +228,7 @@ def accounting(name):
         return None
     group = Group([folder], 0)
     if group.cpu_seconds() is None:
+        group.close_counter()
         remove([folder], wait=0)
         return None
     return group

@@ -342,6 +342,9 @@ class Sandbox:
         if self.pidfd is not None:
             os.close(self.pidfd)
             self.pidfd = None
+        for group in (self.group, self.session_group):
+            if group:
+                group.close_counter()
         for group in (self.group if self.owner else None, self.session_group):
             if group:
                 cgroup.remove(group.folders)

@@ -48,6 +48,9 @@ class PartChild:
         self.machine = ""  # it died of a cause its own time and memory do not explain: death.PROOF or SUSPECT
         self.grader_killed = False  # the grader's own SIGKILL ended it (after a deadline or a broken channel)
         self.asleep: bool | None = None    # at a wall-clock deadline: was it mostly off the CPU by its own doing?
+        if fds:  # the grader's ends try each read and write at once (protocol.send, receive: nonblocking)
+            os.set_blocking(self.requests_w, False)
+            os.set_blocking(self.replies_r, False)
         self._limits(timeout, memory_mb)
         if fds:
             self._hello()
@@ -103,7 +106,7 @@ class PartChild:
     def _hello(self) -> None:
         """The child's first frame, written before any student code ran: the walls that stand."""
         try:
-            hello, _ = protocol.receive(self.replies_r, self.deadline, max_payload=0)
+            hello, _ = protocol.receive(self.replies_r, self.deadline, max_payload=0, nonblocking=True)
             if isinstance(hello, dict) and hello.get("gpu_error"):  # written before any student code ran
                 self.close()
                 raise SandboxUnavailable(f"--device cuda: the GPU cannot be used inside the sandbox "
@@ -125,9 +128,9 @@ class PartChild:
             deadline = min(deadline, time.monotonic() + limit * self.WALL_FACTOR + self.WALL_SLACK)
         self.session.sandbox.round_trips[str(header.get("op", "?"))] += 1
         try:
-            protocol.send(self.requests_w, header, buffers, deadline)
+            protocol.send(self.requests_w, header, buffers, deadline, nonblocking=True)
             deadline = self._await_reply(cpu_limit, deadline)
-            reply, payload = protocol.receive(self.replies_r, deadline)
+            reply, payload = protocol.receive(self.replies_r, deadline, nonblocking=True)
         except (protocol.Deadline, protocol.ProtocolError, RecursionError) as e:  # JSON nested too deep
             self._fail(e)
             raise SessionDied(self.died) from None
@@ -148,14 +151,18 @@ class PartChild:
         makes grading slower, never cheaper. -> the deadline, as moved."""
         idle = self.idle_meter.call_begins() if self.saw_hidden else None
         try:
-            while not select.select([self.replies_r], [], [], 0)[0]:
+            while True:  # one select per tick: a reply already there ends the first at once
                 now = time.monotonic()
-                if now >= deadline and self._kept_waiting(now):
+                if now < deadline:
+                    if select.select([self.replies_r], [], [], min(self.TICK, deadline - now))[0]:
+                        break
+                elif select.select([self.replies_r], [], [], 0)[0]:
+                    break  # a reply that is there is taken, whatever the clock says
+                elif self._kept_waiting(now):
                     deadline = now + self.WALL_SLACK
-                if now >= deadline:
+                    continue
+                else:
                     raise protocol.Deadline()
-                if select.select([self.replies_r], [], [], min(self.TICK, deadline - now))[0]:
-                    break
                 if self.spent() > cpu_limit:
                     self.cpu_out = True
                     raise protocol.Deadline()
@@ -184,8 +191,9 @@ class PartChild:
             try:
                 deadline = time.monotonic() + self.RESET_SECONDS
                 self.session.sandbox.round_trips["end_part"] += 1
-                protocol.send(self.requests_w, {"op": "end_part", "memory_mb": self.memory_mb}, (), deadline)
-                reply, _ = protocol.receive(self.replies_r, deadline, max_payload=0)
+                protocol.send(self.requests_w, {"op": "end_part", "memory_mb": self.memory_mb}, (), deadline,
+                              nonblocking=True)
+                reply, _ = protocol.receive(self.replies_r, deadline, max_payload=0, nonblocking=True)
                 reusable = reply.get("clean") is True  # the child's word: it decides only about its own reuse
             except (protocol.Deadline, protocol.ProtocolError, RecursionError):
                 reusable = False

@@ -16,6 +16,8 @@ Each diagnosis is a fixed sentence of the grader's: nothing of the student's tex
 import ast
 import builtins
 
+from autograder import source_reading
+
 MASKED_FILL_RESULT_DISCARDED = ("the result of masked_fill is discarded: masked_fill returns a new tensor and leaves the "
                          "scores unchanged; use masked_fill_ (in place) or assign it (scores = scores.masked_fill(...))")
 GLOBAL_READ = ("a function or method reads a variable set at the top of the module (a notebook variable such as "
@@ -27,6 +29,11 @@ NO_MASK_CAUSES = ("no causal mask is applied",)
 
 
 def _parse(source: str) -> ast.Module | None:
+    """The module's tree, parsed once per grading (source_reading.parse); a text that reading does not
+    parse is parsed here as before (None on a syntax error; what else it raises, raised)."""
+    tree = source_reading.parse(source)
+    if tree is not None:
+        return tree
     try:
         return ast.parse(source)
     except (SyntaxError, ValueError):
@@ -38,7 +45,7 @@ def discards_masked_fill(source: str) -> bool:
     tree = _parse(source)
     if tree is None:
         return False
-    for node in ast.walk(tree):
+    for node in source_reading.nodes(tree):
         if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
             func = node.value.func
             if isinstance(func, ast.Attribute) and func.attr == "masked_fill":
@@ -65,7 +72,7 @@ def _local_names(function: ast.AST) -> set[str]:
     binds; a `global` statement makes a name the module's again."""
     bound: set[str] = set()
     declared_global: set[str] = set()
-    for node in ast.walk(function):
+    for node in source_reading.nodes(function):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
             a = node.args
             bound.update(arg.arg for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs,
@@ -92,7 +99,7 @@ def reads_module_variable(source: str) -> bool:
         return False
     for function in _top_functions(tree):
         local = _local_names(function)
-        for node in ast.walk(function):
+        for node in source_reading.nodes(function):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in variables \
                     and node.id not in local:
                 return True

@@ -70,14 +70,28 @@ def _tree(path: str) -> ast.Module | None:
         return None
 
 
+@functools.cache
+def _nodes(path: str) -> tuple[ast.AST, ...]:
+    """Every node of the suite module's tree (ast.walk's order), walked once per process."""
+    tree = _tree(path)
+    return tuple(ast.walk(tree)) if tree is not None else ()
+
+
+@functools.cache
+def _raising(path: str) -> tuple[ast.Call | ast.Assert, ...]:
+    """The suite module's raising calls and asserts that hold a message (_message_expression), in
+    ast.walk's order: what raising_line looks among for the one covering a line."""
+    return tuple(n for n in _nodes(path) if isinstance(n, (ast.Call, ast.Assert))
+                 and _message_expression(n) is not None)
+
+
 @functools.lru_cache(maxsize=1)
 def literals() -> frozenset[str]:
     """Every string written in the suites' source (implicit concatenations whole; the fixed pieces of
     f-strings too): the only text a message after a hidden input may carry."""
     found = set()
     for path in sorted(SUITES.glob("*.py")):
-        tree = _tree(str(path))
-        for node in ast.walk(tree) if tree is not None else ():
+        for node in _nodes(str(path)):
             if isinstance(node, ast.Constant) and isinstance(node.value, str):
                 found.add(node.value)
     return frozenset(found)
@@ -149,12 +163,11 @@ def raising_line(error: BaseException) -> str:
     if not frames:
         return ""
     frame = frames[-1]
-    tree = _tree(str(Path(frame.filename).resolve()))
-    if tree is None or frame.lineno is None:
+    path = str(Path(frame.filename).resolve())
+    if _tree(path) is None or frame.lineno is None:
         return ""
     line = frame.lineno
-    covering = [n for n in ast.walk(tree) if isinstance(n, (ast.Call, ast.Assert))
-                and n.lineno <= line <= (n.end_lineno or n.lineno) and _message_expression(n) is not None]
+    covering = [n for n in _raising(path) if n.lineno <= line <= (n.end_lineno or n.lineno)]
     if not covering:
         return ""
     node = min(covering, key=lambda n: ((n.end_lineno or n.lineno) - n.lineno, -n.col_offset))
@@ -174,8 +187,7 @@ def templates() -> tuple[tuple[str, ...], ...]:
     (a helper returning the words, a check raising them) may be recognised as."""
     found = set()
     for path in sorted(SUITES.glob("*.py")):
-        tree = _tree(str(path))
-        for node in ast.walk(tree) if tree is not None else ():
+        for node in _nodes(str(path)):
             if isinstance(node, ast.JoinedStr) or isinstance(node, ast.Constant) and isinstance(node.value, str):
                 written = template(node)
                 while GAP + GAP in written:
