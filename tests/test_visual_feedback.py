@@ -128,8 +128,18 @@ def test_the_feedback_page_shows_the_two_heatmaps_and_escapes_every_text(graded)
 # ---------------------------------------------------------------- the probe's session
 
 class FakeChild:
-    def __init__(self, session):
-        self.session, self.died, self.closed = session, "", False
+    def __init__(self, session, clean=True):
+        self.session, self.died, self.closed, self.clean, self.parts = session, "", False, clean, []
+
+    def next_part(self, timeout, memory_mb):
+        self.parts.append(timeout)
+        return self
+
+    def finish(self):
+        self.parts.append("reset")
+        if not self.clean:
+            self.close()
+        return {"output": "what the probes printed", "output_bytes": 23, "reusable": self.clean}
 
     def close(self):
         self.closed = True
@@ -184,8 +194,9 @@ def _context():
 
 
 def test_probes_run_in_fresh_children_and_picture_the_visible_check_first(monkeypatch):
-    """Each part with a probe is pictured in a fresh child (runner.take_pictures); the picture goes to
-    its first failed weight check, a visible one first (runner.attach_figures)."""
+    """With no child left by the visible turns, each part with a probe is pictured in a fresh child
+    (runner.take_pictures), ended after the probes when it is not kept; the picture goes to its first
+    failed weight check, a visible one first (runner.attach_figures)."""
     rubric, _ = grading.load_rubric()
     seen = []
 
@@ -203,7 +214,7 @@ def test_probes_run_in_fresh_children_and_picture_the_visible_check_first(monkey
     }
     sandbox = FakeSandbox()
     place = runner.Place(sandbox, _context())
-    pictures = runner.take_pictures(place, runs, rubric, runner.default_fixtures(1, "key"))
+    pictures = runner.take_pictures(place, runs, rubric, runner.default_fixtures(1, "key"), keep=False)
     session = place.session
     assert sandbox.sessions == [session] and place.child is None and all(child.closed for child, _ in session.children)
     assert [name for name, _ in seen] == ["probe_simple_attention", "probe_causal", "probe_self_attention_v2"]
@@ -215,6 +226,28 @@ def test_probes_run_in_fresh_children_and_picture_the_visible_check_first(monkey
     assert runs["self_attention_v2"].results[0].figure == {"probe": "probe_self_attention_v2"}  # hidden only: it
     assert runs["causal"].results[0].figure is None      # the mask check is not about the weights' math
     assert runs["mha"].results[0].figure is None         # a part that crashed or timed out: no probe
+
+
+@pytest.mark.parametrize("clean", [True, False])
+def test_the_probes_run_in_the_child_the_visible_turns_left(monkeypatch, clean):
+    """Issue 38.7: the child that took the visible turns (kept: it forgot its last part cleanly) takes the
+    probes on clocks of their own (next_part with FIGURE_SECONDS), no session or child is opened for
+    them, and it goes on to the hidden turns only when it forgets the probes cleanly too; otherwise it
+    is ended and the place has none (the hidden turns get a fresh one)."""
+    rubric, _ = grading.load_rubric()
+    seen = []
+    monkeypatch.setattr(figures, "take", lambda probe, student, book: seen.append(student.session) or {"probe": 1})
+    runs = {"simple_attention": PartRun("simple_attention", [
+        CheckResult("simple_attention", "scores_and_weights_book_example", False, "wrong")])}
+    sandbox = FakeSandbox()
+    session = FakeSession(0)
+    kept = FakeChild(session, clean=clean)
+    place = runner.Place(sandbox, _context(), session=session, child=kept)
+    pictures = runner.take_pictures(place, runs, rubric, runner.default_fixtures(1, "key"))
+    assert pictures == {"simple_attention": {"probe": 1}} and seen == [kept]
+    assert sandbox.sessions == [] and session.children == [], "a child was opened for the probes"
+    assert kept.parts == [runner.FIGURE_SECONDS, "reset"], kept.parts
+    assert (place.child is kept and not kept.closed) if clean else (place.child is None and kept.closed)
 
 
 def test_a_check_whose_diagnosis_is_withheld_gets_no_picture(monkeypatch):

@@ -50,7 +50,6 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
     for at, (run, part, checks) in enumerate(turns):
         hidden = any(part.checks[n].visibility == "hidden" for n, _ in checks)
         if hidden and pictures is None:  # the pictures are taken before any hidden input exists
-            place.end_child()
             pictures = take_pictures(place, runs, rubric, fixtures, staged)
         missing = staged.missing(run.part)
         if missing or run.timed_out or run.not_graded or run.problem == TRESPASS:
@@ -63,7 +62,7 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
         run_checks(place, run, checks, limits, fixtures, last=at == len(turns) - 1, hidden=hidden)
     place.end_child()
     if pictures is None:  # no hidden turn: the pictures after every check, still before any hidden input
-        pictures = take_pictures(place, runs, rubric, fixtures, staged)
+        pictures = take_pictures(place, runs, rubric, fixtures, staged, keep=False)
     place.close()
     for run in runs.values():
         visible = {n for n, check in rubric.parts[run.part].checks.items() if check.visibility == "visible"}

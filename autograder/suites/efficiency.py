@@ -32,7 +32,7 @@ import re
 import torch
 
 from autograder import source_reading
-from autograder.student import StudentError
+from autograder.student import Step, StudentError
 from autograder.suites import expect
 
 # aten ops (overload packet names) that multiply matrices; einsum, linear and matmul reach the
@@ -172,30 +172,36 @@ def where_bound(student, module, class_name):
     """The child's word on the class module.class_name is bound to: {"module", "qualname", "line",
     "line_module"} (the class's __module__ and __qualname__, the first line of its forward's code and
     that function's module), plain data the grader's own reading must agree with (source_reading.find);
-    None where the child does not say (then the reading alone decides)."""
-    remote = type(student.module(module))
+    None where the child does not say (then the reading alone decides).
 
-    def get(path):
-        try:
-            value = remote(student, {"module": module, "attr": f"{class_name}.{path}"}).get()
-        except StudentError:
-            return None
-        return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+    A forward wrapped by a decorator from outside the submission (@torch.enable_grad(), functools.wraps)
+    runs the decorator's code; the function it wraps is the one written in the submission, so the
+    innermost of forward.__wrapped__.__wrapped__, forward.__wrapped__ and forward whose code has a
+    first line gives it. The line is only a pointer: the reading must still find it among what the
+    class runs. Asked in three plans (Student.plan; one for a forward wrapped twice): each stops where
+    an attribute is missing, which is where the one-by-one questions would have moved on."""
+    def ask(*paths):
+        answers = student.plan([Step("getattr", {"module": module, "attr": f"{class_name}.{path}"}) for path in paths])
+        return [_plain(answer) for answer in answers] + [None] * (len(paths) - len(answers))
 
-    pointer = {"module": get("__module__"), "qualname": get("__qualname__"), "line": None, "line_module": None}
-    # a forward wrapped by a decorator from outside the submission (@torch.enable_grad(), functools.wraps)
-    # runs the decorator's code; the function it wraps is the one written in the submission. The line is
-    # only a pointer: the reading must still find it among what the class runs.
-    for path in ("forward.__wrapped__.__wrapped__", "forward.__wrapped__", "forward"):
-        line = get(f"{path}.__code__.co_firstlineno")
+    wrapped_twice = "forward.__wrapped__.__wrapped__"
+    name, qualname, line, line_module = ask("__module__", "__qualname__", f"{wrapped_twice}.__code__.co_firstlineno",
+                                            f"{wrapped_twice}.__module__")
+    for path in ("forward.__wrapped__", "forward"):
         if line is not None:
-            pointer["line"], pointer["line_module"] = line, get(f"{path}.__module__")
             break
-    if not isinstance(pointer["module"], str) or not isinstance(pointer["qualname"], str):
+        line, line_module = ask(f"{path}.__code__.co_firstlineno", f"{path}.__module__")
+    if not isinstance(name, str) or not isinstance(qualname, str):
         return None
-    if not isinstance(pointer["line"], int) or not isinstance(pointer["line_module"], str):
-        pointer["line"] = pointer["line_module"] = None
-    return pointer
+    if not isinstance(line, int) or not isinstance(line_module, str):
+        line = line_module = None
+    return {"module": name, "qualname": qualname, "line": line, "line_module": line_module}
+
+
+def _plain(answer):
+    """A getattr's answer as where_bound reads it: a string or an int (not a bool), else None (an
+    exception the attribute raised, a handle, anything else)."""
+    return answer if isinstance(answer, (str, int)) and not isinstance(answer, bool) else None
 
 
 def untrusted(sources, module):
