@@ -98,3 +98,22 @@ def test_nbgrader_s_commands_load_the_plugins_without_torch():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip() == "[]", done.stdout
+
+
+def test_the_command_line_loads_torch_only_for_a_command_that_needs_it():
+    """cli.main builds every command's parser by importing its module (commands/<name>.py): a module
+    that imported torch at the top made every command pay for it (`notebooks --check`, `export`,
+    `history`, `--help`: 2.7 s of CPU for milliseconds of work). Parsing any command's arguments
+    loads no torch: a command that grades imports it when it runs."""
+    import subprocess
+    import sys
+
+    from autograder import cli
+
+    probe = ("import sys\nfrom autograder import cli\nfor name in cli.COMMANDS:\n"
+             "    try:\n        cli.main([name, '--help'])\n    except SystemExit:\n        pass\n"
+             "print(sorted(m for m in sys.modules if m == 'torch' or m.startswith('autograder.grading')))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout[-2000:]
+    assert len(cli.COMMANDS) >= 12

@@ -4,7 +4,6 @@ import os
 import sys
 from pathlib import Path
 
-from autograder.batch import run_batch
 from autograder.cli import UsageError, chapter_of, settings_of
 from autograder.course import lateness
 from autograder.rubric import RubricError
@@ -43,6 +42,8 @@ def run(args):
     if args.jobs < 1:
         raise UsageError("--jobs must be at least 1")
     late = late_policy(args)
+    from autograder.batch import run_batch  # here: every command's parser is built from this module (cli.main)
+
     try:  # the summary (stdout) is printed once grades.csv is written
         run_batch(folder, args.out, jobs=args.jobs, force=args.force, rubric_path=args.rubric, summary=sys.stdout,
                   settings=settings_of(args), late=late, chapter=chapter_of(args))
