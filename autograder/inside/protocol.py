@@ -74,14 +74,14 @@ def encode(obj: Any, fallback: Callable[[Any], Any] | None = None) -> tuple[Any,
             return value if math.isfinite(value) else {"__float__": repr(value)}
         if isinstance(value, (list, tuple)):  # a subclass keeps its name (torch.Size), decoded as a list
             inner = depth + 1
-            if inner > MAX_DEPTH:  # the first item, if any, refuses
-                return {"__seq__": kind.__name__, "items": [walk(v, inner) for v in value]}
+            if inner > MAX_DEPTH and value:  # its first item's walk would refuse
+                raise TypeError("structure nested too deeply")
             return {"__seq__": kind.__name__, "items": [v if type(v) in LEAVES else v[:MAX_STRING] if type(v) is str
                                                          else walk(v, inner) for v in value]}
         if isinstance(value, dict):
             inner = depth + 1
-            if inner > MAX_DEPTH:
-                return {"__map__": [[walk(k, inner), walk(v, inner)] for k, v in value.items()]}
+            if inner > MAX_DEPTH and value:
+                raise TypeError("structure nested too deeply")
             return {"__map__": [[k[:MAX_STRING] if type(k) is str else walk(k, inner),
                                  v if type(v) in LEAVES else v[:MAX_STRING] if type(v) is str else walk(v, inner)]
                                 for k, v in value.items()]}
