@@ -79,12 +79,12 @@ def test_a_forked_process_reads_its_own_copy_and_a_removed_group_reads_as_unknow
     """A batch's workers are forked after the counter was opened: there it is opened again (the
     parent's is untouched); once the group is removed, reading says None, as a fresh open would."""
     assert group.cpu_seconds() is not None
-    parent_fd = group._counter[1]
+    parent = group._counter
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read)
-        ok = group.cpu_seconds() is not None and group._counter is not None and group._counter[0] == os.getpid()
+        ok = group.cpu_seconds() is not None and group._counter is not None and group._counter.pid == os.getpid()
         group.close_counter()
         os.write(write, b"1" if ok else b"0")
         os._exit(0)
@@ -93,7 +93,7 @@ def test_a_forked_process_reads_its_own_copy_and_a_removed_group_reads_as_unknow
     os.waitpid(pid, 0)
     os.close(read)
     assert said == b"1", "the forked process did not read the group through a file of its own"
-    assert group._counter == (os.getpid(), parent_fd) and group.cpu_seconds() is not None, \
+    assert group._counter is parent and parent.pid == os.getpid() and group.cpu_seconds() is not None, \
         "the parent's counter was closed by the child"
     cgroup.remove(group.folders)
     assert group.cpu_seconds() is None, "a removed group's counter still read as a number"

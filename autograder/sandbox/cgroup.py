@@ -19,6 +19,8 @@ import os
 import signal
 import time
 
+from autograder.sandbox import procfs
+
 MOUNT = "/sys/fs/cgroup"
 PREFIX = "ch03-sandbox-"  # + the grader's pid, "-", a number
 MEMORY_FILES = ("memory.limit_in_bytes", "memory.max")  # cgroup v1, v2
@@ -78,7 +80,7 @@ class Group:
 
     def __init__(self, folders: list[str], processes: int) -> None:
         self.folders, self.processes = folders, processes
-        self._counter: tuple[int, int] | None = None  # (pid that opened it, fd) of the CPU counter found
+        self._counter: procfs.KeptOpen | None = None  # the CPU counter found, kept open
 
     def procs_files(self) -> list[str]:
         """The files a process writes its pid into to join (the fork server's start-up shim)."""
@@ -116,31 +118,25 @@ class Group:
         cgroup v1's cpuacct.usage (ns) or v2's cpu.stat usage_usec. Read after every request a part's
         child answers: the file found first is kept open and read again from its start (a control
         group's files are generated on each read), found again in a process forked since."""
-        if self._counter is not None and self._counter[0] == os.getpid():
-            used = _read_counter(self._counter[1])
+        if self._counter is not None and self._counter.pid == os.getpid():
+            used = _read_counter(self._counter)
             if used is not None:
                 return used
         self.close_counter()
         for path in (os.path.join(folder, name) for folder in self.folders for name in CPU_COUNTERS):
             try:
-                fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+                counter = procfs.KeptOpen(path)
             except OSError:
                 continue
-            used = _read_counter(fd)
+            used = _read_counter(counter)
             if used is not None:
-                self._counter = (os.getpid(), fd)
+                self._counter = counter
                 return used
-            os.close(fd)
         return None
 
     def close_counter(self) -> None:
-        """Close the CPU counter this process keeps open (remove() works with it open; a read after
-        that fails, and the next cpu_seconds looks again)."""
-        if self._counter is not None and self._counter[0] == os.getpid():
-            try:
-                os.close(self._counter[1])
-            except OSError:
-                pass
+        """Close the CPU counter kept open (remove() works with it open; a read after that fails, and
+        the next cpu_seconds looks again); in a process forked since, its copy there."""
         self._counter = None
 
     def has_cpu_share(self) -> bool:
@@ -159,10 +155,10 @@ class Group:
 CPU_COUNTERS = ("cpuacct.usage", "cpu.stat")  # cgroup v1 (ns), v2 (a line "usage_usec N")
 
 
-def _read_counter(fd: int) -> float | None:
+def _read_counter(counter: procfs.KeptOpen) -> float | None:
     """Seconds of CPU an open cpuacct.usage or cpu.stat says, read from its start; None on failure."""
     try:
-        data = os.pread(fd, 4096, 0)
+        data = counter.read()
         if data.startswith(b"usage_usec "):  # cpu.stat's first line
             return int(data.split(None, 2)[1]) / 1e6
         if b"usage_usec " in data:

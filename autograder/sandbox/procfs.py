@@ -19,30 +19,38 @@ def schedstat(path: str) -> tuple[float, float] | None:
         return None
 
 
-class _KeptOpen:
-    """A file descriptor closed when the last reference goes (the thread that holds it ends, or a
-    process forked since replaces it: its copy of the descriptor is closed there)."""
+class KeptOpen:
+    """A file kept open to be read again from its start (a /proc or control-group file is generated
+    on each read); its descriptor is closed when the last reference goes (the thread that holds it
+    ends, its owner drops it, or a process forked since replaces it: its copy is closed there).
+    `pid`: the process that opened it."""
+
+    fd = -1  # until the open succeeds (OSError: nothing to close)
 
     def __init__(self, path: str) -> None:
         self.pid, self.fd = os.getpid(), os.open(path, os.O_RDONLY | os.O_CLOEXEC)
 
+    def read(self, size: int = 4096) -> bytes:
+        return os.pread(self.fd, size, 0)
+
     def __del__(self) -> None:
-        try:
-            os.close(self.fd)
-        except OSError:
-            pass
+        if self.fd >= 0:
+            try:
+                os.close(self.fd)
+            except OSError:
+                pass
 
 
 class _OwnSchedstat(threading.local):
     """The calling thread's /proc/thread-self/schedstat, opened once per thread (the link resolves
     to the thread that opens it) and read again from its start; closed when the thread ends."""
 
-    file: _KeptOpen | None = None
+    file: KeptOpen | None = None
 
     def read(self) -> bytes:
         if self.file is None or self.file.pid != os.getpid():  # first use here, or forked since
-            self.file = _KeptOpen("/proc/thread-self/schedstat")
-        return os.pread(self.file.fd, 256, 0)
+            self.file = KeptOpen("/proc/thread-self/schedstat")
+        return self.file.read(256)
 
 
 _OWN = _OwnSchedstat()
