@@ -108,9 +108,9 @@ class Engine:
 
     def for_worker(self, sandbox: Sandbox | None, slot: int) -> Engine:
         """An engine for a worker process of this run: the same settings, rubric and suites (this engine's,
-        inherited by the forked worker: the rubric the run's fingerprint was taken of, not read and parsed
-        again in every worker; read here where this engine has none yet) and environment check, grading
-        in `sandbox` (its door to the run's fork server) or a fork server of its own."""
+        which the forked worker inherits, instead of reading and checking the rubric file again in every
+        worker; read here only where this engine has none yet) and environment check, grading in
+        `sandbox` (its door to the run's fork server) or a fork server of its own."""
         worker = Engine(self.settings, self.rubric_path, self.chapter)
         worker.environment_check = self.environment_check
         worker.start_sandbox(slot, sandbox)

@@ -112,8 +112,8 @@ def _grade_one(student: str, path: str) -> Graded:
 
 def _pictures(results: Results) -> dict[str, Any]:
     """The pictures of every figure the feedback of results shows ({} where none can be drawn here: the
-    parent then draws or words them as before). A record with no figure (most: a failed weight check
-    carries one) imports nothing to draw."""
+    parent then draws or words them as before). Only a failed weight check carries a figure: a record
+    with none asks nothing of matplotlib here."""
     try:
         figures = [f for found in html_feedback.figures_by_part(results).values() for _, f in found]
         return plots.draw_all(figures) if figures and plots.available() else {}
