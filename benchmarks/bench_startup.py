@@ -17,7 +17,8 @@ by role:
     env check sessions  the sessions of the environment check's grading of the reference (only where
                    it is not cached: --fresh-cache gives it an empty cache folder), told apart as the
                    sessions opened before the first worker was forked
-    other          any other process of the tree (each is listed by its name)
+    other          any other process of the tree (each is listed by its name; where pids wrapped
+                   during the run, pid_max being small, a neighbour's process may land here)
 
 The records' resolution is the kernel's accounting tick (10 ms). Medians over the repeats, in CPU
 seconds; the load average at the start and the end is printed with them: other work on the machine
@@ -60,10 +61,16 @@ def records(path: Path) -> list[dict]:
     return out
 
 
-def classify(recs: list[dict], root: int, reaper: int) -> dict:
+def classify(recs: list[dict], root: int, reaper: int, env_check: bool = False) -> dict:
     """Sum the CPU of root's process tree by role (see the module's docstring). reaper: this process,
     made the subreaper of the batch's tree, so that an orphan (bwrap forks and its first process
-    exits) is recorded with this process as its parent instead of init."""
+    exits) is recorded with this process as its parent instead of init. env_check: the reference was
+    graded (no cached verdict), so the sessions opened before the first worker are the env check's."""
+    pid_max = int(Path("/proc/sys/kernel/pid_max").read_text())
+
+    def after_root(pid: int) -> int:
+        return (pid - root) % pid_max
+
     children: dict[int, list[dict]] = {}
     for r in recs:
         children.setdefault(r["ppid"], []).append(r)
@@ -95,8 +102,9 @@ def classify(recs: list[dict], root: int, reaper: int) -> dict:
         for session in children.get(server["pid"], []):  # an intermediate: one per session
             inside = [session] + subtree(session["pid"])
             in_sessions |= {r["pid"] for r in inside}
-            # the env check's sessions are opened before any worker exists (pids grow within a run)
-            env = first_worker is None or session["pid"] < first_worker
+            # the env check's sessions are opened before any worker exists (pids grow within a run, from
+            # the batch's own, modulo pid_max: they wrap every few minutes on a busy machine)
+            env = env_check and (first_worker is None or after_root(session["pid"]) < after_root(first_worker))
             add("env check sessions" if env else "sessions", sum(r["cpu"] for r in inside))
     for r in tree:
         if r["pid"] in in_sessions:
@@ -139,7 +147,7 @@ def one_run(students: int, jobs: int, fresh_cache: bool) -> dict:
             libc.acct(None)
         if proc.returncode != 0:
             raise SystemExit(f"batch failed ({proc.returncode}): {err[-2000:]}")
-        return classify(records(log), proc.pid, os.getpid())
+        return classify(records(log), proc.pid, os.getpid(), env_check=fresh_cache)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
