@@ -1,5 +1,5 @@
-"""The grader's own temporary folders: each named after the process that made it, and swept once
-that process is gone.
+"""The grader's own temporary folders and files: each named after the process that made it, and
+swept once that process is gone.
 
 A folder made here is `<kind>-<pid>.<start>.<pidns>-<label><random>` in the temporary folder
 (tempfile's: TMPDIR, else /tmp), mode 0700: `pid` the process that made it, `start` that process's
@@ -19,7 +19,12 @@ is gone. What it touches, and nothing else:
 
 So two graders on one machine never remove each other's live folders: a folder exists only while
 its owner can be found alive under its name, from the moment it is made (by the owner itself).
-tests/test_scratch_sweep.py.
+
+The same holds for a file written whole or not at all (`replaced(path)`: the batch's outputs, the
+class report, an LMS export, the environment check's cache): it is written as
+`.partial-<pid>.<start>.<pidns>-<name>.<random>` beside `path` (mode 0600) and moved onto `path`
+when complete, removed if the writing fails; the first such write of a process in a folder removes
+the partial files there whose owner is gone. tests/test_scratch_sweep.py.
 """
 from __future__ import annotations
 
@@ -30,13 +35,18 @@ import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import IO
 
 # every kind of folder the grader makes in the temporary folder (docs/sandbox.md, "The grader's
 # temporary files"): staging (grading.py), a zip unpacked (submission.py), nbgrader's cells as
 # modules (deploy/nbgrader_plugins.py), a selftest entry applied (selftest/), a session's folder
 # where there is no room (sandbox/session.py)
 KINDS = ("staged", "unzipped", "nbgrader-modules", "selftest", "ch03-session")
-_NAME = re.compile(r"(?P<kind>" + "|".join(map(re.escape, KINDS)) + r")-(?P<pid>\d+)\.(?P<start>\d+)\.(?P<ns>\d+)-")
+PARTIAL = ".partial"  # a file being written (replaced): the only kind that is a file, not a folder
+_NAME = re.compile(r"(?P<kind>" + "|".join(map(re.escape, (*KINDS, PARTIAL)))
+                   + r")-(?P<pid>\d+)\.(?P<start>\d+)\.(?P<ns>\d+)-")
+_SWEPT: dict[int, set[str]] = {}  # {pid: folders this process has swept of partial files}
 
 
 def start_time(pid: int) -> int:
@@ -94,9 +104,35 @@ def _gone(pid: int, start: int) -> bool:
         return False
 
 
-def sweep(where: str | None = None) -> list[str]:
-    """Remove the folders of KINDS in `where` (default: the temporary folder) that this uid's
-    processes of this PID namespace made and left behind when they died -> the paths removed."""
+@contextmanager
+def replaced(path: str | Path, encoding: str | None = "utf-8", newline: str | None = None) -> Iterator[IO[str]]:
+    """A text file to write path with: a partial file beside it, moved onto path when the block ends,
+    removed (and path untouched) when it raises. The first call of a process in a folder sweeps
+    that folder first (partial files only)."""
+    path = Path(path)
+    folder = str(path.parent)
+    swept = _SWEPT.setdefault(os.getpid(), set())
+    if folder not in swept:
+        sweep(folder, partial=True)
+        swept.add(folder)
+    me = owner()
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f"{PARTIAL}-{me}-{path.name}." if me else f"{PARTIAL}-{path.name}.")
+    try:
+        with open(fd, "w", encoding=encoding, newline=newline) as f:
+            yield f
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def sweep(where: str | None = None, partial: bool = False) -> list[str]:
+    """Remove the folders of KINDS (with partial: the partial files instead) in `where` (default: the
+    temporary folder) that this uid's processes of this PID namespace made and left behind when
+    they died -> the paths removed."""
     where = where if where is not None else tempfile.gettempdir()
     ns, uid = _pid_namespace(), os.geteuid()
     if ns is None:
@@ -108,15 +144,22 @@ def sweep(where: str | None = None) -> list[str]:
         return []
     for entry in entries:
         found = _NAME.match(entry.name)
-        if not found or found["ns"] != ns:
+        if not found or found["ns"] != ns or (found["kind"] == PARTIAL) != partial:
             continue
         try:
             info = entry.stat(follow_symlinks=False)
         except OSError:
             continue
-        if not stat.S_ISDIR(info.st_mode) or info.st_uid != uid or not _gone(int(found["pid"]), int(found["start"])):
+        kind_ok = stat.S_ISREG(info.st_mode) if partial else stat.S_ISDIR(info.st_mode)  # never a link
+        if not kind_ok or info.st_uid != uid or not _gone(int(found["pid"]), int(found["start"])):
             continue
-        shutil.rmtree(entry.path, ignore_errors=True)  # never follows a link (descriptor-based on Linux)
+        if partial:
+            try:
+                os.unlink(entry.path)
+            except OSError:
+                continue
+        else:
+            shutil.rmtree(entry.path, ignore_errors=True)  # never follows a link (descriptor-based on Linux)
         if not os.path.lexists(entry.path):
             removed.append(entry.path)
     return removed

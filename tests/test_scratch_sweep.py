@@ -188,3 +188,46 @@ for attempt in (lambda: os.listdir({folder!r}), lambda: open({folder!r} + "/caus
         pass
 """], capture_output=True, text=True)
         assert probe.returncode == 0, probe.stderr
+
+
+# a batch writing an output (outputs.atomic_write: scratch.replaced), stopped half-way through the file
+WRITER = """
+import sys
+from pathlib import Path
+from autograder import scratch
+with scratch.replaced(Path(sys.argv[1])) as f:
+    f.write("half of a student's feedback")
+    f.flush()
+    print("written", flush=True)
+    sys.stdin.read()
+"""
+
+
+@pytest.mark.quick  # one small process, no torch
+def test_a_writer_killed_mid_file_leaves_a_partial_the_next_write_there_removes(tmp_path):
+    """Expected: the killed writer's partial file (named after its pid, mode 0600) is left and the
+    target not written; the next batch's write in that folder (outputs.atomic_write) removes it and
+    writes the target whole; a write that raises leaves the target as it was and no partial."""
+    from autograder.batch.outputs import atomic_write
+
+    target = tmp_path / "feedback" / "alice.md"
+    target.parent.mkdir()
+    writer = start(WRITER, target)
+    try:
+        assert writer.stdout.readline() == "written\n", "the writer ended before it wrote"  # its own word
+        os.kill(writer.pid, signal.SIGKILL)
+    finally:
+        writer.kill()
+        writer.wait()
+    [partial] = os.listdir(target.parent)
+    assert partial.startswith(f"{scratch.PARTIAL}-{writer.pid}.")
+    partial = target.parent / partial
+    assert partial.read_text() == "half of a student's feedback"
+    assert stat.S_IMODE(os.stat(partial).st_mode) == 0o600 and not target.exists()
+
+    atomic_write(target, "all of it\n")
+    assert sorted(os.listdir(target.parent)) == ["alice.md"] and target.read_text() == "all of it\n"
+    with pytest.raises(ZeroDivisionError), scratch.replaced(target) as f:
+        f.write("half")
+        1 / 0
+    assert sorted(os.listdir(target.parent)) == ["alice.md"] and target.read_text() == "all of it\n"
