@@ -227,7 +227,7 @@ def test_a_writer_killed_mid_file_leaves_a_partial_the_next_write_there_removes(
 
     atomic_write(target, "all of it\n")
     assert sorted(os.listdir(target.parent)) == ["alice.md"] and target.read_text() == "all of it\n"
-    with pytest.raises(ZeroDivisionError), scratch.replaced(target) as f:
+    with pytest.raises(RuntimeError, match="a report failed"), scratch.replaced(target) as f:
         f.write("half")
-        1 / 0
+        raise RuntimeError("a report failed half-way")
     assert sorted(os.listdir(target.parent)) == ["alice.md"] and target.read_text() == "all of it\n"
