@@ -217,9 +217,7 @@ def _what_to_fix(checks, parts, modules=None):
     lines = ["What to fix:"] if items else []
     for item in items:  # one line each, the checks it failed in and the student's own error text after it
         lines.append(in_notebook_words(f"  - {item.label} (-{_fmt(item.points)}): {item.message}", modules))
-        for note in (item.failed_in, item.lost_note, item.voided_note):
-            if note:
-                lines.append(in_notebook_words(f"    {note}", modules))
+        lines += [in_notebook_words(f"    {note}", modules) for note in item.notes]
         if item.own_text:
             lines.append(f"    {OWN_TEXT}: {item.own_text}")
     return lines
