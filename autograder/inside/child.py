@@ -22,6 +22,9 @@ from autograder.inside.counting import count_ops
 WORKSPACE = None  # the folder holding the student's modules, set by serve()
 WORKSPACE_NAMES = ()  # the module names of its top-level .py files, set by serve()
 DEVICE = "cpu"    # where the student's modules and the inputs given to them live (`grade --device`)
+# part_reset.snapshot() of this child before any student code, filled by serve() (in place: this module's
+# globals are watched, and the snapshot is of them)
+AS_NEW: dict[str, Any] = {}
 
 
 class Handles:
@@ -45,10 +48,14 @@ class Handles:
 
 
 def reset_global_state(seed):
-    """Every operation starts from the same global state, whatever the previous one left: float32 by
+    """Every operation starts from the same global state, whatever the previous one left or a module
+    did at import (another part's among them: mha.py imports causal.py): in a served child, every
+    setting, mode and watched function as before any student code (part_reset.restore); float32 by
     default, gradients on, each generator seeded with `seed`. A switch already as required is read,
     not set again (reading is 30 times cheaper); every generator is set on every call, as reading
     its state costs more than setting it, so no operation's draws depend on what ran before."""
+    if AS_NEW:
+        part_reset.restore(AS_NEW)
     if torch.get_default_dtype() is not torch.float32:
         torch.set_default_dtype(torch.float32)
     if not torch.is_grad_enabled():
@@ -369,6 +376,7 @@ def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memo
     stand_in.CHANNEL.update(requests=requests_fd, replies=replies_fd)
     # before any student code: what a reset child must look like (this module and the protocol watched too)
     as_new = part_reset.snapshot(also_watched=(protocol, sys.modules[__name__]))
+    AS_NEW.update(as_new)
     protocol.send(replies_fd, {"ready": True, "protections": list(protections)})
     handles = Handles()
     while True:

@@ -8,6 +8,15 @@ standard library, the interpreter's and torch's global switches, the environment
 open files, the processes in the namespace, /tmp and /dev/shm. Any difference and the child is
 retired: the next part gets a fresh one, as if each part had its own.
 
+Before each operation (child.reset_global_state) the child also puts back, as the snapshot has them,
+what a module of ANOTHER part could change while this part runs (mha.py imports causal.py; a
+dependency's probe runs causal's forward in mha's child): every torch switch with a setter
+(`_settings()`: each zero-argument torch._C._get_X with a _set_X, found by name, and the public ones
+beside them), the torch function and dispatch modes pushed since (a default device among them), NumPy's
+error handling, the warnings filters, the recursion limit, the trace and profile functions, the
+collector's switch, and every function or class of a watched namespace replaced or removed
+(`restore()`). So no operation depends on what a module did at import or an earlier operation did.
+
 This protects honest code from its own side effects (a learner's `torch.set_default_dtype` at
 import, a patched function, a left-over thread); it is not a wall. A hostile submission can
 hide a change from this check, but only from its own later parts, which run its own code
@@ -145,6 +154,81 @@ def _version(d):
     return _dict_version(d) if VERSIONS and type(d) is dict else None
 
 
+# torch._C's getters that are not settings a check's numbers depend on (names, tracing, graph state)
+_NOT_SETTINGS = {"_get_thread_name", "_get_tracing_state", "_get_graph_exec_group", "_get_value_trace",
+                 "_get_tensor_metadata", "_get_dispatch_mode"}
+_DENORMAL = 1e-310  # a subnormal double: x * 1.0 is 0.0 once denormals are flushed (torch.set_flush_denormal)
+
+
+def _flushing_denormals():
+    return _DENORMAL * 1.0 == 0.0
+
+
+def _public_setters():
+    """torch's settings set through its public functions, as (read, set) pairs."""
+    def anomaly(value):
+        torch.set_anomaly_enabled(*value)
+
+    def deterministic(value):
+        torch.use_deterministic_algorithms(value[0], warn_only=value[1])
+
+    return [
+        (torch.get_default_dtype, torch.set_default_dtype),
+        (torch.is_grad_enabled, torch.set_grad_enabled),
+        (torch.get_num_threads, torch.set_num_threads),
+        (lambda: (torch.is_anomaly_enabled(), torch.is_anomaly_check_nan_enabled()), anomaly),
+        (lambda: (torch.are_deterministic_algorithms_enabled(),
+                  torch.is_deterministic_algorithms_warn_only_enabled()), deterministic),
+        (_flushing_denormals, torch.set_flush_denormal),
+    ]
+
+
+def _find_setters():
+    """Every torch switch this child can read and set again: each torch._C._get_X that takes no
+    argument and has a _set_X taking back what it reads (the backends' flags, matmul precision, SDPA's
+    kernels, the quantized engine, ...: found by name, so a switch a newer torch adds is covered), then
+    the public ones (_public_setters). Tried once here, in the fork server, each set to its own value."""
+    found = []
+    for name in sorted(dir(torch._C)):
+        if not name.startswith("_get_") or name in _NOT_SETTINGS or not hasattr(torch._C, "_set_" + name[5:]):
+            continue
+        get, put = getattr(torch._C, name), getattr(torch._C, "_set_" + name[5:])
+        try:
+            value = get()
+            put(*value) if isinstance(value, tuple) else put(value)
+            if get() != value:
+                continue
+        except Exception:  # takes an argument, or cannot be set on this build
+            continue
+        found.append((get, (lambda put: lambda value: put(*value) if isinstance(value, tuple) else put(value))(put)))
+    for get, put in _public_setters():
+        try:
+            put(get())
+        except Exception:  # a build without it
+            continue
+        found.append((get, put))
+    return tuple(found)
+
+
+SETTERS = _find_setters()
+_GETTERS = tuple(get for get, _ in SETTERS)
+
+
+def _settings():
+    """The values of SETTERS' switches, in order (one torch cannot read: its error's type, a changed value too)."""
+    try:
+        return tuple([get() for get in _GETTERS])
+    except Exception:  # one torch refuses to read
+        return tuple(map(_read, SETTERS))
+
+
+def _read(setter):
+    try:
+        return setter[0]()
+    except Exception as exc:  # torch refuses to read it (its matmul precision, set by two APIs at once)
+        return f"unreadable: {type(exc).__name__}"
+
+
 def _switches():
     """The interpreter's, torch's and NumPy's global settings a check's numbers could depend on."""
     def optional(name, *args):
@@ -159,8 +243,7 @@ def _switches():
     hooks = [len(getattr(module_hooks, name)) for name in dir(module_hooks)
              if name.startswith("_global_") and isinstance(getattr(module_hooks, name), dict)]
     return (
-        torch.get_default_dtype(), torch.is_grad_enabled(), torch.get_num_threads(), torch.is_anomaly_enabled(),
-        torch.are_deterministic_algorithms_enabled(), torch.is_inference_mode_enabled(),
+        _settings(), torch.is_inference_mode_enabled(),
         optional("get_default_device"), optional("_len_torch_function_stack"),
         optional("_len_torch_dispatch_stack"), tuple(hooks), torch.backends.mkldnn.enabled,
         (opts.precision, opts.threshold, opts.edgeitems, opts.linewidth, opts.sci_mode),
@@ -207,7 +290,105 @@ def snapshot(also_watched=()):
     watched = {getattr(space, "__name__", "") for space in _watched(also)}
     return {"modules": set(sys.modules), "watched": {name: id(sys.modules.get(name)) for name in watched},
             "namespaces": _namespaces(also), "switches": _switches(), "around": _processes_and_files(),
-            "rss": _resident()}
+            "rss": _resident(), "restore": _restorable(), "versions": _version_views(_namespaces(also))}
+
+
+def _version_views(saved):
+    """Per watched namespace whose dict version is readable: [a ctypes view of that version, the version
+    it must have, the namespace's _namespaces entry]. The views are made once: reading one is a fiftieth
+    of the cost of _dict_version, which restore() would pay for each namespace before every operation;
+    restore() moves the version on where it has put a namespace back exactly as it was."""
+    return [[ctypes.c_uint64.from_address(id(inner) + _VERSION_OFFSET), version, entry]
+            for entry in saved for _, inner, version, _, _ in [entry] if version is not None]
+
+
+def _restorable():
+    """What restore() puts back, as it is now: (settings, function modes, dispatch modes, NumPy's error
+    handling, the warnings filters' list and its entries, recursion limit, trace, profile, gc switch)."""
+    return (_settings(), torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack(),
+            np.geterr(), warnings.filters, list(warnings.filters), sys.getrecursionlimit(), sys.gettrace(),
+            sys.getprofile(), gc.isenabled())
+
+
+def restore(before):
+    """Before an operation: every setting, mode and watched function as the snapshot `before` has them
+    (see the module's docstring). A name added to a watched namespace stays (a learner's helper method
+    on a class is theirs to use); one replaced or removed gets its object back. What cannot be put back
+    here (a module replaced in sys.modules, a thread, a file) is still found by reset() and retires the
+    child after the part. Reads only, when nothing changed (a few microseconds)."""
+    settings, functions, dispatch, errors, filters, filter_list, limit, trace, profile, collecting = before["restore"]
+    if _settings() != settings:
+        for (get, put), value in zip(SETTERS, settings, strict=True):
+            try:
+                if _read((get, put)) != value:
+                    put(value)
+            except Exception:  # reset() still finds it
+                pass
+    if torch._C._len_torch_function_stack() != functions:
+        _pop_function_modes(functions)
+    if torch._C._len_torch_dispatch_stack() != dispatch:
+        from torch.utils._python_dispatch import _pop_mode
+        while torch._C._len_torch_dispatch_stack() > dispatch:
+            _pop_mode()
+    if np.geterr() != errors:
+        np.seterr(**errors)
+    if warnings.filters is not filters or warnings.filters != filter_list:
+        warnings.filters = filters
+        filters[:] = filter_list
+        warnings._filters_mutated()
+    if sys.getrecursionlimit() != limit:
+        sys.setrecursionlimit(limit)
+    if sys.gettrace() is not trace:
+        sys.settrace(trace)
+    if sys.getprofile() is not profile:
+        sys.setprofile(profile)
+    if gc.isenabled() != collecting:
+        (gc.enable if collecting else gc.disable)()
+    for kept in before["versions"]:
+        if kept[0].value != kept[1]:
+            _restore_namespace(kept[2])
+            if _namespaces_as_before([kept[2][:2] + (None,) + kept[2][3:]]):  # exactly as it was: fast again
+                kept[1] = kept[0].value
+    for entry in before["namespaces"]:
+        if entry[2] is None:
+            _restore_namespace(entry)
+
+
+def _pop_function_modes(depth):
+    """The torch function modes pushed since the snapshot, popped: a default device first
+    (torch.set_default_device keeps its mode in torch._GLOBAL_DEVICE_CONTEXT, and undoes it there)."""
+    context = getattr(torch._GLOBAL_DEVICE_CONTEXT, "device_context", None)
+    if context is not None:
+        try:
+            torch.set_default_device(None)
+        except Exception:  # its mode was not on top: popped below, forgotten here
+            torch._GLOBAL_DEVICE_CONTEXT.device_context = None
+    while torch._C._len_torch_function_stack() > depth:
+        torch._C._pop_torch_function_stack()
+
+
+_MISSING = object()
+
+
+def _restore_namespace(entry):
+    """Every name of a watched namespace (entry: its _namespaces entry) that holds another object, or
+    none, given its object back; a name added to a class that hides one of its bases' (torch.Tensor.softmax
+    over TensorBase's) removed. Other added names stay: a learner's helper is theirs to use."""
+    space, _, _, names, values = entry
+    now = vars(space)
+    for name, value in zip(names, values, strict=True):
+        if now.get(name, _MISSING) is not value:
+            try:
+                setattr(space, name, value)
+            except (AttributeError, TypeError):  # a read-only attribute: reset() still finds it
+                pass
+    if isinstance(space, type) and len(now) != len(names):
+        kept = set(names)
+        for name in [n for n in now if n not in kept and any(n in vars(base) for base in space.__mro__[1:])]:
+            try:
+                delattr(space, name)
+            except (AttributeError, TypeError):
+                pass
 
 
 def forget_student_modules(before, workspace):

@@ -1,0 +1,133 @@
+"""What one part's module does to the interpreter's global state never changes another part's grade
+(developers' guide, principle 2; principle 4: no check depends on what a module does at import).
+
+mha.py imports causal.py, and mha's dependency probe runs causal's forward in mha's child: a
+setting, mode or patched function left by causal's module reached mha's own checks, before the child
+was reset after the part (inside/part_reset.py). Measured 2026-11-28 on the reference with one line
+added to causal.py: `torch.set_default_device("cuda")` (on a CPU machine), a `torch.softmax`,
+`nn.Module.__call__` or `nn.Linear.forward` replaced, a TorchFunctionMode or TorchDispatchMode entered,
+each cost mha 1 to 13 checks. Now every operation starts from the child's snapshot
+(part_reset.restore, before each operation: child.reset_global_state).
+"""
+import gc
+import shutil
+import sys
+import warnings
+
+import numpy as np
+import pytest
+import torch
+
+from autograder import PROJECT_ROOT, grading
+from autograder.inside import child, part_reset, protocol
+from autograder.sandbox import client
+
+WATCHED_TOO = (protocol, sys.modules[child.__name__])  # as the child watches them (child.serve)
+
+# what an honest learner's module may leave behind, each undone by part_reset.restore
+SPOILS = {
+    "matmul_precision": lambda: torch.set_float32_matmul_precision("medium"),
+    "backends": lambda: (setattr(torch.backends.cudnn, "benchmark", True), setattr(torch.backends.mkldnn, "enabled", False),
+                         torch.backends.cuda.enable_flash_sdp(False), setattr(torch.backends.cuda.matmul, "allow_tf32", True)),
+    "flush_denormal": lambda: torch.set_flush_denormal(True),
+    "num_threads": lambda: torch.set_num_threads(torch.get_num_threads() + 2),
+    "anomaly": lambda: torch.autograd.set_detect_anomaly(True),
+    "deterministic": lambda: torch.use_deterministic_algorithms(True, warn_only=True),
+    "default_dtype": lambda: torch.set_default_dtype(torch.float64),
+    "grad_off": lambda: torch.set_grad_enabled(False),
+    "default_device": lambda: torch.set_default_device("cpu"),
+    "function_mode": lambda: torch.overrides.TorchFunctionMode().__enter__(),
+    "dispatch_mode": lambda: __import__("torch.utils._python_dispatch").utils._python_dispatch.TorchDispatchMode().__enter__(),
+    "numpy_errors": lambda: np.seterr(all="raise"),
+    "warnings_error": lambda: warnings.simplefilter("error"),
+    "recursion_limit": lambda: sys.setrecursionlimit(200),
+    "gc_disabled": gc.disable,
+    "torch_softmax": lambda: setattr(torch, "softmax", lambda x, dim=-1, **k: torch.zeros_like(x)),
+    "F_softmax": lambda: setattr(torch.nn.functional, "softmax", lambda x, dim=-1, **k: torch.zeros_like(x)),
+    "Tensor_softmax": lambda: setattr(torch.Tensor, "softmax", lambda self, dim=-1, **k: torch.zeros_like(self)),
+    "Module_call": lambda: setattr(torch.nn.Module, "__call__", lambda self, *a, **k: None),
+    "removed": lambda: delattr(torch.nn.functional, "relu"),
+}
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("spoil", sorted(SPOILS))
+def test_restore_undoes_each_kind_of_global_state(spoil):
+    """Each change is seen (the child would be retired after the part) and undone by restore: the
+    settings and namespaces are then exactly as in the snapshot. (A helper added to a class stays.)"""
+    snap = part_reset.snapshot(also_watched=WATCHED_TOO)
+    trace = sys.gettrace()  # a debugger's or coverage's: the snapshot's, kept
+    try:
+        torch.Tensor.learners_helper = lambda self: self
+        SPOILS[spoil]()
+        changed = part_reset._switches() != snap["switches"] or not part_reset._namespaces_as_before(snap["namespaces"])
+        assert changed, spoil
+        part_reset.restore(snap)
+        assert torch.Tensor.learners_helper is not None  # added, hides nothing: the learner's to use
+        del torch.Tensor.learners_helper
+        assert part_reset._switches() == snap["switches"], spoil
+        # a name removed and put back is last now: restored, and still a change the reset retires the child for
+        assert part_reset._namespaces_as_before(snap["namespaces"]) is (spoil != "removed"), spoil
+        assert torch.nn.functional.relu(torch.tensor([-1.0])).tolist() == [0.0]
+        assert torch.softmax(torch.zeros(2), dim=-1).tolist() == [0.5, 0.5]
+        assert sys.gettrace() is trace
+    finally:
+        part_reset.restore(snap)
+        vars(torch.Tensor).get("learners_helper") and delattr(torch.Tensor, "learners_helper")
+
+
+@pytest.mark.quick
+def test_the_settings_are_found_by_name():
+    """torch._C's zero-argument getters with a setter are found without a list kept here (a switch a
+    newer torch adds is covered): those the course's learners are known to change among them."""
+    names = {getattr(get, "__name__", "") for get, _ in part_reset.SETTERS}
+    assert {"_get_float32_matmul_precision", "_get_cudnn_benchmark", "_get_mkldnn_enabled", "_get_cudnn_allow_tf32",
+            "_get_deterministic_algorithms", "get_default_dtype", "is_grad_enabled", "get_num_threads"} <= names, names
+
+
+CAUSAL_IMPORT = "import torch\nimport torch.nn as nn\n"
+
+# (a line a learner put in causal.py, where: at import or first in CausalAttention.forward, whether
+# causal keeps full marks): mha, which imports causal and whose probe runs its forward, keeps full marks
+CASES = {
+    "default_device_cuda_at_import": ('torch.set_default_device("cuda")', "import", True),
+    "default_device_cuda_in_forward": ('torch.set_default_device("cuda")', "forward", True),  # forward makes no tensor
+    "torch_softmax_at_import": ("torch.softmax = lambda x, dim=-1, **k: torch.zeros_like(x)", "import", True),
+    "torch_softmax_in_forward": ("torch.softmax = lambda x, dim=-1, **k: torch.zeros_like(x)", "forward", False),
+    "linear_forward_in_forward": ("nn.Linear.forward = lambda self, x: torch.zeros(*x.shape[:-1], self.out_features)",
+                                  "forward", False),
+    "module_call_at_import": ("nn.Module.__call__ = lambda self, *a, **k: self.forward(*a, **k) * 0", "import", True),
+    "harmless_settings_in_forward": ('torch.set_num_threads(1)\ntorch.set_float32_matmul_precision("high")\n'
+                                     'torch.backends.cudnn.benchmark = True\nimport warnings\nwarnings.simplefilter("error")',
+                                     "forward", True),
+}
+
+
+def with_line(tmp_path, line, where):
+    folder = tmp_path / "student"
+    shutil.copytree(PROJECT_ROOT / "solutions" / "ch03", folder, ignore=shutil.ignore_patterns("__pycache__"))
+    source = (folder / "causal.py").read_text()
+    if where == "import":
+        source += "\n" + line + "\n"
+    else:
+        first = "        b, num_tokens, d_in = x.shape\n"
+        assert first in source
+        source = source.replace(first, "".join(f"        {text}\n" for text in line.splitlines()) + first, 1)
+    (folder / "causal.py").write_text(source)
+    return folder
+
+
+@pytest.mark.skipif(not client.plan()["room"], reason="this machine cannot build the sandbox")
+@pytest.mark.parametrize("case", [pytest.param(c, marks=pytest.mark.quick) if c == "torch_softmax_in_forward" else c
+                                  for c in sorted(CASES)])
+def test_another_parts_side_effect_costs_mha_nothing(engine, tmp_path, case):
+    line, where, harmless = CASES[case]
+    rubric, suites, sandbox = engine
+    grade = grading.grade_submission(with_line(tmp_path, line, where), rubric, suites, sandbox, seed=1,
+                                     parts=["causal", "mha"], figures=False)
+    lost = {part: [(c.name, c.message) for c in grade.checks if c.part == part and not c.passed] for part in ("causal", "mha")}
+    assert lost["mha"] == [], f"{case}: mha lost points to causal.py's line"
+    if harmless:
+        assert lost["causal"] == [], f"{case}: causal lost points to a harmless line (or one at import)"
+    else:  # graded on its own merit: its own part loses points, with the check's own words
+        assert lost["causal"] and all(message for _, message in lost["causal"]), case
