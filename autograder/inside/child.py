@@ -375,8 +375,8 @@ def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memo
         sys.dont_write_bytecode = True
     stand_in.CHANNEL.update(requests=requests_fd, replies=replies_fd)
     # before any student code: what a reset child must look like (this module and the protocol watched too)
-    as_new = part_reset.snapshot(also_watched=(protocol, sys.modules[__name__]))
-    AS_NEW.update(as_new)
+    as_new = AS_NEW  # filled in place, and read by reset_global_state and by the reset between parts
+    as_new.update(part_reset.snapshot(also_watched=(protocol, sys.modules[__name__])))
     protocol.send(replies_fd, {"ready": True, "protections": list(protections)})
     handles = Handles()
     while True:

@@ -313,11 +313,14 @@ def _restorable():
 def restore(before):
     """Before an operation: every setting, mode and watched function as the snapshot `before` has them
     (see the module's docstring). A name added to a watched namespace stays (a learner's helper method
-    on a class is theirs to use); one replaced or removed gets its object back. What cannot be put back
-    here (a module replaced in sys.modules, a thread, a file) is still found by reset() and retires the
-    child after the part. Reads only, when nothing changed (a few microseconds)."""
+    on a class is theirs to use) unless it hides a base class's; one replaced or removed gets its
+    object back. Whatever was undone, reset() still retires the child after the part (what was undone
+    may have left more behind: a cache, an object built under it), as it does for what cannot be put
+    back here (a module replaced in sys.modules, a thread, a file). Reads only, when nothing changed."""
     settings, functions, dispatch, errors, filters, filter_list, limit, trace, profile, collecting = before["restore"]
+    undone = False
     if _settings() != settings:
+        undone = True
         for (get, put), value in zip(SETTERS, settings, strict=True):
             try:
                 if _read((get, put)) != value:
@@ -325,33 +328,40 @@ def restore(before):
             except Exception:  # reset() still finds it
                 pass
     if torch._C._len_torch_function_stack() != functions:
+        undone = True
         _pop_function_modes(functions)
     if torch._C._len_torch_dispatch_stack() != dispatch:
         from torch.utils._python_dispatch import _pop_mode
+        undone = True
         while torch._C._len_torch_dispatch_stack() > dispatch:
             _pop_mode()
     if np.geterr() != errors:
+        undone = True
         np.seterr(**errors)
     if warnings.filters is not filters or warnings.filters != filter_list:
+        undone = True
         warnings.filters = filters
         filters[:] = filter_list
         warnings._filters_mutated()
-    if sys.getrecursionlimit() != limit:
+    if (sys.getrecursionlimit(), gc.isenabled()) != (limit, collecting) or sys.gettrace() is not trace or \
+            sys.getprofile() is not profile:
+        undone = True
         sys.setrecursionlimit(limit)
-    if sys.gettrace() is not trace:
         sys.settrace(trace)
-    if sys.getprofile() is not profile:
         sys.setprofile(profile)
-    if gc.isenabled() != collecting:
         (gc.enable if collecting else gc.disable)()
     for kept in before["versions"]:
         if kept[0].value != kept[1]:
+            undone = True
             _restore_namespace(kept[2])
             if _namespaces_as_before([kept[2][:2] + (None,) + kept[2][3:]]):  # exactly as it was: fast again
                 kept[1] = kept[0].value
     for entry in before["namespaces"]:
-        if entry[2] is None:
+        if entry[2] is None and not _namespaces_as_before([entry]):
+            undone = True
             _restore_namespace(entry)
+    if undone:
+        before["undone"] = True
 
 
 def _pop_function_modes(depth):
@@ -407,6 +417,8 @@ def reset(before, workspace, memory_mb):
     forget_student_modules(before["modules"], workspace)
     gc.collect()
     why = []
+    if before.pop("undone", False):
+        why.append("a global setting, mode or function was changed (undone before each operation since)")
     if any(id(sys.modules.get(name)) != ident for name, ident in before["watched"].items()):
         why.append("a module of torch, NumPy or the standard library was replaced in sys.modules")
     if not _namespaces_as_before(before["namespaces"]):
