@@ -183,6 +183,14 @@ def _public_setters():
     ]
 
 
+def _setter(put):
+    """put, taking back what its getter reads (a tuple read is given as its arguments)."""
+    def setter(value):
+        return put(*value) if isinstance(value, tuple) else put(value)
+
+    return setter
+
+
 def _find_setters():
     """Every torch switch this child can read and set again: each torch._C._get_X that takes no
     argument and has a _set_X taking back what it reads (the backends' flags, matmul precision, SDPA's
@@ -200,7 +208,7 @@ def _find_setters():
                 continue
         except Exception:  # takes an argument, or cannot be set on this build
             continue
-        found.append((get, (lambda put: lambda value: put(*value) if isinstance(value, tuple) else put(value))(put)))
+        found.append((get, _setter(put)))
     for get, put in _public_setters():
         try:
             put(get())
@@ -342,7 +350,7 @@ def restore(before):
         undone = True
         warnings.filters = filters
         filters[:] = filter_list
-        warnings._filters_mutated()
+        warnings._filters_mutated()  # type: ignore[attr-defined]  # its cache of filters, as warnings.simplefilter does
     if (sys.getrecursionlimit(), gc.isenabled()) != (limit, collecting) or sys.gettrace() is not trace or \
             sys.getprofile() is not profile:
         undone = True
