@@ -56,7 +56,8 @@ def weights(scores, d_k, causal, *, divide_by=None, dim=-1, mask="-inf", diagona
 
     divide_by: what the scores are divided by (right: sqrt(d_k)); dim: the softmax dim (right: -1);
     mask: "-inf" (right), "zero" (future scores set to 0), "after" (future weights zeroed after the
-    softmax, rows not renormalized), "none" (no mask), "inverted" (the past hidden, the future kept);
+    softmax, rows not renormalized), "after-inf" (future weights set to -inf after the softmax),
+    "none" (no mask), "inverted" (the past hidden, the future kept);
     diagonal: the triu offset of the mask (right: 1);
     scale_after: divide the weights, not the scores.
     """
@@ -70,8 +71,8 @@ def weights(scores, d_k, causal, *, divide_by=None, dim=-1, mask="-inf", diagona
     w = torch.softmax(s, dim=dim)
     if scale_after:
         w = w / divide_by
-    if causal and mask == "after":
-        w = w.masked_fill(future(T, diagonal), 0.0)
+    if causal and mask in ("after", "after-inf"):
+        w = w.masked_fill(future(T, diagonal), 0.0 if mask == "after" else float("-inf"))
     return w
 
 
@@ -80,6 +81,17 @@ HIDES_DIAGONAL = ("the mask's diagonal is off by one: it also hides each token f
                   "the diagonal (triu(..., diagonal=1))")
 SEES_NEXT = ("the mask's diagonal is off by one: each token still sees the next one; mask everything above the "
              "diagonal (triu(..., diagonal=1))")
+# the -inf of the mask put into the weights after the softmax (their sums and products become -inf or NaN)
+AFTER_SOFTMAX_INF = ("the mask is applied after the softmax: the future weights are set to -inf, which turns the "
+                     "context vectors into -inf or NaN; fill the future scores with -inf before the softmax, which "
+                     "then gives them weight 0")
+# the allowed positions (the book's tril mask of 3.5.1) filled with -inf, as if they were the future
+INVERTED = ("the mask is inverted: it hides the past and keeps the future; the positions filled with -inf must be "
+            "those above the diagonal (triu(..., diagonal=1), or a tril mask where it is 0)")
+# the heads put back with head_dim before num_heads: each head's values are scattered over the output
+MERGED_OUT_OF_ORDER = ("the heads are merged in the wrong order: bring the context to (b, num_tokens, num_heads, "
+                       "head_dim) with .transpose(1, 2) before the view to (b, num_tokens, d_out), so that each "
+                       "head's head_dim values stay side by side in head order")
 
 
 @deferred
@@ -112,6 +124,8 @@ def weight_mistakes(scores, d_k, causal, d_in=None):
             (weights(scores, d_k, causal, mask="after"),
              "the mask is applied after the softmax without renormalizing: after zeroing the future "
              "weights, divide each row by its sum (or mask the scores with -inf before the softmax)"),
+            (weights(scores, d_k, causal, mask="after-inf"), AFTER_SOFTMAX_INF),
+            (weights(scores, d_k, causal, mask="inverted"), INVERTED),
             (weights(scores, d_k, causal, diagonal=0), HIDES_DIAGONAL),
             (weights(scores, d_k, causal, diagonal=2), SEES_NEXT),
         ]
@@ -145,9 +159,11 @@ def attention_mistakes(q, k, v, causal, d_in=None):
 
 
 def multi_head(x, state, num_heads, *, split_transpose=True, merge_transpose=True, out_proj=True,
-               divide_by=None, layers=("W_query", "W_key", "W_value"), **weight_options):
+               divide_by=None, layers=("W_query", "W_key", "W_value"), merge_head_dim_first=False,
+               **weight_options):
     """MultiHeadAttention with the given state, right by default, wrong on request.
-    layers: the layers the queries, keys and values come from (right: W_query, W_key, W_value)."""
+    layers: the layers the queries, keys and values come from (right: W_query, W_key, W_value);
+    merge_head_dim_first: the context merged as (b, num_tokens, head_dim, num_heads)."""
     b, T, _ = x.shape
 
     def project(name):
@@ -167,7 +183,10 @@ def multi_head(x, state, num_heads, *, split_transpose=True, merge_transpose=Tru
     qh, kh, vh = split(q), split(k), split(v)
     w = weights(qh @ kh.transpose(-2, -1), head_dim, True, divide_by=divide_by, **weight_options)
     context = w @ vh
-    context = context.transpose(1, 2).reshape(b, T, d_out) if merge_transpose else context.reshape(b, T, d_out)
+    if merge_head_dim_first:
+        context = context.permute(0, 2, 3, 1).reshape(b, T, d_out)
+    else:
+        context = context.transpose(1, 2).reshape(b, T, d_out) if merge_transpose else context.reshape(b, T, d_out)
     return project_out(context, state) if out_proj else context
 
 
@@ -194,6 +213,7 @@ def multi_head_mistakes(x, state, num_heads):
          "the heads are merged without the transpose: .transpose(1, 2) the context back to (b, "
          "num_tokens, num_heads, head_dim) before the .view(b, num_tokens, d_out)"),
         (multi_head(x, state, num_heads, split_transpose=False, merge_transpose=False), SPLIT_AND_MERGE),
+        (multi_head(x, state, num_heads, merge_head_dim_first=True), MERGED_OUT_OF_ORDER),
         (multi_head(x, state, num_heads, out_proj=False),
          "out_proj is missing: the merged heads must go through self.out_proj"),
         *[(multi_head(x, state, num_heads, layers=layers), why) for layers, why in SWAPPED_LAYERS],
@@ -212,6 +232,7 @@ def multi_head_mistakes(x, state, num_heads):
                          (dict(dim=-2), "the softmax runs over the wrong dim: use dim=-1"),
                          (dict(mask="zero"), "the future scores are set to 0 instead of -inf"),
                          (dict(mask="after"), "the mask is applied after the softmax without renormalizing"),
+                         (dict(mask="after-inf"), AFTER_SOFTMAX_INF),
                          (dict(diagonal=0), "the mask's diagonal is off by one (it hides each token from itself)"),
                          (dict(diagonal=2), "the mask's diagonal is off by one (each token sees the next one)"),
                          (dict(divide_by=1.0), "the scores are not scaled by 1/sqrt(head_dim)")):
