@@ -79,17 +79,27 @@ def state_of(module, what):
     return state
 
 
+def square_shape(shape):
+    """(n, n) for a buffer's shape (n, n), or (1, ..., 1, n, n); None for any other shape."""
+    shape = tuple(shape)
+    if len(shape) >= 2 and shape[-1] == shape[-2] and all(d == 1 for d in shape[:-2]):
+        return shape[-2:]
+    return None
+
+
 def square_buffer(module, size):
     """The module's registered (size, size) buffer, whatever its name (the classes may name their parts
     as they like), read after the module is converted to float64: a registered buffer follows the
-    module, a plain attribute does not (and is not listed). -> the tensor, or None."""
+    module, a plain attribute does not (and is not listed). A buffer with leading dims of 1 (nanoGPT's
+    (1, 1, size, size), made to broadcast over the batch and the heads) is the same mask. -> the
+    (size, size) tensor, or None."""
     try:
         module.type("torch.DoubleTensor")
         for name, shape, _ in module.describe()["buffers"]:
-            if tuple(shape) == (size, size):
+            if square_shape(shape) == (size, size):
                 mask = module.get(name)
                 if isinstance(mask, torch.Tensor) and mask.dtype == torch.float64:
-                    return mask
+                    return mask.reshape(size, size)
     except StudentError as e:
         if e.not_implemented:
             raise

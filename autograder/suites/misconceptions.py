@@ -302,6 +302,22 @@ DEVICES_MIXED = ("it combines tensors on two devices: a tensor made on the defau
                  "dtype=x.dtype where it matters), or slice a registered buffer, which moves with the module")
 
 
+# a max or sum along an axis that dropped the axis (NumPy's broadcasting error in numpy_attention, or wrong values)
+NO_KEEPDIMS = ("np.max and np.sum along an axis drop that axis without keepdims=True, so their result no longer "
+               "lines up with the array (shapes that do not broadcast, or a max subtracted along another axis); pass "
+               "keepdims=True (np.max(z, axis=axis, keepdims=True)) to subtract or divide along the axis")
+
+
+# torch's words for a float (0./1.) mask given to masked_fill
+FLOAT_MASK = ("masked_fill takes a bool mask, and the mask given holds floats (the buffer made by torch.triu(torch.ones("
+              "...)) holds 0.0 and 1.0): pass self.mask.bool()[:num_tokens, :num_tokens], or make the buffer with "
+              "dtype=torch.bool")
+# torch's words when backward finds nothing trainable: the parameters do not require gradients
+NO_GRADIENT = ("no gradient can flow back to the weights: they do not require gradients (nn.Parameter(..., "
+               "requires_grad=False), a .detach(), or the computation done under torch.no_grad()); the layer's "
+               "weights must be trainable parameters, nn.Parameter(torch.rand(d_in, d_out))")
+
+
 def error_diagnosis(error, signature=""):
     """The misconception behind a StudentError, in the grader's words ('' when none is recognized).
 
@@ -327,6 +343,13 @@ def error_diagnosis(error, signature=""):
                     "local variable is lost when __init__ returns)")
     if emulated_gpu.mixes_devices(error.kind, text):  # torch's words on a GPU and on the emulated one
         return DEVICES_MIXED
+    if error.kind == "RuntimeError" and re.search(r"masked_fill_? only supports boolean masks", text):
+        return FLOAT_MASK
+    if error.kind == "RuntimeError" and re.search(r"does not require grad and does not have a grad_fn", text):
+        return NO_GRADIENT
+    if error.kind == "ValueError" and raised_in(error, "numpy_attention") and \
+            re.search(r"could not be broadcast together with shapes", text):  # NumPy's words (einsum's say "remapped")
+        return NO_KEEPDIMS
     if error.kind == "AttributeError":
         found = re.search(r"object has no attribute '(\w{1,40})'", text)
         # a name is repeated only when the specification or the student's source has it as self.<name>;

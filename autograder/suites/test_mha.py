@@ -10,7 +10,7 @@ import torch
 
 from autograder import source_reading
 from autograder.student import RemoteObject, Step, StudentError, outcome
-from autograder.suites import efficiency, expect, helpers, part_marker, reference
+from autograder.suites import efficiency, expect, helpers, part_marker, reference, source_mistakes
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import (
     deferred,
@@ -317,6 +317,11 @@ def run(mha, x, what, _seed=0, eval_first=False, answer=None):
         return answer()
     except StudentError as e:
         if not e.not_implemented and any(w in e.message.lower() for w in ("size", "match", "shape", "view")):
+            why = source_mistakes.shape_error_cause(mha._student.source(PART), True) \
+                if isinstance(mha, RemoteObject) else ""
+            if why:  # the grader's reading of mha.py shows the cause
+                raise expect.Mismatch(f"{what}: {e.explain()}: {why}", student_text=e.student_text(), cause=why,
+                                      kind="raised", hint=why) from None
             raise expect.Mismatch(f"{what}: {e.explain()}. Hint: {shape_hint(e.message)}",
                                   student_text=e.student_text()) from None
         raise
