@@ -428,6 +428,12 @@ def student_error_hint(error, hint):
     raise Mismatch(f"{error.explain()}. {hint}", student_text=error.student_text(), kind="raised", hint=hint) from None
 
 
+def source_of(kwargs, part):
+    """The part's submitted text as the grader reads it ('' without a student or a part)."""
+    student = kwargs.get("student")
+    return student.source(part) if part and student is not None else ""
+
+
 def reads_module_variable(kwargs, part):
     """Does the part's module (as the grader reads it) read a top-level variable inside a function?"""
     from autograder.suites import source_mistakes
@@ -478,8 +484,9 @@ def diagnose_errors(namespace, signature=""):
             try:
                 return check(*args, **kwargs)
             except StudentError as e:
-                why = error_diagnosis(e, spec) or (source_mistakes.GLOBAL_READ if not e.not_implemented and
-                                                   reads_module_variable(kwargs, part) else "")
+                why = error_diagnosis(e, spec) or (source_mistakes.raised_cause(e.kind, e.message, source_of(kwargs, part))
+                                                   if not e.not_implemented else "") or \
+                    (source_mistakes.GLOBAL_READ if not e.not_implemented and reads_module_variable(kwargs, part) else "")
                 if not why:
                     raise
                 raise Mismatch(f"{e.explain()}: {why}", student_text=e.student_text(), cause=why, kind="raised",

@@ -308,6 +308,9 @@ NO_KEEPDIMS = ("np.max and np.sum along an axis drop that axis without keepdims=
                "keepdims=True (np.max(z, axis=axis, keepdims=True)) to subtract or divide along the axis")
 
 
+# NumPy's and torch's words for an array or tensor used as a condition (if wo:, a and b)
+ARRAY_AS_CONDITION = ("an array or tensor is used as a condition (if wo:, or and/or between arrays): it has no single "
+                      "truth value; to test for an argument left out, write if wo is not None:")
 # torch's words for a float (0./1.) mask given to masked_fill
 FLOAT_MASK = ("masked_fill takes a bool mask, and the mask given holds floats (the buffer made by torch.triu(torch.ones("
               "...)) holds 0.0 and 1.0): pass self.mask.bool()[:num_tokens, :num_tokens], or make the buffer with "
@@ -343,6 +346,9 @@ def error_diagnosis(error, signature=""):
                     "local variable is lost when __init__ returns)")
     if emulated_gpu.mixes_devices(error.kind, text):  # torch's words on a GPU and on the emulated one
         return DEVICES_MIXED
+    if error.kind == "ValueError" and re.search(r"truth value of an array with more than one element", text) or \
+            error.kind == "RuntimeError" and re.search(r"Boolean value of Tensor with more than one value", text):
+        return ARRAY_AS_CONDITION
     if error.kind == "RuntimeError" and re.search(r"masked_fill_? only supports boolean masks", text):
         return FLOAT_MASK
     if error.kind == "RuntimeError" and re.search(r"does not require grad and does not have a grad_fn", text):

@@ -31,6 +31,8 @@ GLOBAL_READ = ("a function or method reads a variable set at the top of the modu
                "__init__")
 BATCH_T = ("keys.T on a batch reverses every dim of the 3-D keys, (b, num_tokens, d_out) -> (d_out, num_tokens, b), so "
            "the scores' matmul fails: transpose only the last two dims, keys.transpose(1, 2) (or keys.mT)")
+WEIGHT_NOT_TRANSPOSED = ("nn.Linear stores its weight as (d_out, d_in) and computes x @ weight.T: call the layer, "
+                         "self.W_query(x), instead of multiplying x by its .weight")
 HEADS_SWAPPED = ("the scores multiply by keys.transpose(1, 2), which swaps heads and tokens of the 4-D keys (b, "
                  "num_heads, num_tokens, head_dim): transpose the last two dims, keys.transpose(2, 3)")
 # the diagnoses (misconceptions.py) a discarded masked_fill gives: the numbers of no mask at all
@@ -181,4 +183,27 @@ def shape_error_cause(source: str, multi_head: bool) -> str:
         return BATCH_T
     if multi_head and any(_is_transpose_1_2(operand) for operand in operands):
         return HEADS_SWAPPED
+    return ""
+
+
+def _is_weight(node: ast.AST) -> bool:
+    """<layer>.weight, untransposed (the right operand of a matmul)."""
+    return isinstance(node, ast.Attribute) and node.attr == "weight"
+
+
+def multiplies_by_weight(source: str) -> bool:
+    """Does a forward of the module multiply by a layer's .weight as it is, (d_out, d_in), not its .T?"""
+    tree = _parse(source)
+    return tree is not None and any(_is_weight(operand) for function in _forwards(tree, ())
+                                    for operand in _matmul_right_operands(function))
+
+
+SHAPE_WORDS = ("cannot be multiplied", "size", "match", "shape")
+
+
+def raised_cause(kind: str, message: str, source: str) -> str:
+    """The cause the module's text shows for a shape error its code raised ('' when none): a matmul by an
+    nn.Linear's untransposed weight. kind, message: the error's class name and text, only classified."""
+    if kind == "RuntimeError" and any(w in message.lower() for w in SHAPE_WORDS) and multiplies_by_weight(source):
+        return WEIGHT_NOT_TRANSPOSED
     return ""
