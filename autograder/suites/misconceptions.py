@@ -81,6 +81,13 @@ HIDES_DIAGONAL = ("the mask's diagonal is off by one: it also hides each token f
                   "the diagonal (triu(..., diagonal=1))")
 SEES_NEXT = ("the mask's diagonal is off by one: each token still sees the next one; mask everything above the "
              "diagonal (triu(..., diagonal=1))")
+SOFTMAX_OVER_BATCH = ("the softmax runs over the wrong dim (dim=0: across the sequences of the batch): use dim=-1 so "
+                      "that each row of attention weights sums to 1")
+SOFTMAX_OVER_HEADS = ("the softmax runs over the wrong dim (dim=1: across the heads of the 4-D scores (b, num_heads, "
+                      "num_tokens, num_tokens)): use dim=-1")
+# a 2-D bool mask used as an index of batched scores (scores[mask] = -inf): it indexes the leading dims
+BOOL_INDEX = ("a 2-D bool mask used as an index (scores[mask] = ...) applies to the first two dims of batched scores, "
+              "not the last two: write scores[..., mask] = -inf, or scores.masked_fill(mask, -inf)")
 # the -inf of the mask put into the weights after the softmax (their sums and products become -inf or NaN)
 AFTER_SOFTMAX_INF = ("the mask is applied after the softmax: the future weights are set to -inf, which turns the "
                      "context vectors into -inf or NaN; fill the future scores with -inf before the softmax, which "
@@ -110,6 +117,8 @@ def weight_mistakes(scores, d_k, causal, d_in=None):
         (weights(scores.transpose(-2, -1), d_k, causal),
          "the scores are transposed (keys @ queries.T): row i must hold query i's scores, queries @ keys.T"),
     ]
+    if scores.dim() >= 3:  # a batch: context_vector's softmax(dim=0) runs over the sequences
+        out.append((weights(scores, d_k, causal, dim=0), SOFTMAX_OVER_BATCH))
     if d_in is not None and d_in != d_k:
         out.append((weights(scores, d_k, causal, divide_by=math.sqrt(d_in)),
                     "the scores are scaled by 1/sqrt(d_in), the input dimension: scale by 1/sqrt(d_k), "
@@ -230,6 +239,8 @@ def multi_head_mistakes(x, state, num_heads):
                          (dict(mask="inverted"), "the mask is inverted: it hides the past and keeps the future; "
                                                  "the True (or 1) entries must be above the diagonal"),
                          (dict(dim=-2), "the softmax runs over the wrong dim: use dim=-1"),
+                         (dict(dim=1), SOFTMAX_OVER_HEADS),
+                         (dict(dim=0), SOFTMAX_OVER_BATCH),
                          (dict(mask="zero"), "the future scores are set to 0 instead of -inf"),
                          (dict(mask="after"), "the mask is applied after the softmax without renormalizing"),
                          (dict(mask="after-inf"), AFTER_SOFTMAX_INF),
@@ -349,6 +360,8 @@ def error_diagnosis(error, signature=""):
     if error.kind == "ValueError" and re.search(r"truth value of an array with more than one element", text) or \
             error.kind == "RuntimeError" and re.search(r"Boolean value of Tensor with more than one value", text):
         return ARRAY_AS_CONDITION
+    if error.kind == "IndexError" and re.search(r"shape of the mask .{0,40} does not match the shape of the indexed", text):
+        return BOOL_INDEX
     if error.kind == "RuntimeError" and re.search(r"masked_fill_? only supports boolean masks", text):
         return FLOAT_MASK
     if error.kind == "RuntimeError" and re.search(r"does not require grad and does not have a grad_fn", text):
