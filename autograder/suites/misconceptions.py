@@ -81,6 +81,8 @@ HIDES_DIAGONAL = ("the mask's diagonal is off by one: it also hides each token f
                   "the diagonal (triu(..., diagonal=1))")
 SEES_NEXT = ("the mask's diagonal is off by one: each token still sees the next one; mask everything above the "
              "diagonal (triu(..., diagonal=1))")
+BY_NUM_TOKENS = ("the scores are scaled by 1/sqrt(num_tokens), the number of tokens: scale by 1/sqrt(d_k), the "
+                 "keys' dimension (keys.shape[-1]; head_dim in each head of MultiHeadAttention)")
 SOFTMAX_OVER_BATCH = ("the softmax runs over the wrong dim (dim=0: across the sequences of the batch): use dim=-1 so "
                       "that each row of attention weights sums to 1")
 SOFTMAX_OVER_HEADS = ("the softmax runs over the wrong dim (dim=1: across the heads of the 4-D scores (b, num_heads, "
@@ -117,6 +119,9 @@ def weight_mistakes(scores, d_k, causal, d_in=None):
         (weights(scores.transpose(-2, -1), d_k, causal),
          "the scores are transposed (keys @ queries.T): row i must hold query i's scores, queries @ keys.T"),
     ]
+    T = scores.shape[-1]
+    if T not in (1, d_k):  # sqrt(num_tokens): the scores' size taken for the keys' dimension
+        out.append((weights(scores, d_k, causal, divide_by=math.sqrt(T)), BY_NUM_TOKENS))
     if scores.dim() >= 3:  # a batch: context_vector's softmax(dim=0) runs over the sequences
         out.append((weights(scores, d_k, causal, dim=0), SOFTMAX_OVER_BATCH))
     if d_in is not None and d_in != d_k:
@@ -230,6 +235,8 @@ def multi_head_mistakes(x, state, num_heads):
          "the heads are not split at all (one head of d_out dims): reshape into num_heads heads of "
          "head_dim = d_out // num_heads"),
     ]
+    if x.shape[1] not in (1, d_out // num_heads):
+        out.append((multi_head(x, state, num_heads, divide_by=math.sqrt(x.shape[1])), BY_NUM_TOKENS))
     if num_heads > 1:
         out.append((multi_head(x, state, num_heads, divide_by=math.sqrt(d_out)),
                     "the scores are scaled by 1/sqrt(d_out): each head has head_dim = d_out // num_heads "
