@@ -25,8 +25,8 @@ def v2_output(x, state):
 def v2_mistakes(x, state):
     found = list(attention_mistakes(*projections(x, state), causal=False, d_in=x.shape[-1]))
     if x.shape[-1] == state["W_query.weight"].shape[0]:  # square weights: x @ layer.weight runs, and is wrong
-        untransposed = [reference.linear(x, state[f"{n}.weight"].T, state.get(f"{n}.bias")) for n in QKV]
-        found.append((reference.attention(*untransposed, causal=False), source_mistakes.WEIGHT_NOT_TRANSPOSED))
+        q, k, v = (reference.linear(x, state[f"{n}.weight"].T, state.get(f"{n}.bias")) for n in QKV)
+        found.append((reference.attention(q, k, v, causal=False), source_mistakes.WEIGHT_NOT_TRANSPOSED))
     return found
 
 
