@@ -165,9 +165,10 @@ def _is_dot_T(node: ast.AST) -> bool:
 
 
 def _is_transpose_1_2(node: ast.AST) -> bool:
-    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transpose" and \
-        sorted(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, int)) == [1, 2] \
-        and len(node.args) == 2
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transpose"):
+        return False
+    return len(node.args) == 2 and sorted(a.value for a in node.args
+                                          if isinstance(a, ast.Constant) and isinstance(a.value, int)) == [1, 2]
 
 
 def shape_error_cause(source: str, multi_head: bool) -> str:

@@ -362,8 +362,8 @@ TRANSPOSE = ("nn.Linear keeps its weight as (d_out, d_in) and computes x @ weigh
 HEAD_DIM = ("the projections do not split into num_heads heads: head_dim must be d_out // num_heads, the split "
             ".view(b, num_tokens, num_heads, head_dim) and the merge .contiguous().view(b, num_tokens, d_out)")
 SHAPE_WORDS = ("shape", "size", "mat1", "must match", "invalid for input")
-HEADS_SWAPPED = ("the scores multiply by keys.transpose(1, 2), which swaps heads and tokens of the 4-D keys (b, "
-                 "num_heads, num_tokens, head_dim): transpose the last two dims, keys.transpose(2, 3)")
+HEADS_SWAPPED = ("the scores multiply by keys.transpose(1, 2), which swaps heads and tokens of the 4-D keys "
+                 "(b, num_heads, num_tokens, head_dim): transpose the last two dims, keys.transpose(2, 3)")
 
 
 def _transposes_1_2(node):
