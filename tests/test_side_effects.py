@@ -6,11 +6,13 @@ setting, mode or patched function left by causal's module reached mha's own chec
 was reset after the part (inside/part_reset.py). Measured 2026-11-28 on the reference with one line
 added to causal.py: `torch.set_default_device("cuda")` (on a CPU machine), a `torch.softmax`,
 `nn.Module.__call__` or `nn.Linear.forward` replaced, a TorchFunctionMode or TorchDispatchMode entered,
-each cost mha 1 to 13 checks. Now every operation starts from the child's snapshot
+each cost mha 1 to 13 checks; a real-time timer armed in causal's forward, 2 (its SIGALRM ended
+mha's child). Now every operation starts from the child's snapshot
 (part_reset.restore, before each operation: child.reset_global_state).
 """
 import gc
 import shutil
+import signal
 import sys
 import warnings
 
@@ -42,6 +44,8 @@ SPOILS = {
     "warnings_error": lambda: warnings.simplefilter("error"),
     "recursion_limit": lambda: sys.setrecursionlimit(200),
     "gc_disabled": gc.disable,
+    # armed in causal's forward (mha's probe runs it), it ended mha's child 0.4 s later: 2 of mha's checks lost
+    "timer": lambda: signal.setitimer(signal.ITIMER_REAL, 30),
     "torch_softmax": lambda: setattr(torch, "softmax", lambda x, dim=-1, **k: torch.zeros_like(x)),
     "F_softmax": lambda: setattr(torch.nn.functional, "softmax", lambda x, dim=-1, **k: torch.zeros_like(x)),
     "Tensor_softmax": lambda: setattr(torch.Tensor, "softmax", lambda self, dim=-1, **k: torch.zeros_like(self)),
@@ -71,6 +75,7 @@ def test_restore_undoes_each_kind_of_global_state(spoil):
         assert torch.nn.functional.relu(torch.tensor([-1.0])).tolist() == [0.0]
         assert torch.softmax(torch.zeros(2), dim=-1).tolist() == [0.5, 0.5]
         assert sys.gettrace() is trace
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
     finally:
         part_reset.restore(snap)
         vars(torch.Tensor).get("learners_helper") and delattr(torch.Tensor, "learners_helper")

@@ -14,8 +14,10 @@ dependency's probe runs causal's forward in mha's child): every torch switch wit
 (`_settings()`: each zero-argument torch._C._get_X with a _set_X, found by name, and the public ones
 beside them), the torch function and dispatch modes pushed since (a default device among them), NumPy's
 error handling, the warnings filters, the recursion limit, the trace and profile functions, the
-collector's switch, and every function or class of a watched namespace replaced or removed
-(`restore()`). So no operation depends on what a module did at import or an earlier operation did.
+collector's switch, the interval timers (signal.alarm, setitimer: cancelled), and every function or
+class of a watched namespace replaced or removed (`restore()`). So no operation depends on what a
+module did at import or an earlier operation did; a child that had anything put back is still
+retired after the part.
 
 This protects honest code from its own side effects (a learner's `torch.set_default_dtype` at
 import, a patched function, a left-over thread); it is not a wall. A hostile submission can
@@ -50,6 +52,7 @@ import torch
 # the signals whose handler a part could change, as numbers: _signal's own functions, as the
 # signal module's wrappers turn each number and handler into an enum (a tenth of a millisecond a reset)
 SIGNALS = tuple(sorted(s for s in _signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP)))
+TIMERS = (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL, signal.ITIMER_PROF)  # a part's timer fires in a later part
 GROWTH_LIMIT = 1 / 4  # of the part's memory: a child holding more than this after a reset is retired
 
 
@@ -261,7 +264,7 @@ def _switches():
         id(sys.stdin), id(sys.stdout), id(sys.stderr), id(sys.displayhook), id(sys.excepthook),
         gc.isenabled(), gc.get_threshold(), len(gc.callbacks), len(warnings.filters),
         tuple(map(_signal.getsignal, SIGNALS)),
-        os.getcwd(), tuple(sorted(os.environ.items())), _umask(),
+        os.getcwd(), tuple(sorted(os.environ.items())), _umask(), _timers(),
     )
 
 
@@ -312,10 +315,16 @@ def _version_views(saved):
 
 def _restorable():
     """What restore() puts back, as it is now: (settings, function modes, dispatch modes, NumPy's error
-    handling, the warnings filters' list and its entries, recursion limit, trace, profile, gc switch)."""
+    handling, the warnings filters' list and its entries, recursion limit, trace, profile, gc switch, which
+    interval timers are armed)."""
     return (_settings(), torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack(),
             np.geterr(), warnings.filters, list(warnings.filters), sys.getrecursionlimit(), sys.gettrace(),
-            sys.getprofile(), gc.isenabled())
+            sys.getprofile(), gc.isenabled(), _timers())
+
+
+def _timers():
+    """The interval timers armed (signal.setitimer, signal.alarm): whether each is."""
+    return tuple(signal.getitimer(which) != (0.0, 0.0) for which in TIMERS)
 
 
 def restore(before):
@@ -325,8 +334,14 @@ def restore(before):
     object back. Whatever was undone, reset() still retires the child after the part (what was undone
     may have left more behind: a cache, an object built under it), as it does for what cannot be put
     back here (a module replaced in sys.modules, a thread, a file). Reads only, when nothing changed."""
-    settings, functions, dispatch, errors, filters, filter_list, limit, trace, profile, collecting = before["restore"]
+    settings, functions, dispatch, errors, filters, filter_list, limit, trace, profile, collecting, timers = \
+        before["restore"]
     undone = False
+    if _timers() != timers:  # a timer armed since: its signal would end (or interrupt) a later operation
+        undone = True
+        for which, armed in zip(TIMERS, timers, strict=True):
+            if not armed:
+                signal.setitimer(which, 0)
     if _settings() != settings:
         undone = True
         for (get, put), value in zip(SETTERS, settings, strict=True):
