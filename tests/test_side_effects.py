@@ -6,7 +6,7 @@ setting, mode or patched function left by causal's module reached mha's own chec
 was reset after the part (inside/part_reset.py). Measured 2026-11-28 on the reference with one line
 added to causal.py: `torch.set_default_device("cuda")` (on a CPU machine), a `torch.softmax`,
 `nn.Module.__call__` or `nn.Linear.forward` replaced, a TorchFunctionMode or TorchDispatchMode entered,
-each cost mha 1 to 13 checks; a real-time timer armed in causal's forward, 2 (its SIGALRM ended
+each cost mha 1 to 13 checks, an inference mode entered and kept in a global 1; a real-time timer armed in causal's forward, 2 (its SIGALRM ended
 mha's child). Now every operation starts from the child's snapshot
 (part_reset.restore, before each operation: child.reset_global_state).
 """
@@ -24,6 +24,7 @@ from autograder import PROJECT_ROOT, grading
 from autograder.inside import child, part_reset, protocol
 from autograder.sandbox import client
 
+KEPT: list = []  # a learner's context kept open in a global
 WATCHED_TOO = (protocol, sys.modules[child.__name__])  # as the child watches them (child.serve)
 
 # what an honest learner's module may leave behind, each undone by part_reset.restore
@@ -37,6 +38,7 @@ SPOILS = {
     "deterministic": lambda: torch.use_deterministic_algorithms(True, warn_only=True),
     "default_dtype": lambda: torch.set_default_dtype(torch.float64),
     "grad_off": lambda: torch.set_grad_enabled(False),
+    "inference_mode": lambda: KEPT.append(torch.inference_mode()) or KEPT[-1].__enter__(),
     "default_device": lambda: torch.set_default_device("cpu"),
     "function_mode": lambda: torch.overrides.TorchFunctionMode().__enter__(),
     "dispatch_mode": lambda: __import__("torch.utils._python_dispatch").utils._python_dispatch.TorchDispatchMode().__enter__(),
@@ -78,6 +80,10 @@ def test_restore_undoes_each_kind_of_global_state(spoil):
         assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
     finally:
         part_reset.restore(snap)
+        part_reset._GUARDS.clear()  # torch's guards undone last in, first out: restore's, then the learner's
+        while KEPT:
+            KEPT.pop().__exit__(None, None, None)
+        assert not torch.is_inference_mode_enabled()
         vars(torch.Tensor).get("learners_helper") and delattr(torch.Tensor, "learners_helper")
 
 
@@ -101,6 +107,7 @@ CASES = {
     "torch_softmax_in_forward": ("torch.softmax = lambda x, dim=-1, **k: torch.zeros_like(x)", "forward", False),
     "linear_forward_in_forward": ("nn.Linear.forward = lambda self, x: torch.zeros(*x.shape[:-1], self.out_features)",
                                   "forward", False),
+    "inference_mode_kept_at_import": ("_INFERENCE = torch.inference_mode()\n_INFERENCE.__enter__()", "import", True),
     "module_call_at_import": ("nn.Module.__call__ = lambda self, *a, **k: self.forward(*a, **k) * 0", "import", True),
     "harmless_settings_in_forward": ('torch.set_num_threads(1)\ntorch.set_float32_matmul_precision("high")\n'
                                      'torch.backends.cudnn.benchmark = True\nimport warnings\nwarnings.simplefilter("error")',

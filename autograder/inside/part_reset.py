@@ -10,7 +10,7 @@ retired: the next part gets a fresh one, as if each part had its own.
 
 Before each operation (child.reset_global_state) the child also puts back, as the snapshot has them,
 what a module of ANOTHER part could change while this part runs (mha.py imports causal.py; a
-dependency's probe runs causal's forward in mha's child): every torch switch with a setter
+dependency's probe runs causal's forward in mha's child): inference mode, every torch switch with a setter
 (`_settings()`: each zero-argument torch._C._get_X with a _set_X, found by name, and the public ones
 beside them), the torch function and dispatch modes pushed since (a default device among them), NumPy's
 error handling, the warnings filters, the recursion limit, the trace and profile functions, the
@@ -316,10 +316,10 @@ def _version_views(saved):
 def _restorable():
     """What restore() puts back, as it is now: (settings, function modes, dispatch modes, NumPy's error
     handling, the warnings filters' list and its entries, recursion limit, trace, profile, gc switch, which
-    interval timers are armed)."""
+    interval timers are armed, inference mode)."""
     return (_settings(), torch._C._len_torch_function_stack(), torch._C._len_torch_dispatch_stack(),
             np.geterr(), warnings.filters, list(warnings.filters), sys.getrecursionlimit(), sys.gettrace(),
-            sys.getprofile(), gc.isenabled(), _timers())
+            sys.getprofile(), gc.isenabled(), _timers(), torch.is_inference_mode_enabled())
 
 
 def _timers():
@@ -334,9 +334,12 @@ def restore(before):
     object back. Whatever was undone, reset() still retires the child after the part (what was undone
     may have left more behind: a cache, an object built under it), as it does for what cannot be put
     back here (a module replaced in sys.modules, a thread, a file). Reads only, when nothing changed."""
-    settings, functions, dispatch, errors, filters, filter_list, limit, trace, profile, collecting, timers = \
-        before["restore"]
+    settings, functions, dispatch, errors, filters, filter_list, limit, trace, profile, collecting, timers, \
+        inference = before["restore"]
     undone = False
+    if torch.is_inference_mode_enabled() != inference:  # a learner's torch.inference_mode() entered, kept open
+        undone = True
+        _GUARDS.append(torch._C._InferenceMode(inference))  # torch's own guard, kept: the mode as before
     if _timers() != timers:  # a timer armed since: its signal would end (or interrupt) a later operation
         undone = True
         for which, armed in zip(TIMERS, timers, strict=True):
@@ -385,6 +388,9 @@ def restore(before):
             _restore_namespace(entry)
     if undone:
         before["undone"] = True
+
+
+_GUARDS: list = []  # the guards restore() entered for this child's life (it is retired after the part)
 
 
 def _pop_function_modes(depth):
