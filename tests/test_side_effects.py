@@ -4,7 +4,7 @@
 mha.py imports causal.py, and mha's dependency probe runs causal's forward in mha's child: a
 setting, mode or patched function left by causal's module reached mha's own checks, before the child
 was reset after the part (inside/part_reset.py). Measured 2026-11-28 on the reference with one line
-added to causal.py (/tmp sweep of the brief's list, at import and first in CausalAttention.forward):
+added to causal.py (benchmarks/sweep_side_effects.py, at import and first in CausalAttention.forward):
 `torch.set_default_device("cuda")` (on a CPU machine), a `torch.softmax`, `nn.Module.__call__` or
 `nn.Linear.forward` replaced, a TorchFunctionMode or TorchDispatchMode entered each cost mha 1 to 13
 checks; an inference mode entered and kept in a global, 1; a real-time timer armed in causal's
