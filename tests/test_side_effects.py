@@ -8,8 +8,10 @@ added to causal.py (benchmarks/sweep_side_effects.py, at import and first in Cau
 `torch.set_default_device("cuda")` (on a CPU machine), a `torch.softmax`, `nn.Module.__call__` or
 `nn.Linear.forward` replaced, a TorchFunctionMode or TorchDispatchMode entered each cost mha 1 to 13
 checks; an inference mode entered and kept in a global, 1; a real-time timer armed in causal's
-forward, 2 (its SIGALRM ended mha's child). Now every operation starts from the child's snapshot
-(part_reset.restore, before each operation: child.reset_global_state).
+forward, 2 (its SIGALRM ended mha's child); a `time.sleep(5)`, 14 to 16 (mha's hidden checks timed
+out). Now every operation starts from the child's snapshot (part_reset.restore, before each
+operation: child.reset_global_state), and mha's probe of causal meters idleness as a hidden check does
+(suites/dependencies.idle_metered).
 """
 import gc
 import shutil
@@ -109,6 +111,9 @@ CASES = {
     "linear_forward_in_forward": ("nn.Linear.forward = lambda self, x: torch.zeros(*x.shape[:-1], self.out_features)",
                                   "forward", False),
     "inference_mode_kept_at_import": ("_INFERENCE = torch.inference_mode()\n_INFERENCE.__enter__()", "import", True),
+    # past the idle allowance after a hidden input (PartChild.IDLE_AFTER_HIDDEN, 2 s): causal's hidden checks
+    # time out (its own), and mha's probe finds causal "hangs" (dependencies.idle_metered): the grader's classes
+    "sleep_at_import": ("import time\ntime.sleep(3)", "import", False),
     "module_call_at_import": ("nn.Module.__call__ = lambda self, *a, **k: self.forward(*a, **k) * 0", "import", True),
     "harmless_settings_in_forward": ('torch.set_num_threads(1)\ntorch.set_float32_matmul_precision("high")\n'
                                      'torch.backends.cudnn.benchmark = True\nimport warnings\nwarnings.simplefilter("error")',

@@ -13,6 +13,7 @@ done there by the reference solutions themselves (stand_ins.py). A part never re
 Names: SelfAttention_v1 and _v2 must hold W_query, W_key and W_value (the contract there, graded in
 their own parts); CausalAttention and MultiHeadAttention may name their layers as they like.
 """
+import contextlib
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -53,7 +54,8 @@ def substitutes(found: dict[str, str]) -> list[str]:
 def probe(student, module):
     limit, student.call_limit = student.call_limit, PROBE_SECONDS
     try:
-        PROBES[module](student)
+        with idle_metered(student.session):
+            PROBES[module](student)
         return ""
     except SessionDied:
         return "hangs"
@@ -63,6 +65,24 @@ def probe(student, module):
         return "wrong"
     finally:
         student.call_limit = limit
+
+
+@contextlib.contextmanager
+def idle_metered(child):
+    """A probe's calls with the child's idleness metered as after a hidden input (its IDLE_AFTER_HIDDEN,
+    PartChild._await_reply), where it is not already: a part whose code sleeps or waits that long, at
+    import or in forward, would end the child in every hidden check of the part that uses it (2026-11-28:
+    causal.py's `time.sleep(5)` cost mha 14 to 16 checks). Such a probe ends the child (SessionDied):
+    'hangs', and the part that uses it gets the grader's classes instead."""
+    if getattr(child, "saw_hidden", True) or not hasattr(child, "idle_meter"):
+        yield
+        return
+    meter = child.idle_meter
+    child.saw_hidden, child.idle_meter = True, type(meter)(child, child.IDLE_AFTER_HIDDEN)
+    try:
+        yield
+    finally:
+        child.saw_hidden, child.idle_meter = False, meter
 
 
 def close(got, want):
