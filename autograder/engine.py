@@ -15,6 +15,8 @@ A batch's workers each get an engine of their own on a door to the batch's one f
 (Engine.for_worker). The engine's sandbox owns its fork server: one that dies (as it starts or
 later) is replaced when the next session opens, a bounded number of times (client.SERVER_STARTS);
 when none will start, the submission's parts are "not graded", the machine's doing.
+Every engine, when it is made, first removes the temporary folders a grader killed before it left
+behind (scratch.sweep: only those whose owner process is gone).
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autograder import chapter as chapter_mod
+from autograder import scratch
 from autograder import settings as settings_mod
 from autograder.settings import Settings
 
@@ -37,6 +40,7 @@ class Engine:
 
     def __init__(self, settings: Settings | None = None, rubric_path: str | Path | None = None,
                  chapter: Chapter | None = None) -> None:
+        scratch.sweep()  # what graders killed before (SIGKILL: no cleanup ran) left in the temporary folder
         self.chapter = chapter or chapter_mod.current()
         self.settings = (settings or settings_mod.from_environment()).with_secret()
         self.rubric_path = Path(rubric_path) if rubric_path else self.chapter.rubric

@@ -23,12 +23,11 @@ import platform
 import stat
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from autograder import PACKAGE_DIR, chapter, settings
+from autograder import PACKAGE_DIR, chapter, scratch, settings
 from autograder.settings import CACHE_ENV  # noqa: F401 (the variable's name, for callers)
 
 if TYPE_CHECKING:
@@ -246,9 +245,7 @@ def _store(key: str, record: Record, folder: Path | None = None) -> None:
         if not _ours(folder):
             print(f"warning: environment check not cached: {folder} is not this user's alone", file=sys.stderr)
             return
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".envcheck-")
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
+        with scratch.replaced(folder / f"envcheck-{key}.json") as f:
             json.dump(record, f)
-        os.replace(tmp, folder / f"envcheck-{key}.json")
     except OSError as e:  # a read-only home: the check is simply run again next time
         print(f"warning: environment check not cached ({e})", file=sys.stderr)

@@ -8,14 +8,13 @@ protections and anything staging had to say; autograder/reports/ turns it into t
 from __future__ import annotations
 
 import os
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from autograder import chapter as chapter_mod
 from autograder import rubric as rubric_mod
-from autograder import runner
+from autograder import runner, scratch
 from autograder.rubric import Rubric
 from autograder.submission import stage
 
@@ -126,7 +125,7 @@ def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list[An
     chapter = chapter or chapter_mod.current()
     key = os.path.basename(os.path.normpath(str(path)))
     fixtures = fixtures or runner.default_fixtures(seed, key)
-    with tempfile.TemporaryDirectory(prefix="staged-") as tmp:
+    with scratch.folder("staged") as tmp:  # named after this process: swept if it is killed (scratch.sweep)
         staged = stage(path, tmp, chapter.parts)
         staged.cells.update({module: cell for module, cell in (cells or {}).items() if module in staged.found})
         # the submission by its name: reports never show the grader's own paths

@@ -25,13 +25,12 @@ import os
 import re
 import stat
 import struct
-import tempfile
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath, PurePosixPath
 from typing import IO
 
-from autograder import text
+from autograder import scratch, text
 
 MAX_FILES = 200                   # notebooks read from one submission
 MAX_ENTRIES = 20_000              # files and folders walked in a submission folder
@@ -291,7 +290,7 @@ def _stage_zip(path: Path, staged: Staged, label: str) -> None:
     if path.stat().st_size > MAX_ZIP_BYTES:
         raise SubmissionError(f"{label}the zip is larger than {MAX_ZIP_BYTES >> 20} MiB")
     _check_end_record(path, label)
-    with tempfile.TemporaryDirectory(prefix="unzipped-") as tmp:
+    with scratch.folder("unzipped") as tmp:
         names = _extract_zip(path, Path(tmp), staged, label)
         _stage_folder(Path(tmp), staged, label, unzipped=names)
 

@@ -21,6 +21,7 @@ import signal
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import zipfile
 from datetime import datetime, timezone
@@ -28,7 +29,7 @@ from datetime import datetime, timezone
 import pytest
 from in_process import run_plain
 
-from autograder import PARTS, PROJECT_ROOT, grading
+from autograder import PARTS, PROJECT_ROOT, grading, scratch
 
 SOLUTIONS = PROJECT_ROOT / "solutions" / "ch03"
 STUDENTS = ("alice", "bob", "carol", "dave", "erin", "frank", "grace", "heidi")
@@ -298,6 +299,11 @@ def test_kill_and_resume(classroom, clean, tmp_path):
     assert 1 <= len(before) < len(STUDENTS), "the kill came too late to test anything"
     second_after(before)  # graded_at has whole seconds: a regrade would show
     batch(classroom, out, "--jobs", "2")
+    # what the killed processes were writing (a worker's staged folder, a partial output) is swept by this run
+    killed = tuple(f"{kind}-{pid}." for kind in (*scratch.KINDS, scratch.PARTIAL) for pid in tree | {process.pid})
+    left = [n for n in os.listdir(tempfile.gettempdir()) if n.startswith(killed)]
+    left += [str(p) for p in out.rglob(f"{scratch.PARTIAL}-*")]
+    assert not left, f"the killed batch's temporary files outlived the next run: {left}"
     after = gradebook(out)
     assert sorted(after) == sorted(STUDENTS)
     for student, row in before.items():

@@ -281,7 +281,7 @@ def test_feedback_groups_checks_by_diagnosis(rubric):
     assert items[0].failed_in == ("failed in: book_example (the book's example); CausalAttention with other "
                                   "sizes; CausalAttention after another seed")
     said = student_channels(grade)
-    for channel in ("markdown", "comment", "batch feedback", "gradescope results.json", "ci results.json"):
+    for channel in ("markdown", "comment", "batch feedback", "gradescope results.json", "ci results.json", "student table"):
         text = readable(said[channel]) if "json" not in channel else json.loads(said[channel])["output"]
         assert text.count("the heads are split without the transpose") == 1, channel
         assert "CausalAttention after another seed" in text, channel

@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import sqlite3
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from autograder import chapter as chapter_mod
-from autograder import reports, text
+from autograder import reports, scratch, text
 from autograder.batch.plan import RETRY, Results
 from autograder.course import lateness
 from autograder.course.gradebook import Gradebook
@@ -66,7 +64,7 @@ def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, la
     wanted = None if students is None else set(students)
     overrides = book.overrides()
     effective = {s: r for s, r, _ in book.effective_records()} if overrides else {}
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, newline="") as tmp:
+    with scratch.replaced(path, encoding=None, newline="") as tmp:
         writer = csv.writer(tmp)
         writer.writerow(["student", "score", "max_score", *columns, "problem"]
                         + ([*lateness.COLUMNS, "late_note"] if late is not None else [])
@@ -94,7 +92,6 @@ def write_csv(book: Gradebook, path: Path, students: list[str] | None = None, la
                 if overrides:
                     row.append(text.csv_cell(describe_overrides(effective.get(student, {}))))
                 writer.writerow(row)
-    os.replace(tmp.name, path)
 
 
 def _cell(value: float | None) -> str:
@@ -105,14 +102,13 @@ def write_regrades(path: Path, rows: list[dict[str, Any]]) -> None:
     """OUT/regrades.csv: run, at, student, before, after, parts ("causal 8 -> 10; mha 20 -> 15"), why: one
     row per student whose score a grading run moved, every run's, oldest first (gradebook.regrades): a
     run that moves nobody adds nothing and removes nothing."""
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, newline="") as tmp:
+    with scratch.replaced(path, encoding=None, newline="") as tmp:
         writer = csv.writer(tmp)
         writer.writerow(REGRADES_COLUMNS)
         for row in rows:
             writer.writerow([str(row["run"]), row["at"], text.csv_cell(row["student"]), f"{row['before']:g}",
                              f"{row['after']:g}", text.csv_cell(describe_parts(row["parts"])),
                              text.csv_cell(row["why"])])
-    os.replace(tmp.name, path)
 
 
 def describe_overrides(results: Results) -> str:
@@ -169,13 +165,7 @@ def judge_lateness(book: Gradebook, late: lateness.LatePolicy | None,
 
 
 def atomic_write(path: Path, content: str) -> None:
-    """Write content to path through a temporary file in the same folder, removed if anything fails."""
-    with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=path.parent, delete=False, prefix=".tmp-") as tmp:
-        try:
-            tmp.write(content)
-            tmp.close()
-            os.replace(tmp.name, path)
-        except BaseException:
-            tmp.close()
-            os.unlink(tmp.name)
-            raise
+    """Write content to path through a partial file in the same folder (scratch.replaced), removed if
+    anything fails, swept by the next batch if this one is killed."""
+    with scratch.replaced(path) as f:
+        f.write(content)

@@ -6,12 +6,11 @@ One row per roster student; a roster student with no grade gets an empty cell, n
 of the gradebook missing from the roster are named on stderr and left out.
 """
 import csv
-import os
 import sqlite3
 import sys
-import tempfile
 from pathlib import Path
 
+from autograder import scratch
 from autograder.cli import UsageError
 from autograder.course import lms_export
 from autograder.course.gradebook import Gradebook
@@ -62,8 +61,7 @@ def run(args):
 
 def _write(path, header, rows):
     path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, newline="", encoding="utf-8") as tmp:
-        writer = csv.writer(tmp)
+    with scratch.replaced(path, newline="") as f:
+        writer = csv.writer(f)
         writer.writerow(header)
         writer.writerows(rows)
-    os.replace(tmp.name, path)

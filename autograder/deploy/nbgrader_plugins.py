@@ -30,7 +30,6 @@ generate_feedback
 import atexit
 import functools
 import re
-import tempfile
 from pathlib import Path
 
 from nbformat.notebooknode import from_dict
@@ -40,6 +39,7 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import ClearHiddenTests, ClearSolutions, NbGraderPreprocessor, OverwriteCells
 from traitlets import Bool, Unicode
 
+from autograder import scratch
 from autograder.authoring.stubs import make_stub, solution_regions
 
 SCORE_PREFIX = "score_"          # the graded cell of part P has the grade_id score_P (autograder.authoring.notebooks)
@@ -217,9 +217,7 @@ def _what_to_fix(checks, parts, modules=None):
     lines = ["What to fix:"] if items else []
     for item in items:  # one line each, the checks it failed in and the student's own error text after it
         lines.append(in_notebook_words(f"  - {item.label} (-{_fmt(item.points)}): {item.message}", modules))
-        for note in (item.failed_in, item.lost_note, item.voided_note):
-            if note:
-                lines.append(in_notebook_words(f"    {note}", modules))
+        lines += [in_notebook_words(f"    {note}", modules) for note in item.notes]
         if item.own_text:
             lines.append(f"    {OWN_TEXT}: {item.own_text}")
     return lines
@@ -296,7 +294,7 @@ class GradeInSandbox(NbGraderPreprocessor):
             settings = settings.with_sandbox(unsafe=True)
         engine = shared_engine(self.rubric or None, settings, course_chapter(self.chapter))
         graded = [part for part in parts if part in engine.rubric.parts]
-        with tempfile.TemporaryDirectory(prefix="nbgrader-modules-") as tmp:
+        with scratch.folder("nbgrader-modules") as tmp:
             for module, code in modules.items():
                 (Path(tmp) / f"{module}.py").write_text(code)
             grade = engine.grade(tmp, parts=graded, cells=cells)

@@ -390,15 +390,13 @@ def class_report(records, late=None, moves=None):
 def write_class_report(out: str | Path, records: list[tuple[str, dict[str, Any], str]], late: dict[str, Any] | None = None,
                        moves: list[dict[str, Any]] | None = None) -> list[Path]:
     """OUT/report.html and OUT/misconceptions.csv, each replaced whole (never half written) -> their paths."""
-    import os
-    import tempfile
+    from autograder import scratch
 
     paths = []
     for name, content in (("report.html", class_report(records, late, moves)),
                           ("misconceptions.csv", misconceptions_csv(records))):
         path = Path(out) / name
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, encoding="utf-8", newline="") as tmp:
-            tmp.write(content)
-        os.replace(tmp.name, path)
+        with scratch.replaced(path, newline="") as f:
+            f.write(content)
         paths.append(path)
     return paths

@@ -84,6 +84,12 @@ class Item:
         return f"{self.part} / {self.check}" if self.check else self.part
 
     @property
+    def notes(self) -> list[str]:
+        """The lines said under its message, those that apply, in this order in every format: what its
+        checks ran (failed_in), what else it cost (lost_note), which passing checks it voids (voided_note)."""
+        return [note for note in (self.failed_in, self.lost_note, self.voided_note) if note]
+
+    @property
     def failed_in(self):
         """'' for one check; else the line naming what each of its checks ran, "failed in: a; b; c"."""
         places = list(dict.fromkeys(place for place in self.places if place))

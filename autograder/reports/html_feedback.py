@@ -65,9 +65,7 @@ def figures_by_part(results: dict[str, Any]) -> dict[str, list[tuple[str, dict[s
 def _item_html(item):
     points = f" (-{fmt(item.points)})" if item.points else ""
     own = f'<div class="muted">{esc(OWN_TEXT)}: <code>{esc(item.own_text)}</code></div>' if item.own_text else ""
-    where = f'<div class="muted">{esc(item.failed_in)}</div>' if item.failed_in else ""
-    where += f'<div class="muted">{esc(item.lost_note)}</div>' if item.lost_note else ""
-    where += f'<div class="muted">{esc(item.voided_note)}</div>' if item.voided_note else ""
+    where = "".join(f'<div class="muted">{esc(note)}</div>' for note in item.notes)
     return (f'<div class="fix"><div class="check">{esc(item.title)}{esc(points)}</div>'
             f"<div>{esc(item.message)}</div>{where}{own}</div>")
 

@@ -89,12 +89,7 @@ def fix_section(items, heading):
     lines = ["", f"{heading} What to fix", ""]
     for item in items:
         lines.append(f"- **{_title(item.title)}** (-{fmt(item.points)}): {md_text(item.message)}")
-        if item.failed_in:
-            lines.append(f"  {md_text(item.failed_in)}")
-        if item.lost_note:
-            lines.append(f"  {md_text(item.lost_note)}")
-        if item.voided_note:
-            lines.append(f"  {md_text(item.voided_note)}")
+        lines += [f"  {md_text(note)}" for note in item.notes]
         if item.own_text:
             lines.append(f"  {OWN_TEXT}: {md_code(item.own_text)}")
     return lines

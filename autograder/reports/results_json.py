@@ -145,12 +145,7 @@ def summary(grade):
         lines += ["", "What to fix:"]
         for item in items:
             lines.append(f"- {item.title} (-{fmt(item.points)}): {item.message}")
-            if item.failed_in:
-                lines.append(f"  {item.failed_in}")
-            if item.lost_note:
-                lines.append(f"  {item.lost_note}")
-            if item.voided_note:
-                lines.append(f"  {item.voided_note}")
+            lines += [f"  {note}" for note in item.notes]
             if item.own_text:
                 lines.append(f"  {OWN_TEXT}: {item.own_text}")
     if grade.notes:

@@ -57,10 +57,7 @@ def _student_failures(grade):
     lines = ["", "What to fix:"]
     for item in items:
         lines.append(f"  - {item.title} (-{fmt(item.points)}): {item.message}")
-        if item.lost_note:
-            lines.append(f"      {item.lost_note}")
-        if item.voided_note:
-            lines.append(f"      {item.voided_note}")
+        lines += [f"      {note}" for note in item.notes]
         if item.own_text:
             lines.append(f"      {OWN_TEXT}: {item.own_text}")
     return lines

@@ -12,11 +12,17 @@ import threading
 def schedstat(path: str) -> tuple[float, float] | None:
     """(seconds on a CPU, seconds runnable but waiting) from a schedstat file, or None."""
     try:
-        with open(path) as f:
-            on_cpu, waiting = f.read().split()[:2]
-        return int(on_cpu) / 1e9, int(waiting) / 1e9
+        with open(path, "rb") as f:
+            return _fields(f.read())
     except (OSError, ValueError):
         return None
+
+
+def _fields(text: bytes) -> tuple[float, float]:
+    """A schedstat file's first two fields, nanoseconds on a CPU and waiting, in seconds (ValueError
+    when they are not there)."""
+    on_cpu, waiting = text.split()[:2]
+    return int(on_cpu) / 1e9, int(waiting) / 1e9
 
 
 class KeptOpen:
@@ -60,8 +66,7 @@ def own_schedule() -> float | None:
     """The calling thread's CPU time plus its run delay so far (seconds), or None. Asked twice per
     request to a part's child after a hidden input (idle.py): its file is kept open."""
     try:
-        on_cpu, waiting = _OWN.read().split()[:2]
-        return (int(on_cpu) + int(waiting)) / 1e9
+        return sum(_fields(_OWN.read()))
     except (OSError, ValueError):
         return None
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 import shutil
 import socket
-import tempfile
 import time
 from typing import Any
 
-from autograder import text
+from autograder import scratch, text
 from autograder.inside import protocol
 from autograder.sandbox import container, death, procfs
 from autograder.sandbox.errors import SandboxUnavailable
@@ -22,7 +21,7 @@ def private_scratch(uid: int | None = None) -> str:
     """The session's folder where there is no room (container mode, --unsafe-no-sandbox): the grader's,
     0700; in container mode its group is the submission's uid (which reads its submission there and
     writes nothing: 02750, files 0640). Removed when the session closes."""
-    folder = tempfile.mkdtemp(prefix="ch03-session-")
+    folder = scratch.make("ch03-session")  # named after the grader: swept if it is killed (scratch.sweep)
     if uid is not None:
         os.chown(folder, 0, uid)
         os.chmod(folder, 0o2750)

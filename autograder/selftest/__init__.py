@@ -15,7 +15,6 @@ import ast
 import multiprocessing
 import re
 import shutil
-import tempfile
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -24,7 +23,7 @@ from typing import Any
 
 import yaml
 
-from autograder import PACKAGE_DIR, chapter
+from autograder import PACKAGE_DIR, chapter, scratch
 from autograder import settings as settings_mod
 
 HERE = Path(__file__).resolve().parent
@@ -266,7 +265,7 @@ def run_entry(entry, engine, all_parts=False):
 
     started = time.monotonic()
     rubric = engine.rubric
-    with tempfile.TemporaryDirectory(prefix=f"selftest-{entry.id}-") as tmp:
+    with scratch.folder("selftest", f"{entry.id}-") as tmp:
         folder = apply(entry, Path(tmp) / "submission", engine.chapter.solutions)
         affected = affected_parts(entry, folder, engine.chapter.parts)
         parts = list(rubric.parts) if all_parts else [p for p in rubric.parts if p in affected]
@@ -305,7 +304,7 @@ def run_all(entries, jobs=1, rubric_path=None, progress=None, all_parts=False, s
     manifest = manifest or chapter.current()
     settings = (settings or settings_mod.from_environment()).with_secret()  # one secret for every worker
     for entry in entries:  # fail fast on a find text that does not apply, before starting anything
-        with tempfile.TemporaryDirectory() as tmp:
+        with scratch.folder("selftest", f"{entry.id}-") as tmp:
             apply(entry, tmp, manifest.solutions)
     if jobs <= 1:
         outcomes = []
