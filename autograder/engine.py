@@ -111,12 +111,18 @@ class Engine:
                                         cells=cells)
 
     def for_worker(self, sandbox: Sandbox | None, slot: int) -> Engine:
-        """An engine for a worker process of this run: the same settings, rubric file and environment
-        check, grading in `sandbox` (its door to the run's fork server) or a fork server of its own."""
+        """An engine for a worker process of this run: the same settings, rubric and suites (this engine's,
+        which the forked worker inherits, instead of reading and checking the rubric file again in every
+        worker; read here only where this engine has none yet) and environment check, grading in
+        `sandbox` (its door to the run's fork server) or a fork server of its own."""
         worker = Engine(self.settings, self.rubric_path, self.chapter)
         worker.environment_check = self.environment_check
         worker.start_sandbox(slot, sandbox)
-        worker.load_rubric()
+        if self.rubric is not None and self.suites is not None:
+            worker.rubric, worker.suites = self.rubric, self.suites
+            one_thread()
+        else:
+            worker.load_rubric()
         return worker
 
     def close(self) -> None:

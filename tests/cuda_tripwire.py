@@ -101,7 +101,7 @@ def check(log):
     doors = batch.start_fork_servers(2, settings.from_environment())
     try:
         grading.load_rubric(os.path.join(ROOT, "grading.yml"))
-        plots.warm_up()  # the batch loads matplotlib while its workers grade
+        plots.warm_up()  # the batch loads matplotlib before it forks its workers
         server = doors[0].process.pid
         with tempfile.TemporaryDirectory() as folder:
             with open(os.path.join(folder, "probe.py"), "w") as f:

@@ -353,3 +353,23 @@ def test_killing_only_the_batch_process_leaves_no_workers(tmp_path):
     finally:
         kill_all(tree | descendants(process.pid))
     assert tree and not left, f"{len(left)} processes outlived the killed batch"
+
+
+def test_a_worker_grades_with_the_rubric_and_suites_the_batch_read(monkeypatch):
+    """Issue 38 item 7: a batch's worker (Engine.for_worker, in the forked process) takes the parent's
+    rubric and suites, the ones the run's fingerprint was taken of, instead of reading and checking
+    grading.yml again in every worker; an engine that has read none reads them then."""
+    from autograder.engine import Engine
+
+    engine = Engine()
+    engine.load_rubric()
+
+    def read_again(*args, **kwargs):
+        raise AssertionError("the worker read the rubric again")
+
+    monkeypatch.setattr(grading, "load_rubric", read_again)
+    worker = engine.for_worker(object(), 1)
+    assert worker.rubric is engine.rubric and worker.suites is engine.suites
+    assert worker.environment_check is engine.environment_check and worker.chapter is engine.chapter
+    with pytest.raises(AssertionError, match="read the rubric again"):
+        Engine().for_worker(object(), 1)

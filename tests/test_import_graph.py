@@ -1,5 +1,6 @@
 """The grader's modules import each other without a circle (issue 22: reports/html_feedback and
-reports/results_json, sandbox/child and sandbox/part_reset each imported the other)."""
+reports/results_json, sandbox/child and sandbox/part_reset each imported the other), and a process
+imports only what it uses, once (issue 38 item 7: a batch's start-up)."""
 import ast
 import functools
 from pathlib import Path
@@ -121,3 +122,49 @@ def test_the_command_line_loads_torch_only_for_a_command_that_needs_it():
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout[-2000:]
     assert len(cli.COMMANDS) >= 12
+
+
+def test_a_batch_worker_imports_nothing_to_draw_for_a_record_without_pictures(monkeypatch):
+    """Issue 38 item 7: a worker asks for matplotlib (plots.available imports it) only when the record it
+    graded has a figure to draw (a failed weight check's); a record without one draws nothing and asks
+    nothing (tests/test_visual_feedback.py: a record with one is drawn in the worker)."""
+    from autograder import grading, reports
+    from autograder.batch import workers
+    from autograder.reports import plots
+
+    asked = []
+    monkeypatch.setattr(plots, "available", lambda: asked.append("matplotlib") or True)
+    results = reports.broken_results(grading.load_rubric()[0], "nothing to grade")
+    assert len(results["tests"]) > 10
+    assert workers._pictures(results) == {} and asked == []
+
+
+def test_a_batch_forks_its_workers_after_matplotlib_is_loaded_and_no_more_than_it_grades(monkeypatch):
+    """Issue 38 item 7: matplotlib's drawing modules are imported in the batch's process before its
+    workers are forked (plots.warm_up, then batch.workers._pool), so each worker inherits them instead of
+    importing them again (about 0.3 s of CPU a worker); and a class smaller than --jobs forks one
+    worker per submission: a worker beyond the batch's doors (start_fork_servers makes min(jobs,
+    submissions)) started a fork server of its own, a second import of torch and the emulated GPU."""
+    from pathlib import Path
+
+    from autograder.batch import workers
+    from autograder.reports import plots
+
+    order = []
+
+    class Forked(Exception):
+        pass
+
+    def pool(jobs, engine, doors):
+        order.append(f"{jobs} worker(s) forked")
+        raise Forked
+
+    monkeypatch.setattr(plots, "warm_up", lambda: order.append("matplotlib imported"))
+    monkeypatch.setattr(workers, "_pool", pool)
+    grading = workers.Grading(engine=None, book=None, out=Path("out"), grader="g", run=1, doors=[])
+    for students, forked in ((1, "1 worker(s) forked"), (3, "2 worker(s) forked")):
+        order.clear()
+        todo = [(f"s{i}", Path(f"s{i}"), "fingerprint", "new") for i in range(students)]
+        with pytest.raises(Forked):
+            workers.grade_all(todo, 2, grading)
+        assert order == ["matplotlib imported", forked]

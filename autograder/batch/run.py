@@ -19,7 +19,7 @@ from autograder.batch.workers import Grading, check_environment, grade_all, star
 from autograder.course import lateness, regrades
 from autograder.course.gradebook import Gradebook
 from autograder.engine import Engine
-from autograder.reports import class_report
+from autograder.reports import class_report, plots
 from autograder.sandbox import container
 from autograder.settings import Settings, from_environment
 
@@ -70,8 +70,10 @@ def run_batch(folder: str | Path, out: str | Path, jobs: int = 2, force: bool = 
                 same = known.get(student, ())[:2] == (fingerprint, grader)  # nothing new to keep in the history
                 store(book, out, student, Stamp(fingerprint, grader, None if same else "not graded", run),
                       reports.broken_results(rubric, problem), problem)
-        # the workers are forked from here: a garbage collection there would walk (and so copy) every
-        # object this process holds, torch's included, unless they are set apart first
+        # the workers are forked from here: what they use is imported first (matplotlib for their
+        # pictures: grade_all), and a garbage collection there would walk (and so copy) every object this
+        # process holds, torch's and matplotlib's included, unless they are set apart first
+        plots.warm_up()
         gc.freeze()
         try:
             graded = grade_all(todo, jobs, Grading(engine, book, out, grader, run, doors, progress))

@@ -112,11 +112,11 @@ def _grade_one(student: str, path: str) -> Graded:
 
 def _pictures(results: Results) -> dict[str, Any]:
     """The pictures of every figure the feedback of results shows ({} where none can be drawn here: the
-    parent then draws or words them as before)."""
-    if not plots.available():
-        return {}
+    parent then draws or words them as before). Only a failed weight check carries a figure: a record
+    with none asks nothing of matplotlib here."""
     try:
-        return plots.draw_all(f for figures in html_feedback.figures_by_part(results).values() for _, f in figures)
+        figures = [f for found in html_feedback.figures_by_part(results).values() for _, f in found]
+        return plots.draw_all(figures) if figures and plots.available() else {}
     except Exception:  # a picture never costs a grade: the parent draws what is missing
         return {}
 
@@ -161,11 +161,17 @@ def grade_all(todo: list[Todo], jobs: int, grading: Grading) -> list[str]:
         graded.append(student)
         _progress(progress, len(graded), total, started, student)
 
+    # matplotlib's drawing modules, imported once here before the workers are forked: each inherits them
+    # (a worker that draws a picture imported them again, about 0.3 s of CPU each), and the parent needs
+    # them anyway for the class's histogram (reports/class_report.py)
+    plots.warm_up()
     one_at_a_time = False
     while pending:
         current: str | None = None
         try:
-            with _pool(1 if one_at_a_time else jobs, engine, doors) as pool:
+            # no more workers than submissions: a worker beyond the batch's doors starts a fork server
+            # of its own (start_fork_servers made min(jobs, submissions) doors), a second torch import
+            with _pool(1 if one_at_a_time else min(jobs, len(pending)), engine, doors) as pool:
                 if one_at_a_time:
                     pool.submit(_ready).result()
                     for student, (path, _, _) in list(pending.items()):
@@ -173,7 +179,6 @@ def grade_all(todo: list[Todo], jobs: int, grading: Grading) -> list[str]:
                         finish(*pool.submit(_grade_one, student, str(path)).result())
                 else:
                     futures = [pool.submit(_grade_one, s, str(p)) for s, (p, _, _) in pending.items()]
-                    plots.warm_up()  # the workers are forked: matplotlib loads here while they grade
                     for future in as_completed(futures):
                         finish(*future.result())
         except BrokenProcessPool as e:
