@@ -124,6 +124,7 @@ def test_the_command_line_loads_torch_only_for_a_command_that_needs_it():
     assert len(cli.COMMANDS) >= 12
 
 
+@pytest.mark.quick
 def test_a_batch_worker_imports_nothing_to_draw_for_a_record_without_pictures(monkeypatch):
     """Issue 38 item 7: a worker asks for matplotlib (plots.available imports it) only when the record it
     graded has a figure to draw (a failed weight check's); a record without one draws nothing and asks
@@ -139,6 +140,7 @@ def test_a_batch_worker_imports_nothing_to_draw_for_a_record_without_pictures(mo
     assert workers._pictures(results) == {} and asked == []
 
 
+@pytest.mark.quick
 def test_a_batch_forks_its_workers_after_matplotlib_is_loaded_and_no_more_than_it_grades(monkeypatch):
     """Issue 38 item 7: matplotlib's drawing modules are imported in the batch's process before its
     workers are forked (plots.warm_up, then batch.workers._pool), so each worker inherits them instead of
