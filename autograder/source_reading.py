@@ -442,13 +442,68 @@ def loops_over_heads(source: Sources, class_name: str, module: str = "", pointer
 
 
 def _head_loop(function: Any) -> int | None:
-    """The line of the function's first loop over the heads (loops_over_heads), None when it has none."""
+    """The line of the function's first loop over the heads (loops_over_heads), None when it has none.
+    A loop that only gathers the heads' already computed results (gathers_only: torch.cat([context[:, h]
+    for h in range(self.num_heads)], dim=-1)) computes nothing per head and is not one."""
     for node in nodes(function):
-        if isinstance(node, (ast.For, ast.comprehension)) and _mentions_heads(node.iter) or \
+        if isinstance(node, ast.For) and _mentions_heads(node.iter) and \
+                not all(gathers_only(statement) for statement in node.body + node.orelse) or \
                 isinstance(node, ast.While) and _mentions_heads(node.test):
-            return getattr(node, "lineno", None) or getattr(getattr(node, "iter", None), "lineno", 0) or \
-                function.lineno
+            return node.lineno or function.lineno
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
+            loops = [g for g in node.generators if _mentions_heads(g.iter)]
+            work = [node.key, node.value] if isinstance(node, ast.DictComp) else [node.elt]
+            work += [e for g in node.generators for e in g.ifs] + [g.iter for g in node.generators if g not in loops]
+            if loops and not all(gathers_only(expression) for expression in work):
+                return getattr(loops[0].iter, "lineno", 0) or node.lineno or function.lineno
     return None
+
+
+# what a loop over the heads may call and still compute nothing per head: picking, viewing and collecting
+GATHERS = frozenset({"append", "extend", "transpose", "permute", "view", "reshape", "contiguous", "squeeze",
+                     "unsqueeze", "select", "narrow", "flatten", "unflatten", "t"})
+INDEX_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
+
+
+def gathers_only(node: ast.AST) -> bool:
+    """node (a statement or expression of a loop's body) only picks, views and collects tensors
+    (names, attributes, subscripts with integer arithmetic in their index, calls of GATHERS methods,
+    assignments of those): no operator on tensors, no other call, so no computation per head."""
+    if isinstance(node, (ast.Name, ast.Constant, ast.Load, ast.Store, ast.Pass, ast.Slice)):
+        return True
+    if isinstance(node, (ast.Expr, ast.Starred, ast.Attribute)):
+        return gathers_only(node.value)
+    if isinstance(node, (ast.Tuple, ast.List)):
+        return all(gathers_only(e) for e in node.elts)
+    if isinstance(node, ast.Subscript):
+        return gathers_only(node.value) and _index_only(node.slice)
+    if isinstance(node, ast.Assign):
+        return all(gathers_only(t) for t in node.targets) and gathers_only(node.value)
+    if isinstance(node, ast.AugAssign):  # outs += [context[:, h]]
+        return isinstance(node.op, ast.Add) and isinstance(node.value, (ast.List, ast.Tuple)) and \
+            gathers_only(node.target) and gathers_only(node.value)
+    if isinstance(node, ast.Call):
+        if not (isinstance(node.func, ast.Attribute) and node.func.attr in GATHERS and gathers_only(node.func.value)):
+            return False
+        collects = node.func.attr in ("append", "extend")  # what it collects, else sizes and dims (-1, h * 2)
+        return all(gathers_only(a) or not collects and _index_only(a)
+                   for a in [*node.args, *(k.value for k in node.keywords)])
+    return False
+
+
+def _index_only(node: ast.AST) -> bool:
+    """An index: slices, names, constants, attributes and their integer arithmetic (h * head_dim)."""
+    if isinstance(node, ast.Slice):
+        return all(_index_only(part) for part in (node.lower, node.upper, node.step) if part is not None)
+    if isinstance(node, ast.Tuple):
+        return all(_index_only(e) for e in node.elts)
+    if isinstance(node, ast.BinOp):
+        return isinstance(node.op, INDEX_ARITHMETIC) and _index_only(node.left) and _index_only(node.right)
+    if isinstance(node, ast.UnaryOp):
+        return isinstance(node.op, ast.USub) and _index_only(node.operand)
+    if isinstance(node, ast.Attribute):
+        return _index_only(node.value)
+    return isinstance(node, (ast.Name, ast.Constant, ast.Load))
 
 
 def _device_given(call: ast.Call) -> bool:

@@ -165,6 +165,35 @@ def test_the_last_binding_counts_and_a_main_block_does_not():
     assert source_reading.find({"mha": "MultiHeadAttention = make()\n"}, "mha", "MultiHeadAttention") is None
 
 
+MERGE = "        context = (attn_weights @ values).transpose(1, 2)  # (b, num_tokens, num_heads, head_dim)\n"
+
+
+@pytest.mark.quick
+@pytest.mark.parametrize("loop, computes", [
+    # a loop that only gathers the heads' results computes nothing per head: not a head loop (principle 2)
+    ("torch.cat([heads[:, h] for h in range(self.num_heads)], dim=-1)", False),
+    ("torch.cat([heads[:, :, h].reshape(b, num_tokens, -1) for h in range(self.num_heads)], -1)", False),
+    ("torch.cat(outs, -1)\n        for h in range(self.num_heads):\n            outs.append(heads[:, h])", False),
+    ("{h: heads[:, h * 1:(h + 1) * 1] for h in range(self.num_heads)}", False),
+    # each of these does work per head: still a head loop
+    ("torch.cat([heads[:, h] @ heads[:, h].transpose(1, 2) for h in range(self.num_heads)], -1)", True),
+    ("torch.cat([torch.softmax(heads[:, h], -1) for h in range(self.num_heads)], -1)", True),
+    ("torch.cat([self.out_proj(heads[:, h]) for h in range(self.num_heads)], -1)", True),
+    ("torch.cat(outs, -1)\n        for h in range(self.num_heads):\n            outs.append(heads[:, h] * 2)", True),
+    ("torch.cat([heads[:, h] for h in range(self.num_heads) if heads[:, h].sum() > 0], -1)", True),
+    ("torch.cat([heads[:, h.sum()] for h in self.heads], -1)", True),
+])
+def test_a_loop_that_only_gathers_the_heads_is_not_a_head_loop(loop, computes):
+    from autograder import source_reading
+
+    sources = sources_of("")
+    assert MERGE in sources["mha"]
+    sources["mha"] = sources["mha"].replace(MERGE, f"        heads = attn_weights @ values\n        outs = []\n"
+                                                   f"        _ = {loop}\n" + MERGE)
+    found = source_reading.loops_over_heads(sources, "MultiHeadAttention", "mha")
+    assert bool(found) is computes, found
+
+
 def test_a_pointer_that_disagrees_with_the_reading_leaves_nothing_read():
     from autograder import source_reading
 

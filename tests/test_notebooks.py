@@ -178,7 +178,7 @@ def test_visible_test_cells_use_the_public_tests_diagnoses():
     # public test say the same words is shown case by case in tests/test_public_diagnoses.py
     cells = [text(cell) for path in source_notebooks() for cell in cells_of(path) if cell["id"].startswith("test_")]
     public = _diagnoses_used(path.read_text() for path in sorted(PUBLIC_TESTS.glob("test_*.py")))
-    assert {"softmax_dim_mistakes", "transfer_problem", "TRANSPOSE", "HEAD_DIM", "shape_errors"} <= public
+    assert {"softmax_dim_mistakes", "transfer_problem", "TRANSPOSE", "head_split_hint", "shape_errors"} <= public
     assert sorted(public - _diagnoses_used(cells)) == []
 
 

@@ -105,12 +105,17 @@ def probe_self_attention(student, module, name, key):
 
 
 def probe_causal(student):
-    """Seeded weights (with biases), dropout off in eval mode, inputs shorter than the context: one
-    output, judged against the grader's math on the weights the seed gives (names are free here)."""
+    """Seeded weights (with biases), inputs shorter than the context: dropout off in eval mode, and
+    dropout=0.0 in training mode (a head that ignores its dropout argument, such as a hard-coded
+    nn.Dropout(0.5), drops weights in the wrapper's dropout-free checks): each output judged against
+    the grader's math on the weights the seed gives (names are free here)."""
     x, want = expected()["causal"]
     head = student.module("causal").CausalAttention(3, 4, 6, 0.5, qkv_bias=True, _seed=SEED)
     head.eval()
     require(close(head(x), want))
+    _, answer = helpers.built_and_called(student.module("causal").CausalAttention, (3, 4, 6, 0.0),
+                                         {"qkv_bias": True}, SEED, (x,))
+    require(close(answer(), want))
 
 
 def probe_mha(student):

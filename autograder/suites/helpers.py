@@ -79,17 +79,27 @@ def state_of(module, what):
     return state
 
 
+def square_shape(shape):
+    """(n, n) for a buffer's shape (n, n), or (1, ..., 1, n, n); None for any other shape."""
+    shape = tuple(shape)
+    if len(shape) >= 2 and shape[-1] == shape[-2] and all(d == 1 for d in shape[:-2]):
+        return shape[-2:]
+    return None
+
+
 def square_buffer(module, size):
     """The module's registered (size, size) buffer, whatever its name (the classes may name their parts
     as they like), read after the module is converted to float64: a registered buffer follows the
-    module, a plain attribute does not (and is not listed). -> the tensor, or None."""
+    module, a plain attribute does not (and is not listed). A buffer with leading dims of 1 (nanoGPT's
+    (1, 1, size, size), made to broadcast over the batch and the heads) is the same mask. -> the
+    (size, size) tensor, or None."""
     try:
         module.type("torch.DoubleTensor")
         for name, shape, _ in module.describe()["buffers"]:
-            if tuple(shape) == (size, size):
+            if square_shape(shape) == (size, size):
                 mask = module.get(name)
                 if isinstance(mask, torch.Tensor) and mask.dtype == torch.float64:
-                    return mask
+                    return mask.reshape(size, size)
     except StudentError as e:
         if e.not_implemented:
             raise
@@ -418,6 +428,12 @@ def student_error_hint(error, hint):
     raise Mismatch(f"{error.explain()}. {hint}", student_text=error.student_text(), kind="raised", hint=hint) from None
 
 
+def source_of(kwargs, part):
+    """The part's submitted text as the grader reads it ('' without a student or a part)."""
+    student = kwargs.get("student")
+    return student.source(part) if part and student is not None else ""
+
+
 def reads_module_variable(kwargs, part):
     """Does the part's module (as the grader reads it) read a top-level variable inside a function?"""
     from autograder.suites import source_mistakes
@@ -468,8 +484,9 @@ def diagnose_errors(namespace, signature=""):
             try:
                 return check(*args, **kwargs)
             except StudentError as e:
-                why = error_diagnosis(e, spec) or (source_mistakes.GLOBAL_READ if not e.not_implemented and
-                                                   reads_module_variable(kwargs, part) else "")
+                why = error_diagnosis(e, spec) or (source_mistakes.raised_cause(e.kind, e.message, source_of(kwargs, part))
+                                                   if not e.not_implemented else "") or \
+                    (source_mistakes.GLOBAL_READ if not e.not_implemented and reads_module_variable(kwargs, part) else "")
                 if not why:
                     raise
                 raise Mismatch(f"{e.explain()}: {why}", student_text=e.student_text(), cause=why, kind="raised",

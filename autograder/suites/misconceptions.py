@@ -56,7 +56,8 @@ def weights(scores, d_k, causal, *, divide_by=None, dim=-1, mask="-inf", diagona
 
     divide_by: what the scores are divided by (right: sqrt(d_k)); dim: the softmax dim (right: -1);
     mask: "-inf" (right), "zero" (future scores set to 0), "after" (future weights zeroed after the
-    softmax, rows not renormalized), "none" (no mask), "inverted" (the past hidden, the future kept);
+    softmax, rows not renormalized), "after-inf" (future weights set to -inf after the softmax),
+    "none" (no mask), "inverted" (the past hidden, the future kept);
     diagonal: the triu offset of the mask (right: 1);
     scale_after: divide the weights, not the scores.
     """
@@ -70,8 +71,8 @@ def weights(scores, d_k, causal, *, divide_by=None, dim=-1, mask="-inf", diagona
     w = torch.softmax(s, dim=dim)
     if scale_after:
         w = w / divide_by
-    if causal and mask == "after":
-        w = w.masked_fill(future(T, diagonal), 0.0)
+    if causal and mask in ("after", "after-inf"):
+        w = w.masked_fill(future(T, diagonal), 0.0 if mask == "after" else float("-inf"))
     return w
 
 
@@ -80,6 +81,26 @@ HIDES_DIAGONAL = ("the mask's diagonal is off by one: it also hides each token f
                   "the diagonal (triu(..., diagonal=1))")
 SEES_NEXT = ("the mask's diagonal is off by one: each token still sees the next one; mask everything above the "
              "diagonal (triu(..., diagonal=1))")
+BY_NUM_TOKENS = ("the scores are scaled by 1/sqrt(num_tokens), the number of tokens: scale by 1/sqrt(d_k), the "
+                 "keys' dimension (keys.shape[-1]; head_dim in each head of MultiHeadAttention)")
+SOFTMAX_OVER_BATCH = ("the softmax runs over the wrong dim (dim=0: across the sequences of the batch): use dim=-1 so "
+                      "that each row of attention weights sums to 1")
+SOFTMAX_OVER_HEADS = ("the softmax runs over the wrong dim (dim=1: across the heads of the 4-D scores (b, num_heads, "
+                      "num_tokens, num_tokens)): use dim=-1")
+# a 2-D bool mask used as an index of batched scores (scores[mask] = -inf): it indexes the leading dims
+BOOL_INDEX = ("a 2-D bool mask used as an index (scores[mask] = ...) applies to the first two dims of batched scores, "
+              "not the last two: write scores[..., mask] = -inf, or scores.masked_fill(mask, -inf)")
+# the -inf of the mask put into the weights after the softmax (their sums and products become -inf or NaN)
+AFTER_SOFTMAX_INF = ("the mask is applied after the softmax: the future weights are set to -inf, which turns the "
+                     "context vectors into -inf or NaN; fill the future scores with -inf before the softmax, which "
+                     "then gives them weight 0")
+# the allowed positions (the book's tril mask of 3.5.1) filled with -inf, as if they were the future
+INVERTED = ("the mask is inverted: it hides the past and keeps the future; the positions filled with -inf must be "
+            "those above the diagonal (triu(..., diagonal=1), or a tril mask where it is 0)")
+# the heads put back with head_dim before num_heads: each head's values are scattered over the output
+MERGED_OUT_OF_ORDER = ("the heads are merged in the wrong order: bring the context to (b, num_tokens, num_heads, "
+                       "head_dim) with .transpose(1, 2) before the view to (b, num_tokens, d_out), so that each "
+                       "head's head_dim values stay side by side in head order")
 
 
 @deferred
@@ -98,6 +119,11 @@ def weight_mistakes(scores, d_k, causal, d_in=None):
         (weights(scores.transpose(-2, -1), d_k, causal),
          "the scores are transposed (keys @ queries.T): row i must hold query i's scores, queries @ keys.T"),
     ]
+    T = scores.shape[-1]
+    if T not in (1, d_k):  # sqrt(num_tokens): the scores' size taken for the keys' dimension
+        out.append((weights(scores, d_k, causal, divide_by=math.sqrt(T)), BY_NUM_TOKENS))
+    if scores.dim() >= 3:  # a batch: context_vector's softmax(dim=0) runs over the sequences
+        out.append((weights(scores, d_k, causal, dim=0), SOFTMAX_OVER_BATCH))
     if d_in is not None and d_in != d_k:
         out.append((weights(scores, d_k, causal, divide_by=math.sqrt(d_in)),
                     "the scores are scaled by 1/sqrt(d_in), the input dimension: scale by 1/sqrt(d_k), "
@@ -112,6 +138,8 @@ def weight_mistakes(scores, d_k, causal, d_in=None):
             (weights(scores, d_k, causal, mask="after"),
              "the mask is applied after the softmax without renormalizing: after zeroing the future "
              "weights, divide each row by its sum (or mask the scores with -inf before the softmax)"),
+            (weights(scores, d_k, causal, mask="after-inf"), AFTER_SOFTMAX_INF),
+            (weights(scores, d_k, causal, mask="inverted"), INVERTED),
             (weights(scores, d_k, causal, diagonal=0), HIDES_DIAGONAL),
             (weights(scores, d_k, causal, diagonal=2), SEES_NEXT),
         ]
@@ -145,9 +173,11 @@ def attention_mistakes(q, k, v, causal, d_in=None):
 
 
 def multi_head(x, state, num_heads, *, split_transpose=True, merge_transpose=True, out_proj=True,
-               divide_by=None, layers=("W_query", "W_key", "W_value"), **weight_options):
+               divide_by=None, layers=("W_query", "W_key", "W_value"), merge_head_dim_first=False,
+               **weight_options):
     """MultiHeadAttention with the given state, right by default, wrong on request.
-    layers: the layers the queries, keys and values come from (right: W_query, W_key, W_value)."""
+    layers: the layers the queries, keys and values come from (right: W_query, W_key, W_value);
+    merge_head_dim_first: the context merged as (b, num_tokens, head_dim, num_heads)."""
     b, T, _ = x.shape
 
     def project(name):
@@ -167,7 +197,10 @@ def multi_head(x, state, num_heads, *, split_transpose=True, merge_transpose=Tru
     qh, kh, vh = split(q), split(k), split(v)
     w = weights(qh @ kh.transpose(-2, -1), head_dim, True, divide_by=divide_by, **weight_options)
     context = w @ vh
-    context = context.transpose(1, 2).reshape(b, T, d_out) if merge_transpose else context.reshape(b, T, d_out)
+    if merge_head_dim_first:
+        context = context.permute(0, 2, 3, 1).reshape(b, T, d_out)
+    else:
+        context = context.transpose(1, 2).reshape(b, T, d_out) if merge_transpose else context.reshape(b, T, d_out)
     return project_out(context, state) if out_proj else context
 
 
@@ -194,6 +227,7 @@ def multi_head_mistakes(x, state, num_heads):
          "the heads are merged without the transpose: .transpose(1, 2) the context back to (b, "
          "num_tokens, num_heads, head_dim) before the .view(b, num_tokens, d_out)"),
         (multi_head(x, state, num_heads, split_transpose=False, merge_transpose=False), SPLIT_AND_MERGE),
+        (multi_head(x, state, num_heads, merge_head_dim_first=True), MERGED_OUT_OF_ORDER),
         (multi_head(x, state, num_heads, out_proj=False),
          "out_proj is missing: the merged heads must go through self.out_proj"),
         *[(multi_head(x, state, num_heads, layers=layers), why) for layers, why in SWAPPED_LAYERS],
@@ -201,6 +235,8 @@ def multi_head_mistakes(x, state, num_heads):
          "the heads are not split at all (one head of d_out dims): reshape into num_heads heads of "
          "head_dim = d_out // num_heads"),
     ]
+    if x.shape[1] not in (1, d_out // num_heads):
+        out.append((multi_head(x, state, num_heads, divide_by=math.sqrt(x.shape[1])), BY_NUM_TOKENS))
     if num_heads > 1:
         out.append((multi_head(x, state, num_heads, divide_by=math.sqrt(d_out)),
                     "the scores are scaled by 1/sqrt(d_out): each head has head_dim = d_out // num_heads "
@@ -210,8 +246,11 @@ def multi_head_mistakes(x, state, num_heads):
                          (dict(mask="inverted"), "the mask is inverted: it hides the past and keeps the future; "
                                                  "the True (or 1) entries must be above the diagonal"),
                          (dict(dim=-2), "the softmax runs over the wrong dim: use dim=-1"),
+                         (dict(dim=1), SOFTMAX_OVER_HEADS),
+                         (dict(dim=0), SOFTMAX_OVER_BATCH),
                          (dict(mask="zero"), "the future scores are set to 0 instead of -inf"),
                          (dict(mask="after"), "the mask is applied after the softmax without renormalizing"),
+                         (dict(mask="after-inf"), AFTER_SOFTMAX_INF),
                          (dict(diagonal=0), "the mask's diagonal is off by one (it hides each token from itself)"),
                          (dict(diagonal=2), "the mask's diagonal is off by one (each token sees the next one)"),
                          (dict(divide_by=1.0), "the scores are not scaled by 1/sqrt(head_dim)")):
@@ -281,6 +320,25 @@ DEVICES_MIXED = ("it combines tensors on two devices: a tensor made on the defau
                  "dtype=x.dtype where it matters), or slice a registered buffer, which moves with the module")
 
 
+# a max or sum along an axis that dropped the axis (NumPy's broadcasting error in numpy_attention, or wrong values)
+NO_KEEPDIMS = ("np.max and np.sum along an axis drop that axis without keepdims=True, so their result no longer "
+               "lines up with the array (shapes that do not broadcast, or a max subtracted along another axis); pass "
+               "keepdims=True (np.max(z, axis=axis, keepdims=True)) to subtract or divide along the axis")
+
+
+# NumPy's and torch's words for an array or tensor used as a condition (if wo:, a and b)
+ARRAY_AS_CONDITION = ("an array or tensor is used as a condition (if wo:, or and/or between arrays): it has no single "
+                      "truth value; to test for an argument left out, write if wo is not None:")
+# torch's words for a float (0./1.) mask given to masked_fill
+FLOAT_MASK = ("masked_fill takes a bool mask, and the mask given holds floats (the buffer made by torch.triu(torch.ones("
+              "...)) holds 0.0 and 1.0): pass self.mask.bool()[:num_tokens, :num_tokens], or make the buffer with "
+              "dtype=torch.bool")
+# torch's words when backward finds nothing trainable: the parameters do not require gradients
+NO_GRADIENT = ("no gradient can flow back to the weights: they do not require gradients (nn.Parameter(..., "
+               "requires_grad=False), a .detach(), or the computation done under torch.no_grad()); the layer's "
+               "weights must be trainable parameters, nn.Parameter(torch.rand(d_in, d_out))")
+
+
 def error_diagnosis(error, signature=""):
     """The misconception behind a StudentError, in the grader's words ('' when none is recognized).
 
@@ -306,6 +364,18 @@ def error_diagnosis(error, signature=""):
                     "local variable is lost when __init__ returns)")
     if emulated_gpu.mixes_devices(error.kind, text):  # torch's words on a GPU and on the emulated one
         return DEVICES_MIXED
+    if error.kind == "ValueError" and re.search(r"truth value of an array with more than one element", text) or \
+            error.kind == "RuntimeError" and re.search(r"Boolean value of Tensor with more than one value", text):
+        return ARRAY_AS_CONDITION
+    if error.kind == "IndexError" and re.search(r"shape of the mask .{0,40} does not match the shape of the indexed", text):
+        return BOOL_INDEX
+    if error.kind == "RuntimeError" and re.search(r"masked_fill_? only supports boolean masks", text):
+        return FLOAT_MASK
+    if error.kind == "RuntimeError" and re.search(r"does not require grad and does not have a grad_fn", text):
+        return NO_GRADIENT
+    if error.kind == "ValueError" and raised_in(error, "numpy_attention") and \
+            re.search(r"could not be broadcast together with shapes", text):  # NumPy's words (einsum's say "remapped")
+        return NO_KEEPDIMS
     if error.kind == "AttributeError":
         found = re.search(r"object has no attribute '(\w{1,40})'", text)
         # a name is repeated only when the specification or the student's source has it as self.<name>;

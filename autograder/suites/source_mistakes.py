@@ -11,6 +11,11 @@ run, never quoted back) and a diagnosis the numbers gave is made precise when th
   `inputs`, `d_out`, `context_length` carried into the module) where it should read its arguments
   or self.<name>. The numbers are right on the book's example and wrong on other inputs and sizes.
 
+- BATCH_T / HEADS_SWAPPED: a forward whose matmul raised a shape error, and whose text transposes the
+  keys for a batch as if they were 2-D (keys.T reverses every dim of a 3-D tensor) or, in the
+  multi-head class, swaps heads and tokens (keys.transpose(1, 2) on 4-D keys). Without that reading
+  the check guesses the commonest cause of a shape error, the unsliced mask.
+
 Each diagnosis is a fixed sentence of the grader's: nothing of the student's text goes into it.
 """
 import ast
@@ -24,6 +29,12 @@ GLOBAL_READ = ("a function or method reads a variable set at the top of the modu
                "inputs, d_out or context_length) instead of its own arguments or self.<name>: the grader calls it "
                "with other inputs and sizes, so compute everything from the arguments and the attributes set in "
                "__init__")
+BATCH_T = ("keys.T on a batch reverses every dim of the 3-D keys, (b, num_tokens, d_out) -> (d_out, num_tokens, b), so "
+           "the scores' matmul fails: transpose only the last two dims, keys.transpose(1, 2) (or keys.mT)")
+WEIGHT_NOT_TRANSPOSED = ("nn.Linear stores its weight as (d_out, d_in) and computes x @ weight.T: call the layer, "
+                         "self.W_query(x), instead of multiplying x by its .weight")
+HEADS_SWAPPED = ("the scores multiply by keys.transpose(1, 2), which swaps heads and tokens of the 4-D keys (b, "
+                 "num_heads, num_tokens, head_dim): transpose the last two dims, keys.transpose(2, 3)")
 # the diagnoses (misconceptions.py) a discarded masked_fill gives: the numbers of no mask at all
 NO_MASK_CAUSES = ("no causal mask is applied",)
 
@@ -126,4 +137,73 @@ def refined(cause: str, unexplained: bool, source: str) -> str:
         return MASKED_FILL_RESULT_DISCARDED
     if unexplained and not cause and reads_module_variable(source):
         return GLOBAL_READ
+    return ""
+
+
+def _forwards(tree: ast.Module, class_names: tuple) -> list:
+    """The forward methods of the module's classes named class_names (all classes when empty)."""
+    return [item for node in source_reading.nodes(tree) if isinstance(node, ast.ClassDef)
+            and (not class_names or node.name in class_names) for item in node.body
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "forward"]
+
+
+def _matmul_right_operands(function: ast.AST) -> list:
+    """The right operands of every `a @ b` and torch.matmul(a, b) / torch.bmm(a, b) in the function."""
+    found = []
+    for node in source_reading.nodes(function):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+            found.append(node.right)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+                node.func.attr in ("matmul", "bmm") and len(node.args) == 2:
+            found.append(node.args[1])
+    return found
+
+
+def _is_dot_T(node: ast.AST) -> bool:
+    """name.T: a plain variable's .T (not a weight's: x @ self.W_query.weight.T is a right 2-D one)."""
+    return isinstance(node, ast.Attribute) and node.attr == "T" and isinstance(node.value, ast.Name)
+
+
+def _is_transpose_1_2(node: ast.AST) -> bool:
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transpose" and \
+        sorted(a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, int)) == [1, 2] \
+        and len(node.args) == 2
+
+
+def shape_error_cause(source: str, multi_head: bool) -> str:
+    """The cause the module's text shows for a shape error raised in a forward on a batch ('' when it
+    shows none): a matmul by name.T in a forward, or (multi_head: the efficient class, 4-D keys) by
+    keys.transpose(1, 2)."""
+    tree = _parse(source)
+    if tree is None:
+        return ""
+    forwards = _forwards(tree, ("MultiHeadAttention",) if multi_head else ())
+    operands = [operand for function in forwards for operand in _matmul_right_operands(function)]
+    if any(_is_dot_T(operand) for operand in operands):
+        return BATCH_T
+    if multi_head and any(_is_transpose_1_2(operand) for operand in operands):
+        return HEADS_SWAPPED
+    return ""
+
+
+def _is_weight(node: ast.AST) -> bool:
+    """<layer>.weight, untransposed (the right operand of a matmul)."""
+    return isinstance(node, ast.Attribute) and node.attr == "weight"
+
+
+def multiplies_by_weight(source: str) -> bool:
+    """Does a forward of the module multiply by a layer's .weight as it is, (d_out, d_in), not its .T?"""
+    tree = _parse(source)
+    return tree is not None and any(_is_weight(operand) for function in _forwards(tree, ())
+                                    for operand in _matmul_right_operands(function))
+
+
+SHAPE_WORDS = ("cannot be multiplied", "size", "match", "shape")
+
+
+def raised_cause(kind: str, message: str, source: str) -> str:
+    """The cause the module's text shows for a shape error its code raised ('' when none): a matmul by an
+    nn.Linear's untransposed weight. kind, message: the error's class name and text, only classified."""
+    if kind == "RuntimeError" and any(w in message.lower() for w in SHAPE_WORDS) and multiplies_by_weight(source):
+        return WEIGHT_NOT_TRANSPOSED
     return ""

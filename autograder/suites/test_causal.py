@@ -8,8 +8,8 @@ gradients, and inputs left unchanged.
 """
 import torch
 
-from autograder.student import StudentError
-from autograder.suites import efficiency, expect, helpers, part_marker, reference
+from autograder.student import RemoteObject, StudentError
+from autograder.suites import efficiency, expect, helpers, part_marker, reference, source_mistakes
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import (
     HIDES_DIAGONAL,
@@ -62,6 +62,11 @@ def run(attn, x, what, _seed=0, eval_first=False, answer=None):
         return answer()
     except StudentError as e:
         if not e.not_implemented and any(w in e.message.lower() for w in ("size", "match", "shape")):
+            why = source_mistakes.shape_error_cause(attn._student.source(PART), False) \
+                if isinstance(attn, RemoteObject) else ""
+            if why:  # the grader's reading of causal.py shows the cause
+                raise expect.Mismatch(f"{what}: {e.explain()}: {why}", student_text=e.student_text(), cause=why,
+                                      kind="raised", hint=why) from None
             raise expect.Mismatch(f"{what}: {e.explain()}. Hint: {SLICE_HINT}", student_text=e.student_text()) from None
         raise
 

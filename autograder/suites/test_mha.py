@@ -10,7 +10,7 @@ import torch
 
 from autograder import source_reading
 from autograder.student import RemoteObject, Step, StudentError, outcome
-from autograder.suites import efficiency, expect, helpers, part_marker, reference
+from autograder.suites import efficiency, expect, helpers, part_marker, reference, source_mistakes
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import (
     deferred,
@@ -55,6 +55,9 @@ def concat_mistakes(outs):
         (torch.cat(outs, dim=1), "the heads' outputs are concatenated on dim 1 (the tokens): concatenate on the last dim"),
         (torch.stack(outs, dim=-1), "the heads' outputs are stacked on a new dim: concatenate them on the last dim"),
         (torch.cat(outs[::-1], dim=-1), "the heads' outputs are concatenated in reverse order: keep the head order"),
+        (torch.stack(outs, dim=-1).flatten(-2),
+         "the heads' outputs are interleaved (stacked on the last dim, then flattened): each head's d_out values must "
+         "stay side by side in head order; concatenate them on the last dim (torch.cat(..., dim=-1))"),
         (sum(outs), "the heads' outputs are added: concatenate them on the last dim"),
     ]
 
@@ -173,7 +176,9 @@ def judge_concatenation(student, rng, d_in, d_out, ctx, num_heads, b, T, what, c
     outs = [reference.linear(x, state["weight"], state["bias"]) for state in states[:num_heads]]
     concat = torch.cat(outs, dim=-1)
     got = expect.as_tensor(wrapper(x), what)
-    if not matches(got, concat, 1e-5) and extra_projection(got, concat):
+    # a reordering of the heads' features is an affine map too: a named mistake says which one first
+    if not matches(got, concat, 1e-5) and not named_mistake(got, concat, concat_mistakes(outs), 1e-5) and \
+            extra_projection(got, concat):
         expect.fail(f"{what}: the wrapper transforms the concatenated heads (an extra out_proj?): the book's "
                     f"MultiHeadAttentionWrapper only concatenates its heads' outputs; the projection belongs to "
                     f"MultiHeadAttention", case)
@@ -317,6 +322,11 @@ def run(mha, x, what, _seed=0, eval_first=False, answer=None):
         return answer()
     except StudentError as e:
         if not e.not_implemented and any(w in e.message.lower() for w in ("size", "match", "shape", "view")):
+            why = source_mistakes.shape_error_cause(mha._student.source(PART), True) \
+                if isinstance(mha, RemoteObject) else ""
+            if why:  # the grader's reading of mha.py shows the cause
+                raise expect.Mismatch(f"{what}: {e.explain()}: {why}", student_text=e.student_text(), cause=why,
+                                      kind="raised", hint=why) from None
             raise expect.Mismatch(f"{what}: {e.explain()}. Hint: {shape_hint(e.message)}",
                                   student_text=e.student_text()) from None
         raise

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 
 from autograder.suites import expect, helpers, part_marker, reference
-from autograder.suites.misconceptions import attention_mistakes, deferred, judge
+from autograder.suites.misconceptions import NO_KEEPDIMS, attention_mistakes, deferred, judge
 
 pytestmark = part_marker("numpy_attention")
 PART = "numpy_attention"
@@ -39,7 +39,12 @@ def softmax_mistakes(z, axis):
         shifted = np.exp(z - z.max())
         global_max = shifted / shifted.sum(axis=axis, keepdims=True)
         last = np.exp(z - z.max(axis=-1, keepdims=True))
-    return [
+        try:  # without keepdims: wrong values where the shapes happen to broadcast (raises elsewhere)
+            dropped = np.exp(z - z.max(axis=axis))
+            dropped = [(t(dropped / dropped.sum(axis=axis)), NO_KEEPDIMS)]
+        except ValueError:
+            dropped = []
+    return dropped + [
         (t(unstable), "exp overflows for large scores: subtract the max along the axis before exp (a shift does not "
                       "change the softmax)"),
         (t(global_max), "it subtracts the max of the whole array: subtract the max of each slice along axis "

@@ -110,6 +110,10 @@ def spread_and_peak_mistakes(queries, keys, scaled):
     if scaled and width > 1:
         wrong.append((spread_and_peak(queries, keys, True, divisor=float(width)),
                       "the scores are divided by d_k instead of sqrt(d_k)"))
+    if scaled and keys.dim() > 2 and keys.shape[1] not in (width, 1):  # the 2-D habit of keys.shape[1]
+        wrong.append((spread_and_peak(queries, keys, True, divisor=float(keys.shape[1]) ** 0.5),
+                      "the scores are divided by sqrt(keys.shape[1]): for a batch (b, num_tokens, d_k) that is the "
+                      "number of tokens; d_k is the last dim, keys.shape[-1]"))
     if not scaled:
         wrong.append((spread_and_peak(queries, keys, True),
                       "with scaled=False the scores must stay as they are (no division by sqrt(d_k))"))

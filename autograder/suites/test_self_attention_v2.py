@@ -5,7 +5,7 @@ order, and the math with known weights loaded, each judged on its own.
 """
 import torch
 
-from autograder.suites import expect, helpers, part_marker, reference
+from autograder.suites import expect, helpers, part_marker, reference, source_mistakes
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import attention_mistakes, deferred, judge
 
@@ -23,7 +23,11 @@ def v2_output(x, state):
 
 @deferred
 def v2_mistakes(x, state):
-    return attention_mistakes(*projections(x, state), causal=False, d_in=x.shape[-1])
+    found = list(attention_mistakes(*projections(x, state), causal=False, d_in=x.shape[-1]))
+    if x.shape[-1] == state["W_query.weight"].shape[0]:  # square weights: x @ layer.weight runs, and is wrong
+        q, k, v = (reference.linear(x, state[f"{n}.weight"].T, state.get(f"{n}.bias")) for n in QKV)
+        found.append((reference.attention(q, k, v, causal=False), source_mistakes.WEIGHT_NOT_TRANSPOSED))
+    return found
 
 
 def expected_parameters(d_in, d_out, bias):

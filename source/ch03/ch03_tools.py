@@ -367,9 +367,11 @@ def eval_weights_problem(calm):
     seen = torch.nan_to_num(calm, nan=0.0) != 0
     if bool(seen[future].any()):
         return INVERTED if not bool(seen[~future].any()) else EVAL_WEIGHTS_WRONG
-    if bool(torch.isnan(calm[0]).all()) or bool((calm.diagonal() == 0).any()):  # token 0 sees nothing, or no token itself
+    nan = torch.isnan(calm)
+    # token 0 sees nothing (its row NaN, the others not: NaN anywhere else is another mistake), or no token itself
+    if bool(nan[0].all()) and not bool(nan[1:].any()) or not bool(nan.any()) and bool((calm.diagonal() == 0).any()):
         return DIAGONAL
-    return ""
+    return EVAL_WEIGHTS_WRONG if bool(nan.any()) else ""
 
 
 def dropout_problem(attn, p, num_tokens, copies=400):
@@ -432,6 +434,27 @@ TRANSPOSE = ("nn.Linear keeps its weight as (d_out, d_in) and computes x @ weigh
 HEAD_DIM = ("the projections do not split into num_heads heads: head_dim must be d_out // num_heads, the split "
             ".view(b, num_tokens, num_heads, head_dim) and the merge .contiguous().view(b, num_tokens, d_out)")
 SHAPE_WORDS = ("shape", "size", "mat1", "must match", "invalid for input")
+HEADS_SWAPPED = ("the scores multiply by keys.transpose(1, 2), which swaps heads and tokens of the 4-D keys (b, "
+                 "num_heads, num_tokens, head_dim): transpose the last two dims, keys.transpose(2, 3)")
+
+
+def _transposes_1_2(node):
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transpose" \
+        and len(node.args) == 2 and all(isinstance(a, ast.Constant) for a in node.args) \
+        and sorted(a.value for a in node.args) == [1, 2]
+
+
+def head_split_hint(module):
+    """The likely cause of a shape error in MultiHeadAttention: HEADS_SWAPPED where the class's code
+    multiplies by something.transpose(1, 2) (right for 3-D keys, wrong for 4-D ones), else HEAD_DIM."""
+    try:
+        tree = ast.parse(inspect.getsource(type(module)).strip() + "\n")
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return HEAD_DIM
+    for node in ast.walk(tree):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult) and _transposes_1_2(node.right):
+            return HEADS_SWAPPED
+    return HEAD_DIM
 
 
 def transfer_problem(sa_v1, sa_v2):

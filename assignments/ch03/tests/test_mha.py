@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from _diagnose import HEAD_DIM, dropout_problem, multi_head_mistakes, multi_head_output, waits_for
+from _diagnose import dropout_problem, head_split_hint, multi_head_mistakes, multi_head_output, waits_for
 
 pytestmark = pytest.mark.mha
 
@@ -19,19 +19,19 @@ def test_wrapper_book_example(load, book, check):
 
 def test_multi_head_attention_book_example(load, book, check):
     torch.manual_seed(123)
-    mha = load("mha").MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)
+    heads = load("mha").MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)
     what = "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)"
-    with check.shape_errors(what, HEAD_DIM):
-        out = mha(book["batch"])
+    with check.shape_errors(what, head_split_hint(heads)):
+        out = heads(book["batch"])
     check.close(out, book["mha_seed123"], what,
-                mistakes=lambda: multi_head_mistakes(mha, book["batch"], 2))
+                mistakes=lambda: multi_head_mistakes(heads, book["batch"], 2))
 
 
 def test_multi_head_attention_shape(load, check):
-    mha = load("mha").MultiHeadAttention(4, 6, 8, 0.0, num_heads=3)
+    heads = load("mha").MultiHeadAttention(4, 6, 8, 0.0, num_heads=3)
     what = "MultiHeadAttention(4, 6, 8, 0.0, num_heads=3) on (2, 5, 4)"
-    with check.shape_errors(what, HEAD_DIM):
-        out = mha(torch.rand(2, 5, 4))
+    with check.shape_errors(what, head_split_hint(heads)):
+        out = heads(torch.rand(2, 5, 4))
     check.shape(out, (2, 5, 6), what)
 
 
@@ -43,13 +43,13 @@ def test_d_out_must_be_divisible_by_num_heads(load):
 def test_multi_head_attention_with_three_dims_per_head(load, check):
     # the book's example has head_dim = 1, where scaling by 1/sqrt(head_dim) changes nothing
     torch.manual_seed(5)
-    mha = load("mha").MultiHeadAttention(4, 6, 8, 0.0, num_heads=2)
+    heads = load("mha").MultiHeadAttention(4, 6, 8, 0.0, num_heads=2)
     x = torch.rand(2, 5, 4)
     what = "MultiHeadAttention(4, 6, 8, 0.0, num_heads=2) on (2, 5, 4), compared with its own layers"
-    with check.shape_errors(what, HEAD_DIM):
-        out = mha(x)
-    check.close(out, multi_head_output(mha, x, 2), what,
-                mistakes=lambda: multi_head_mistakes(mha, x, 2))
+    with check.shape_errors(what, head_split_hint(heads)):
+        out = heads(x)
+    check.close(out, multi_head_output(heads, x, 2), what,
+                mistakes=lambda: multi_head_mistakes(heads, x, 2))
 
 
 def test_multi_head_attention_drops_attention_weights_in_training_mode(load, check):
