@@ -38,6 +38,11 @@ def test_container_mode_from_the_environment_is_refused_by_run_batch(tmp_path, m
         batch.run_batch(tmp_path, tmp_path / "out")
     _assert_refusal(str(refused.value), "batch")
     assert not (tmp_path / "out").exists()
+
+
+# not quick: importing nbgrader's plugins costs 3 s of CPU (issue 38 item 6); run_batch's refusal above is the quick one
+def test_container_mode_from_the_environment_is_refused_by_nbgrader_s_autograde(monkeypatch):
+    monkeypatch.setenv("CH03_CONTAINER", "1")
     from autograder.deploy import nbgrader_plugins  # (here: nbformat's import costs every worker seconds at collection)
 
     with pytest.raises(SandboxUnavailable) as refused:

@@ -7,8 +7,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.quick  # the whole file is in the quick subset
-
 PACKAGE = Path(__file__).resolve().parents[1] / "autograder"
 
 
@@ -41,6 +39,7 @@ def reaches(graph, start, goal):
     return False
 
 
+@pytest.mark.quick
 def test_the_two_circles_are_broken():
     graph = imports()
     for a, b in (("autograder.reports.html_feedback", "autograder.reports.results_json"),
@@ -49,12 +48,14 @@ def test_the_two_circles_are_broken():
         assert not (reaches(graph, a, b) and reaches(graph, b, a)), (a, b)
 
 
+@pytest.mark.quick
 def test_no_module_of_the_package_imports_itself_through_others():
     graph = imports()
     circles = sorted({tuple(sorted((a, b))) for a in graph for b in graph[a] if reaches(graph, b, a)})
     assert circles == []
 
 
+@pytest.mark.quick
 def test_nothing_inside_the_room_imports_from_the_host_side():
     """Issue 27 item 4: what runs inside the room is a package of its own (autograder/inside), bound
     whole into the room with the package root (room.RUNTIME); none of its modules imports anything
@@ -75,6 +76,7 @@ def test_nothing_inside_the_room_imports_from_the_host_side():
                 and "autograder" in ast.dump(n)], "the package root imports the grader at module level"
 
 
+@pytest.mark.quick
 def test_the_suites_use_the_student_adapter_and_it_uses_no_suite():
     """Issue 38 item 5: student.py (the adapter every suite reaches student code through) imports
     nothing of autograder/suites, directly or through another module, so the dependency goes one way
@@ -87,6 +89,7 @@ def test_the_suites_use_the_student_adapter_and_it_uses_no_suite():
     assert any("autograder.student" in graph[s] for s in suites)
 
 
+# not quick: a new interpreter importing nbgrader (3 s of CPU), the one cost of this file (issue 38 item 6)
 def test_nbgrader_s_commands_load_the_plugins_without_torch():
     """Every nbgrader command that reads the course's nbgrader_config.py imports the plugins
     (generate_assignment, release, collect, feedback, export...): torch (1.4 s of CPU) is loaded only
@@ -101,6 +104,7 @@ def test_nbgrader_s_commands_load_the_plugins_without_torch():
     assert done.stdout.strip() == "[]", done.stdout
 
 
+@pytest.mark.quick
 def test_the_command_line_loads_torch_only_for_a_command_that_needs_it():
     """cli.main builds every command's parser by importing its module (commands/<name>.py): a module
     that imported torch at the top made every command pay for it (`notebooks --check`, `export`,
@@ -120,6 +124,7 @@ def test_the_command_line_loads_torch_only_for_a_command_that_needs_it():
     assert len(cli.COMMANDS) >= 12
 
 
+@pytest.mark.quick
 def test_a_batch_worker_imports_nothing_to_draw_for_a_record_without_pictures(monkeypatch):
     """Issue 38 item 7: a worker asks for matplotlib (plots.available imports it) only when the record it
     graded has a figure to draw (a failed weight check's); a record without one draws nothing and asks
@@ -135,6 +140,7 @@ def test_a_batch_worker_imports_nothing_to_draw_for_a_record_without_pictures(mo
     assert workers._pictures(results) == {} and asked == []
 
 
+@pytest.mark.quick
 def test_a_batch_forks_its_workers_after_matplotlib_is_loaded_and_no_more_than_it_grades(monkeypatch):
     """Issue 38 item 7: matplotlib's drawing modules are imported in the batch's process before its
     workers are forked (plots.warm_up, then batch.workers._pool), so each worker inherits them instead of

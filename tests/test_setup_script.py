@@ -13,8 +13,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.quick  # the whole file is in the quick subset
-
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "setup.sh"
 
 
@@ -46,18 +44,21 @@ def closed_port():
         return s.getsockname()[1]
 
 
+@pytest.mark.quick
 def test_the_cpu_index_is_used_where_it_answers(index):
     chosen, said = choose(TORCH_INDEX=index)
     assert chosen == index
     assert "torch from PyTorch's CPU index" in said
 
 
+@pytest.mark.quick
 def test_an_unreachable_index_falls_back_to_the_default_and_says_so():
     chosen, said = choose(TORCH_INDEX=f"http://127.0.0.1:{closed_port()}/whl/cpu", TORCH_INDEX_TIMEOUT="2")
     assert chosen == ""
     assert "cannot be reached" in said and "pip's default index" in said
 
 
+@pytest.mark.quick
 def test_a_given_pip_index_or_an_empty_torch_index_skips_the_probe():
     chosen, said = choose(PIP_INDEX_URL="http://127.0.0.1:9/simple")
     assert (chosen, "as given" in said) == ("", True)
@@ -65,6 +66,7 @@ def test_a_given_pip_index_or_an_empty_torch_index_skips_the_probe():
     assert (chosen, "TORCH_INDEX is empty" in said) == ("", True)
 
 
+@pytest.mark.quick
 def test_the_default_is_pytorchs_cpu_index():
     # reachable or not from here, the probe is of PyTorch's CPU index, and the answer says so
     chosen, said = choose(TORCH_INDEX_TIMEOUT="2")
@@ -72,11 +74,13 @@ def test_the_default_is_pytorchs_cpu_index():
     assert "PyTorch's CPU index (https://download.pytorch.org/whl/cpu)" in said
 
 
+@pytest.mark.quick
 def test_the_fallback_says_what_it_costs():
     _, said = choose(TORCH_INDEX=f"http://127.0.0.1:{closed_port()}/whl/cpu", TORCH_INDEX_TIMEOUT="1")
     assert "CUDA build" in said and "gigabytes more" in said and "the size is printed once installed" in said
 
 
+# not quick: a new interpreter importing torch (issue 38 item 6)
 def test_setup_reports_the_torch_build_it_installed():
     """Printed after the install: the build this interpreter really has, not the one asked for."""
     import torch
@@ -107,6 +111,7 @@ def bundle_setup(tmp_path):
 ROOT = SCRIPT.parents[1]
 
 
+@pytest.mark.quick
 def test_both_setups_install_the_tested_torch_from_one_place(tmp_path):
     from autograder.commands import gradescope
 
@@ -117,6 +122,7 @@ def test_both_setups_install_the_tested_torch_from_one_place(tmp_path):
     assert 'install_torch "$python" "${TORCH_SPEC:-torch==$TESTED_TORCH}"' in setup
 
 
+@pytest.mark.quick
 def test_numpy_is_installed_before_torch_in_both(tmp_path):
     """torch warns "Failed to initialize NumPy" when it is imported without NumPy."""
     ours = SCRIPT.read_text()
@@ -133,6 +139,7 @@ def sourced(setup, script, env=None):
                           text=True, timeout=120)
 
 
+@pytest.mark.quick
 @pytest.mark.parametrize("installs, verdict", [
     ([("torch", "2.13.0+cpu"), ("numpy", "2.1.0")], "cpu"),
     ([("torch", "2.13.0")], "cpu"),  # macOS and aarch64 wheels: no local version, no CUDA libraries
@@ -146,6 +153,7 @@ def test_pips_report_tells_a_cuda_build(tmp_path, installs, verdict):
     assert done.stdout.strip() == verdict, done.stderr
 
 
+@pytest.mark.quick
 def test_a_cuda_build_is_refused_before_it_is_downloaded(tmp_path):
     """Where PyTorch's CPU index cannot be reached and pip's own index would give the CUDA build, the
     build stops, saying why and what to do; nothing is installed."""
@@ -172,6 +180,7 @@ esac
     return str(path)
 
 
+@pytest.mark.quick
 def test_a_cuda_build_that_got_installed_stops_the_build_or_says_its_size(tmp_path):
     setup = bundle_setup(tmp_path)
     python = fake_python(tmp_path, "12.8")
