@@ -133,8 +133,9 @@ def with_dependencies(place: Place, part: str, limits: Limits) -> tuple[Student,
     student = Student(child, submission.attributes, submission.folder, submission.files, submission.cells)
     if part not in dependencies.DEPENDS or child.died:
         return student, {}
+    probed = [module for module in dependencies.DEPENDS[part] if module not in submission.known]
     found = dependencies.verdicts(student, part, submission.known)
-    if child.died:
+    if child.died or any(found.get(module) == dependencies.LEAVES for module in probed):  # its thread still runs here
         place.end_child()
         child = place.fresh_child(limits)
         student = Student(child, submission.attributes, submission.folder, submission.files, submission.cells)

@@ -183,6 +183,12 @@ class PartChild:
         far = self.started + self.FAR_WALL * (self.deadline - self.started)
         return now < far and self.gauge.asleep(self.host_pid, now - self.started) is False
 
+    def running(self) -> tuple[int, tuple[int, ...]] | None:
+        """(the child's threads, its children's pids), read by the grader from /proc (None where it cannot
+        be): what a dependency's probe compares before and after it ran another part's module here."""
+        self.host_pid = self.host_pid or (procfs.host_pid(self.pidfd) if self.pidfd is not None else 0)
+        return procfs.threads_and_children(self.host_pid) if self.host_pid else None
+
     def finish(self) -> dict[str, Any]:
         """End the current part -> {'output', 'output_bytes', 'reusable'}: what the part printed, and
         whether the child forgot it cleanly and may take the next part (else it is ended now)."""

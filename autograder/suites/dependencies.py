@@ -35,7 +35,7 @@ class Wrong(Exception):
 
 
 def verdicts(student: Student, part: str, known: dict[str, str]) -> dict[str, str]:
-    """{module: '' (right on its own), 'wrong', 'raises' or 'hangs'} for the parts `part` uses;
+    """{module: '' (right on its own), 'wrong', 'raises', 'hangs' or 'leaves' (LEAVES)} for the parts `part` uses;
     known: the submission's verdicts so far (filled in here). A probe that ran past its time ends
     the child: the caller starts another."""
     for module in DEPENDS.get(part, ()):
@@ -53,18 +53,35 @@ def substitutes(found: dict[str, str]) -> list[str]:
 
 def probe(student, module):
     limit, student.call_limit = student.call_limit, PROBE_SECONDS
+    running = getattr(student.session, "running", lambda: None)
+    before = running()
     try:
         with idle_metered(student.session):
-            PROBES[module](student)
-        return ""
+            verdict = _judged(student, module)
+        # a thread or process it left would act on the checks that follow in this child, whatever the verdict
+        after = running()
+        return LEAVES if before is not None and after is not None and after != before else verdict
     except SessionDied:
         return "hangs"
+    finally:
+        student.call_limit = limit
+
+
+def _judged(student, module):
+    try:
+        PROBES[module](student)
+        return ""
     except StudentError:
         return "raises"
     except (Wrong, AssertionError, LookupError, TypeError, ValueError, AttributeError):
         return "wrong"
-    finally:
-        student.call_limit = limit
+
+
+# the probed module left a thread or process running in the child, as the grader reads the child's /proc
+# (PartChild.running): it may act on any later operation (2026-11-28: a thread started at import drawing from
+# torch's generator moved mha's seeded book example, through causal.py). Replaced as one that hangs is, in a
+# fresh child.
+LEAVES = "leaves"
 
 
 @contextlib.contextmanager
