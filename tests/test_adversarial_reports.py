@@ -17,6 +17,7 @@ from test_adversarial import assert_others_keep_full_marks, engine, grade_case, 
 
 from autograder import reports
 from autograder.deploy import ghactions
+from autograder.reports import notebook_cells
 from autograder.reports.common import fmt, what_to_fix
 
 CASES = ["report_ansi_forgery", "report_huge_class_name", "report_lone_surrogates", "report_markup_injection",
@@ -69,9 +70,8 @@ def assert_no_report_is_forged(grade):
     for channel in ("markdown", "comment", "feedback"):
         assert_markdown_is_the_graders(said[channel].replace(ghactions.COMMENT_MARKER, ""), channel)
     assert said["markdown"].count("## Chapter 3 score: ") == 1 and f"## Chapter 3 score: {score}" in said["markdown"]
-    nbgrader_lines = graded_cell_lines(grade)
-    if nbgrader_lines is not None:
-        assert len("\n".join(nbgrader_lines)) < LIMIT and not TERMINAL_CONTROLS.search("\n".join(nbgrader_lines))
+    nbgrader_lines = "\n".join(graded_cell_lines(grade))
+    assert len(nbgrader_lines) < LIMIT and not TERMINAL_CONTROLS.search(nbgrader_lines)
     return said
 
 
@@ -86,13 +86,9 @@ def assert_markdown_is_the_graders(text, channel):
 
 
 def graded_cell_lines(grade):
-    """The lines GradeInSandbox writes into the graded cell (None without nbgrader)."""
-    try:
-        from autograder.deploy import nbgrader_plugins
-    except ImportError:
-        return None
-    return nbgrader_plugins._what_to_fix([c for c in grade.checks if c.part == "simple_attention"],
-                                         {"simple_attention": grade.parts["simple_attention"]})
+    """The lines GradeInSandbox writes into the graded cell (reports/notebook_cells.py: no nbgrader needed)."""
+    return notebook_cells.what_to_fix_lines([c for c in grade.checks if c.part == "simple_attention"],
+                                            {"simple_attention": grade.parts["simple_attention"]})
 
 
 def visible_own_text(said):

@@ -14,6 +14,7 @@ import yaml
 
 from autograder import chapter, grading, reports, settings, submission
 from autograder.engine import Engine
+from autograder.reports import notebook_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 OTHER_PARTS = ("simple_attention", "causal")  # a chapter of two parts, in grading.yml's order
@@ -235,7 +236,7 @@ def test_the_nbgrader_plugins_grade_the_chapter_of_their_setting(other_chapter, 
     manifest = str(other_chapter.root / "chapter.yml")
     assert nbgrader_plugins.chapter_parts(manifest) == OTHER_PARTS
     said = "mha.py, line 3 calls causal.py, line 5"
-    assert nbgrader_plugins.in_notebook_words(said, other_chapter.parts) == \
+    assert notebook_cells.in_notebook_words(said, other_chapter.parts) == \
         "mha.py, line 3 calls your solution cell 'causal', line 5"
     seen = {}
 

@@ -27,7 +27,7 @@ import pytest
 
 from autograder import grading, reports
 from autograder.deploy import ghactions
-from autograder.reports import common
+from autograder.reports import common, notebook_cells
 
 # the modules (the package's attributes of the same names are their main functions)
 feedback_md, job_log, markdown = (importlib.import_module(f"autograder.reports.{name}")
@@ -288,10 +288,7 @@ def test_feedback_groups_checks_by_diagnosis(rubric):
     from autograder.reports.html_feedback import feedback_html
     page = feedback_html("eve", reports.results_json(grade))
     assert page.count("the heads are split without the transpose") == 1
-    pytest.importorskip("nbgrader")
-    from autograder.deploy import nbgrader_plugins
-
-    lines = nbgrader_plugins._what_to_fix(grade.checks, grade.parts)
+    lines = notebook_cells.what_to_fix_lines(grade.checks, grade.parts)
     assert lines[1] == f"  - book_example and 2 hidden checks (-5): {SPLIT}"
     assert lines[2] == "    " + items[0].failed_in
 
@@ -488,11 +485,8 @@ def test_grade_in_sandbox_says_which_cell_each_module_came_from(monkeypatch, tmp
 
 @pytest.mark.quick
 def test_a_graded_cell_reports_like_every_other_channel(rubric):
-    pytest.importorskip("nbgrader")
-    from autograder.deploy import nbgrader_plugins
-
     grade = graded(rubric)
-    lines = nbgrader_plugins._what_to_fix(grade.checks, grade.parts)
+    lines = notebook_cells.what_to_fix_lines(grade.checks, grade.parts)
     assert lines[0] == "What to fix:"
     assert lines[1].startswith("  - book_example (-2): the causal mask is missing: ")
     assert lines[2].startswith("    your error: VISIBLE-OWN-TEXT")

@@ -17,7 +17,7 @@ import pytest
 from part_edits import grade, submission
 
 from autograder.grading import PartScore, ScoredCheck
-from autograder.reports import common
+from autograder.reports import common, notebook_cells
 from autograder.suites import source_mistakes
 
 MASK = "attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)"
@@ -87,9 +87,6 @@ def test_what_counts_as_a_module_variable_read(source, reads):
 
 @pytest.mark.quick
 def test_nbgrader_feedback_names_the_solution_cell_not_a_file():
-    pytest.importorskip("nbgrader")
-    from autograder.deploy import nbgrader_plugins
-
     checks = [ScoredCheck("causal", "causal_attention_book_example", False, 0.0, 2.0, "visible",
                           "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch): your code raised RuntimeError "
                           "(in causal.py)"),
@@ -97,6 +94,6 @@ def test_nbgrader_feedback_names_the_solution_cell_not_a_file():
                           "MultiHeadAttention(3, 5, 6, 0.0, num_heads=2) was created although d_out=5 is not divisible "
                           "by num_heads=2: your assert (mha.py, line 51) is written assert (condition, \"message\")")]
     parts = {part: PartScore(0.0, 2.0) for part in ("causal", "mha")}
-    lines = "\n".join(nbgrader_plugins._what_to_fix(checks, parts))
+    lines = "\n".join(notebook_cells.what_to_fix_lines(checks, parts))
     assert ".py" not in lines, lines
     assert "(in your solution cell 'causal')" in lines and "your assert (your solution cell 'mha', line 51)" in lines

@@ -29,7 +29,6 @@ generate_feedback
 """
 import atexit
 import functools
-import re
 from pathlib import Path
 
 from nbformat.notebooknode import from_dict
@@ -41,6 +40,7 @@ from traitlets import Bool, Unicode
 
 from autograder import scratch
 from autograder.authoring.stubs import make_stub, solution_regions
+from autograder.reports.notebook_cells import what_to_fix_lines
 
 SCORE_PREFIX = "score_"          # the graded cell of part P has the grade_id score_P (autograder.authoring.notebooks)
 ENGINE_MARK = "ch03_autograder"  # metadata key of the outputs GradeInSandbox writes
@@ -191,36 +191,6 @@ def shared_engine(rubric_path=None, settings=None, chapter=None):
 
 def _fmt(number):
     return f"{number:g}"
-
-
-@functools.lru_cache(maxsize=4)
-def _module_file(parts: tuple[str, ...]) -> re.Pattern:
-    return re.compile(rf"\b({'|'.join(map(re.escape, parts))})\.py\b")
-
-
-def in_notebook_words(said, modules=None):
-    """The grader's words about a module file (causal.py, line 5) as a notebook student sees that code:
-    the solution cell whose grade_id is the module (its text is the module, line for line). modules:
-    the chapter's (None: this repository's)."""
-    files = _module_file(tuple(chapter_parts() if modules is None else modules))
-    return files.sub(lambda found: f"your solution cell '{found.group(1)}'", said)
-
-
-def _what_to_fix(checks, parts, modules=None):
-    """The lines of a graded cell's report on its part's failures, as a student may see them
-    (autograder.reports.common: visible checks with the student's own error text, hidden checks by
-    their diagnosis only and unnamed, a part problem once). A notebook student has no .py files:
-    the grader's words name the solution cell instead (in_notebook_words; modules: the chapter's)."""
-    from autograder.reports.common import OWN_TEXT, what_to_fix  # (here: it loads torch)
-
-    items = what_to_fix(checks, parts)
-    lines = ["What to fix:"] if items else []
-    for item in items:  # one line each, the checks it failed in and the student's own error text after it
-        lines.append(in_notebook_words(f"  - {item.label} (-{_fmt(item.points)}): {item.message}", modules))
-        lines += [in_notebook_words(f"    {note}", modules) for note in item.notes]
-        if item.own_text:
-            lines.append(f"    {OWN_TEXT}: {item.own_text}")
-    return lines
 
 
 class GradeInSandbox(NbGraderPreprocessor):
@@ -404,7 +374,7 @@ class GradeInSandbox(NbGraderPreprocessor):
             if problem:
                 lines.append(f"The notebook could not be read: {printable(problem)}")
         else:
-            lines += _what_to_fix(checks, {part: p}, chapter_parts(self.chapter))
+            lines += what_to_fix_lines(checks, {part: p}, chapter_parts(self.chapter))
         if not missing and all(c.passed for c in checks):
             lines.append("Every check passed.")
         lines += [f"note: {printable(note)}" for note in grade.notes if note.startswith((f"{part}: ", f"{part} / "))]
