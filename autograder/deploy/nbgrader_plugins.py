@@ -40,7 +40,6 @@ from traitlets import Bool, Unicode
 
 from autograder import scratch
 from autograder.authoring.stubs import make_stub, solution_regions
-from autograder.reports.notebook_cells import what_to_fix_lines
 
 SCORE_PREFIX = "score_"          # the graded cell of part P has the grade_id score_P (autograder.authoring.notebooks)
 ENGINE_MARK = "ch03_autograder"  # metadata key of the outputs GradeInSandbox writes
@@ -374,6 +373,8 @@ class GradeInSandbox(NbGraderPreprocessor):
             if problem:
                 lines.append(f"The notebook could not be read: {printable(problem)}")
         else:
+            from autograder.reports.notebook_cells import what_to_fix_lines  # here: the reports package loads torch
+
             lines += what_to_fix_lines(checks, {part: p}, chapter_parts(self.chapter))
         if not missing and all(c.passed for c in checks):
             lines.append("Every check passed.")
