@@ -12,7 +12,7 @@ forward, 2 (its SIGALRM ended mha's child); a `time.sleep(5)`, 14 to 16 (mha's h
 out); a thread drawing from torch's generator, 1 (the book example's seeded weights). Now every
 operation starts from the child's snapshot (part_reset.restore, before each operation:
 child.reset_global_state), and mha's probe of causal meters idleness as a hidden check does
-(suites/dependencies.idle_metered) and reads from /proc whether a thread or process it left is still running
+(PartChild.metered_as_hidden, asked by suites/dependencies.probe) and reads from /proc whether a thread or process it left is still running
 (a child that leaves one is replaced).
 """
 import gc
@@ -114,7 +114,7 @@ CASES = {
                                   "forward", False),
     "inference_mode_kept_at_import": ("_INFERENCE = torch.inference_mode()\n_INFERENCE.__enter__()", "import", True),
     # past the idle allowance after a hidden input (PartChild.IDLE_AFTER_HIDDEN, 2 s): causal's hidden checks
-    # time out (its own), and mha's probe finds causal "hangs" (dependencies.idle_metered): the grader's classes
+    # time out (its own), and mha's probe finds causal "hangs" (PartChild.metered_as_hidden): the grader's classes
     "sleep_at_import": ("import time\ntime.sleep(3)", "import", False),
     # a thread drawing from torch's generator while the checks run: causal races its own thread (not judged
     # here); mha's probe finds it still running (PartChild.running, from /proc) and mha gets the grader's classes

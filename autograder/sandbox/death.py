@@ -90,14 +90,11 @@ def schedule(host_pid: int) -> tuple | None:
         threads = []
     total, read = [0.0, 0.0], False
     for thread in threads:
-        try:
-            with open(f"/proc/{host_pid}/task/{thread}/schedstat") as f:
-                on_cpu, waiting = f.read().split()[:2]
-            total[0] += int(on_cpu) / 1e9
-            total[1] += int(waiting) / 1e9
+        got = procfs.schedstat(f"/proc/{host_pid}/task/{thread}/schedstat")
+        if got:
+            total[0] += got[0]
+            total[1] += got[1]
             read = True
-        except (OSError, ValueError):
-            continue
     return (total[0], total[1]) if read else None
 
 

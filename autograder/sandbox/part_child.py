@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 import select
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 from autograder import text
@@ -182,6 +183,20 @@ class PartChild:
         asleep by its own doing), and the far wall clock (FAR_WALL x the part's) has not run out."""
         far = self.started + self.FAR_WALL * (self.deadline - self.started)
         return now < far and self.gauge.asleep(self.host_pid, now - self.started) is False
+
+    @contextmanager
+    def metered_as_hidden(self) -> Iterator[None]:
+        """The calls made in this block metered for idleness as after a hidden input (IDLE_AFTER_HIDDEN,
+        _await_reply), where this part has not had one yet: a dependency's probe (suites/dependencies.py),
+        so a module that sleeps or waits that long ends the child there, before any hidden check."""
+        if self.saw_hidden:
+            yield
+            return
+        meter, self.saw_hidden, self.idle_meter = self.idle_meter, True, IdleMeter(self, self.IDLE_AFTER_HIDDEN)
+        try:
+            yield
+        finally:
+            self.saw_hidden, self.idle_meter = False, meter
 
     def running(self) -> tuple[int, tuple[int, ...]] | None:
         """(the child's threads, its children's pids), read by the grader from /proc (None where it cannot

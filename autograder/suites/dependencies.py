@@ -56,7 +56,10 @@ def probe(student, module):
     running = getattr(student.session, "running", lambda: None)
     before = running()
     try:
-        with idle_metered(student.session):
+        # idleness metered as after a hidden input: a module that sleeps that long at import or in forward
+        # would end the child in every hidden check of the part that uses it (2026-11-28: causal.py's
+        # `time.sleep(5)` cost mha 14 to 16 checks); here it ends the probe, 'hangs' (the grader's classes)
+        with getattr(student.session, "metered_as_hidden", contextlib.nullcontext)():
             verdict = _judged(student, module)
         # a thread or process it left would act on the checks that follow in this child, whatever the verdict
         after = running()
@@ -83,23 +86,6 @@ def _judged(student, module):
 # fresh child.
 LEAVES = "leaves"
 
-
-@contextlib.contextmanager
-def idle_metered(child):
-    """A probe's calls with the child's idleness metered as after a hidden input (its IDLE_AFTER_HIDDEN,
-    PartChild._await_reply), where it is not already: a part whose code sleeps or waits that long, at
-    import or in forward, would end the child in every hidden check of the part that uses it (2026-11-28:
-    causal.py's `time.sleep(5)` cost mha 14 to 16 checks). Such a probe ends the child (SessionDied):
-    'hangs', and the part that uses it gets the grader's classes instead."""
-    if getattr(child, "saw_hidden", True) or not hasattr(child, "idle_meter"):
-        yield
-        return
-    meter = child.idle_meter
-    child.saw_hidden, child.idle_meter = True, type(meter)(child, child.IDLE_AFTER_HIDDEN)
-    try:
-        yield
-    finally:
-        child.saw_hidden, child.idle_meter = False, meter
 
 
 def close(got, want):

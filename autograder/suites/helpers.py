@@ -438,8 +438,7 @@ def reads_module_variable(kwargs, part):
     """Does the part's module (as the grader reads it) read a top-level variable inside a function?"""
     from autograder.suites import source_mistakes
 
-    student = kwargs.get("student")
-    return bool(part and student is not None and source_mistakes.reads_module_variable(student.source(part)))
+    return bool(part and kwargs.get("student") is not None and source_mistakes.reads_module_variable(source_of(kwargs, part)))
 
 
 def refine(error, kwargs, part):
@@ -484,9 +483,10 @@ def diagnose_errors(namespace, signature=""):
             try:
                 return check(*args, **kwargs)
             except StudentError as e:
-                why = error_diagnosis(e, spec) or (source_mistakes.raised_cause(e.kind, e.message, source_of(kwargs, part))
-                                                   if not e.not_implemented else "") or \
-                    (source_mistakes.GLOBAL_READ if not e.not_implemented and reads_module_variable(kwargs, part) else "")
+                why = error_diagnosis(e, spec)
+                if not why and not e.not_implemented:  # else the cause the module's text shows, if any
+                    why = source_mistakes.raised_cause(e.kind, e.message, source_of(kwargs, part)) or \
+                        (source_mistakes.GLOBAL_READ if reads_module_variable(kwargs, part) else "")
                 if not why:
                     raise
                 raise Mismatch(f"{e.explain()}: {why}", student_text=e.student_text(), cause=why, kind="raised",
