@@ -73,7 +73,13 @@ class Engine:
         if sandbox is None:
             from autograder.sandbox.client import Sandbox
 
-            sandbox, self.owns_sandbox = Sandbox(slot=slot, settings=self.settings.sandbox), True
+            sandbox = Sandbox(slot=slot, settings=self.settings.sandbox)
+            try:
+                sandbox.serving()  # refuses where its fork server cannot start at all (its own exception)
+            except BaseException:
+                sandbox.close()
+                raise
+            self.owns_sandbox = True
         self.sandbox = sandbox
         return sandbox
 

@@ -55,6 +55,7 @@ def scrubbed_environment() -> dict[str, str]:
     """Only harmless variables reach the fork server (and so any student code): no tokens."""
     env = {k: os.environ[k] for k in SAFE_ENV if k in os.environ}
     env["OMP_NUM_THREADS"] = "1"
+    env["USER"] = env["LOGNAME"] = room.USER_NAME  # a name for getpass.getuser() whatever uid asks (room.py)
     return env
 
 
@@ -189,6 +190,9 @@ class Sandbox:
         # stand-in's answer counts as "stand_in_answer", a part's end as "end_part"): what makes a grading
         # chatty, counted so a test can bound it (tests/test_round_trips.py)
         self.round_trips: collections.Counter[str] = collections.Counter()
+        self._stderr: int | None = None  # the starting fork server's stderr (_start), until its first word
+        self.start_error = ""  # the exception this door's last started fork server died of before it was ready
+        self._unserved = False  # serving() found no server that would start: the next session is lost at once
         if server is None:
             self._start()
         else:
@@ -214,10 +218,13 @@ class Sandbox:
             command = ["/bin/sh", "-c", 'for f in $CH03_CGROUP_PROCS; do echo $$ > "$f"; done; exec "$@"',
                        "cgroup-join"] + command
         debug = self.settings.debug
+        # its stderr, read only if it dies before its first word (no student code has run in it then):
+        # the exception that ended it is the refusal's reason (start_error); a new file for every start
+        self._stderr = None if debug else os.memfd_create("fork-server-stderr")
+        self.start_error = ""
         self.process = subprocess.Popen(
             command, pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
-            stdout=None if debug else subprocess.DEVNULL, stderr=None if debug else subprocess.DEVNULL,
-            start_new_session=True)
+            stdout=None if debug else subprocess.DEVNULL, stderr=self._stderr, start_new_session=True)
         theirs.close()
         self.pidfd: int | None = os.pidfd_open(self.process.pid)  # its liveness, from any process that inherits this object
         self.info: protocol.Message | None = None
@@ -260,10 +267,53 @@ class Sandbox:
             try:
                 self.info, _ = protocol.receive_message(self.control, time.monotonic() + timeout, max_fds=0)
             except (protocol.Deadline, protocol.ProtocolError, OSError) as e:
+                self.start_error = self._last_words()
                 self.close()
                 raise ServerLost(f"the sandbox fork server did not start ({type(e).__name__}: {e})") from None
+            finally:
+                self._forget_stderr()
             self.baseline = self.group.usage() if self.group else 0
         return self.info
+
+    def _last_words(self) -> str:
+        """The exception a fork server of this door's start died of, before its first word: the last
+        unindented line of the traceback it wrote (its own code's: no student code runs before it is
+        ready) -> '' without that evidence (killed by a signal, from outside as in issue 38 item 8, or
+        still running, or no traceback)."""
+        if self._stderr is None or not self.owner:
+            return ""
+        try:
+            code = self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            return ""
+        if code <= 0:  # a signal (negative), or it ended as asked
+            return ""
+        size = os.fstat(self._stderr).st_size
+        written = os.pread(self._stderr, 16384, max(0, size - 16384)).decode("utf-8", "replace")
+        if "Traceback (most recent call last)" not in written:
+            return ""
+        last = [line for line in written.splitlines() if line.strip() and not line[0].isspace()]
+        return text.excerpt(last[-1], 300) if last else ""
+
+    def _forget_stderr(self) -> None:
+        if self._stderr is not None:
+            os.close(self._stderr)
+            self._stderr = None
+
+    def serving(self) -> None:
+        """Wait until this door's fork server has warmed up (one started in place of one that died, as
+        session() would); SandboxUnavailable when every start ended in an exception of its own (the
+        environment: a package the warm-up imports fails here), so a run refuses at once, in those
+        words, instead of grading everyone "not graded". A server killed from outside (no exception of
+        its own) is left to session(), which replaces it."""
+        if self._serve():
+            return
+        if not self.start_error:  # killed from outside each time: the first session is lost without more starts
+            self._unserved = True
+            return
+        raise SandboxUnavailable(
+                f"the sandbox's fork server fails at its start here, before any student code runs "
+                f"({SERVER_STARTS} tries): {self.start_error}. {settings_mod.DEBUG_ENV}=1 shows all it wrote")
 
     def _uid_for(self, key: str) -> int:
         """A uid per submission: the next one of this worker's block whenever the submission changes."""
@@ -280,9 +330,9 @@ class Sandbox:
         most; when none would start, a session that died of it (Session.lost: the machine's doing,
         so the runner's parts end "not graded"), and the same at once for the rest of this submission."""
         name = key if key is not None else str(submission)
-        if name == self._lost_key or not self._serve():
-            self._lost_key = name
-            return Session.lost(self, self._uid_for(name))
+        if name == self._lost_key or self._unserved or not self._serve():
+            self._lost_key, self._unserved = name, False
+            return Session.lost(self, self._uid_for(name), self.start_error)
         self._lost_key = None
         uid = self._uid_for(name)
         blob = os.memfd_create("submission")
@@ -328,7 +378,10 @@ class Sandbox:
 
     def close(self) -> None:
         """End the fork server (an attached door only closes itself: the server is its owner's). In
-        container mode no process of any uid this door handed out is left (killed, waited for)."""
+        container mode no process of any uid this door handed out is left (killed, waited for). Closing
+        a closed door does nothing."""
+        if self.pidfd is None and self.control.fileno() == -1:
+            return
         if self.container:
             for uid in range(self._uid_first, self._uid_next):
                 container.clear_uid(uid, self.writable)

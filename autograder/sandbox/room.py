@@ -35,8 +35,13 @@ TOP_LEVEL_LINKS = ("/lib", "/lib64", "/lib32", "/libx32", "/bin", "/sbin")
 FILES = ("/etc/ld.so.cache",)
 CPU_INFO = "/sys/devices/system/cpu"
 DEVICES = ("null", "zero", "full", "random", "urandom")  # no tty, no ptmx/pts: every pty counts machine-wide
+# USER and LOGNAME: the room has no /etc/passwd, so a library that asks who runs it (getpass.getuser)
+# gets its answer here; torch 2.11's `import torch._dynamo` asks (inductor's cache folder), and without
+# a name the fork server died at its start on the GPU image (2026-11-28: every grade "not graded")
+USER_NAME = "sandbox"
 ENVIRONMENT = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-               "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp"}
+               "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1", "HOME": "/tmp",
+               "USER": USER_NAME, "LOGNAME": USER_NAME}
 
 
 def bwrap_binary() -> str | None:

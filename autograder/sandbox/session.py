@@ -61,10 +61,12 @@ class Session:
             self.machine = "" if sandbox.alive() else death.PROOF
 
     @classmethod
-    def lost(cls, sandbox: Any, uid: int) -> Session:
-        """A session that never started: no fork server would (Sandbox.session)."""
+    def lost(cls, sandbox: Any, uid: int, last_words: str = "") -> Session:
+        """A session that never started: no fork server would (Sandbox.session); last_words: the
+        exception the last one died of, where it wrote one (Sandbox.start_error)."""
         session = cls(sandbox, None, uid)
-        session.died, session.machine = SERVER_LOST, death.PROOF
+        session.died = SERVER_LOST + (f" (the last one: {last_words})" if last_words else "")
+        session.machine = death.PROOF
         return session
 
     def part(self, timeout: float, memory_mb: int, budget: float | None = None) -> PartChild:
