@@ -2,6 +2,7 @@
 every device mutant run on the emulated GPU (autograder/inside/emulated_gpu.py, torch's
 FakeTensorMode with tensors on cuda:0; tests/fake_cuda.py runs each part's functions and classes).
 What a CUDA card refused in the reference (issue 35's H100 run) is refused here too."""
+import re
 import shutil
 
 import fake_cuda
@@ -9,7 +10,7 @@ import pytest
 import torch
 
 from autograder import selftest
-from autograder.inside import emulated_gpu
+from autograder.inside import counting, emulated_gpu
 
 SOLUTIONS = selftest.SOLUTIONS
 DEVICE_MESSAGES = ("default device", "register_buffer")  # scripts/gpu_check.py's device_mutants reads the same
@@ -72,6 +73,28 @@ def test_the_emulated_gpu_follows_torchs_device_rules():
     assert torch.is_grad_enabled()
 
 
+def test_torch_s_older_words_for_two_devices_are_a_device_bug_too(monkeypatch):
+    """torch 2.11 (the GPU image's) has no FakeTensorDeviceMismatchError: a tensor on the CPU meeting one on
+    the emulated cuda raises a plain RuntimeError in other words, which the emulation took for an error
+    not about devices, so device bugs went uncharged under --device cpu there. Those words, raised here
+    by this torch as torch 2.11 raises them, are a mixed-devices answer as torch's newer error is."""
+    from torch._subclasses import fake_tensor
+
+    def older(func, common_device, device):
+        return RuntimeError(f"Unhandled FakeTensor Device Propagation for {func}, found two different devices "
+                            f"{common_device}, {device}")
+
+    monkeypatch.setattr(fake_tensor, "FakeTensorDeviceMismatchError", older, raising=False)
+    cpu_mask = torch.ones(6, 6, dtype=torch.bool).triu(1)
+    answer = counting.count_ops(lambda t: t.masked_fill(cpu_mask, 0.0), [torch.rand(6, 6)], {}, emulated_gpu.EMULATED)
+    assert answer["mixed_devices"] == ["RuntimeError"] and answer["output"] is None
+    answer = counting.count_ops(lambda t: torch.zeros(6, 6).add_(t), [torch.rand(6, 6)], {}, emulated_gpu.EMULATED)
+    assert answer["mixed_devices"] == ["RuntimeError"]
+    error = RuntimeError("Unhandled FakeTensor Device Propagation for aten.add_.Tensor, found two different devices "
+                         "cpu, cuda:0")
+    assert emulated_gpu.classify(error) == emulated_gpu.MIXED
+
+
 @pytest.mark.quick
 def test_the_reference_runs_on_the_emulated_gpu_in_every_part():
     assert fake_cuda.device_problems(SOLUTIONS) == {}
@@ -80,7 +103,10 @@ def test_the_reference_runs_on_the_emulated_gpu_in_every_part():
 @pytest.mark.parametrize("where", sorted(FUNCTION_BUGS))
 def test_a_tensor_made_on_the_cpu_in_a_function_is_found(tmp_path, where):
     found = fake_cuda.device_problems(edited(tmp_path, FUNCTION_BUGS[where]), [where.split(".")[0]])
-    assert set(found) == {where} and found[where].startswith("mixed devices: Expected all tensors to be on the same")
+    # torch's own words name both devices ("... at least two devices, cuda:0 and cpu!"; torch 2.11:
+    # "... found two different devices cuda:0, cpu")
+    assert set(found) == {where} and found[where].startswith("mixed devices: ") and \
+        {"cuda:0", "cpu"} <= set(re.findall(r"cuda:0|cpu", found[where]))
 
 
 def test_every_selftest_variant_runs_on_the_emulated_gpu(tmp_path):

@@ -120,9 +120,13 @@ class EmulatedGPU:
 # and cpu!"), the matrix products' ("... but got mat2 is on cpu, different from other tensors on
 # cuda:0 ..."), masked_fill's CUDA kernel ("expected self and mask to be on the same device, but got mask
 # on cpu and self on cuda:0": issue 35's H200 gave it for a mask made in forward), indexing's ("indices
-# should be either on cpu or on the same device as the indexed tensor"). One pattern for the child
-# (classify) and the grader's diagnosis (suites/misconceptions.error_diagnosis).
-DEVICE_MISMATCH = re.compile(r"same device|at least two devices|different from other tensors on", re.IGNORECASE)
+# should be either on cpu or on the same device as the indexed tensor"), and the emulation's own in a torch
+# without FakeTensorDeviceMismatchError, a plain RuntimeError (torch 2.11, the GPU image's: "Unhandled
+# FakeTensor Device Propagation for aten.masked_fill.Scalar, found two different devices cuda:0, cpu";
+# unmatched, device bugs went uncharged there). One pattern for the child (classify) and the grader's
+# diagnosis (suites/misconceptions.error_diagnosis).
+DEVICE_MISMATCH = re.compile(r"same device|at least two devices|different from other tensors on|two different devices",
+                             re.IGNORECASE)
 DEVICE_ERROR_KINDS = ("RuntimeError", "IndexError")  # the emulation's own FakeTensorDeviceMismatchError: always
 
 
