@@ -346,7 +346,7 @@ class Student:
         self.given = stand_ins.allowed(modules)
         return self.request("substitute", {}, extra={"stand_ins": stand_ins.substitutes(modules)})
 
-    def import_module(self, name):
+    def import_module(self, name: str) -> Any:
         return self.request("import", {"module": name})
 
     def record(self, function, *args, patches=(), returns=(), _seed=0, **kwargs):
