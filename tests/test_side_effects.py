@@ -28,7 +28,7 @@ import torch
 from autograder import PROJECT_ROOT, grading
 from autograder.inside import child, part_reset, protocol
 from autograder.sandbox import client
-from autograder.suites import vocabulary
+from autograder.suites import expect, misconceptions, vocabulary
 
 KEPT: list = []  # a learner's context kept open in a global
 WATCHED_TOO = (protocol, sys.modules[child.__name__])  # as the child watches them (child.serve)
@@ -178,3 +178,76 @@ def test_a_slow_import_is_the_modules_own_time_a_sleep_in_forward_is_charged(eng
     in_forward = grades["forward"].parts["causal"]
     assert in_forward.score < 22
     assert in_forward.problem == "the causal process " + vocabulary.IDLE.format(seconds=client.PartChild.IDLE_AFTER_HIDDEN)
+
+
+def _medium_precision_changes_a_float32_product():
+    """Whether torch.set_float32_matmul_precision("medium") changes a float32 product on this machine's CPU
+    (bf16 where the CPU has it: the course's Xeon does; elsewhere it may change nothing)."""
+    a, b = torch.rand(2, 64, 64, generator=torch.Generator().manual_seed(0))
+    before, exact = torch.get_float32_matmul_precision(), a @ b
+    torch.set_float32_matmul_precision("medium")
+    try:
+        return not torch.equal(a @ b, exact)
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+@pytest.mark.skipif(not client.plan()["room"], reason="this machine cannot build the sandbox")
+def test_a_setting_changed_in_forward_is_named_as_seen(engine, tmp_path):
+    """Principle 2: a bug loses points in its own part with a message naming what the grader observed.
+    `torch.set_float32_matmul_precision("medium")` first in causal's forward failed the dropout check with
+    "is dropout applied to the scores, the values or twice?" (seed 24, at 1191c80) and
+    `torch.set_grad_enabled(False)` the gradient check with nn.Parameter(..., requires_grad=False)'s words
+    (misconceptions.NO_GRADIENT): the child now reads torch's switches after each operation
+    (part_reset.changed) and the check's diagnosis names the one left changed. Still charged to causal,
+    nothing to mha; where "medium" changes no float32 product (a CPU without bf16), nothing is lost."""
+    rubric, suites, sandbox = engine
+    cases = {"precision": ('torch.set_float32_matmul_precision("medium")', misconceptions.LOWER_PRECISION),
+             "grad": ("torch.set_grad_enabled(False)", misconceptions.GRAD_SWITCHED_OFF)}
+    for case, (line, said) in cases.items():
+        grade = grading.grade_submission(with_line(tmp_path / case, line, "forward"), rubric, suites, sandbox, seed=24,
+                                         parts=["causal", "mha"], figures=False)
+        lost = {part: [(c.name, c.message) for c in grade.checks if c.part == part and not c.passed]
+                for part in ("causal", "mha")}
+        assert lost["mha"] == [], case
+        if case == "precision" and not _medium_precision_changes_a_float32_product():
+            assert lost["causal"] == [], lost
+            continue
+        assert lost["causal"] and all(message == said for _, message in lost["causal"]), (case, lost["causal"])
+        assert grade.parts["causal"].score < grade.parts["causal"].max_score
+
+
+@pytest.mark.quick
+def test_a_changed_setting_explains_only_what_it_can():
+    """misconceptions.setting_changed: gradients switched off explain a gradient that cannot flow back, not
+    wrong values; a lower matmul precision explains wrong values (or a suite's own assertion), not a shape,
+    a type or an exception; a harmless switch explains nothing, and the check keeps its own words."""
+    no_gradient = expect.Mismatch("...", cause=misconceptions.NO_GRADIENT, kind="raised")
+    values = expect.Mismatch("the output is wrong", kind="values")
+    shape = expect.Mismatch("the output has the wrong shape", kind="shape")
+    assert misconceptions.setting_changed({"is_grad_enabled"}, no_gradient) == misconceptions.GRAD_SWITCHED_OFF
+    assert misconceptions.setting_changed({"inference_mode"}, no_gradient) == misconceptions.GRAD_SWITCHED_OFF
+    assert misconceptions.setting_changed({"is_grad_enabled"}, values) == ""
+    assert misconceptions.setting_changed({"_get_float32_matmul_precision"}, values) == misconceptions.LOWER_PRECISION
+    assert misconceptions.setting_changed({"_get_float32_matmul_precision"}, AssertionError("x")) == \
+        misconceptions.LOWER_PRECISION
+    assert misconceptions.setting_changed({"get_default_dtype"}, values) == misconceptions.DTYPE_CHANGED
+    assert misconceptions.setting_changed({"_get_float32_matmul_precision"}, shape) == ""
+    assert misconceptions.setting_changed({"_get_float32_matmul_precision"}, no_gradient) == ""
+    assert misconceptions.setting_changed({"get_num_threads", "_get_cudnn_benchmark"}, values) == ""
+
+
+def test_the_child_names_the_switches_an_operation_left_changed():
+    """part_reset.changed, as the child calls it after each operation: torch's names of the switches that
+    differ from the snapshot ([] when none); restore() puts them back."""
+    snap = part_reset.snapshot(also_watched=WATCHED_TOO)
+    try:
+        assert part_reset.changed(snap) == []
+        torch.set_grad_enabled(False)
+        torch.set_float32_matmul_precision("medium")
+        assert {"is_grad_enabled", "_get_float32_matmul_precision"} <= set(part_reset.changed(snap))
+        with torch.inference_mode():
+            assert "inference_mode" in part_reset.changed(snap)
+    finally:
+        part_reset.restore(snap)
+    assert part_reset.changed(snap) == []

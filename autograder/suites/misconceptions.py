@@ -338,6 +338,46 @@ NO_GRADIENT = ("no gradient can flow back to the weights: they do not require gr
                "requires_grad=False), a .detach(), or the computation done under torch.no_grad()); the layer's "
                "weights must be trainable parameters, nn.Parameter(torch.rand(d_in, d_out))")
 
+# What the child read of torch's switches right after an operation of the check (inside/part_reset.changed):
+# one the student's code changed and left changed. The grader puts every switch back before each of its
+# operations, so only the numbers computed after the change, within the same call, show it.
+GRAD_SWITCHED_OFF = ("your code switched gradients off and left them off (torch.set_grad_enabled(False), or an "
+                     "inference mode or torch.no_grad() entered and never left, in forward?): nothing computed after "
+                     "that has a gradient to flow back to the weights, and nothing the rest of the program computes "
+                     "would have one either; leave torch's global settings as they are in forward (with "
+                     "torch.no_grad(): only around code that must not be trained)")
+LOWER_PRECISION = ("your code changed how torch computes float32 matrix products and left it changed "
+                   "(torch.set_float32_matmul_precision, or TF32 allowed, in forward?): every product after that, "
+                   "in this code and in the rest of the program, is computed in lower precision, so the numbers "
+                   "are off; leave torch's global settings as they are in forward")
+DTYPE_CHANGED = ("your code changed torch's default dtype and left it changed (torch.set_default_dtype in forward?): "
+                 "every tensor made after that without a dtype, in this code and in the rest of the program, has "
+                 "the other dtype; leave torch's global settings as they are in forward")
+# torch's names of the switches, as the child reads them: those whose change shows in a check's numbers
+NUMERIC_SETTINGS = {"_get_float32_matmul_precision": LOWER_PRECISION, "_get_cublas_allow_tf32": LOWER_PRECISION,
+                    "_get_cudnn_allow_tf32": LOWER_PRECISION,
+                    "_get_cublas_allow_fp16_reduced_precision_reduction": LOWER_PRECISION,
+                    "_get_cublas_allow_bf16_reduced_precision_reduction": LOWER_PRECISION,
+                    "_get_cpu_allow_fp16_reduced_precision_reduction": LOWER_PRECISION,
+                    "get_default_dtype": DTYPE_CHANGED}
+GRADIENT_SETTINGS = ("is_grad_enabled", "inference_mode")
+
+
+def setting_changed(changed, error):
+    """What the grader saw of torch's switches, where it explains the failed check (error: its Mismatch)
+    or a suite's own AssertionError, instead of the misconception the numbers alone would suggest -> the
+    grader's words, '' where it explains nothing. changed: the switches the check's operations changed and left changed
+    (Student.changed_settings, as the child read them after each operation). Gradients switched off
+    explain a gradient that cannot flow back (NO_GRADIENT); a numeric switch explains wrong values,
+    not a wrong shape or type, nor an exception."""
+    if any(name in changed for name in GRADIENT_SETTINGS) and getattr(error, "cause", "") == NO_GRADIENT:
+        return GRAD_SWITCHED_OFF
+    if getattr(error, "kind", "") in ("", "values", "nan"):
+        for name, said in NUMERIC_SETTINGS.items():
+            if name in changed:
+                return said
+    return ""
+
 
 def error_diagnosis(error, signature=""):
     """The misconception behind a StudentError, in the grader's words ('' when none is recognized).
