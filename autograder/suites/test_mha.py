@@ -322,7 +322,7 @@ def run(mha, x, what, _seed=0, eval_first=False, answer=None):
         return answer()
     except StudentError as e:
         if not e.not_implemented and any(w in e.message.lower() for w in ("size", "match", "shape", "view")):
-            why = source_mistakes.shape_error_cause(mha._student.source(PART), True) \
+            why = source_mistakes.shape_error_cause(mha._student.sources(), True, PART) \
                 if isinstance(mha, RemoteObject) else ""
             if why:  # the grader's reading of mha.py shows the cause
                 raise expect.Mismatch(f"{what}: {e.explain()}: {why}", student_text=e.student_text(), cause=why,
