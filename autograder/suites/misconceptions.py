@@ -90,6 +90,12 @@ SOFTMAX_OVER_HEADS = ("the softmax runs over the wrong dim (dim=1: across the he
 # a 2-D bool mask used as an index of batched scores (scores[mask] = -inf): it indexes the leading dims
 BOOL_INDEX = ("a 2-D bool mask used as an index (scores[mask] = ...) applies to the first two dims of batched scores, "
               "not the last two: write scores[..., mask] = -inf, or scores.masked_fill(mask, -inf)")
+# the future weights zeroed after the softmax, the rows left summing to less than 1
+AFTER_SOFTMAX = ("the mask is applied after the softmax without renormalizing: after zeroing the future weights, divide "
+                 "each row by its sum (or mask the scores with -inf before the softmax)")
+# the future scores filled with 0: exp(0) still gives them weight
+FUTURE_ZERO = ("the future scores are set to 0 instead of -inf: a score of 0 still gets weight after the softmax; fill "
+               "the masked scores with -inf")
 # the -inf of the mask put into the weights after the softmax (their sums and products become -inf or NaN)
 AFTER_SOFTMAX_INF = ("the mask is applied after the softmax: the future weights are set to -inf, which turns the "
                      "context vectors into -inf or NaN; fill the future scores with -inf before the softmax, which "
@@ -132,12 +138,8 @@ def weight_mistakes(scores, d_k, causal, d_in=None):
         out += [
             (weights(scores, d_k, False),
              "no causal mask is applied: the scores of later tokens must become -inf before the softmax"),
-            (weights(scores, d_k, causal, mask="zero"),
-             "the future scores are set to 0 instead of -inf: a score of 0 still gets weight after the "
-             "softmax; fill the masked scores with -inf"),
-            (weights(scores, d_k, causal, mask="after"),
-             "the mask is applied after the softmax without renormalizing: after zeroing the future "
-             "weights, divide each row by its sum (or mask the scores with -inf before the softmax)"),
+            (weights(scores, d_k, causal, mask="zero"), FUTURE_ZERO),
+            (weights(scores, d_k, causal, mask="after"), AFTER_SOFTMAX),
             (weights(scores, d_k, causal, mask="after-inf"), AFTER_SOFTMAX_INF),
             (weights(scores, d_k, causal, mask="inverted"), INVERTED),
             (weights(scores, d_k, causal, diagonal=0), HIDES_DIAGONAL),
@@ -243,16 +245,15 @@ def multi_head_mistakes(x, state, num_heads):
                     "dims, so scale by 1/sqrt(head_dim)"))
     for options, why in ((dict(mask="none"), "no causal mask is applied in the heads: every score above the diagonal "
                                              "must become -inf before the softmax (self.mask[:num_tokens, :num_tokens])"),
-                         (dict(mask="inverted"), "the mask is inverted: it hides the past and keeps the future; "
-                                                 "the True (or 1) entries must be above the diagonal"),
+                         (dict(mask="inverted"), INVERTED),
                          (dict(dim=-2), "the softmax runs over the wrong dim: use dim=-1"),
                          (dict(dim=1), SOFTMAX_OVER_HEADS),
                          (dict(dim=0), SOFTMAX_OVER_BATCH),
-                         (dict(mask="zero"), "the future scores are set to 0 instead of -inf"),
-                         (dict(mask="after"), "the mask is applied after the softmax without renormalizing"),
+                         (dict(mask="zero"), FUTURE_ZERO),
+                         (dict(mask="after"), AFTER_SOFTMAX),
                          (dict(mask="after-inf"), AFTER_SOFTMAX_INF),
-                         (dict(diagonal=0), "the mask's diagonal is off by one (it hides each token from itself)"),
-                         (dict(diagonal=2), "the mask's diagonal is off by one (each token sees the next one)"),
+                         (dict(diagonal=0), HIDES_DIAGONAL),
+                         (dict(diagonal=2), SEES_NEXT),
                          (dict(divide_by=1.0), "the scores are not scaled by 1/sqrt(head_dim)")):
         out.append((multi_head(x, state, num_heads, **options), why))
     return out
