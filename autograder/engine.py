@@ -60,7 +60,10 @@ class Engine:
         engine = cls(settings, rubric_path, chapter)
         engine.start_sandbox(slot, sandbox)
         try:
-            engine.load_rubric()
+            engine.load_rubric()  # while the fork server warms up in its room
+            if engine.owns_sandbox:  # refuses where its fork server cannot start at all (its own exception)
+                assert engine.sandbox is not None
+                engine.sandbox.serving()
             if check:
                 engine.check_environment()
         except BaseException:
@@ -73,13 +76,7 @@ class Engine:
         if sandbox is None:
             from autograder.sandbox.client import Sandbox
 
-            sandbox = Sandbox(slot=slot, settings=self.settings.sandbox)
-            try:
-                sandbox.serving()  # refuses where its fork server cannot start at all (its own exception)
-            except BaseException:
-                sandbox.close()
-                raise
-            self.owns_sandbox = True
+            sandbox, self.owns_sandbox = Sandbox(slot=slot, settings=self.settings.sandbox), True
         self.sandbox = sandbox
         return sandbox
 

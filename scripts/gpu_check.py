@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -167,10 +168,14 @@ def summary(r):
         parts.append(f"CUDA per submission +{seconds:.2f} s, " + (f"{held} MiB" if held is not None else "MiB unknown"))
     ratio = r.get("efficient_ratio")
     parts.append(f"efficient MHA {ratio:.2f}x SDPA" if ratio else "speed lab not run")
+    if r.get("skipped"):
+        parts.append(f"skipped {r['skipped']}")
+    if r.get("stopped"):
+        parts.append(r["stopped"])
     seconds = r.get("seconds")
     in_time = seconds is not None and seconds < BUDGET
     parts.append(f"{seconds:.0f} s" if seconds is not None else "time unknown")
-    ok = all([reference_ok, nonroot_ok, stubs_ok, batch_ok, selftest_ok, parity_ok, device_ok, checks_ok,
+    ok = not r.get("stopped") and all([reference_ok, nonroot_ok, stubs_ok, batch_ok, selftest_ok, parity_ok, device_ok, checks_ok,
               ratio is not None, in_time])
     return "gpu: " + "; ".join(parts) + ("" if ok else " -- NOT ALL HOLD"), ok
 
@@ -270,6 +275,35 @@ def check_speed(r):
     r["log"]["speed"] = (code, out[-3000:])
 
 
+def headline(r, step):
+    """One line on what a step found, printed as it ends (a run stopped later still tells it)."""
+    if step == "grades":
+        said = f"reference {r.get('reference')}, stubs {r.get('stubs')}, non-root {r.get('nonroot')}"
+        reference = r.get("reference")
+        if reference is None or reference[0] != reference[1]:  # why, in the grader's last words
+            words = [line for line in r["log"].get("reference", (0, ""))[1].splitlines() if line.strip()]
+            said += f"; the reference's grade ended: {words[-1][:300] if words else 'with no output'}"
+        return said
+    if step == "batch":
+        return f"batch {r.get('batch')}"
+    if step == "selftest":
+        return "; ".join(f"{device}: {r.get(f'selftest_{device}', {}).get('killed')}/"
+                         f"{r.get(f'selftest_{device}', {}).get('mutants')} mutants" for device in ("cpu", "cuda"))
+    return ""
+
+
+class Stopped(Exception):
+    """SIGTERM (scripts/gpu-check.sh run under `timeout`, a session's limit): the summary is still printed."""
+
+
+def _stop(signum, frame):
+    raise Stopped
+
+
+# what needs a grader that grades: skipped when the reference did not reach full marks on the GPU
+NEEDS_THE_REFERENCE = ("batch", "selftest", "memory")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--missing", action="store_true", help="print the packages still needed here and exit")
@@ -297,13 +331,28 @@ def main(argv=None):
     steps = {"grades": lambda: check_grades(r, args.seed), "batch": lambda: check_batch(r, args.seed, args.jobs),
              "selftest": lambda: check_selftest(r, args.seed, args.jobs),
              "fork": lambda: check_fork(r), "memory": lambda: check_memory(r), "speed": lambda: check_speed(r)}
+    previous = signal.signal(signal.SIGTERM, _stop)
     for name, step in steps.items():
+        reference = r.get("reference")
+        if name in NEEDS_THE_REFERENCE and (reference is None or reference[0] != reference[1]):
+            # nothing to learn from them (each part would come back as the reference's did), and GPU time is scarce
+            r["skipped"] = f"{', '.join(NEEDS_THE_REFERENCE)}: the reference was not at full marks on the GPU"
+            continue
         try:
             step()
+        except Stopped:
+            r["stopped"] = f"STOPPED (SIGTERM) during {name} at {time.monotonic() - started:.0f} s"
+            print(f"  {r['stopped']}", flush=True)
+            break
         except Exception as e:  # its results stay unset: the summary says "not run"
             r["log"][f"{name} error"] = f"{type(e).__name__}: {e}"
             print(f"  {name}: {type(e).__name__}: {e}", flush=True)
-        print(f"  {name} done at {time.monotonic() - started:.0f} s", flush=True)
+        said = headline(r, name)
+        print(f"  {name} done at {time.monotonic() - started:.0f} s" + (f": {said}" if said else ""), flush=True)
+        if args.log:  # after every step: a run stopped later leaves what it had
+            with open(args.log, "w") as f:
+                json.dump(r, f, indent=1, default=str)
+    signal.signal(signal.SIGTERM, previous)
     r["seconds"] = time.monotonic() - started
     if args.log:
         with open(args.log, "w") as f:

@@ -1,6 +1,7 @@
 """Issue 24 item 5: scripts/gpu-check.sh, tested where no GPU is: it says that nothing was checked
 (exit 2), reads the grader's real output correctly, and its one summary line holds only when
 every check does. The checks themselves need a GPU (see the script)."""
+import re
 import subprocess
 import sys
 
@@ -153,8 +154,6 @@ def test_the_readme_says_once_and_plainly_how_the_last_gpu_check_ended():
     """Issue 30 item 5 and issue 35 item 4: the README states in one place the last real run's outcome
     (its summary line, verbatim, as gpu_check.summary then worded it) and that it has not run since;
     its example of the summary line holds no figure that could be read as an outcome."""
-    import re
-
     readme = (PROJECT_ROOT / "README.md").read_text(encoding="utf-8")
     status = "**GPU check status: the last run of `scripts/gpu-check.sh` on a GPU did not hold.**"
     assert readme.count(status) == 1 and readme.count("GPU check status") == 1
@@ -167,3 +166,68 @@ def test_the_readme_says_once_and_plainly_how_the_last_gpu_check_ended():
     # the form of a line that holds (100/100 is what the check requires, test_doc_figures), no measured figure
     assert "<ratio>x SDPA;\n<seconds> s`" in form or "<ratio>x SDPA; <seconds> s`" in form
     assert not re.search(r"\d+(?:\.\d+)?x SDPA|\d+ s`", form), form
+
+
+def _main_with(monkeypatch, tmp_path, grades, batch=None):
+    """gpu_check.main as on a GPU machine, each check replaced by a stand-in that records its call and
+    sets what the real one would -> (exit status, the steps called, the log file's last contents)."""
+    import json
+
+    import gpu_probes
+
+    called = []
+
+    def step(name, effect=None):
+        def run(r, *args):
+            called.append(name)
+            if effect:
+                effect(r)
+        return run
+
+    monkeypatch.setattr(gpu_check, "gpu_here", lambda: (1, "a stand-in GPU"))
+    monkeypatch.setattr(gpu_check, "check_grades", step("grades", grades))
+    monkeypatch.setattr(gpu_check, "check_batch", step("batch", batch))
+    for name in ("selftest", "fork", "speed"):
+        monkeypatch.setattr(gpu_check, f"check_{name}", step(name))
+    monkeypatch.setattr(gpu_probes, "check_memory", step("memory"))
+    log = tmp_path / "log.json"
+    status = gpu_check.main(["--log", str(log)])
+    return status, called, json.loads(log.read_text())
+
+
+def test_a_reference_not_graded_on_the_gpu_skips_what_needs_it_and_says_why(monkeypatch, tmp_path, capsys):
+    """2026-11-28's H200 run: the reference came back not graded, then two selftests ran out the session's
+    time with nothing to learn. Now the grades step says why the reference lost its points (the grader's
+    last line), batch, selftest and the memory cases are skipped, the rest runs, and the line says so."""
+    def not_graded(r):
+        r["reference"], r["stubs"] = (0.0, 100.0), (0.0, 100.0)
+        r["log"]["reference"] = (2, "scores...\nerror: the sandbox's fork server fails at its start here\n\n")
+
+    status, called, log = _main_with(monkeypatch, tmp_path, not_graded)
+    out = capsys.readouterr().out
+    assert status == 1 and called == ["grades", "fork", "speed"]
+    assert re.search(r"grades done at \d+ s: reference \(0.0, 100.0\), stubs \(0.0, 100.0\), non-root None; the "
+                     r"reference's grade ended: error: the sandbox's fork server fails at its start here\n", out), out
+    line = out.strip().splitlines()[-1]
+    assert "skipped batch, selftest, memory: the reference was not at full marks on the GPU" in line
+    assert line.endswith("-- NOT ALL HOLD") and log["skipped"].startswith("batch, selftest, memory")
+
+
+def test_a_check_stopped_by_sigterm_still_prints_its_summary(monkeypatch, tmp_path, capsys):
+    """`timeout` (the session's limit) sends SIGTERM during the batch: the steps after it do not run,
+    the log holds what the earlier steps found, and the last line says where it stopped."""
+    import os
+    import signal
+
+    before = signal.getsignal(signal.SIGTERM)
+
+    def full(r):
+        r["reference"], r["stubs"], r["nonroot"] = (100.0, 100.0), (0.0, 100.0), (100.0, 100.0)
+
+    status, called, log = _main_with(monkeypatch, tmp_path, full, lambda r: os.kill(os.getpid(), signal.SIGTERM))
+    line = capsys.readouterr().out.strip().splitlines()[-1]
+    assert status == 1 and called == ["grades", "batch"]
+    assert line.startswith("gpu: reference 100/100 sandboxed, 100/100 non-root; stubs 0/100; batch not run")
+    assert re.search(r"; STOPPED \(SIGTERM\) during batch at \d+ s; \d+ s -- NOT ALL HOLD$", line), line
+    assert log["reference"] == [100.0, 100.0] and log["stopped"].startswith("STOPPED (SIGTERM) during batch")
+    assert signal.getsignal(signal.SIGTERM) is before  # main's own handler is gone again

@@ -16,6 +16,7 @@ from autograder import chapter, cli
 from autograder.sandbox import client, room
 
 
+@pytest.mark.quick
 def test_the_room_names_a_user_to_whoever_asks():
     """getpass.getuser() in the room, as the fork server runs (its command line and environment):
     'sandbox', from USER/LOGNAME, where it raised KeyError (no passwd entry for the uid)."""
