@@ -9,9 +9,11 @@ in the grader and in its fork server. Then does what a batch does before its wor
 session and a part, and reads the log: the grader and the fork server must have noted nothing,
 the part's child must have initialised CUDA itself.
 
-On a CUDA build of torch the wrappers call the real functions (scripts/gpu-check.sh runs this on
-a GPU). On a CPU-only build (the tests) torch is made to look like a CUDA build with one device,
-and the wrappers answer in CUDA's place once the log line is written.
+On a CUDA build of torch with NVIDIA's driver at hand the wrappers call the real functions
+(scripts/gpu-check.sh runs this on a GPU). Without one (a CPU-only build, as in the tests; or a CUDA
+build on a machine without a GPU: pip's own index gives only CUDA builds of torch for Python 3.10)
+torch is made to look like a CUDA build with one device, and the wrappers answer in CUDA's place
+once the log line is written.
 """
 import importlib
 import json
@@ -35,7 +37,7 @@ def install(log):
     """Wrap every entry point in this process; on a CPU-only build, stand in for CUDA."""
     import torch
 
-    real = torch.backends.cuda.is_built()
+    real = a_driver_is_here()
     if not real:
         # torch._dynamo's CUDA interface imports CUDA's C functions once torch looks like a CUDA build
         # (torch._C._cuda_getDeviceCount, wrapped below), which a CPU-only build has not: what the fork
@@ -54,6 +56,16 @@ def install(log):
         torch.cuda._device_count_nvml = lambda: 1  # NVML's count (never initialises CUDA)
     engine = torch.autograd.variable.Variable._execution_engine
     torch.autograd.variable.Variable._execution_engine = _Engine(log, engine)
+
+
+def a_driver_is_here():
+    """A CUDA build of torch and NVIDIA's driver: NVML counts a device, or the kernel module is loaded
+    (neither initialises CUDA). A CUDA build without them fails at its first CUDA call ("Found no
+    NVIDIA driver"), so there the tripwires stand in for CUDA as on a CPU-only build."""
+    import torch
+
+    return torch.backends.cuda.is_built() and (torch.cuda._device_count_nvml() > 0
+                                               or os.path.exists("/proc/driver/nvidia/version"))
 
 
 def _wire(log, dotted, original, name):
