@@ -468,7 +468,9 @@ INDEX_ARITHMETIC = (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod)
 def gathers_only(node: ast.AST) -> bool:
     """node (a statement or expression of a loop's body) only picks, views and collects tensors
     (names, attributes, subscripts with integer arithmetic in their index, calls of GATHERS methods,
-    assignments of those): no operator on tensors, no other call, so no computation per head."""
+    assignments of those): no operator on tensors, no other call, so no computation per head. Read from
+    names only (a helper's method named view may compute): the batching check passes only when the
+    counts agree (suites/efficiency.per_head_work: no computing operation issued more often with more heads)."""
     if isinstance(node, (ast.Name, ast.Constant, ast.Load, ast.Store, ast.Pass, ast.Slice)):
         return True
     if isinstance(node, (ast.Expr, ast.Starred, ast.Attribute)):

@@ -171,6 +171,10 @@ class Student:
         self._reordered: dict[tuple[str, str], tuple[Any, tuple[str, ...]]] | None = None
         self.last_arguments: list[Any] = []
         self.call_limit: float | None = None  # seconds one remote call may take (None: the part's limit)
+        # the torch switches an operation changed and left changed, as the child read them after it (its
+        # reply's "changed": torch's names, kept only where they are plain short names); a check's diagnosis
+        # clears it before the check and reads it after (suites/helpers.diagnose_errors)
+        self.changed_settings: set[str] = set()
         self.substituted = False  # the child holds the grader's own code for another part: never reused
         self._sources: dict[str, str] | None = None
         # the grader's classes this child was given stand-ins for: the only ones whose questions are
@@ -322,6 +326,10 @@ class Student:
         while "stand_in" in reply:
             answer = stand_in_answer(reply, payload, self.given, self.ledger, getattr(self.session, "memory_mb", None))
             reply, payload = self.session.call(*answer, self._left(start))
+        changed = reply.get("changed")
+        if isinstance(changed, list):
+            self.changed_settings.update(name for name in changed[:64] if isinstance(name, str) and
+                                         re.fullmatch(r"\w{1,60}", name))
         return reply, payload
 
     def _left(self, start):
@@ -346,7 +354,7 @@ class Student:
         self.given = stand_ins.allowed(modules)
         return self.request("substitute", {}, extra={"stand_ins": stand_ins.substitutes(modules)})
 
-    def import_module(self, name):
+    def import_module(self, name: str) -> Any:
         return self.request("import", {"module": name})
 
     def record(self, function, *args, patches=(), returns=(), _seed=0, **kwargs):

@@ -208,7 +208,8 @@ def test_a_header_is_read_as_json_loads_reads_it(raw):
 
 def _waiting_part(replies_r, kept_waiting=False):
     """What PartChild._await_reply reads of its child: the reply pipe, its clocks (none used up)."""
-    return types.SimpleNamespace(saw_hidden=False, replies_r=replies_r, TICK=PartChild.TICK, WALL_SLACK=PartChild.WALL_SLACK,
+    return types.SimpleNamespace(saw_hidden=False, measuring=None, replies_r=replies_r, TICK=PartChild.TICK,
+                                 WALL_SLACK=PartChild.WALL_SLACK,
                                  spent=lambda: 0.0, _kept_waiting=lambda now: kept_waiting, cpu_out=False, idle_out=False)
 
 

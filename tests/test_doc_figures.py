@@ -69,6 +69,10 @@ CHECKED = {
                                           _source_constant("autograder/sandbox/part_child.py", "WALL_SLACK")) == (4, 10),
     ("docs/sandbox.md", "2 s"): lambda: _source_constant("autograder/suites/dependencies.py", "PROBE_SECONDS") == 2
         and "IDLE_AFTER_HIDDEN = 2.0" in (ROOT / "autograder/sandbox/part_child.py").read_text(),  # and idle after hidden
+    ("docs/sandbox.md", "0.5 s"): lambda: _source_constant("autograder/runner/attempts.py", "IMPORT_IDLE") == 0.5,
+    # the sleep at import and in forward that test_side_effects grades
+    ("docs/sandbox.md", "3 s"): lambda: "with_line(tmp_path / where, \"import time\\ntime.sleep(3)\", where)"
+        in (ROOT / "tests/test_side_effects.py").read_text(),
     ("docs/sandbox.md", "512 MiB"): lambda: "512 << 20" in (ROOT / "tests/test_staging.py").read_text(),
     ("docs/sandbox.md", "0.25 s"): lambda: _source_constant("autograder/sandbox/gpu_watch.py", "PERIOD") == 0.25,
     ("docs/sandbox.md", "1 GiB"): lambda: _source_constant("autograder/inside/gpu.py", "CONTEXT_MB") == 1024,

@@ -157,6 +157,7 @@ def test_the_grader_s_reading_alone_names_a_loop_the_counter_did_not_see(engine,
 
     monkeypatch.setattr(efficiency, "growth_problem", lambda *args: "")
     monkeypatch.setattr(efficiency, "bound_problem", lambda *args: "")
+    monkeypatch.setattr(efficiency, "per_head_work", lambda *args: "")
     result = grade(engine, ENTRIES["mha-loop-over-heads"], tmp_path)
     assert scores(result) == {"causal": 22, "mha": 20}
     assert "loops over its heads in Python (mha.py, line" in details(result)["mha_batches_the_heads"]
@@ -391,3 +392,19 @@ def test_attention_is_counted_whole_whichever_kernel_runs_it():
     assert "bmm" not in fallback and efficiency.softmax_calls(fallback) == 0  # the kernel's own, not counted
     assert efficiency.growth_problem(fused, fallback, 2, 4) == ""
     assert efficiency.matmul_calls(fused) == efficiency.matmul_calls(fallback) == 2  # the projection, the call
+
+
+@pytest.mark.quick
+def test_a_head_loop_that_computes_is_told_from_one_that_gathers_by_the_counts():
+    """The source's reading exempts a loop whose calls are named like gathering (source_reading.gathers_only:
+    view, append); mutant mha-head-loop-named-like-gathering masked each head's scores through a helper's
+    method named view and kept mha_batches_the_heads' 2 points. efficiency.per_head_work: the counts at 2
+    and 4 heads (as the child counted them for the reference with its heads gathered by a loop, and for that
+    mutant) pass the gathering, which grows only in selects, and name the masking, which grows in masked_fill."""
+    gathered = {2: {"mm": 3, "bmm": 2, "_softmax": 1, "masked_fill_": 1, "select": 2, "cat": 1, "view": 10},
+                4: {"mm": 3, "bmm": 2, "_softmax": 1, "masked_fill_": 1, "select": 4, "cat": 1, "view": 10}}
+    masked = {2: {"mm": 3, "bmm": 2, "_softmax": 1, "masked_fill": 2, "select": 2, "stack": 1},
+              4: {"mm": 3, "bmm": 2, "_softmax": 1, "masked_fill": 4, "select": 4, "stack": 1}}
+    assert efficiency.per_head_work(gathered[2], gathered[4]) == ""
+    assert efficiency.per_head_work(masked[2], masked[4]).startswith("its forward computes something once per head")
+    assert efficiency.LOOP_HINT in efficiency.per_head_work(masked[2], masked[4])

@@ -96,6 +96,7 @@ def test_the_grader_reads_the_class_python_uses_not_a_decoy_before_it(engine, tm
 
     monkeypatch.setattr(efficiency, "growth_problem", lambda *args: "")
     monkeypatch.setattr(efficiency, "bound_problem", lambda *args: "")
+    monkeypatch.setattr(efficiency, "per_head_work", lambda *args: "")
     result = grade(engine, case(tmp_path, "decoy_first"), ["mha"])
     assert scores(result) == {"mha": 20}
     # a hidden check: the student reads the grader's fixed words, the instructor the file and line (issue 37.6)
@@ -112,6 +113,7 @@ def test_the_child_s_pointer_and_the_grader_s_reading_must_agree(engine, tmp_pat
 
     monkeypatch.setattr(efficiency, "growth_problem", lambda *args: "")
     monkeypatch.setattr(efficiency, "bound_problem", lambda *args: "")
+    monkeypatch.setattr(efficiency, "per_head_work", lambda *args: "")
     result = grade(engine, case(tmp_path, "rebound_at_run_time"), ["mha"])
     assert scores(result) == {"mha": 19}  # the batching point and the device point
     lost = failed(result, "mha")

@@ -290,3 +290,28 @@ def test_the_class_report_has_one_row_for_the_split_and_merge(grades):
 
     rows = class_report.misconceptions([("eve", reports.results_json(grades["split_and_merge"]), "")])
     assert [(row["part"], row["message"], len(row["students"])) for row in rows] == [("mha", SPLIT_AND_MERGE, 1)]
+
+
+MASK_WORDS = ("the mask is inverted", "the mask is applied after the softmax", "the future scores are set to 0",
+              "the mask's diagonal is off by one")
+
+
+@pytest.mark.quick
+def test_a_mask_mistake_has_one_wording_in_one_head_and_in_many():
+    """One source for each message (2026-11-28): multi_head_mistakes wrote its own sentences for an inverted
+    mask ("the True (or 1) entries must be above the diagonal"), a mask after the softmax without
+    renormalizing (no fix), 0 instead of -inf and both diagonals, beside the constants weight_mistakes
+    uses: one mistake, two causes in a part's diagnosis. Now each mask mistake is misconceptions' one
+    constant in both lists, and no other sentence of either says it."""
+    from autograder.suites import dependencies, helpers, misconceptions
+
+    torch = pytest.importorskip("torch")
+    state = helpers.drawn_linears(dependencies.SEED, helpers.qkv_layers(3, 4, False) + [("out_proj", 4, 4, True)])
+    x, scores = torch.rand(2, 5, 3), torch.rand(2, 5, 5)
+    one = {why for _, why in misconceptions.weight_mistakes(scores, 4, True)}
+    many = {why for _, why in misconceptions.multi_head_mistakes(x, state, 2)}
+    constants = {misconceptions.INVERTED, misconceptions.AFTER_SOFTMAX, misconceptions.AFTER_SOFTMAX_INF,
+                 misconceptions.FUTURE_ZERO, misconceptions.HIDES_DIAGONAL, misconceptions.SEES_NEXT}
+    assert constants <= one and constants <= many
+    for words in (one, many):
+        assert {why for why in words if why.startswith(MASK_WORDS)} == constants

@@ -28,6 +28,7 @@ import torch
 from autograder import PROJECT_ROOT, grading
 from autograder.inside import child, part_reset, protocol
 from autograder.sandbox import client
+from autograder.suites import expect, misconceptions, vocabulary
 
 KEPT: list = []  # a learner's context kept open in a global
 WATCHED_TOO = (protocol, sys.modules[child.__name__])  # as the child watches them (child.serve)
@@ -113,9 +114,11 @@ CASES = {
     "linear_forward_in_forward": ("nn.Linear.forward = lambda self, x: torch.zeros(*x.shape[:-1], self.out_features)",
                                   "forward", False),
     "inference_mode_kept_at_import": ("_INFERENCE = torch.inference_mode()\n_INFERENCE.__enter__()", "import", True),
-    # past the idle allowance after a hidden input (PartChild.IDLE_AFTER_HIDDEN, 2 s): causal's hidden checks
-    # time out (its own), and mha's probe finds causal "hangs" (PartChild.metered_as_hidden): the grader's classes
-    "sleep_at_import": ("import time\ntime.sleep(3)", "import", False),
+    # an import that sleeps past the idle allowance after a hidden input (PartChild.IDLE_AFTER_HIDDEN, 2 s):
+    # measured in causal's visible turn, causal's hidden turn imports it in a child that has seen no hidden
+    # input (runner/attempts.IMPORT_IDLE): its own full marks; mha's probe still finds causal "hangs"
+    # (PartChild.metered_as_hidden): the grader's classes
+    "sleep_at_import": ("import time\ntime.sleep(3)", "import", True),
     # a thread drawing from torch's generator while the checks run: causal races its own thread (not judged
     # here); mha's probe finds it still running (PartChild.running, from /proc) and mha gets the grader's classes
     "drawing_thread_at_import": ("import threading\ndef _train():\n    while True:\n        torch.randn(64, 64)\n"
@@ -157,3 +160,94 @@ def test_another_parts_side_effect_costs_mha_nothing(engine, tmp_path, case):
         assert lost["causal"] == [], f"{case}: causal lost points to a harmless line (or one at import)"
     else:  # graded on its own merit: its own part loses points, with the check's own words
         assert lost["causal"] and all(message for _, message in lost["causal"]), case
+
+
+@pytest.mark.skipif(not client.plan()["room"], reason="this machine cannot build the sandbox")
+def test_a_slow_import_is_the_modules_own_time_a_sleep_in_forward_is_charged(engine, tmp_path):
+    """Principle 4: what a module does at import never costs its hidden checks. causal.py sleeping 3 s at
+    import lost 21 of causal's 22 points at 1191c80 (its hidden checks imported it after a hidden input, past
+    the 2 s idle allowance); its import is now measured in the visible turn and taken, in the hidden turn, by
+    a child that has seen no hidden input: 22/22. The same sleep in forward, after a hidden input, is still
+    charged to causal, in the words it got before (4/22 with --seed 24 at 1191c80)."""
+    rubric, suites, sandbox = engine
+    grades = {where: grading.grade_submission(with_line(tmp_path / where, "import time\ntime.sleep(3)", where), rubric,
+                                              suites, sandbox, seed=1, parts=["causal"], figures=False)
+              for where in ("import", "forward")}
+    at_import = grades["import"].parts["causal"]
+    assert at_import.score == at_import.max_score == 22, [(c.name, c.message) for c in grades["import"].checks]
+    in_forward = grades["forward"].parts["causal"]
+    assert in_forward.score < 22
+    assert in_forward.problem == "the causal process " + vocabulary.IDLE.format(seconds=client.PartChild.IDLE_AFTER_HIDDEN)
+
+
+def _medium_precision_changes_a_float32_product():
+    """Whether torch.set_float32_matmul_precision("medium") changes a float32 product on this machine's CPU
+    (bf16 where the CPU has it: the course's Xeon does; elsewhere it may change nothing)."""
+    a, b = torch.rand(2, 64, 64, generator=torch.Generator().manual_seed(0))
+    before, exact = torch.get_float32_matmul_precision(), a @ b
+    torch.set_float32_matmul_precision("medium")
+    try:
+        return not torch.equal(a @ b, exact)
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+@pytest.mark.skipif(not client.plan()["room"], reason="this machine cannot build the sandbox")
+def test_a_setting_changed_in_forward_is_named_as_seen(engine, tmp_path):
+    """Principle 2: a bug loses points in its own part with a message naming what the grader observed.
+    `torch.set_float32_matmul_precision("medium")` first in causal's forward failed the dropout check with
+    "is dropout applied to the scores, the values or twice?" (seed 24, at 1191c80) and
+    `torch.set_grad_enabled(False)` the gradient check with nn.Parameter(..., requires_grad=False)'s words
+    (misconceptions.NO_GRADIENT): the child now reads torch's switches after each operation
+    (part_reset.changed) and the check's diagnosis names the one left changed. Still charged to causal,
+    nothing to mha; where "medium" changes no float32 product (a CPU without bf16), nothing is lost."""
+    rubric, suites, sandbox = engine
+    cases = {"precision": ('torch.set_float32_matmul_precision("medium")', misconceptions.LOWER_PRECISION),
+             "grad": ("torch.set_grad_enabled(False)", misconceptions.GRAD_SWITCHED_OFF)}
+    for case, (line, said) in cases.items():
+        grade = grading.grade_submission(with_line(tmp_path / case, line, "forward"), rubric, suites, sandbox, seed=24,
+                                         parts=["causal", "mha"], figures=False)
+        lost = {part: [(c.name, c.message) for c in grade.checks if c.part == part and not c.passed]
+                for part in ("causal", "mha")}
+        assert lost["mha"] == [], case
+        if case == "precision" and not _medium_precision_changes_a_float32_product():
+            assert lost["causal"] == [], lost
+            continue
+        assert lost["causal"] and all(message == said for _, message in lost["causal"]), (case, lost["causal"])
+        assert grade.parts["causal"].score < grade.parts["causal"].max_score
+
+
+@pytest.mark.quick
+def test_a_changed_setting_explains_only_what_it_can():
+    """misconceptions.setting_changed: gradients switched off explain a gradient that cannot flow back, not
+    wrong values; a lower matmul precision explains wrong values (or a suite's own assertion), not a shape,
+    a type or an exception; a harmless switch explains nothing, and the check keeps its own words."""
+    no_gradient = expect.Mismatch("...", cause=misconceptions.NO_GRADIENT, kind="raised")
+    values = expect.Mismatch("the output is wrong", kind="values")
+    shape = expect.Mismatch("the output has the wrong shape", kind="shape")
+    assert misconceptions.setting_changed({"is_grad_enabled"}, no_gradient) == misconceptions.GRAD_SWITCHED_OFF
+    assert misconceptions.setting_changed({"inference_mode"}, no_gradient) == misconceptions.GRAD_SWITCHED_OFF
+    assert misconceptions.setting_changed({"is_grad_enabled"}, values) == ""
+    assert misconceptions.setting_changed({"_get_float32_matmul_precision"}, values) == misconceptions.LOWER_PRECISION
+    assert misconceptions.setting_changed({"_get_float32_matmul_precision"}, AssertionError("x")) == \
+        misconceptions.LOWER_PRECISION
+    assert misconceptions.setting_changed({"get_default_dtype"}, values) == misconceptions.DTYPE_CHANGED
+    assert misconceptions.setting_changed({"_get_float32_matmul_precision"}, shape) == ""
+    assert misconceptions.setting_changed({"_get_float32_matmul_precision"}, no_gradient) == ""
+    assert misconceptions.setting_changed({"get_num_threads", "_get_cudnn_benchmark"}, values) == ""
+
+
+def test_the_child_names_the_switches_an_operation_left_changed():
+    """part_reset.changed, as the child calls it after each operation: torch's names of the switches that
+    differ from the snapshot ([] when none); restore() puts them back."""
+    snap = part_reset.snapshot(also_watched=WATCHED_TOO)
+    try:
+        assert part_reset.changed(snap) == []
+        torch.set_grad_enabled(False)
+        torch.set_float32_matmul_precision("medium")
+        assert {"is_grad_enabled", "_get_float32_matmul_precision"} <= set(part_reset.changed(snap))
+        with torch.inference_mode():
+            assert "inference_mode" in part_reset.changed(snap)
+    finally:
+        part_reset.restore(snap)
+    assert part_reset.changed(snap) == []

@@ -322,6 +322,19 @@ def _restorable():
             sys.getprofile(), gc.isenabled(), _timers(), torch.is_inference_mode_enabled())
 
 
+def changed(before):
+    """The names of torch's switches (SETTERS' getters, as torch names them; "inference_mode") that differ
+    from the snapshot `before` now: read right after an operation, what that operation changed and left
+    changed (restore() had put everything back before it). Reads only: restore() undoes them before the
+    next operation. [] when nothing changed (one read of the settings)."""
+    settings, inference = before["restore"][0], before["restore"][-1]
+    names = [] if torch.is_inference_mode_enabled() == inference else ["inference_mode"]
+    if _settings() != settings:
+        names += [getattr(get, "__name__", "") for (get, put), value in zip(SETTERS, settings, strict=True)
+                  if _read((get, put)) != value]
+    return names
+
+
 def _timers():
     """The interval timers armed (signal.setitimer, signal.alarm): whether each is."""
     return tuple(signal.getitimer(which) != (0.0, 0.0) for which in TIMERS)

@@ -83,24 +83,34 @@ def _attempt(place: Place, turn: Turn, fixtures: Fixtures) -> tuple[str, bool]:
     it may take the next part."""
     run, checks, limits, last, hidden = turn.run, turn.checks, turn.limits, turn.last, turn.hidden
     clock = time.monotonic()
+    # idle before any hidden input (its visible turns, its import among them): the hidden turn imports the
+    # part's module in a child that has seen no hidden input, before marking it (IMPORT_IDLE)
+    import_first = hidden and run.visible_idle > IMPORT_IDLE
+    if place.child is not None and import_first and place.child.saw_hidden:
+        place.end_child()
     if place.child is not None:
         place.child.next_part(limits.timeout, limits.memory_mb)
     else:
         place.fresh_child(limits)
     assert place.child is not None
-    place.child.saw_hidden = place.child.saw_hidden or hidden
+    import_first = import_first and not place.child.saw_hidden
+    place.child.saw_hidden = place.child.saw_hidden or (hidden and not import_first)
     student, found = with_dependencies(place, run.part, limits)
     child = place.child
     assert child is not None
     student.charge_to(run.ledger)
     refused = len(run.ledger.refused)
     run.protections = run.protections or child.protections
+    if import_first:
+        _import(student, run.part)
     child.saw_hidden = child.saw_hidden or hidden  # a child that replaced one the probe ended, too
-    for name, fn in checks:
-        if child.died:
-            run.results.append(CheckResult(run.part, name, False, f"not run: the {run.part} process {_ended(child)}"))
-            continue
-        run.results.append(run_dependent_check(CheckCall(run.part, name, fn, student, fixtures), found))
+    with child.idle_measured() as meter:  # metered only where the child has seen no hidden input
+        for name, fn in checks:
+            if child.died:
+                run.results.append(CheckResult(run.part, name, False, f"not run: the {run.part} process {_ended(child)}"))
+                continue
+            run.results.append(run_dependent_check(CheckCall(run.part, name, fn, student, fixtures), found))
+    run.visible_idle += meter.idle() if not child.saw_hidden else 0.0
     run.seconds += time.monotonic() - clock
     run.cpu_seconds += child.spent() if hasattr(child, "spent") else time.monotonic() - clock  # what its limit counts
     run.cpu_seconds += student.answered_seconds  # the grader's time answering its stand-ins' questions
@@ -116,6 +126,24 @@ def _attempt(place: Place, turn: Turn, fixtures: Fixtures) -> tuple[str, bool]:
         run.problem = f"the {run.part} process {_ended(child)}"
         run.timed_out = "timed out" in child.died
     return "", False
+
+
+# Seconds a part's child may idle (neither on a CPU nor waiting for one, by the grader's meter) in its
+# visible turns, where it has seen no hidden input, before its hidden turn imports the part's module in a
+# child that has seen none either (import_first; the module's import is among the visible turns' calls):
+# importing is the student's code and may sleep or wait, and the idle allowance after a hidden input
+# (PartChild.IDLE_AFTER_HIDDEN, for the whole turn) is for what the code does once it has one. A module
+# that sleeps in forward instead costs a fresh child, and still times out on the first hidden input.
+IMPORT_IDLE = 0.5
+
+
+def _import(student: Student, part: str) -> None:
+    """The part's module imported by the grader's own request; what the import raises is left to the
+    checks (they import it again, and say so)."""
+    try:
+        student.import_module(part)
+    except (StudentError, SessionDied):
+        pass
 
 
 def _ended(child: PartChild) -> str:

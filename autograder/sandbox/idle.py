@@ -63,13 +63,19 @@ class IdleMeter:
     def over(self, waiting: bool) -> bool:
         """Whether the child has been idle for more than the budget (after a call: checked only every
         CHECK_EVERY seconds of calls)."""
-        if not waiting and self.wall - self.checked < self.CHECK_EVERY:
-            return False
+        if self.budget == float("inf") or not waiting and self.wall - self.checked < self.CHECK_EVERY:
+            return False  # a meter that only measures (PartChild.idle_measured) reads nothing until asked
         self.checked = self.wall
+        return self.idle() > self.budget
+
+    def idle(self) -> float:
+        """Seconds the child has been idle by its own choice in the calls metered so far."""
+        if self.base is None:
+            return 0.0
         wall = self.wall + (time.monotonic() - self.started if self.started is not None else 0.0)
         grader = self.grader + (self._grader_now() if self.started is not None else 0.0)
-        cpu, delay = self.base if self.base is not None else (self.part.spent(), self._delay())
-        return wall - (self.part.spent() - cpu) - (self._delay() - delay) - grader > self.budget
+        cpu, delay = self.base
+        return wall - (self.part.spent() - cpu) - (self._delay() - delay) - grader
 
     def _delay(self) -> float:
         """Seconds the child's threads have been runnable but waiting for a CPU, all together."""

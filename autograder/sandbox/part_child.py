@@ -67,6 +67,7 @@ class PartChild:
         memory plus memory_mb."""
         self.timeout, self.memory_mb = timeout, memory_mb
         self.idle_meter, self.idle_out = IdleMeter(self, self.IDLE_AFTER_HIDDEN), False
+        self.measuring: IdleMeter | None = None  # idle_measured's meter, while its block runs
         self.started = time.monotonic()
         self.deadline = self.started + timeout * self.WALL_FACTOR + self.WALL_SLACK
         sandbox = self.session.sandbox
@@ -137,7 +138,8 @@ class PartChild:
             raise SessionDied(self.died) from None
         if "error" in reply:  # student code can write its own frames: never trust their sizes or types
             # (a plan's earlier steps come along: Student.plan reads them as it reads any answer)
-            reply = {"error": _plain_error(reply["error"]), **({"steps": reply["steps"]} if "steps" in reply else {})}
+            reply = {"error": _plain_error(reply["error"]),
+                     **{key: reply[key] for key in ("steps", "changed") if key in reply}}
         return reply, payload
 
     def _await_reply(self, cpu_limit: float, deadline: float) -> float:
@@ -150,7 +152,8 @@ class PartChild:
         A wall clock that runs out while the child was mostly running or runnable (its schedstat:
         the machine kept it waiting for a CPU) is moved on, up to FAR_WALL times the part's: load
         makes grading slower, never cheaper. -> the deadline, as moved."""
-        idle = self.idle_meter.call_begins() if self.saw_hidden else None
+        meter = self.idle_meter if self.saw_hidden else self.measuring
+        idle = meter.call_begins() if meter is not None else None
         try:
             while True:  # one select per tick: a reply already there ends the first at once
                 now = time.monotonic()
@@ -197,6 +200,17 @@ class PartChild:
             yield
         finally:
             self.saw_hidden, self.idle_meter = False, meter
+
+    @contextmanager
+    def idle_measured(self) -> Iterator[IdleMeter]:
+        """The calls made in this block metered for idleness where the child has seen no hidden input,
+        never ended for it: the meter says how long the child was idle by its own choice in them
+        (IdleMeter.idle; the grader's evidence that an import sleeps or waits, runner/attempts.py)."""
+        meter = self.measuring = IdleMeter(self, float("inf"))
+        try:
+            yield meter
+        finally:
+            self.measuring = None
 
     def running(self) -> tuple[int, tuple[int, ...]] | None:
         """(the child's threads, its children's pids), read by the grader from /proc (None where it cannot

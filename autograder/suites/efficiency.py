@@ -6,7 +6,9 @@ the grader's own:
 
 - batching (book 3.6.2): the number of matmul-like calls of a forward must not grow with
   num_heads when d_out stays the same. A Python loop over the heads issues one matmul (and one
-  softmax) per head; views, transposes, einsum and scaled_dot_product_attention do not.
+  softmax) per head; views, transposes, einsum and scaled_dot_product_attention do not. Nor may
+  any other operation that computes (per_head_work): a loop that only gathers the heads' results
+  issues more views and selects with more heads, and nothing else.
   Counts are compared between two head counts, never against absolute numbers, so any correct
   spelling keeps full marks.
 - devices: the module runs on an emulated GPU (inside/emulated_gpu.py: torch's FakeTensorMode, its
@@ -77,6 +79,26 @@ def growth_problem(few, many, few_heads, many_heads):
     if b > a:
         return ("its forward calls softmax once per head (more softmax calls with more heads): apply one softmax "
                 "to the (b, num_heads, num_tokens, num_tokens) scores of all heads at once")
+    return ""
+
+
+# aten ops that only view, pick, copy or collect tensors: a loop that gathers the heads' results (source_reading.
+# gathers_only: torch.cat([context[:, h] for h in range(self.num_heads)], -1)) issues more of them with more heads
+# and computes nothing per head
+GATHERING = {"view", "_unsafe_view", "reshape", "_reshape_alias", "transpose", "permute", "t", "select", "slice",
+             "narrow", "unsqueeze", "squeeze", "expand", "alias", "detach", "as_strided", "clone", "copy_", "_to_copy",
+             "cat", "stack", "split", "split_with_sizes", "unbind", "chunk", "flatten", "unflatten", "lift_fresh"}
+
+
+def per_head_work(few, many):
+    """'' when the forward with more heads (same d_out, same inputs' shape) issues no more of any operation
+    that computes (anything but GATHERING's) than with fewer; else what it does, in words for the student.
+    The source's reading exempts a loop whose calls are named like gathering (view, append); the counts
+    tell one that gathers from one whose calls only look so (a helper's method named view that masks
+    each head's scores)."""
+    if any(op not in GATHERING and n > few.get(op, 0) for op, n in many.items()):
+        return ("its forward computes something once per head (more operations with more heads, besides those "
+                f"that only pick and collect the heads): {LOOP_HINT}")
     return ""
 
 

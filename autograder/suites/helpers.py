@@ -471,7 +471,7 @@ def diagnose_errors(namespace, signature=""):
     signature: the specified call the diagnoses quote, or a function of the check's name giving it
     (a module with two classes: each check quotes the signature of the class it builds)."""
     from autograder.suites import source_mistakes
-    from autograder.suites.misconceptions import error_diagnosis
+    from autograder.suites.misconceptions import error_diagnosis, setting_changed
 
     part = namespace.get("PART", "")
 
@@ -479,6 +479,21 @@ def diagnose_errors(namespace, signature=""):
         spec = signature(check.__name__) if callable(signature) else signature
 
         @functools.wraps(check)
+        def observed(*args, **kwargs):
+            """A torch switch the check's operations changed and left changed, where it explains the failure:
+            named as seen, in place of the misconception the numbers or the error would suggest."""
+            changed = getattr(kwargs.get("student"), "changed_settings", None)
+            if isinstance(changed, set):
+                changed.clear()
+            try:
+                return diagnosed(*args, **kwargs)
+            except AssertionError as e:  # a Mismatch, or a suite's own assertion
+                why = setting_changed(changed, e) if changed else ""
+                if not why:
+                    raise
+                raise Mismatch(why, "; ".join(filter(None, (str(e), str(getattr(e, "detail", ""))))),
+                               str(getattr(e, "student_text", "")), cause=why) from None
+
         def diagnosed(*args, **kwargs):
             try:
                 return check(*args, **kwargs)
@@ -496,7 +511,7 @@ def diagnose_errors(namespace, signature=""):
                 if not why:
                     raise
                 raise Mismatch(said, e.detail, e.student_text, cause=why) from None
-        return diagnosed
+        return observed
 
     for name, value in list(namespace.items()):
         if name.startswith("test_") and callable(value):

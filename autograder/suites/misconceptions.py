@@ -90,6 +90,12 @@ SOFTMAX_OVER_HEADS = ("the softmax runs over the wrong dim (dim=1: across the he
 # a 2-D bool mask used as an index of batched scores (scores[mask] = -inf): it indexes the leading dims
 BOOL_INDEX = ("a 2-D bool mask used as an index (scores[mask] = ...) applies to the first two dims of batched scores, "
               "not the last two: write scores[..., mask] = -inf, or scores.masked_fill(mask, -inf)")
+# the future weights zeroed after the softmax, the rows left summing to less than 1
+AFTER_SOFTMAX = ("the mask is applied after the softmax without renormalizing: after zeroing the future weights, divide "
+                 "each row by its sum (or mask the scores with -inf before the softmax)")
+# the future scores filled with 0: exp(0) still gives them weight
+FUTURE_ZERO = ("the future scores are set to 0 instead of -inf: a score of 0 still gets weight after the softmax; fill "
+               "the masked scores with -inf")
 # the -inf of the mask put into the weights after the softmax (their sums and products become -inf or NaN)
 AFTER_SOFTMAX_INF = ("the mask is applied after the softmax: the future weights are set to -inf, which turns the "
                      "context vectors into -inf or NaN; fill the future scores with -inf before the softmax, which "
@@ -132,12 +138,8 @@ def weight_mistakes(scores, d_k, causal, d_in=None):
         out += [
             (weights(scores, d_k, False),
              "no causal mask is applied: the scores of later tokens must become -inf before the softmax"),
-            (weights(scores, d_k, causal, mask="zero"),
-             "the future scores are set to 0 instead of -inf: a score of 0 still gets weight after the "
-             "softmax; fill the masked scores with -inf"),
-            (weights(scores, d_k, causal, mask="after"),
-             "the mask is applied after the softmax without renormalizing: after zeroing the future "
-             "weights, divide each row by its sum (or mask the scores with -inf before the softmax)"),
+            (weights(scores, d_k, causal, mask="zero"), FUTURE_ZERO),
+            (weights(scores, d_k, causal, mask="after"), AFTER_SOFTMAX),
             (weights(scores, d_k, causal, mask="after-inf"), AFTER_SOFTMAX_INF),
             (weights(scores, d_k, causal, mask="inverted"), INVERTED),
             (weights(scores, d_k, causal, diagonal=0), HIDES_DIAGONAL),
@@ -243,16 +245,15 @@ def multi_head_mistakes(x, state, num_heads):
                     "dims, so scale by 1/sqrt(head_dim)"))
     for options, why in ((dict(mask="none"), "no causal mask is applied in the heads: every score above the diagonal "
                                              "must become -inf before the softmax (self.mask[:num_tokens, :num_tokens])"),
-                         (dict(mask="inverted"), "the mask is inverted: it hides the past and keeps the future; "
-                                                 "the True (or 1) entries must be above the diagonal"),
+                         (dict(mask="inverted"), INVERTED),
                          (dict(dim=-2), "the softmax runs over the wrong dim: use dim=-1"),
                          (dict(dim=1), SOFTMAX_OVER_HEADS),
                          (dict(dim=0), SOFTMAX_OVER_BATCH),
-                         (dict(mask="zero"), "the future scores are set to 0 instead of -inf"),
-                         (dict(mask="after"), "the mask is applied after the softmax without renormalizing"),
+                         (dict(mask="zero"), FUTURE_ZERO),
+                         (dict(mask="after"), AFTER_SOFTMAX),
                          (dict(mask="after-inf"), AFTER_SOFTMAX_INF),
-                         (dict(diagonal=0), "the mask's diagonal is off by one (it hides each token from itself)"),
-                         (dict(diagonal=2), "the mask's diagonal is off by one (each token sees the next one)"),
+                         (dict(diagonal=0), HIDES_DIAGONAL),
+                         (dict(diagonal=2), SEES_NEXT),
                          (dict(divide_by=1.0), "the scores are not scaled by 1/sqrt(head_dim)")):
         out.append((multi_head(x, state, num_heads, **options), why))
     return out
@@ -337,6 +338,46 @@ FLOAT_MASK = ("masked_fill takes a bool mask, and the mask given holds floats (t
 NO_GRADIENT = ("no gradient can flow back to the weights: they do not require gradients (nn.Parameter(..., "
                "requires_grad=False), a .detach(), or the computation done under torch.no_grad()); the layer's "
                "weights must be trainable parameters, nn.Parameter(torch.rand(d_in, d_out))")
+
+# What the child read of torch's switches right after an operation of the check (inside/part_reset.changed):
+# one the student's code changed and left changed. The grader puts every switch back before each of its
+# operations, so only the numbers computed after the change, within the same call, show it.
+GRAD_SWITCHED_OFF = ("your code switched gradients off and left them off (torch.set_grad_enabled(False), or an "
+                     "inference mode or torch.no_grad() entered and never left, in forward?): nothing computed after "
+                     "that has a gradient to flow back to the weights, and nothing the rest of the program computes "
+                     "would have one either; leave torch's global settings as they are in forward (with "
+                     "torch.no_grad(): only around code that must not be trained)")
+LOWER_PRECISION = ("your code changed how torch computes float32 matrix products and left it changed "
+                   "(torch.set_float32_matmul_precision, or TF32 allowed, in forward?): every product after that, "
+                   "in this code and in the rest of the program, is computed in lower precision, so the numbers "
+                   "are off; leave torch's global settings as they are in forward")
+DTYPE_CHANGED = ("your code changed torch's default dtype and left it changed (torch.set_default_dtype in forward?): "
+                 "every tensor made after that without a dtype, in this code and in the rest of the program, has "
+                 "the other dtype; leave torch's global settings as they are in forward")
+# torch's names of the switches, as the child reads them: those whose change shows in a check's numbers
+NUMERIC_SETTINGS = {"_get_float32_matmul_precision": LOWER_PRECISION, "_get_cublas_allow_tf32": LOWER_PRECISION,
+                    "_get_cudnn_allow_tf32": LOWER_PRECISION,
+                    "_get_cublas_allow_fp16_reduced_precision_reduction": LOWER_PRECISION,
+                    "_get_cublas_allow_bf16_reduced_precision_reduction": LOWER_PRECISION,
+                    "_get_cpu_allow_fp16_reduced_precision_reduction": LOWER_PRECISION,
+                    "get_default_dtype": DTYPE_CHANGED}
+GRADIENT_SETTINGS = ("is_grad_enabled", "inference_mode")
+
+
+def setting_changed(changed, error):
+    """What the grader saw of torch's switches, where it explains the failed check (error: its Mismatch)
+    or a suite's own AssertionError, instead of the misconception the numbers alone would suggest -> the
+    grader's words, '' where it explains nothing. changed: the switches the check's operations changed and left changed
+    (Student.changed_settings, as the child read them after each operation). Gradients switched off
+    explain a gradient that cannot flow back (NO_GRADIENT); a numeric switch explains wrong values,
+    not a wrong shape or type, nor an exception."""
+    if any(name in changed for name in GRADIENT_SETTINGS) and getattr(error, "cause", "") == NO_GRADIENT:
+        return GRAD_SWITCHED_OFF
+    if getattr(error, "kind", "") in ("", "values", "nan"):
+        for name, said in NUMERIC_SETTINGS.items():
+            if name in changed:
+                return said
+    return ""
 
 
 def error_diagnosis(error, signature=""):

@@ -11,8 +11,9 @@ run, never quoted back) and a diagnosis the numbers gave is made precise when th
   `inputs`, `d_out`, `context_length` carried into the module) where it should read its arguments
   or self.<name>. The numbers are right on the book's example and wrong on other inputs and sizes.
 
-- BATCH_T / HEADS_SWAPPED: a forward whose matmul raised a shape error, and whose text transposes the
-  keys for a batch as if they were 2-D (keys.T reverses every dim of a 3-D tensor) or, in the
+- BATCH_T / HEADS_SWAPPED: a forward whose matmul raised a shape error, and whose text (what the class
+  runs, a forward inherited from its base among it: source_reading's reading of a class) transposes
+  the keys for a batch as if they were 2-D (keys.T reverses every dim of a 3-D tensor) or, in the
   multi-head class, swaps heads and tokens (keys.transpose(1, 2) on 4-D keys). Without that reading
   the check guesses the commonest cause of a shape error, the unsliced mask.
 
@@ -140,11 +141,21 @@ def refined(cause: str, unexplained: bool, source: str) -> str:
     return ""
 
 
-def _forwards(tree: ast.Module, class_names: tuple) -> list:
-    """The forward methods of the module's classes named class_names (all classes when empty)."""
-    return [item for node in source_reading.nodes(tree) if isinstance(node, ast.ClassDef)
-            and (not class_names or node.name in class_names) for item in node.body
-            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "forward"]
+def _run_by(sources: source_reading.Sources, class_names: tuple, module: str = "") -> list:
+    """What the module's classes named class_names run (every class the module writes when empty), read as
+    source_reading reads a class (Reading.functions): its methods and those of its bases the submission
+    writes (a forward inherited from a base class, in this module or another), functions bound onto it,
+    and the submission's functions these call. sources: the module's text, or every module's by name
+    (Student.sources) with module the one to read."""
+    reading = source_reading.reading_of(sources, module)
+    tree = reading.tree(module)
+    if tree is None:
+        return []
+    if class_names:
+        classes = [found for found in (reading.find(module, name) for name in class_names) if found is not None]
+    else:
+        classes = [source_reading.Found(module, node) for node in tree.body if isinstance(node, ast.ClassDef)]
+    return [function for found in classes for _, function in reading.functions(found)]
 
 
 def _matmul_right_operands(function: ast.AST) -> list:
@@ -171,15 +182,12 @@ def _is_transpose_1_2(node: ast.AST) -> bool:
                                           if isinstance(a, ast.Constant) and isinstance(a.value, int)) == [1, 2]
 
 
-def shape_error_cause(source: str, multi_head: bool) -> str:
+def shape_error_cause(sources: source_reading.Sources, multi_head: bool, module: str = "") -> str:
     """The cause the module's text shows for a shape error raised in a forward on a batch ('' when it
-    shows none): a matmul by name.T in a forward, or (multi_head: the efficient class, 4-D keys) by
-    keys.transpose(1, 2)."""
-    tree = _parse(source)
-    if tree is None:
-        return ""
-    forwards = _forwards(tree, ("MultiHeadAttention",) if multi_head else ())
-    operands = [operand for function in forwards for operand in _matmul_right_operands(function)]
+    shows none): a matmul by name.T in what its classes run, or (multi_head: the efficient class, 4-D
+    keys) by keys.transpose(1, 2). sources, module: as _run_by reads them."""
+    functions = _run_by(sources, ("MultiHeadAttention",) if multi_head else (), module)
+    operands = [operand for function in functions for operand in _matmul_right_operands(function)]
     if any(_is_dot_T(operand) for operand in operands):
         return BATCH_T
     if multi_head and any(_is_transpose_1_2(operand) for operand in operands):
@@ -193,10 +201,9 @@ def _is_weight(node: ast.AST) -> bool:
 
 
 def multiplies_by_weight(source: str) -> bool:
-    """Does a forward of the module multiply by a layer's .weight as it is, (d_out, d_in), not its .T?"""
-    tree = _parse(source)
-    return tree is not None and any(_is_weight(operand) for function in _forwards(tree, ())
-                                    for operand in _matmul_right_operands(function))
+    """Does what a class of the module runs multiply by a layer's .weight as it is, (d_out, d_in), not its .T?"""
+    return any(_is_weight(operand) for function in _run_by(source, ())
+               for operand in _matmul_right_operands(function))
 
 
 SHAPE_WORDS = ("cannot be multiplied", "size", "match", "shape")

@@ -62,7 +62,7 @@ def run(attn, x, what, _seed=0, eval_first=False, answer=None):
         return answer()
     except StudentError as e:
         if not e.not_implemented and any(w in e.message.lower() for w in ("size", "match", "shape")):
-            why = source_mistakes.shape_error_cause(attn._student.source(PART), False) \
+            why = source_mistakes.shape_error_cause(attn._student.sources(), False, PART) \
                 if isinstance(attn, RemoteObject) else ""
             if why:  # the grader's reading of causal.py shows the cause
                 raise expect.Mismatch(f"{what}: {e.explain()}: {why}", student_text=e.student_text(), cause=why,

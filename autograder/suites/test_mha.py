@@ -322,7 +322,7 @@ def run(mha, x, what, _seed=0, eval_first=False, answer=None):
         return answer()
     except StudentError as e:
         if not e.not_implemented and any(w in e.message.lower() for w in ("size", "match", "shape", "view")):
-            why = source_mistakes.shape_error_cause(mha._student.source(PART), True) \
+            why = source_mistakes.shape_error_cause(mha._student.sources(), True, PART) \
                 if isinstance(mha, RemoteObject) else ""
             if why:  # the grader's reading of mha.py shows the cause
                 raise expect.Mismatch(f"{what}: {e.explain()}: {why}", student_text=e.student_text(), cause=why,
@@ -536,7 +536,8 @@ def test_mha_structure(student):
 
 def test_mha_batches_the_heads(student, rng):
     """3.6.2's point: one set of projections and batched matmuls for all heads. The same d_out with 2
-    and with 4 heads: the forward must not issue more matmuls (or softmaxes) with more heads. Each
+    and with 4 heads: the forward must not issue more matmuls (or softmaxes, or any other operation that
+    computes: efficiency.per_head_work) with more heads. Each
     count is taken on a call whose output is judged right first (the counts come from the student's
     process)."""
     d_in, d_out, ctx, T, b = 6, 8, 8, 6, 2
@@ -553,7 +554,8 @@ def test_mha_batches_the_heads(student, rng):
               multi_head_mistakes(x, state, h), case=f"({d_in}, {d_out}, {ctx}, 0.0, num_heads={h}) on {b}x{T}")
         counts[h] = efficiency.read_counts(answer, what)
     # code reaching into what the measurement relies on earns nothing from it (the grader's reading)
-    problem = efficiency.untrusted(student.sources(), PART) or efficiency.growth_problem(counts[2], counts[4], 2, 4)
+    problem = efficiency.untrusted(student.sources(), PART) or efficiency.growth_problem(counts[2], counts[4], 2, 4) \
+        or efficiency.per_head_work(counts[2], counts[4])
     # against a bound the student's head count does not move: the grader's own batched computation
     for h in (2, 4):
         problem = problem or efficiency.bound_problem(counts[h], efficiency.reference_counts(d_in, d_out, ctx, h,

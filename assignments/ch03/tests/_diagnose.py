@@ -373,15 +373,19 @@ def _transposes_1_2(node):
 
 
 def head_split_hint(module):
-    """The likely cause of a shape error in MultiHeadAttention: HEADS_SWAPPED where the class's code
-    multiplies by something.transpose(1, 2) (right for 3-D keys, wrong for 4-D ones), else HEAD_DIM."""
-    try:
-        tree = ast.parse(inspect.getsource(type(module)).strip() + "\n")
-    except (OSError, TypeError, SyntaxError, IndentationError):
-        return HEAD_DIM
-    for node in ast.walk(tree):
-        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult) and _transposes_1_2(node.right):
-            return HEADS_SWAPPED
+    """The likely cause of a shape error in MultiHeadAttention: HEADS_SWAPPED where the code of its class,
+    or of a base class it inherits from (a forward written there), multiplies by something.transpose(1, 2)
+    (right for 3-D keys, wrong for 4-D ones), else HEAD_DIM."""
+    for cls in type(module).__mro__:
+        if cls.__module__.split(".")[0] in ("torch", "builtins"):
+            continue
+        try:
+            tree = ast.parse(inspect.getsource(cls).strip() + "\n")
+        except (OSError, TypeError, SyntaxError, IndentationError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult) and _transposes_1_2(node.right):
+                return HEADS_SWAPPED
     return HEAD_DIM
 
 
