@@ -61,6 +61,17 @@ main() {
   cd "$(dirname "$0")/.."
   local python=${PYTHON:-python3}
   if [[ ! -x .venv/bin/python ]]; then
+    # the course's test tools need 3.11 (nbgrader 0.9.6, check-jsonschema 0.39.0, zizmor 1.32.0); the
+    # grader alone runs on 3.10 too (Gradescope's image: docs/ci-and-gradescope.md)
+    if ! command -v "$python" >/dev/null 2>&1; then
+      echo "setup: no $python here: install Python 3.11 or newer, or name one with PYTHON=/path/to/python3" >&2
+      exit 2
+    fi
+    if ! "$python" -c 'import sys; sys.exit(sys.version_info < (3, 11))'; then
+      echo "setup: $("$python" -V 2>&1) is too old for the course's tools (nbgrader, check-jsonschema and" \
+           "zizmor need Python 3.11 or newer): run with PYTHON=python3.11 (or newer)" >&2
+      exit 2
+    fi
     "$python" -m venv .venv
   fi
   local pip=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)

@@ -9,10 +9,11 @@ in the grader and in its fork server. Then does what a batch does before its wor
 session and a part, and reads the log: the grader and the fork server must have noted nothing,
 the part's child must have initialised CUDA itself.
 
-On a CUDA build of torch with a GPU the wrappers call the real functions (scripts/gpu-check.sh
-runs this on a GPU). On a CPU-only build (the tests), and on a CUDA build where no GPU is seen (the
-GPU image's torch on a CPU machine: scripts/gpu-rehearsal.sh), torch is made to look like a CUDA
-build with one device, and the wrappers answer in CUDA's place once the log line is written.
+On a CUDA build of torch with NVIDIA's driver at hand the wrappers call the real functions
+(scripts/gpu-check.sh runs this on a GPU). Without one (a CPU-only build, as in the tests; or a CUDA
+build on a machine without a GPU: pip's own index gives only CUDA builds of torch for Python 3.10)
+torch is made to look like a CUDA build with one device, and the wrappers answer in CUDA's place
+once the log line is written.
 """
 import importlib
 import json
@@ -32,18 +33,16 @@ STAND_INS = {"get_device_properties": types.SimpleNamespace(total_memory=80 << 3
 LOG_ENV = "CH03_CUDA_TRIPWIRE_LOG"
 
 
-def install(log, real=None):
-    """Wrap every entry point in this process. real: whether they lead to a real GPU (default
-    real_gpu()); where they do not, the wrappers stand in for CUDA with one device."""
+def install(log):
+    """Wrap every entry point in this process; on a CPU-only build, stand in for CUDA."""
     import torch
 
-    if real is None:
-        real = real_gpu()
-    if not torch.backends.cuda.is_built():
+    real = a_driver_is_here()
+    if not real:
         # torch._dynamo's CUDA interface imports CUDA's C functions once torch looks like a CUDA build
         # (torch._C._cuda_getDeviceCount, wrapped below), which a CPU-only build has not: what the fork
-        # server's warm-up imports on a CUDA build is imported before the pretence (on a CUDA build,
-        # under the wrappers: scripts/gpu-check.sh on a GPU, scripts/gpu-rehearsal.sh without one)
+        # server's warm-up imports on a CUDA build is imported before the pretence (on a real CUDA
+        # build, under the wrappers: scripts/gpu-check.sh)
         from autograder.inside import zygote
 
         for module in zygote.EMULATION_IMPORTS:
@@ -59,22 +58,14 @@ def install(log, real=None):
     torch.autograd.variable.Variable._execution_engine = _Engine(log, engine)
 
 
-def real_gpu():
-    """Whether this torch is a CUDA build that sees a GPU, asked without initialising CUDA here:
-    NVML's count where NVML answers, else torch.cuda.device_count() in another process (a CUDA
-    build without a GPU, or without NVML's library, answers 0 or -1 there)."""
-    import subprocess
-
+def a_driver_is_here():
+    """A CUDA build of torch and NVIDIA's driver: NVML counts a device, or the kernel module is loaded
+    (neither initialises CUDA). A CUDA build without them fails at its first CUDA call ("Found no
+    NVIDIA driver"), so there the tripwires stand in for CUDA as on a CPU-only build."""
     import torch
 
-    if not torch.backends.cuda.is_built():
-        return False
-    count = torch.cuda._device_count_nvml()
-    if count < 0:
-        probe = subprocess.run([sys.executable, "-c", "import torch; print(torch.cuda.device_count())"],
-                               capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
-        count = int(probe.stdout.strip() or 0) if probe.returncode == 0 else 0
-    return count > 0
+    return torch.backends.cuda.is_built() and (torch.cuda._device_count_nvml() > 0
+                                               or os.path.exists("/proc/driver/nvidia/version"))
 
 
 def _wire(log, dotted, original, name):
@@ -108,8 +99,7 @@ class _Engine:
 
 def check(log):
     """Run the batch's start and one part under tripwires -> {"ok", "grader", "fork_server", "child"}."""
-    real = real_gpu()  # asked once, here: the fork server's wrappers do as the grader's
-    install(log, real)
+    install(log)
     os.environ["CH03_DEVICE"], os.environ["CH03_UNSAFE_NO_SANDBOX"] = "cuda", "1"
     sys.path.insert(0, ROOT)
     from autograder import batch, grading, settings
@@ -118,7 +108,7 @@ def check(log):
 
     client._PLAN.update(room=False, user_namespace=False, seccomp=None, why="tripwire check: no room")
     wires = f"sys.path.append({os.path.dirname(os.path.abspath(__file__))!r}); import cuda_tripwire; " \
-            f"cuda_tripwire.install({log!r}, {real!r}); "
+            f"cuda_tripwire.install({log!r}); "
     client.BOOT = client.BOOT.replace("from autograder.inside.zygote", wires + "from autograder.inside.zygote")
     doors = batch.start_fork_servers(2, settings.from_environment())
     try:

@@ -39,22 +39,6 @@ def test_the_batch_start_and_the_fork_server_leave_cuda_to_the_part_child():
     assert gpu_check.tripwire_ok(done.stdout + done.stderr)  # as scripts/gpu-check.sh reads it
 
 
-def test_the_tripwire_stands_in_for_cuda_where_a_cuda_build_sees_no_gpu(monkeypatch):
-    """The GPU image's torch (a CUDA build) on a CPU machine (scripts/gpu-rehearsal.sh): the wrappers
-    answer in CUDA's place there, as on a CPU-only build (calling the real functions, the check
-    refused --device cuda: no device); they call them only where a GPU is seen."""
-    import cuda_tripwire
-    import torch
-
-    monkeypatch.setattr(torch.backends.cuda, "is_built", lambda: True)
-    monkeypatch.setattr(torch.cuda, "_device_count_nvml", lambda: 0)
-    assert not cuda_tripwire.real_gpu()
-    monkeypatch.setattr(torch.cuda, "_device_count_nvml", lambda: 1)
-    assert cuda_tripwire.real_gpu()
-    monkeypatch.setattr(torch.backends.cuda, "is_built", lambda: False)
-    assert not cuda_tripwire.real_gpu()
-
-
 def test_the_tripwire_sees_a_backward_pass_in_the_warm_up(tmp_path):
     """The warm-up's backward pass is what initialised CUDA in the fork server on the H200: the
     check would see it, and the warm-up leaves it out wherever a driver is reachable."""
@@ -118,17 +102,13 @@ def test_a_machine_where_nvml_and_torch_see_no_gpu_refuses_cuda(monkeypatch):
 
 
 def test_a_child_that_cannot_start_cuda_refuses_the_grading_instead_of_charging_the_student(monkeypatch, tmp_path):
-    """Without a GPU torch cannot start CUDA in the child (a CPU-only build: not compiled with it; a
-    CUDA build, the GPU image's torch on a CPU machine: no driver): the sandboxed child says so
-    before any student code runs, and the grader refuses (SandboxUnavailable, as for a missing
-    sandbox), naming the cause in torch's words, rather than failing the student's part."""
+    """Without a GPU torch cannot start CUDA in the child (a CPU-only build: "Torch not compiled with
+    CUDA"; a CUDA build without NVIDIA's driver, as pip's own index gives for Python 3.10: "Found no
+    NVIDIA driver"): the sandboxed child says so before any student code runs, and the grader refuses
+    (SandboxUnavailable, as for a missing sandbox), naming the cause, rather than failing the student's part."""
     import pytest
-    import torch
 
     from autograder.sandbox import client
-
-    cause = r"RuntimeError: Found no NVIDIA driver" if torch.backends.cuda.is_built() else \
-        r"AssertionError: Torch not compiled with CUDA"
 
     monkeypatch.setattr(client, "_CUDA", {"count": 1})  # the grader's check passes: a GPU as far as NVML says
     (tmp_path / "probe.py").write_text("VALUE = 3\n")
@@ -136,5 +116,6 @@ def test_a_child_that_cannot_start_cuda_refuses_the_grading_instead_of_charging_
         if box.unsafe:
             pytest.skip("no sandbox on this machine")
         with pytest.raises(client.SandboxUnavailable, match=r"--device cuda: the GPU cannot be used inside the "
-                                                            r"sandbox \(" + cause):
+                                                            r"sandbox \((AssertionError: Torch not compiled with CUDA|"
+                                                            r"RuntimeError: Found no NVIDIA driver)"):
             box.open(str(tmp_path), timeout=60, memory_mb=512)

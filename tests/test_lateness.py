@@ -176,3 +176,47 @@ def test_the_batch_command_refuses_bad_options_before_grading(tmp_path, capsys):
         status = cli.main(["batch", str(tmp_path / "class"), "--out", str(tmp_path / "out"), *options])
         assert status == 2 and message in capsys.readouterr().err, options
     assert not (tmp_path / "out").exists()  # nothing was graded or written
+
+
+# (text, the instant it names): forms Python 3.10's datetime.fromisoformat refused (Gradescope's image
+# runs 3.10): a fraction not of 3 or 6 digits (nbgrader's timestamp.txt, a Gradescope time), a comma,
+# +HHMM and +HH offsets
+READ_ON_EVERY_PYTHON = [
+    ("2026-12-01 22:59:00.5 UTC", DUE + timedelta(milliseconds=500)),
+    ("2026-12-01T22:59:00.08702+00:00", DUE + timedelta(microseconds=87020)),
+    ("2026-12-01T14:59:00.1234567-08:00", DUE + timedelta(microseconds=123456)),  # cut to microseconds
+    ("2026-12-01T22:59:00,25Z", DUE + timedelta(milliseconds=250)),
+    ("2026-12-01T23:59:00+0100", DUE),
+    ("2026-12-01T17:59-05", DUE),
+    ("2026-12-01T22", DUE - timedelta(minutes=59)),
+    ("2026-12-01", datetime(2026, 12, 1, tzinfo=timezone.utc)),
+]
+# forms outside the documented grammar that Python 3.11's fromisoformat reads and 3.10's refuses: one
+# grammar everywhere, so a time the instructor's machine accepts is never refused on Gradescope's
+REFUSED_ON_EVERY_PYTHON = ["20261201T225900Z", "2026-W49-2", "2026-12-01X22:59", "2026-12-01T22:59:00+01:00:30",
+                           "2026-12-01T24:00", "2026-12-01T22:59+24:00", "2026-13-01", "\uff12026-12-01"]
+
+
+def test_one_iso_grammar_on_every_python():
+    """The grader runs on Python 3.10 (Gradescope's default image) and 3.11+: parse_time reads the same
+    times on both (it once used datetime.fromisoformat, whose grammar changed in 3.11: on 3.10 nbgrader's
+    "...:00.5 UTC" timestamp was no time at all, and neither was a Gradescope time with 5 digits)."""
+    for written, instant in READ_ON_EVERY_PYTHON:
+        assert parse_time(written, "x") == instant, written
+    for written in REFUSED_ON_EVERY_PYTHON:
+        with pytest.raises(LateInputError, match=r"^x: .* is not an ISO-8601 time"):
+            parse_time(written, "x")
+
+
+def test_a_gradescope_time_of_any_precision_counts_toward_the_limit():
+    """A previous submission whose time has 5 digits of a second still counts (on 3.10 it was once
+    dropped: a way around the limit), and created_at of that form applies the limit."""
+    from autograder.course import gradescope_limits
+    from autograder.rubric import SubmissionLimit
+
+    previous = [{"submission_time": "2026-12-01T14:00:00.08702-08:00",
+                 "results": {"score": 7, "extra_data": {gradescope_limits.GRADED: True}}}]
+    verdict = gradescope_limits.judge(SubmissionLimit(limit=1, window_hours=24),
+                                      {"created_at": "2026-12-01T15:00:00.5-08:00", "previous_submissions": previous})
+    assert not verdict.allowed and verdict.used == 1 and not verdict.problem
+    assert verdict.next_at == datetime(2026, 12, 2, 22, 0, 0, 87020, tzinfo=timezone.utc)

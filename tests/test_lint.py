@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from toml_reader import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -25,7 +26,6 @@ def run_tool(module, *args):
 def core_files():
     """The modules of the core: [[tool.mypy.overrides]] that ask for annotations (the strict core with
     disallow_untyped_defs, the annotated modules with disallow_incomplete_defs)."""
-    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
     modules = [name for override in config["tool"]["mypy"].get("overrides", [])
                if override.get("disallow_untyped_defs") or override.get("disallow_incomplete_defs")

@@ -31,9 +31,9 @@ import sys
 from pathlib import Path
 
 import pytest
-import tomllib
 import yaml
 from in_process import run_plain
+from toml_reader import tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLUTIONS = ROOT / "solutions" / "ch03"

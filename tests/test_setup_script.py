@@ -194,3 +194,25 @@ def test_a_cuda_build_that_got_installed_stops_the_build_or_says_its_size(tmp_pa
     done = sourced(setup, f'install_torch "{fake_python(tmp_path, "")}" torch==2.13.0',
                    {"TORCH_INDEX": f"http://127.0.0.1:{closed_port()}/whl/cpu", "TORCH_INDEX_TIMEOUT": "1"})
     assert done.returncode == 0 and "refused" not in done.stderr + done.stdout
+
+
+@pytest.mark.quick
+def test_a_python_older_than_the_course_tools_is_refused_before_the_venv(tmp_path):
+    """Python 3.10 (Gradescope's image) runs the grader, but not the course's test tools: setup.sh says so
+    and exits 2 before it creates .venv, instead of failing halfway through pip (the py310 lane's finding)."""
+    import shutil
+
+    (tmp_path / "scripts").mkdir()
+    shutil.copy(SCRIPT, tmp_path / "scripts" / "setup.sh")
+    old = tmp_path / "python3.10"
+    old.write_text('#!/bin/sh\n[ "$1" = "-V" ] && { echo "Python 3.10.13"; exit 0; }\n'
+                   '[ "$1" = "-c" ] && exit 1\necho "created a venv" > "$(dirname "$0")/venv-made"\n')
+    old.chmod(0o755)
+    for python, said in ((old, "setup: Python 3.10.13 is too old for the course's tools (nbgrader, check-jsonschema "
+                                "and zizmor need Python 3.11 or newer): run with PYTHON=python3.11 (or newer)"),
+                         (tmp_path / "missing", f"setup: no {tmp_path / 'missing'} here: install Python 3.11 or newer, "
+                                                f"or name one with PYTHON=/path/to/python3")):
+        done = subprocess.run(["bash", str(tmp_path / "scripts" / "setup.sh")], env={**os.environ, "PYTHON": str(python)},
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and done.stderr.strip() == said, done.stderr
+    assert not (tmp_path / ".venv").exists() and not (tmp_path / "venv-made").exists()

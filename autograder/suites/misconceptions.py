@@ -245,7 +245,7 @@ def multi_head_mistakes(x, state, num_heads):
                     "dims, so scale by 1/sqrt(head_dim)"))
     for options, why in ((dict(mask="none"), "no causal mask is applied in the heads: every score above the diagonal "
                                              "must become -inf before the softmax (self.mask[:num_tokens, :num_tokens])"),
-                         (dict(mask="inverted"), INVERTED),
+                         (dict(mask="inverted"), INVERTED),  # the past hidden, the future seen
                          (dict(dim=-2), "the softmax runs over the wrong dim: use dim=-1"),
                          (dict(dim=1), SOFTMAX_OVER_HEADS),
                          (dict(dim=0), SOFTMAX_OVER_BATCH),

@@ -12,5 +12,6 @@ def _raise(*args, **kwargs):
     raise RuntimeError(COMMANDS)
 
 
-_raise.__code__ = _raise.__code__.replace(co_name=NAME, co_qualname=NAME)
+# co_qualname (Python 3.11+) is what 3.11's tracebacks print; 3.10's have only co_name
+_raise.__code__ = _raise.__code__.replace(co_name=NAME, **({"co_qualname": NAME} if hasattr(_raise.__code__, "co_qualname") else {}))
 softmax_naive = context_vector = attention_scores = attention_weights = context_vectors = _raise
