@@ -99,9 +99,9 @@ class _Engine:
 
 def check(log):
     """Run the batch's start and one part under tripwires -> {"ok", "grader", "fork_server", "child"}."""
+    sys.path.insert(0, ROOT)  # before install, which imports the grader's warm-up list where it stands in for CUDA
     install(log)
     os.environ["CH03_DEVICE"], os.environ["CH03_UNSAFE_NO_SANDBOX"] = "cuda", "1"
-    sys.path.insert(0, ROOT)
     from autograder import batch, grading, settings
     from autograder.reports import plots
     from autograder.sandbox import client
