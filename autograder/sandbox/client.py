@@ -352,6 +352,13 @@ class Sandbox:
         """A fork server that has answered: this door's, or one started in place of one that died,
         SERVER_STARTS in a row at most -> whether there is one."""
         for attempt in range(SERVER_STARTS):
+            if not attempt and self.pidfd is not None and self.info is None and not self.alive():
+                # died before this door heard from it: one that died of its own exception counts as this try
+                self.start_error = self._last_words()
+                self._forget_stderr()
+                self.close()
+                if self.start_error:
+                    continue
             if attempt or not self.alive():  # died: this door starts one of its own (an attached door too)
                 if self.pidfd is not None:
                     self.close()
