@@ -72,3 +72,20 @@ def test_a_fork_server_that_fails_at_its_start_makes_grade_refuse_in_its_own_wor
         f"CH03_SANDBOX_DEBUG=1 shows all it wrote"], said.err
     assert len(starts) == client.SERVER_STARTS
     assert "total" not in said.out and "overloaded" not in said.out + said.err
+
+
+def test_a_fork_server_closed_before_its_first_word_leaves_no_file_open():
+    """The memfd that holds a starting server's stderr is closed with the door, also when nobody read its
+    first word (an engine whose rubric failed to load closes its sandbox before serving())."""
+    import os
+
+    plan = client.plan()
+    if not plan["room"]:
+        pytest.skip(f"no room on this machine: {plan['why']}")
+    sandbox = client.Sandbox(slot=7)
+    fd = sandbox._stderr
+    assert fd is not None and os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:fork-server-stderr")
+    sandbox.close()
+    assert sandbox._stderr is None
+    assert not os.path.exists(f"/proc/self/fd/{fd}") or \
+        not os.readlink(f"/proc/self/fd/{fd}").startswith("/memfd:fork-server-stderr")

@@ -267,13 +267,17 @@ class Sandbox:
             try:
                 self.info, _ = protocol.receive_message(self.control, time.monotonic() + timeout, max_fds=0)
             except (protocol.Deadline, protocol.ProtocolError, OSError) as e:
-                self.start_error = self._last_words()
-                self.close()
+                self._lost_at_start()
                 raise ServerLost(f"the sandbox fork server did not start ({type(e).__name__}: {e})") from None
             finally:
                 self._forget_stderr()
             self.baseline = self.group.usage() if self.group else 0
         return self.info
+
+    def _lost_at_start(self) -> None:
+        """This door's fork server said no first word: what it died of kept (start_error), the door closed."""
+        self.start_error = self._last_words()
+        self.close()
 
     def _last_words(self) -> str:
         """The exception a fork server of this door's start died of, before its first word: the last
@@ -354,9 +358,7 @@ class Sandbox:
         for attempt in range(SERVER_STARTS):
             if not attempt and self.pidfd is not None and self.info is None and not self.alive():
                 # died before this door heard from it: one that died of its own exception counts as this try
-                self.start_error = self._last_words()
-                self._forget_stderr()
-                self.close()
+                self._lost_at_start()
                 if self.start_error:
                     continue
             if attempt or not self.alive():  # died: this door starts one of its own (an attached door too)
@@ -387,6 +389,7 @@ class Sandbox:
         """End the fork server (an attached door only closes itself: the server is its owner's). In
         container mode no process of any uid this door handed out is left (killed, waited for). Closing
         a closed door does nothing."""
+        self._forget_stderr()  # a server closed before its first word was read (an engine that failed to open)
         if self.pidfd is None and self.control.fileno() == -1:
             return
         if self.container:
