@@ -151,6 +151,13 @@ CASES = {
         {"test_attention_scores_of_all_token_pairs": "attention_scores(inputs) is wrong: these are the dot products "
                                                      "of the embedding dimensions with each other (inputs.T @ inputs",
          "test_context_vectors_of_all_tokens": "mat1 and mat2 shapes cannot be multiplied (3x3 and 6x3)"}),
+    "NumPy softmax's sum without keepdims": (
+        "numpy_attention", "return e / np.sum(e, axis=axis, keepdims=True)", "return e / np.sum(e, axis=axis)",
+        # where the shapes do not broadcast, the error and the student's line; where they do (square scores), the
+        # misconception
+        {"test_softmax_sums_to_one_along_axis[-1]": "ValueError: operands could not be broadcast together with "
+                                                    "shapes (3,4) (3,) \n  raised in numpy_attention.py, line ",
+         "test_attention_head_reproduces_self_attention_v1": "is wrong: the softmax's maxima or sums lose their axis"}),
     "attention weights over dim 0": (
         "simple_attention", "return torch.softmax(scores, dim=-1)", "return torch.softmax(scores, dim=0)",
         {"test_attention_weights_rows_sum_to_one": "attention_weights(book scores) is wrong: the softmax runs over "
