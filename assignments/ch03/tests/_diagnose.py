@@ -138,6 +138,16 @@ def waits_for(book, what, causal=None, mha=None):
     return ""
 
 
+TOKENS_BY_DIMS = ("these are the dot products of the embedding dimensions with each other (inputs.T @ inputs, "
+                  "d_in x d_in), not of the tokens: each row of inputs is one token, so the scores are "
+                  "inputs @ inputs.T (num_tokens x num_tokens)")
+
+
+def score_mistakes(inputs):
+    """The usual wrong way to all the scores at once (3.3.2): the transpose on the wrong side."""
+    return [(inputs.T @ inputs, TOKENS_BY_DIMS)]
+
+
 def softmax_dim_mistakes(scores):
     """The one usual mistake of attention weights without scaling (3.3): the softmax down the columns."""
     return [(torch.softmax(scores, dim=0), WRONG_DIM)]
@@ -437,8 +447,13 @@ class Check:
         differs from expected but matches one of them, the message is that explanation.
         """
         __tracebackhide__ = True
+        got = self.tensor(got, what)
+        if tuple(got.shape) != tuple(expected.shape):  # a known mistake of another shape is named first
+            why = self.diagnosis(got.to(expected.dtype), expected, mistakes)
+            if why:
+                self.fail(f"{what} is wrong: {why}")
         self.shape(got, expected.shape, what)
-        got = self.tensor(got, what).to(expected.dtype)
+        got = got.to(expected.dtype)
         if same(got, expected):
             return
         why = self.diagnosis(got, expected, mistakes)
