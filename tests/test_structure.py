@@ -139,12 +139,13 @@ def test_the_command_line_passes_its_flags_as_settings_and_leaves_the_environmen
 
 def test_only_the_engine_assembles_the_grader():
     """The sandbox, the rubric and the environment check are built in engine.py; the entry points
-    (commands, batch, selftest, nbgrader's preprocessor) call the engine. A batch's fork server and
-    its doors (batch/workers.start_fork_servers) are the one other place a Sandbox is made."""
+    (commands, batch, selftest, nbgrader's preprocessor) call the engine. The fork server and doors
+    that a batch's or selftest's workers share (pool.start_fork_servers) are the one other place a
+    Sandbox is made."""
     made = [c for path in grader_modules() if path.name != "engine.py"
             for c in calls(path, {"Sandbox", "ensure", "load_rubric"})]
-    # batch/workers.start_fork_servers: the batch's server; Sandbox.attach: a door to it
-    assert sorted((m.split(":")[0], m.split()[-1]) for m in made) == [("batch/workers.py", "Sandbox"),
+    # pool.start_fork_servers: the workers' shared server; Sandbox.attach: a door to it
+    assert sorted((m.split(":")[0], m.split()[-1]) for m in made) == [("pool.py", "Sandbox"),
                                                                       ("sandbox/client.py", "Sandbox")], made
 
 
@@ -186,7 +187,7 @@ def test_the_engine_grades_with_its_settings_and_keeps_the_environment_check(mon
 def test_the_batch_and_the_reports_import_no_torch():
     """Expected: importing the batch, the reports and the grade records loads no torch (nor the runner): a
     batch starts its fork server before this process imports torch, so the two imports overlap
-    (batch/workers.start_fork_servers), and a refusal comes before either (tests/test_cannot_isolate.py)."""
+    (pool.start_fork_servers), and a refusal comes before either (tests/test_cannot_isolate.py)."""
     import subprocess
     import sys
 

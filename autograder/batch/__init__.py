@@ -21,8 +21,9 @@ The path, top-down (each module names what it is):
     run.py       run_batch: one batch run, from the class folder to the summary
     plan.py      what to grade: find_submissions (one safe name each), digest (the fingerprint),
                  why_grade / to_grade, and how a grading is kept for the next run (settle: RETRY, MACHINE)
-    workers.py   the fork servers and their doors, the environment check, the forked workers
-                 (_grade_one: the grade and its pictures) and their pool (grade_all)
+    workers.py   the environment check on the batch's fork server, the forked workers (_grade_one:
+                 the grade and its pictures) and their pool (grade_all); the fork server, its doors
+                 and the forking are autograder/pool.py's (shared with selftest --jobs N)
     outputs.py   what is written: store (results, feedback, gradebook row), grades.csv, regrades.csv,
                  the run's late rows, the feedback of every changed grade of record
     summary.py   what the instructor reads at the end
@@ -66,9 +67,8 @@ from autograder.batch.workers import (
     Grading,
     check_environment,
     grade_all,
-    start_fork_servers,
-    stop_fork_servers,
 )
+from autograder.pool import start_fork_servers, stop_fork_servers
 
 __all__ = [
     "INTERNAL", "MACHINE", "NAME_LIMIT", "NOT_GRADED_RUNS", "OTHER_GRADER", "REGRADES_COLUMNS", "RETRY", "SAFE",

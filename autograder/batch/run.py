@@ -15,10 +15,11 @@ from autograder import envcheck, reports
 from autograder.batch.outputs import Stamp, judge_lateness, store, write_csv, write_feedback, write_regrades
 from autograder.batch.plan import RETRY, Todo, digest, find_submissions, to_grade
 from autograder.batch.summary import Outcome, summary_text
-from autograder.batch.workers import Grading, check_environment, grade_all, start_fork_servers, stop_fork_servers
+from autograder.batch.workers import Grading, check_environment, grade_all
 from autograder.course import lateness, regrades
 from autograder.course.gradebook import Gradebook
 from autograder.engine import Engine
+from autograder.pool import start_fork_servers, stop_fork_servers
 from autograder.reports import class_report, plots
 from autograder.sandbox import container
 from autograder.settings import Settings, from_environment

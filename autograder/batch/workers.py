@@ -1,17 +1,14 @@
-"""The workers and their pool: one fork server for the batch with a door per worker (start_fork_servers),
-the environment check on it (check_environment), worker processes forked from here, each grading with
-an engine of its own (Engine.for_worker) and drawing its grades' pictures (_grade_one), and the parent
+"""The workers and their pool: the environment check on the batch's one fork server, which has a door
+per worker (check_environment; pool.start_fork_servers), worker processes forked from here (pool.fork_pool),
+each grading with an engine of its own (Engine.for_worker) and drawing its grades' pictures (_grade_one), and the parent
 keeping each grade as it comes (grade_all); a pool that breaks is replaced by one worker grading one
 submission at a time."""
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.util
-import os
 import sys
 import time
 import traceback
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,9 +18,10 @@ from autograder import reports, text
 from autograder.batch.outputs import Stamp, store
 from autograder.batch.plan import Results, Todo, settle
 from autograder.course.gradebook import Gradebook
-from autograder.engine import Engine, one_thread
+from autograder.engine import Engine
+from autograder.pool import fork_pool as _pool
+from autograder.pool import stop_fork_servers, worker_engine
 from autograder.reports import html_feedback, plots
-from autograder.settings import Settings
 
 if TYPE_CHECKING:
     from autograder.sandbox.client import Sandbox
@@ -34,30 +32,6 @@ INTERNAL = ("The autograder could not grade this submission because of an intern
 Graded = tuple[str, Results | None, str, str, dict[str, Any]]
 
 
-def start_fork_servers(count: int, settings: Settings) -> list[Sandbox]:
-    """The batch's fork server, started now, before this process imports torch (both start-ups
-    overlap), and a door of its own for each of count workers -> [door per slot] (slot 0: the
-    server's owner): torch is imported once in the room for the whole batch. Where it cannot start:
-    [] (each worker starts, and reports, its own)."""
-    from autograder.sandbox.client import Sandbox
-
-    doors: list[Sandbox] = []
-    if count < 1:
-        return doors
-    try:
-        doors.append(Sandbox(slot=0, settings=settings.sandbox))
-        for slot in range(1, count):
-            doors.append(doors[0].attach(slot))
-    except Exception:  # the workers will try again and say why
-        stop_fork_servers(doors)
-    return doors
-
-
-def stop_fork_servers(doors: list[Sandbox]) -> None:
-    while doors:  # the attached doors first, the server's owner (slot 0) last
-        doors.pop().close()
-
-
 def check_environment(engine: Engine, doors: list[Sandbox]) -> None:
     """The environment check on the batch's fork server (or, where it could not start, on one of its
     own); the workers' engines copy the record into every results.json."""
@@ -66,22 +40,6 @@ def check_environment(engine: Engine, doors: list[Sandbox]) -> None:
         engine.check_environment()
     finally:
         engine.close()  # the batch's server (a door of doors) stays; one of the engine's own is stopped
-
-
-_worker_engine: Engine | None = None  # in a worker process: its engine (made by _init_worker)
-
-
-def _init_worker(slot_queue: Any, doors: list[Any], parent: Engine, batch_pid: int) -> None:
-    from autograder.inside import isolation
-
-    isolation.die_with_parent(batch_pid)  # and its fork server with it, and that one's children
-    one_thread()  # before anything computes: a forked copy of a parent's thread pool can deadlock
-    global _worker_engine
-    slot = slot_queue.get()
-    engine = parent.for_worker(doors[slot] if slot < len(doors) else None, slot)
-    assert engine.sandbox is not None
-    multiprocessing.util.Finalize(None, engine.sandbox.close, exitpriority=10)  # run as the worker exits
-    _worker_engine = engine
 
 
 def _ready() -> bool:
@@ -97,8 +55,7 @@ def _grade_one(student: str, path: str) -> Graded:
     from autograder.submission import SubmissionError
 
     try:
-        assert _worker_engine is not None, "_init_worker runs first in every worker"
-        grade = _worker_engine.grade(path)
+        grade = worker_engine().grade(path)
         results = reports.results_json(grade)
         # the machine kept a part from running: recorded as not graded, graded again on the next run
         return student, results, grading.not_graded_problem(grade), "", _pictures(results)
@@ -191,17 +148,6 @@ def grade_all(todo: list[Todo], jobs: int, grading: Grading) -> list[str]:
     if progress:
         print(file=progress)
     return graded
-
-
-def _pool(jobs: int, engine: Engine, doors: list[Sandbox]) -> ProcessPoolExecutor:
-    """jobs workers forked from here (the initializer's arguments are inherited, not pickled: the
-    doors' sockets and the engine go as they are), each taking a slot and its door."""
-    ctx = multiprocessing.get_context("fork")
-    slots = ctx.SimpleQueue()  # written at once: no feeder thread left running here when the workers fork
-    for slot in range(jobs):
-        slots.put(slot)
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                               initargs=(slots, list(doors), engine, os.getpid()))
 
 
 def _progress(stream: TextIO | None, done: int, total: int, started: float, last: str) -> None:

@@ -7,7 +7,8 @@ alternatives (variants), each graded through the real engine.
 
 An entry is applied to a fresh copy of the chapter's reference solutions (solutions/ch03) by exact
 find/replace (the text must occur exactly once), then graded by the engine (engine.Engine, one per
-process, without the environment check). The chapter is the one given (run_all's, the engine's,
+process, without the environment check; with jobs, one fork server for the workers, forked from
+a process that runs one thread: autograder/pool.py, as a batch's). The chapter is the one given (run_all's, the engine's,
 `selftest --chapter FILE`); none given: this repository's, chapter.current(), read on call.
 `python -m autograder selftest` and tests/test_suites.py both run the corpus through run_all.
 """
@@ -277,10 +278,10 @@ def run_entry(entry, engine, all_parts=False):
     return outcome
 
 
-_worker_engine = None  # in a worker process: its engine (made by _init_worker)
+_worker_engine = None  # in a spawned worker process: its engine (made by _init_spawned)
 
 
-def _init_worker(slots, settings, rubric_path, manifest=None):
+def _init_spawned(slots, settings, rubric_path, manifest=None):
     from multiprocessing import util
 
     from autograder.engine import Engine
@@ -290,15 +291,24 @@ def _init_worker(slots, settings, rubric_path, manifest=None):
     util.Finalize(_worker_engine, _worker_engine.close, exitpriority=10)
 
 
-def _run_in_worker(entry, all_parts):
+def _run_spawned(entry, all_parts):
     return run_entry(entry, _worker_engine, all_parts)
 
 
+def _run_forked(entry, all_parts):
+    from autograder import pool
+
+    return run_entry(entry, pool.worker_engine(), all_parts)
+
+
 def run_all(entries, jobs=1, rubric_path=None, progress=None, all_parts=False, settings=None, manifest=None):
-    """Grade every entry -> [Outcome] in the entries' order. jobs > 1: that many worker processes
-    (started fresh), each with its own fork server (sandbox slot 1..jobs). settings: the run's
-    (default: the environment's); the corpus is graded without the environment check. manifest: the
-    chapter (a chapter.Chapter; None: this repository's) whose reference and parts every engine grades."""
+    """Grade every entry -> [Outcome] in the entries' order. jobs > 1: that many worker processes,
+    forked from here and sharing one fork server (a door each, as a batch's: autograder/pool.py) where
+    this process runs one thread, else started fresh (spawn), each with its own fork server (sandbox
+    slot 1..jobs). settings: the run's (default: the environment's); the corpus is graded without the
+    environment check. manifest: the chapter (a chapter.Chapter; None: this repository's) whose
+    reference and parts every engine grades."""
+    from autograder import pool
     from autograder.engine import Engine
 
     manifest = manifest or chapter.current()
@@ -314,19 +324,59 @@ def run_all(entries, jobs=1, rubric_path=None, progress=None, all_parts=False, s
                 if progress:
                     progress(outcomes[-1])
         return outcomes
-    # spawn, not fork: the caller (pytest, for one) may already run torch's thread pools and queue
-    # feeder threads, and a forked worker can deadlock on a lock one of them held
+    if pool.one_thread_here():
+        # fork: this process runs no other thread (pool.one_thread_here), so no lock is held at the
+        # fork; one fork server for every worker, and torch imported once, here, while it starts
+        return _run_forked_pool(entries, jobs, rubric_path, progress, all_parts, settings, manifest)
+    # spawn, not fork: the caller (pytest, for one) runs threads of its own (a queue's feeder thread, a
+    # thread pool's), and a forked worker can deadlock on a lock one of them held: each worker imports
+    # torch again and starts a fork server of its own
     ctx = multiprocessing.get_context("spawn")
     slots = ctx.Queue()
     for slot in range(1, jobs + 1):
         slots.put(slot)
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
-                             initargs=(slots, settings, rubric_path, manifest)) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_spawned,
+                             initargs=(slots, settings, rubric_path, manifest)) as executor:
         outcomes = []
-        for outcome in pool.map(_run_in_worker, entries, [all_parts] * len(entries)):
+        for outcome in executor.map(_run_spawned, entries, [all_parts] * len(entries)):
             outcomes.append(outcome)
             if progress:
                 progress(outcome)
+    return outcomes
+
+
+def _run_forked_pool(entries, jobs, rubric_path, progress, all_parts, settings, manifest):
+    """run_all's workers forked from this process, as a batch's (pool.fork_pool): one fork server with a
+    door per worker, started before this process imports torch (the rubric's suites); each worker's
+    engine (Engine.for_worker) inherits this one's rubric and suites."""
+    import gc
+
+    from autograder import pool
+    from autograder.engine import Engine
+
+    if not entries:
+        return []
+    workers = min(jobs, len(entries))  # a worker beyond the doors would start a fork server of its own
+    doors = pool.start_fork_servers(workers, settings)  # before torch is imported here
+    try:
+        engine = Engine(settings, rubric_path, manifest)
+        engine.load_rubric()
+        if doors:  # refuses at once where the fork server fails at its start (what Engine.open checks)
+            doors[0].serving()
+        # a garbage collection in a worker would walk (and so copy) every object this process holds,
+        # torch's included, unless they are set apart first
+        gc.freeze()
+        try:
+            with pool.fork_pool(workers, engine, doors) as executor:
+                outcomes = []
+                for outcome in executor.map(_run_forked, entries, [all_parts] * len(entries)):
+                    outcomes.append(outcome)
+                    if progress:
+                        progress(outcome)
+        finally:
+            gc.unfreeze()
+    finally:
+        pool.stop_fork_servers(doors)
     return outcomes
 
 
