@@ -499,6 +499,15 @@ class RemoteObject:
         """Class name, training flag, parameters and buffers (name, shape, dtype) in registration order."""
         return self._student.request("describe", {"handle": self._id})
 
+    def registered(self):
+        """{"parameters": {name: tensor}, "buffers": {name: tensor}} as the module's registries hold
+        them (inside/child.registered: read without any method the student's code could override)."""
+        return self._student.request("registered", {"handle": self._id})
+
+    def registered_step(self):
+        """self.registered() as a step of a plan (Student.plan)."""
+        return Step("registered", {"handle": self._id})
+
     def grads(self, *args, grad_output, _seed=0):
         """Gradient of every named parameter after backward(grad_output) through self(*args)."""
         return self._student.request("grads", {"handle": self._id}, args, {"grad_output": grad_output}, _seed)

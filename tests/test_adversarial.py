@@ -66,7 +66,7 @@ IMPORTED_BY = {"causal": {"causal", "mha", "exercises"}, "mha": {"mha", "exercis
                "self_attention_v2": {"self_attention_v2", "weight_transfer"}}
 # cheap parts that use nothing of the attacked module, graded after it: they must keep full marks
 WITNESSES = {"simple_attention": ("exercises", "numpy_attention"), "numpy_attention": ("simple_attention", "exercises"),
-             "causal": ("simple_attention", "numpy_attention")}
+             "causal": ("simple_attention", "numpy_attention"), "weight_transfer": ("simple_attention", "numpy_attention")}
 
 # what only the grader may see: none of it may ever show up in a grade
 HIDDEN_TEXT = ("### BEGIN SOLUTION", "def test_", "causal_attention_seed123", "memory_mb")
@@ -373,6 +373,19 @@ def test_lying_comparisons_buy_nothing(engine, tmp_path, case, part):
     (__array_ufunc__) says "equal", or pytest's internals patched to pass. The checks judge plain
     numbers in the grader's process, so the part scores exactly as the plain wrong math does."""
     assert_no_better_than_baseline(engine, tmp_path, case, part)
+
+
+@pytest.mark.quick
+def test_a_transfer_that_copies_nothing_earns_nothing(engine, tmp_path):
+    """Threat: Exercise 3.1 "passed" without copying a weight: sa_v1's forward replaced and a forward
+    hook that answer with sa_v2's output (its own matrices kept in the graph, so gradients reach them),
+    and a state_dict that says sa_v1 holds sa_v2's weights. Before, such a transfer earned all 8 points
+    (one that only replaced the forward, 6): the checks judged sa_v1's outputs, and its weights only
+    through its own state_dict. What sa_v1 holds is now read from its registries: every check of the
+    part fails, saying the matrices were not changed, exactly as for the transfer that does nothing."""
+    attacked = assert_no_better_than_baseline(engine, tmp_path, "weight_transfer_rewired", "weight_transfer")
+    assert attacked.parts["weight_transfer"].score == 0
+    assert_part_zero(attacked, "weight_transfer", "was not changed by the transfer")
 
 
 def test_grader_detection_with_book_outputs(engine, tmp_path):
