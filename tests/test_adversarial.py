@@ -66,7 +66,8 @@ IMPORTED_BY = {"causal": {"causal", "mha", "exercises"}, "mha": {"mha", "exercis
                "self_attention_v2": {"self_attention_v2", "weight_transfer"}}
 # cheap parts that use nothing of the attacked module, graded after it: they must keep full marks
 WITNESSES = {"simple_attention": ("exercises", "numpy_attention"), "numpy_attention": ("simple_attention", "exercises"),
-             "causal": ("simple_attention", "numpy_attention"), "weight_transfer": ("simple_attention", "numpy_attention")}
+             "causal": ("simple_attention", "numpy_attention"), "weight_transfer": ("simple_attention", "numpy_attention"),
+             "exercises": ("simple_attention", "numpy_attention")}
 
 # what only the grader may see: none of it may ever show up in a grade
 HIDDEN_TEXT = ("### BEGIN SOLUTION", "def test_", "causal_attention_seed123", "memory_mb")
@@ -386,6 +387,22 @@ def test_a_transfer_that_copies_nothing_earns_nothing(engine, tmp_path):
     attacked = assert_no_better_than_baseline(engine, tmp_path, "weight_transfer_rewired", "weight_transfer")
     assert attacked.parts["weight_transfer"].score == 0
     assert_part_zero(attacked, "weight_transfer", "was not changed by the transfer")
+
+
+@pytest.mark.quick
+def test_gpt2_s_parameter_count_without_attention_earns_nothing(engine, tmp_path):
+    """Threat: Exercise 3.3's printed parameter count replayed by a module that computes no attention
+    (nn.Linear(768, 3073, bias=False): 2,360,064 parameters). Before, it earned ex33_parameter_count's 2
+    points: a module the grader did not see built as MultiHeadAttention was judged by its count alone.
+    The count earns its points only with the hidden check of the same module's heads and context
+    (grading.yml requires): Exercise 3.2 keeps its 4 points, Exercise 3.3 scores 0, as the same layer
+    without the count does."""
+    attacked = assert_no_better_than_baseline(engine, tmp_path, "exercises_parameter_count_only", "exercises")
+    assert attacked.parts["exercises"].score == PART["exercises"] - 4
+    checks = {c.name: c for c in attacked.checks if c.part == "exercises"}
+    assert not checks["ex33_parameter_count"].passed and not checks["ex33_heads_and_context"].passed
+    assert checks["ex33_parameter_count"].voided_by == ("ex33_heads_and_context",)
+    assert checks["ex33_parameter_count"].message == grading.GATED
 
 
 def test_grader_detection_with_book_outputs(engine, tmp_path):
