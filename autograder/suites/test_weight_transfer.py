@@ -9,6 +9,8 @@ a forward hook, a lying state_dict) earns nothing. sa_v2 must stay untouched and
 still trainable. Layers named otherwise than the book's (W_q for W_query) are matched by registration
 order: the names cost points in v1 and v2 only.
 """
+import itertools
+
 import torch
 
 from autograder.student import RemoteObject, Step, StudentError, outcome
@@ -95,12 +97,17 @@ def v2_weights(v2):
     return dict(zip(keys, weights, strict=False))
 
 
-def holds_the_weights(holds, v2_state):
-    """Does sa_v1 hold each of sa_v2's three weights, transposed, as a parameter or buffer of its own
-    (whatever its names and order)?"""
-    own = [*holds["parameters"].values(), *holds["buffers"].values()]
-    return all(weight is not None and any(close(mine, weight.T) for mine in own)
-               for weight in (v2_state.get(f"{name}.weight") for name in QKV))
+def holds_the_weights(v1, holds, v2_state):
+    """Are sa_v1's matrices (its registered parameters; where it registers none, its tensors under the
+    specified names) exactly sa_v2's three weights, transposed, one each, whatever its names and order?
+    A copy kept anywhere else (a buffer, a fourth parameter) while sa_v1 computes otherwise is not the
+    transfer."""
+    mine = list(holds["parameters"].values()) or list(v1_matrices(v1, holds).values())
+    weights = [v2_state.get(f"{name}.weight") for name in QKV]
+    if len(mine) != len(weights) or any(w is None for w in weights):
+        return False
+    return any(all(close(m, w.T) for m, w in zip(order, weights, strict=True))
+               for order in itertools.permutations(mine))
 
 
 UNSENT = object()  # outputs(): no call was made yet
@@ -155,7 +162,7 @@ def judge_transfer(student, v1, v1_before, v2_state, x, what, case=""):
     want = reference.attention(*(x @ v2_state[f"{n}.weight"].T for n in QKV), causal=False)  # type: ignore[misc]  # a star of 3
     holds, got = held_and_outputs(student, v1, x)
     if got is not None and matches(got, want, 1e-5):
-        if holds_the_weights(holds, v2_state):
+        if holds_the_weights(v1, holds, v2_state):
             return
         expect.fail(f"{what}: {transfer_problem(v1_matrices(v1, holds), v2_state, v1_before) or REWIRED}", case)
     problem = transfer_problem(v1_matrices(v1, holds), v2_state, v1_before)
@@ -178,7 +185,7 @@ def test_transfer_book_example(student, book):
     transfer(student, v2, v1, what)
     holds, got = held_and_outputs(student, v1, book.inputs)
     if got is not None and matches(got, book["ex31_sa_v1"], 1e-4):
-        if holds_the_weights(holds, v2_state):
+        if holds_the_weights(v1, holds, v2_state):
             return
         expect.fail(f"{what}: {transfer_problem(v1_matrices(v1, holds), v2_state, v1_before) or REWIRED}")
     problem = transfer_problem(v1_matrices(v1, holds), v2_state, v1_before)
