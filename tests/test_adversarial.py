@@ -390,6 +390,41 @@ def test_a_transfer_that_copies_nothing_earns_nothing(engine, tmp_path):
 
 
 @pytest.mark.quick
+def test_what_a_module_holds_is_read_from_its_registries():
+    """inside/child.registered (in-process): an honest module's parameters come in named_parameters' order;
+    a module whose class and instance lie (named_parameters, state_dict, named_buffers, __getattr__)
+    gives what its registries hold, never what it says of itself."""
+    import torch
+
+    from autograder.inside.child import registered
+
+    class Honest(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Parameter(torch.ones(2))
+            self.inner = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 1))
+            self.register_buffer("mask", torch.zeros(3, 3))
+
+    class Liar(Honest):
+        def named_parameters(self, *args, **kwargs):
+            yield "a", torch.nn.Parameter(torch.full((2,), 7.0))
+
+        def state_dict(self, *args, **kwargs):
+            return {"a": torch.full((2,), 7.0)}
+
+    honest, liar = Honest(), Liar()
+    liar.named_buffers = lambda *args, **kwargs: iter([("fake", torch.ones(1))])
+    object.__setattr__(liar, "a", torch.full((2,), 9.0))  # an instance attribute hiding the parameter
+    held = registered(honest)
+    assert list(held["parameters"]) == [name for name, _ in honest.named_parameters()]
+    assert list(held["buffers"]) == ["mask"]
+    lied = registered(liar)
+    assert list(lied["parameters"]) == list(held["parameters"]) and list(lied["buffers"]) == ["mask"]
+    assert torch.equal(lied["parameters"]["a"], torch.ones(2))
+    assert registered(5) == {"parameters": {}, "buffers": {}}
+
+
+@pytest.mark.quick
 def test_gpt2_s_parameter_count_without_attention_earns_nothing(engine, tmp_path):
     """Threat: Exercise 3.3's printed parameter count replayed by a module that computes no attention
     (nn.Linear(768, 3073, bias=False): 2,360,064 parameters). Before, it earned ex33_parameter_count's 2

@@ -347,16 +347,17 @@ _INSTANCE_DICT = torch.nn.Module.__dict__["__dict__"]
 
 
 def registered(module):
-    """{"parameters": {name: tensor}, "buffers": {name: tensor}} of a module and its submodules, in
-    registration order, read from nn.Module's own registries (the _parameters, _buffers and _modules
-    dicts, as plain dicts), never through a method the module, its class or its instance could
-    override (state_dict, named_parameters, __getattr__): what the module holds, whatever it says of
-    itself. An object that is not an nn.Module holds nothing."""
+    """{"parameters": {name: tensor}, "buffers": {name: tensor}} of a module and its submodules, in the
+    order named_parameters gives (each module's own, then its submodules', depth first), read from
+    nn.Module's own registries (the _parameters, _buffers and _modules dicts, as plain dicts), never
+    through a method the module, its class or its instance could override (state_dict,
+    named_parameters, __getattr__): what the module holds, whatever it says of itself. An object that
+    is not an nn.Module holds nothing."""
     found: dict[str, dict[str, Any]] = {"parameters": {}, "buffers": {}}
-    queue: list[tuple[str, Any]] = [("", module)]
+    stack: list[tuple[str, Any]] = [("", module)]
     seen: set[int] = set()
-    while queue and len(seen) < REGISTERED_MODULES:
-        prefix, current = queue.pop(0)
+    while stack and len(seen) < REGISTERED_MODULES:
+        prefix, current = stack.pop()
         if id(current) in seen or not issubclass(type(current), torch.nn.Module):
             continue
         seen.add(id(current))
@@ -367,9 +368,9 @@ def registered(module):
                 if isinstance(name, str) and issubclass(type(value), torch.Tensor):
                     found[kind].setdefault(prefix + name, value)
         children = dict.get(own, "_modules")
-        for name, child in dict.items(children) if isinstance(children, dict) else ():
-            if isinstance(name, str):
-                queue.append((f"{prefix}{name}.", child))
+        named = [(f"{prefix}{name}.", child) for name, child in dict.items(children)
+                 if isinstance(name, str)] if isinstance(children, dict) else []
+        stack.extend(reversed(named))
     return found
 
 
