@@ -376,7 +376,6 @@ def test_lying_comparisons_buy_nothing(engine, tmp_path, case, part):
     assert_no_better_than_baseline(engine, tmp_path, case, part)
 
 
-@pytest.mark.quick
 def test_a_transfer_that_copies_nothing_earns_nothing(engine, tmp_path):
     """Threat: Exercise 3.1 "passed" without copying a weight: sa_v1's forward replaced and a forward
     hook that answer with sa_v2's output (its own matrices kept in the graph, so gradients reach them),
@@ -424,7 +423,6 @@ def test_what_a_module_holds_is_read_from_its_registries():
     assert registered(5) == {"parameters": {}, "buffers": {}}
 
 
-@pytest.mark.quick
 def test_gpt2_s_parameter_count_without_attention_earns_nothing(engine, tmp_path):
     """Threat: Exercise 3.3's printed parameter count replayed by a module that computes no attention
     (nn.Linear(768, 3073, bias=False): 2,360,064 parameters). Before, it earned ex33_parameter_count's 2
