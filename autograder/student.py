@@ -181,6 +181,9 @@ class Student:
         # answered (stand_ins.allowed); the part's costs of answering (the runner may share one
         # Ledger between a part's children, so the part's bounds hold over all of them)
         self.given: frozenset = frozenset()
+        # the verdicts of the dependency probe on the parts this part uses (suites/dependencies.py: '' where the
+        # part is right on its own), set by the runner before the part's checks
+        self.verdicts: dict[str, str] = {}
         self.ledger, self.ledger_base = stand_ins.Ledger(), 0.0
 
     def charge_to(self, ledger: stand_ins.Ledger) -> None:
