@@ -439,22 +439,24 @@ def test_gpt2_s_parameter_count_without_attention_earns_nothing(engine, tmp_path
 
 
 def test_heads_changed_by_mha_py_are_charged_to_mha(engine, tmp_path):
-    """Threat: mha.py changes causal.py's CausalAttention at import (each head doubles its output), so the
-    wrapper's output is twice the book's while its forward still concatenates its heads. Before, mha kept
-    22 of 22 and causal 22: the wrapper's checks put a difference between the wrapper and the book down to
-    CausalAttention (graded in causal) whenever the output was its heads' side by side and the heads held
-    the seed's weights. A difference is CausalAttention's only where causal.py is wrong on its own (the
-    dependency probe, which imports causal.py alone); where it is right, or the heads are the grader's own,
-    the part's code changed them: the wrapper's seeded checks fail, as with the wrapper that doubles its
+    """Threat: mha.py changes what causal.py's CausalAttention computes in mha's part (each head doubles its
+    output: CausalAttention.forward replaced at import, the wrapper hooking its heads, or a forward hook on
+    every module), so the wrapper's output is twice the book's while its forward still concatenates its
+    heads. Before, mha kept 22 of 22 (20 with the heads hooked) and causal 22: the wrapper's checks put a
+    difference between the wrapper and the book down to CausalAttention (graded in causal) whenever the
+    output was its heads' side by side and the heads held the seed's weights. A difference is
+    CausalAttention's only where causal.py is wrong on its own (the dependency probe, which imports causal.py
+    alone); where it is right (and a head runs code of mha.py or is hooked), or the heads are the grader's
+    own, the part's code changed them: the wrapper's seeded checks fail, as with the wrapper that doubles its
     output itself, and causal keeps its 22 points."""
     parts = ("causal", "mha")
-    for attack in ("on", "off"):
+    for attack in ("on", "hook", "global", "off"):
         grade = engine.grade(build("mha_changes_causal_heads", tmp_path, attack), parts, "mha")
         assert grade.parts["causal"].score == PART["causal"], attack
         failed = {c.name for c in part_checks(grade, "mha") if not c.passed}
         assert {"wrapper_book_example", "wrapper_unseen_seed"} <= failed, (attack, failed)
         assert not {n for n in failed if n.startswith("mha_")}, (attack, failed)  # the efficient class is untouched
-        if attack == "on":
+        if attack != "off":
             said = " ".join(messages(grade, "mha"))
             assert "compute differently from CausalAttention as causal.py defines it" in said, said
         assert grade.parts["mha"].score <= PART["mha"] - 3, (attack, grade.parts["mha"])
