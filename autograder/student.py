@@ -181,6 +181,9 @@ class Student:
         # answered (stand_ins.allowed); the part's costs of answering (the runner may share one
         # Ledger between a part's children, so the part's bounds hold over all of them)
         self.given: frozenset = frozenset()
+        # the verdicts of the dependency probe on the parts this part uses (suites/dependencies.py: '' where the
+        # part is right on its own), set by the runner before the part's checks
+        self.verdicts: dict[str, str] = {}
         self.ledger, self.ledger_base = stand_ins.Ledger(), 0.0
 
     def charge_to(self, ledger: stand_ins.Ledger) -> None:
@@ -498,6 +501,15 @@ class RemoteObject:
     def describe(self):
         """Class name, training flag, parameters and buffers (name, shape, dtype) in registration order."""
         return self._student.request("describe", {"handle": self._id})
+
+    def registered(self):
+        """{"parameters": {name: tensor}, "buffers": {name: tensor}} as the module's registries hold
+        them (inside/child.registered: read without any method the student's code could override)."""
+        return self._student.request("registered", {"handle": self._id})
+
+    def registered_step(self):
+        """self.registered() as a step of a plan (Student.plan)."""
+        return Step("registered", {"handle": self._id})
 
     def grads(self, *args, grad_output, _seed=0):
         """Gradient of every named parameter after backward(grad_output) through self(*args)."""

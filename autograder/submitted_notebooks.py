@@ -114,6 +114,8 @@ def read_notebook(path):
         raise ValueError(f"{path}: not valid JSON: {e.msg} at line {e.lineno}, column {e.colno}") from None
     except RecursionError:
         raise ValueError(f"{path}: not a notebook: JSON nested too deeply") from None
+    except ValueError:  # what json parses but Python will not build: a number of more than 4300 digits
+        raise ValueError(f"{path}: not valid JSON: a number too long to read") from None
     if not isinstance(notebook, dict):
         raise ValueError(f"{path}: a notebook is a JSON object, got {type(notebook).__name__}")
     if notebook.get("nbformat") != 4:
@@ -157,6 +159,11 @@ def notebook_solution_sources(notebook, where, modules=None, skip_unknown=False,
         if module in found:
             raise ValueError(f"{at}: a second solution cell for {module} (the first is cell {where_found[module]})")
         text = comment_out_magics(_source_text(cell, at))
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as e:  # JSON's "\\ud800" escape: no module file can hold it
+            raise ValueError(f"{at}: the cell's code holds a lone surrogate (U+{ord(text[e.start]):04X}, character "
+                             f"{e.start}), which no Python file can hold") from None
         found[module] = text if text.endswith("\n") else text + "\n"
         where_found[module] = index
     if cells is not None:

@@ -66,7 +66,8 @@ IMPORTED_BY = {"causal": {"causal", "mha", "exercises"}, "mha": {"mha", "exercis
                "self_attention_v2": {"self_attention_v2", "weight_transfer"}}
 # cheap parts that use nothing of the attacked module, graded after it: they must keep full marks
 WITNESSES = {"simple_attention": ("exercises", "numpy_attention"), "numpy_attention": ("simple_attention", "exercises"),
-             "causal": ("simple_attention", "numpy_attention")}
+             "causal": ("simple_attention", "numpy_attention"), "weight_transfer": ("simple_attention", "numpy_attention"),
+             "exercises": ("simple_attention", "numpy_attention")}
 
 # what only the grader may see: none of it may ever show up in a grade
 HIDDEN_TEXT = ("### BEGIN SOLUTION", "def test_", "causal_attention_seed123", "memory_mb")
@@ -373,6 +374,92 @@ def test_lying_comparisons_buy_nothing(engine, tmp_path, case, part):
     (__array_ufunc__) says "equal", or pytest's internals patched to pass. The checks judge plain
     numbers in the grader's process, so the part scores exactly as the plain wrong math does."""
     assert_no_better_than_baseline(engine, tmp_path, case, part)
+
+
+def test_a_transfer_that_copies_nothing_earns_nothing(engine, tmp_path):
+    """Threat: Exercise 3.1 "passed" without copying a weight: sa_v1's forward replaced and a forward
+    hook that answer with sa_v2's output (its own matrices kept in the graph, so gradients reach them),
+    and a state_dict that says sa_v1 holds sa_v2's weights. Before, such a transfer earned all 8 points
+    (one that only replaced the forward, 6): the checks judged sa_v1's outputs, and its weights only
+    through its own state_dict. What sa_v1 holds is now read from its registries: every check of the
+    part fails, saying the matrices were not changed, exactly as for the transfer that does nothing."""
+    attacked = assert_no_better_than_baseline(engine, tmp_path, "weight_transfer_rewired", "weight_transfer")
+    assert attacked.parts["weight_transfer"].score == 0
+    assert_part_zero(attacked, "weight_transfer", "was not changed by the transfer")
+
+
+@pytest.mark.quick
+def test_what_a_module_holds_is_read_from_its_registries():
+    """inside/child.registered (in-process): an honest module's parameters come in named_parameters' order;
+    a module whose class and instance lie (named_parameters, state_dict, named_buffers, __getattr__)
+    gives what its registries hold, never what it says of itself."""
+    import torch
+
+    from autograder.inside.child import registered
+
+    class Honest(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Parameter(torch.ones(2))
+            self.inner = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.Linear(2, 1))
+            self.register_buffer("mask", torch.zeros(3, 3))
+
+    class Liar(Honest):
+        def named_parameters(self, *args, **kwargs):
+            yield "a", torch.nn.Parameter(torch.full((2,), 7.0))
+
+        def state_dict(self, *args, **kwargs):
+            return {"a": torch.full((2,), 7.0)}
+
+    honest, liar = Honest(), Liar()
+    liar.named_buffers = lambda *args, **kwargs: iter([("fake", torch.ones(1))])
+    object.__setattr__(liar, "a", torch.full((2,), 9.0))  # an instance attribute hiding the parameter
+    held = registered(honest)
+    assert list(held["parameters"]) == [name for name, _ in honest.named_parameters()]
+    assert list(held["buffers"]) == ["mask"]
+    lied = registered(liar)
+    assert list(lied["parameters"]) == list(held["parameters"]) and list(lied["buffers"]) == ["mask"]
+    assert torch.equal(lied["parameters"]["a"], torch.ones(2))
+    assert registered(5) == {"parameters": {}, "buffers": {}}
+
+
+def test_gpt2_s_parameter_count_without_attention_earns_nothing(engine, tmp_path):
+    """Threat: Exercise 3.3's printed parameter count replayed by a module that computes no attention
+    (nn.Linear(768, 3073, bias=False): 2,360,064 parameters). Before, it earned ex33_parameter_count's 2
+    points: a module the grader did not see built as MultiHeadAttention was judged by its count alone.
+    The count earns its points only with the hidden check of the same module's heads and context
+    (grading.yml requires): Exercise 3.2 keeps its 4 points, Exercise 3.3 scores 0, as the same layer
+    without the count does."""
+    attacked = assert_no_better_than_baseline(engine, tmp_path, "exercises_parameter_count_only", "exercises")
+    assert attacked.parts["exercises"].score == PART["exercises"] - 4
+    checks = {c.name: c for c in attacked.checks if c.part == "exercises"}
+    assert not checks["ex33_parameter_count"].passed and not checks["ex33_heads_and_context"].passed
+    assert checks["ex33_parameter_count"].voided_by == ("ex33_heads_and_context",)
+    assert checks["ex33_parameter_count"].message == grading.GATED
+
+
+def test_heads_changed_by_mha_py_are_charged_to_mha(engine, tmp_path):
+    """Threat: mha.py changes what causal.py's CausalAttention computes in mha's part (each head doubles its
+    output: CausalAttention.forward replaced at import, the wrapper hooking its heads, or a forward hook on
+    every module), so the wrapper's output is twice the book's while its forward still concatenates its
+    heads. Before, mha kept 22 of 22 (20 with the heads hooked) and causal 22: the wrapper's checks put a
+    difference between the wrapper and the book down to CausalAttention (graded in causal) whenever the
+    output was its heads' side by side and the heads held the seed's weights. A difference is
+    CausalAttention's only where causal.py is wrong on its own (the dependency probe, which imports causal.py
+    alone); where it is right (and a head runs code of mha.py or is hooked), or the heads are the grader's
+    own, the part's code changed them: the wrapper's seeded checks fail, as with the wrapper that doubles its
+    output itself, and causal keeps its 22 points."""
+    parts = ("causal", "mha")
+    for attack in ("on", "hook", "global", "off"):
+        grade = engine.grade(build("mha_changes_causal_heads", tmp_path, attack), parts, "mha")
+        assert grade.parts["causal"].score == PART["causal"], attack
+        failed = {c.name for c in part_checks(grade, "mha") if not c.passed}
+        assert {"wrapper_book_example", "wrapper_unseen_seed"} <= failed, (attack, failed)
+        assert not {n for n in failed if n.startswith("mha_")}, (attack, failed)  # the efficient class is untouched
+        if attack != "off":
+            said = " ".join(messages(grade, "mha"))
+            assert "compute differently from CausalAttention as causal.py defines it" in said, said
+        assert grade.parts["mha"].score <= PART["mha"] - 3, (attack, grade.parts["mha"])
 
 
 def test_grader_detection_with_book_outputs(engine, tmp_path):

@@ -272,6 +272,23 @@ def test_broken_notebooks_are_named_relative_to_the_submission(tmp_path):
     assert staging_error(holder, tmp_path).startswith("hw.zip: ch03/01.ipynb: not valid JSON")
 
 
+def test_notebooks_json_reads_but_python_cannot_keep_are_named_too(tmp_path):
+    """A notebook whose JSON parses into what the grader cannot use is refused naming the notebook (and
+    the cell), never with Python's own words: a number of 5000 digits (json's int limit raised
+    ValueError: "... use sys.set_int_max_str_digits() to increase the limit") and a solution cell holding a
+    lone surrogate (writing the module raised UnicodeEncodeError: "'utf-8' codec can't encode ...")."""
+    folder = tmp_path / "hw"
+    folder.mkdir()
+    (folder / "01.ipynb").write_text('{"nbformat": ' + "9" * 5000 + ', "cells": []}')
+    said = staging_error(folder, tmp_path)
+    assert said.startswith("01.ipynb: not valid JSON") and "set_int_max_str_digits" not in said, said
+    cell = solution_cell("causal", "x = '\ud800'\n")  # a lone surrogate: json.dumps writes it as \\ud800
+    (folder / "01.ipynb").write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    assert json.loads((folder / "01.ipynb").read_text())["cells"][0]["source"] == "x = '\ud800'\n"
+    said = staging_error(folder, tmp_path)
+    assert said.startswith("01.ipynb, cell 0: ") and "lone surrogate" in said and "codec" not in said, said
+
+
 # ---------------------------------------------------------------- notebooks: magics in linear time
 
 def solution_cell(module, source):

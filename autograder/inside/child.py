@@ -123,6 +123,8 @@ def perform(handles, header, inputs):
         return gradients(obj, args, kwargs)
     if op == "describe":
         return describe(obj)
+    if op == "registered":
+        return registered(obj)
     if op == "record":
         answer = record(obj, args, kwargs, inputs.get("patches", ()), on_device(list(inputs.get("returns", ()))))
         answer["result"] = placed(answer["result"], obj)
@@ -336,6 +338,40 @@ def describe(module):
         "state_dict": list(module.state_dict().keys()),
         "children": [(name, type(m).__name__) for name, m in module.named_children()],
     }
+
+
+REGISTERED_MODULES = 4096  # modules walked at most by registered()
+# an nn.Module's own instance dict, through the slot every module has (a class's own __dict__ property,
+# found first by attribute lookup, could answer anything)
+_INSTANCE_DICT = torch.nn.Module.__dict__["__dict__"]
+
+
+def registered(module):
+    """{"parameters": {name: tensor}, "buffers": {name: tensor}} of a module and its submodules, in the
+    order named_parameters gives (each module's own, then its submodules', depth first), read from
+    nn.Module's own registries (the _parameters, _buffers and _modules dicts, as plain dicts), never
+    through a method the module, its class or its instance could override (state_dict,
+    named_parameters, __getattr__): what the module holds, whatever it says of itself. An object that
+    is not an nn.Module holds nothing."""
+    found: dict[str, dict[str, Any]] = {"parameters": {}, "buffers": {}}
+    stack: list[tuple[str, Any]] = [("", module)]
+    seen: set[int] = set()
+    while stack and len(seen) < REGISTERED_MODULES:
+        prefix, current = stack.pop()
+        if id(current) in seen or not issubclass(type(current), torch.nn.Module):
+            continue
+        seen.add(id(current))
+        own = _INSTANCE_DICT.__get__(current, type(current))
+        for kind, key in (("parameters", "_parameters"), ("buffers", "_buffers")):
+            registry = dict.get(own, key)
+            for name, value in dict.items(registry) if isinstance(registry, dict) else ():
+                if isinstance(name, str) and issubclass(type(value), torch.Tensor):
+                    found[kind].setdefault(prefix + name, value)
+        children = dict.get(own, "_modules")
+        named = [(f"{prefix}{name}.", child) for name, child in dict.items(children)
+                 if isinstance(name, str)] if isinstance(children, dict) else []
+        stack.extend(reversed(named))
+    return found
 
 
 def where(tb):

@@ -167,6 +167,7 @@ def with_dependencies(place: Place, part: str, limits: Limits) -> tuple[Student,
         place.end_child()
         child = place.fresh_child(limits)
         student = Student(child, submission.attributes, submission.folder, submission.files, submission.cells)
+    student.verdicts = dict(found)
     stand_ins = dependencies.substitutes(found)
     if stand_ins and not child.died:
         try:

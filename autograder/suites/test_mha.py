@@ -201,6 +201,46 @@ def same_state(a, b):
         a[k].double(), b[k].double(), atol=1e-6, rtol=0) for k in a)
 
 
+CHANGED_HEADS = ("the wrapper's heads compute differently from CausalAttention as causal.py defines it, which is "
+                 "right on its own: the wrapper must use CausalAttention as it is, and mha.py must change neither "
+                 "the class nor its heads")
+# the layers of a head's forward whose code file the child is asked for: the function itself and what it wraps
+FORWARD_LAYERS = ("forward", "forward.__wrapped__", "forward.__wrapped__.__wrapped__")
+
+
+def heads_changed_here(student, wrapper, num_heads):
+    """Is a difference the wrapper's heads carry (their outputs side by side are the wrapper's, they hold the
+    seed's weights, and still the output is not the specification's) this part's own doing? Where the heads
+    are the grader's own stand-ins, it is. Where causal.py's CausalAttention is right on its own (the
+    dependency probe, run on causal.py alone: Student.verdicts), it is when a head has forward hooks, or
+    every module has (a head the probe found right has none to change its output), or the code it runs as its forward (the function
+    or a function it wraps) was written in mha.py: mha.py replaced CausalAttention.forward, or the wrapper
+    its heads' or hooked them. Otherwise the difference is CausalAttention's, graded in causal (a bug the
+    probe did not meet is one of them)."""
+    if ("causal", "CausalAttention") in student.given:
+        return True
+    if student.verdicts.get("causal") != "":
+        return False
+    own = f"{PART}.py"
+    # hooks on every module (torch.nn.modules.module.register_module_forward_hook): none before student code
+    everywhere = [Step("call", {"module": "torch.nn.modules.module", "attr": f"{hooks}.__len__"})
+                  for hooks in ("_global_forward_hooks", "_global_forward_pre_hooks")]
+    if any(type(answer) is int and answer > 0 for answer in student.plan(everywhere)):
+        return True
+    for i in range(num_heads):
+        # its forward hooks and pre-hooks first (a plan stops at the first attribute a head lacks: __wrapped__)
+        steps = [Step("call", {"handle": wrapper._id, "attr": f"heads.{i}.{hooks}.__len__"})
+                 for hooks in ("_forward_hooks", "_forward_pre_hooks")]
+        steps += [Step("getattr", {"handle": wrapper._id, "attr": f"heads.{i}.{layer}.__code__.co_filename"})
+                  for layer in FORWARD_LAYERS]
+        for answer in student.plan(steps):
+            if type(answer) is int and answer > 0:
+                return True
+            if isinstance(answer, str) and answer.replace("\\", "/").rsplit("/", 1)[-1] == own:
+                return True
+    return False
+
+
 def judge_wrapper_seeded(student, rng, build, x, want, what, seed, d_in, d_out, ctx, num_heads, bias, reveal=False,
                          case=""):
     """Right output; or the wrapper's own fault (output is not its heads' concatenation, heads not
@@ -244,6 +284,8 @@ def judge_wrapper_seeded(student, rng, build, x, want, what, seed, d_in, d_out, 
                 expect.fail(f"{what}: the heads are not what the specification gives ({problem}); make the heads "
                             f"one after the other, each a new CausalAttention(d_in, d_out, context_length, "
                             f"dropout, qkv_bias), with no other random draws", case)
+        if heads_changed_here(student, wrapper, num_heads):
+            expect.fail(f"{what}: {CHANGED_HEADS}", case)
         return  # heads made as specified, output = their concatenation: the rest is CausalAttention's (causal)
     # this CausalAttention draws its weights differently (graded in causal); the wrapper must still make
     # its heads right after the seed, one after the other

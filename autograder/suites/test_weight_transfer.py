@@ -1,11 +1,16 @@
 """Hidden checks for weight_transfer.py (Exercise 3.1): copy SelfAttention_v2's nn.Linear weights into v1.
 
-The transfer is judged by what it does: afterwards sa_v1 must compute what sa_v2 computes, seen
-through sa_v1's outputs, or, where SelfAttention_v1 itself is wrong or raises (graded in its own part),
-through the weights the transfer wrote. sa_v2 must stay untouched and sa_v1 be returned, still
-trainable. Layers named otherwise than the book's (W_q for W_query) are matched by registration
+The transfer is judged by what it does: afterwards sa_v1 must hold sa_v2's weights (transposed) and
+compute what sa_v2 computes, seen through sa_v1's outputs, or, where SelfAttention_v1 itself is wrong or
+raises (graded in its own part), through the weights the transfer wrote. What the modules hold is read
+from their registries (RemoteObject.registered), never through a method the student's code could
+override: a transfer that copies nothing and rewires sa_v1 to answer as sa_v2 (its forward replaced,
+a forward hook, a lying state_dict) earns nothing. sa_v2 must stay untouched and sa_v1 be returned,
+still trainable. Layers named otherwise than the book's (W_q for W_query) are matched by registration
 order: the names cost points in v1 and v2 only.
 """
+import itertools
+
 import torch
 
 from autograder.student import RemoteObject, Step, StudentError, outcome
@@ -53,23 +58,61 @@ def close(a, b):
     return tuple(a.shape) == tuple(b.shape) and torch.allclose(a.double(), b.double(), atol=1e-6, rtol=0)
 
 
-def v1_matrices(v1):
-    """sa_v1's three matrices as {W_query, W_key, W_value}, by name or else by registration order."""
-    state = helpers.state_of(v1, "sa_v1")
-    if all(name in state for name in QKV):
-        return {name: state[name] for name in QKV}
-    order = [name for name, _ in helpers.parameter_order(v1)]
-    return {name: state[own] for name, own in zip(QKV, order, strict=False) if own in state}
+def held(module, answer=None):
+    """What the module holds ({"parameters": {name: tensor}, "buffers": {...}}, in registration order),
+    read from its registries (RemoteObject.registered); answer: that read's answer where a plan already
+    made it."""
+    held = module.registered() if answer is None else outcome(answer)
+    if not isinstance(held, dict) or not all(isinstance(held.get(k), dict) for k in ("parameters", "buffers")):
+        raise AssertionError("the module's parameters could not be read back")
+    return held
+
+
+def v1_matrices(v1, holds=None):
+    """sa_v1's three matrices as {W_query, W_key, W_value}: its registered parameters by name, or else in
+    registration order; a plain tensor attribute of the name where it registers none (holds: held(v1))."""
+    parameters = (holds or held(v1))["parameters"]
+    if all(name in parameters for name in QKV):
+        return {name: parameters[name] for name in QKV}
+    if len(parameters) >= len(QKV):
+        return dict(zip(QKV, parameters.values(), strict=False))
+    found = {}
+    for name in QKV:
+        try:
+            value = v1.get(name)
+        except StudentError:
+            continue
+        if isinstance(value, torch.Tensor):
+            found[name] = value
+    return found
 
 
 def v2_weights(v2):
     """sa_v2's three nn.Linear weights as {W_query.weight, ...}, by name or else by registration order."""
-    state = helpers.state_of(v2, "sa_v2")
+    parameters = held(v2)["parameters"]
     keys = [f"{name}.weight" for name in QKV]
-    if all(k in state for k in keys):
-        return {k: state[k] for k in keys}
-    weights = [name for name, _ in helpers.parameter_order(v2) if name.endswith("weight")]
-    return {k: state[own] for k, own in zip(keys, weights, strict=False) if own in state}
+    if all(k in parameters for k in keys):
+        return {k: parameters[k] for k in keys}
+    weights = [value for name, value in parameters.items() if name.endswith("weight")]
+    return dict(zip(keys, weights, strict=False))
+
+
+def holds_the_weights(v1, holds, v2_state):
+    """Are sa_v1's matrices (its registered parameters; where it registers none, its tensors under the
+    specified names) exactly sa_v2's three weights, transposed, one each, whatever its names and order?
+    A copy kept anywhere else (a buffer, a fourth parameter) while sa_v1 computes otherwise is not the
+    transfer."""
+    mine = list(holds["parameters"].values()) or list(v1_matrices(v1, holds).values())
+    weights = [v2_state.get(f"{name}.weight") for name in QKV]
+    if len(mine) != len(weights) or any(w is None for w in weights):
+        return False
+    return any(all(close(m, w.T) for m, w in zip(order, weights, strict=True))
+               for order in itertools.permutations(mine))
+
+
+UNSENT = object()  # outputs(): no call was made yet
+REWIRED = ("sa_v1 answers as sa_v2 does but does not hold sa_v2's weights: the transfer must copy each weight "
+           "(transposed) into sa_v1's own matrices, not make sa_v1 call sa_v2")
 
 
 def transfer_problem(v1_after, v2_state, v1_before):
@@ -92,10 +135,11 @@ def transfer_problem(v1_after, v2_state, v1_before):
     return ""
 
 
-def outputs(module, x):
-    """module(x), or None when the module's own forward raises (its bug, graded in its own part)."""
+def outputs(module, x, answer=UNSENT):
+    """module(x), or None when the module's own forward raises (its bug, graded in its own part).
+    answer: that call's answer (or StudentError) where a plan already made it."""
     try:
-        return expect.as_tensor(module(x), "sa_v1(x)")
+        return expect.as_tensor(module(x) if answer is UNSENT else outcome(answer), "sa_v1(x)")
     except StudentError as e:
         if e.not_implemented or raised_in(e, PART):
             raise
@@ -104,16 +148,24 @@ def outputs(module, x):
         return None
 
 
+def held_and_outputs(student, v1, x):
+    """(held(v1), v1(x) as outputs() gives it), in one exchange with the child."""
+    answers = student.plan([v1.registered_step(), v1.as_step(x)])
+    return held(v1, answers[0]), outputs(v1, x, answers[1] if len(answers) > 1 else UNSENT)
+
+
 def judge_transfer(student, v1, v1_before, v2_state, x, what, case=""):
     """After the transfer: sa_v1(x) is what the grader computes from sa_v2's weights; or sa_v1 computes
     as a SelfAttention_v1 holding those weights does (v1's own math, graded there); or, when v1's
     forward cannot tell, the weights it holds are sa_v2's, transposed."""
     d_in = x.shape[-1]
     want = reference.attention(*(x @ v2_state[f"{n}.weight"].T for n in QKV), causal=False)  # type: ignore[misc]  # a star of 3
-    got = outputs(v1, x)
+    holds, got = held_and_outputs(student, v1, x)
     if got is not None and matches(got, want, 1e-5):
-        return
-    problem = transfer_problem(v1_matrices(v1), v2_state, v1_before)
+        if holds_the_weights(v1, holds, v2_state):
+            return
+        expect.fail(f"{what}: {transfer_problem(v1_matrices(v1, holds), v2_state, v1_before) or REWIRED}", case)
+    problem = transfer_problem(v1_matrices(v1, holds), v2_state, v1_before)
     if problem:
         expect.fail(f"{what}: {problem}", case)
     if got is None:
@@ -131,10 +183,12 @@ def test_transfer_book_example(student, book):
     v2_state, v1_before = v2_weights(v2), v1_matrices(v1)
     what = "Exercise 3.1: after transfer_v2_to_v1(sa_v2, sa_v1) with the book's modules, sa_v1(inputs)"
     transfer(student, v2, v1, what)
-    got = outputs(v1, book.inputs)
+    holds, got = held_and_outputs(student, v1, book.inputs)
     if got is not None and matches(got, book["ex31_sa_v1"], 1e-4):
-        return
-    problem = transfer_problem(v1_matrices(v1), v2_state, v1_before)
+        if holds_the_weights(v1, holds, v2_state):
+            return
+        expect.fail(f"{what}: {transfer_problem(v1_matrices(v1, holds), v2_state, v1_before) or REWIRED}")
+    problem = transfer_problem(v1_matrices(v1, holds), v2_state, v1_before)
     if problem:
         expect.fail(f"{what} is not the book's output: {problem}")
     # the weights arrived transposed and intact: the difference is SelfAttention_v1's or _v2's own, graded there
