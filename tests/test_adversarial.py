@@ -423,6 +423,74 @@ def test_what_a_module_holds_is_read_from_its_registries():
     assert registered(5) == {"parameters": {}, "buffers": {}}
 
 
+@pytest.mark.quick
+def test_a_module_s_structure_is_read_from_its_registries():
+    """inside/child.describe (in-process; the structure checks read it: v1_weight_matrices, v2_linear_layers,
+    the causal mask's buffer, mha's structure, parameter names for loading weights). Expected: for honest
+    modules (the reference's, one with a layer registered twice, a non-persistent buffer and a bias-less
+    Linear) exactly what named_parameters, named_buffers, state_dict, named_children and .training say;
+    for a module whose class lies through those methods and a `training` it answers itself, what its
+    registries hold; an object that is not a module: TypeError."""
+    import sys
+
+    import torch
+
+    from autograder.inside.child import describe
+
+    sys.path.insert(0, str(SOLUTIONS))
+    try:
+        import causal
+        import mha
+        import self_attention_v1
+        import self_attention_v2
+    finally:
+        sys.path.remove(str(SOLUTIONS))
+
+    class Tied(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = torch.nn.Linear(3, 3, bias=False)
+            self.b = self.a  # one layer under two names: named_* give it once, state_dict twice
+            self.register_buffer("kept", torch.ones(2))
+            self.register_buffer("dropped", torch.ones(2), persistent=False)
+
+    def said(module):
+        return {"class": type(module).__name__, "training": module.training,
+                "parameters": [(n, tuple(p.shape), str(p.dtype)) for n, p in module.named_parameters()],
+                "buffers": [(n, tuple(b.shape), str(b.dtype)) for n, b in module.named_buffers()],
+                "state_dict": list(module.state_dict()), "children": [(n, type(m).__name__) for n, m in module.named_children()]}
+
+    wrapper = mha.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2).eval()
+    honest = [causal.CausalAttention(3, 2, 6, 0.5), mha.MultiHeadAttention(4, 6, 8, 0.0, num_heads=2), wrapper,
+              self_attention_v1.SelfAttention_v1(3, 2), self_attention_v2.SelfAttention_v2(3, 2), Tied()]
+    for module in honest:
+        assert describe(module) == said(module), type(module).__name__
+
+    class Liar(torch.nn.Module):  # matrices as bare parameters, claiming the book's Linear layers and eval mode
+        def __init__(self):
+            super().__init__()
+            self.W_query = torch.nn.Parameter(torch.ones(3, 2))
+
+        def named_parameters(self, *args, **kwargs):
+            yield "W_query.weight", torch.nn.Parameter(torch.ones(2, 3))
+
+        def named_children(self):
+            yield "W_query", torch.nn.Linear(3, 2, bias=False)
+
+        def state_dict(self, *args, **kwargs):
+            return {"W_query.weight": torch.ones(2, 3)}
+
+        def __getattribute__(self, name):
+            return False if name == "training" else super().__getattribute__(name)
+
+    liar = Liar()
+    assert liar.training is False and said(liar)["children"] == [("W_query", "Linear")]
+    assert describe(liar) == {"class": "Liar", "training": True, "parameters": [("W_query", (3, 2), "torch.float32")],
+                              "buffers": [], "state_dict": ["W_query"], "children": []}
+    with pytest.raises(TypeError, match="not a torch.nn.Module"):
+        describe(object())
+
+
 def test_gpt2_s_parameter_count_without_attention_earns_nothing(engine, tmp_path):
     """Threat: Exercise 3.3's printed parameter count replayed by a module that computes no attention
     (nn.Linear(768, 3073, bias=False): 2,360,064 parameters). Before, it earned ex33_parameter_count's 2

@@ -329,21 +329,44 @@ def assign(handles, target, value):
     return None
 
 
-def describe(module):
-    return {
-        "class": type(module).__name__,
-        "training": bool(module.training),
-        "parameters": [(name, tuple(p.shape), str(p.dtype)) for name, p in module.named_parameters()],
-        "buffers": [(name, tuple(b.shape), str(b.dtype)) for name, b in module.named_buffers()],
-        "state_dict": list(module.state_dict().keys()),
-        "children": [(name, type(m).__name__) for name, m in module.named_children()],
-    }
-
-
 REGISTERED_MODULES = 4096  # modules walked at most by registered()
 # an nn.Module's own instance dict, through the slot every module has (a class's own __dict__ property,
 # found first by attribute lookup, could answer anything)
 _INSTANCE_DICT = torch.nn.Module.__dict__["__dict__"]
+
+
+def _own(module):
+    """A module's own instance dict (never its class's or instance's __dict__ property or __getattr__)."""
+    return _INSTANCE_DICT.__get__(module, type(module))
+
+
+def _tensors(own, key):
+    """[(name, tensor)] of one of a module's registries (_parameters, _buffers): None entries (a Linear
+    without bias) and anything not a tensor left out."""
+    registry = dict.get(own, key)
+    return [(name, value) for name, value in dict.items(registry) if isinstance(name, str)
+            and issubclass(type(value), torch.Tensor)] if isinstance(registry, dict) else []
+
+
+def _walk(module, each_once=True):
+    """[(prefix, module, its own dict)] of a module and its submodules, depth first (each module before its
+    submodules, in registration order), read from nn.Module's own _modules dicts: each once, the order of
+    named_modules; with each_once False, under every name it has, the order of state_dict. At most
+    REGISTERED_MODULES; an object that is not an nn.Module: none."""
+    found: list[tuple[str, Any, dict[str, Any]]] = []
+    stack, seen = [("", module)], set()
+    while stack and len(found) < REGISTERED_MODULES:
+        prefix, current = stack.pop()
+        if (each_once and id(current) in seen) or not issubclass(type(current), torch.nn.Module):
+            continue
+        seen.add(id(current))
+        own = _own(current)
+        found.append((prefix, current, own))
+        children = dict.get(own, "_modules")
+        named = [(f"{prefix}{name}.", child) for name, child in dict.items(children)
+                 if isinstance(name, str)] if isinstance(children, dict) else []
+        stack.extend(reversed(named))
+    return found
 
 
 def registered(module):
@@ -354,24 +377,46 @@ def registered(module):
     named_parameters, __getattr__): what the module holds, whatever it says of itself. An object that
     is not an nn.Module holds nothing."""
     found: dict[str, dict[str, Any]] = {"parameters": {}, "buffers": {}}
-    stack: list[tuple[str, Any]] = [("", module)]
-    seen: set[int] = set()
-    while stack and len(seen) < REGISTERED_MODULES:
-        prefix, current = stack.pop()
-        if id(current) in seen or not issubclass(type(current), torch.nn.Module):
-            continue
-        seen.add(id(current))
-        own = _INSTANCE_DICT.__get__(current, type(current))
+    for prefix, _, own in _walk(module):
         for kind, key in (("parameters", "_parameters"), ("buffers", "_buffers")):
-            registry = dict.get(own, key)
-            for name, value in dict.items(registry) if isinstance(registry, dict) else ():
-                if isinstance(name, str) and issubclass(type(value), torch.Tensor):
-                    found[kind].setdefault(prefix + name, value)
-        children = dict.get(own, "_modules")
-        named = [(f"{prefix}{name}.", child) for name, child in dict.items(children)
-                 if isinstance(name, str)] if isinstance(children, dict) else []
-        stack.extend(reversed(named))
+            for name, value in _tensors(own, key):
+                found[kind].setdefault(prefix + name, value)
     return found
+
+
+def describe(module):
+    """A module's structure as the grader's structure checks read it: its class's name, its training flag,
+    its parameters and buffers (name, shape, dtype; a tensor registered twice once, under its first name,
+    as named_parameters gives them), its state_dict's keys (parameters and persistent buffers) and its
+    children (name, class). Read from nn.Module's own registries like registered(), never through a method
+    the module could override (named_parameters, state_dict, named_children, a `training` property)."""
+    if not issubclass(type(module), torch.nn.Module):
+        raise TypeError(f"a {type(module).__name__} is not a torch.nn.Module")
+    walked = _walk(module)
+    listed: dict[str, list[Any]] = {"parameters": [], "buffers": []}
+    keys = []
+    for kind, key in (("parameters", "_parameters"), ("buffers", "_buffers")):
+        seen = set()
+        for prefix, _, own in walked:
+            for name, value in _tensors(own, key):
+                if id(value) not in seen:
+                    seen.add(id(value))
+                    listed[kind].append((prefix + name, tuple(value.shape), str(value.dtype)))
+    for prefix, _, own in _walk(module, each_once=False):  # state_dict's: parameters, then persistent buffers
+        transient = dict.get(own, "_non_persistent_buffers_set")
+        transient = transient if isinstance(transient, set) else set()
+        keys += [prefix + name for name, _ in _tensors(own, "_parameters")]
+        keys += [prefix + name for name, _ in _tensors(own, "_buffers") if name not in transient]
+    own = _own(module)
+    children = dict.get(own, "_modules")
+    named, seen_children = [], set()
+    for name, child in dict.items(children) if isinstance(children, dict) else ():
+        if isinstance(name, str) and issubclass(type(child), torch.nn.Module) and id(child) not in seen_children:
+            seen_children.add(id(child))
+            named.append((name, type(child).__name__))
+    return {"class": type(module).__name__, "training": dict.get(own, "training", True) is True,
+            "parameters": listed["parameters"], "buffers": listed["buffers"], "state_dict": keys,
+            "children": named}
 
 
 def where(tb):
