@@ -213,10 +213,13 @@ class Sandbox:
             else [sys.executable] + argv
         self.group = self._new_group()
         env = scrubbed_environment()
-        if not self.in_room and os.environ.get(scratch.TORCH_CACHE_ENV):
+        if not self.in_room:
             # beside the grader, its warm-up's `import torch._dynamo` would make torchinductor_sandbox in
-            # the shared /tmp (the room's /tmp is its own): the grader's cache folder (scratch.torch_cache)
-            env[scratch.TORCH_CACHE_ENV] = os.environ[scratch.TORCH_CACHE_ENV]
+            # the shared /tmp (the room's /tmp is its own): the grader's cache folder (scratch.torch_cache,
+            # made here where no engine made it yet: selftest's pool starts its server first)
+            scratch.torch_cache()
+            if os.environ.get(scratch.TORCH_CACHE_ENV):
+                env[scratch.TORCH_CACHE_ENV] = os.environ[scratch.TORCH_CACHE_ENV]
         if self.group:
             env["CH03_CGROUP_PROCS"] = " ".join(self.group.procs_files())
             command = ["/bin/sh", "-c", 'for f in $CH03_CGROUP_PROCS; do echo $$ > "$f"; done; exec "$@"',
