@@ -2,6 +2,8 @@
 running anything. Notebooks are parsed as JSON; a malformed file or cell is an error naming the file
 and the cell; IPython magics and shell lines are commented out (they mean nothing to the grader).
 (Writing the notebooks: autograder.authoring.notebooks.)"""
+import ast
+import builtins
 import json
 import re
 from pathlib import Path
@@ -198,6 +200,7 @@ def extract_modules(source: Any, out_dir: str | Path, modules: Any = None,
             if module in found:
                 raise ValueError(f"{path}: a second solution cell for {module} (the first is in {origin[module][0]})")
             found[module], origin[module] = text, (path, cells[module])
+    found = with_earlier_cells_names(found, _modules(modules))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for module, text in found.items():
@@ -205,6 +208,72 @@ def extract_modules(source: Any, out_dir: str | Path, modules: Any = None,
     if origins is not None:
         origins.update(origin)
     return list(found)
+
+
+def with_earlier_cells_names(sources: dict[str, str], order: Any) -> dict[str, str]:
+    """{module: code}, where a solution cell reads a class or function that an earlier solution cell (an earlier
+    part in `order`, the chapter's) defines at its top level and never binds that name itself: in the notebook's
+    kernel the cells share one namespace, so the mha cell may use CausalAttention without `from causal import
+    CausalAttention`. Such a cell gets that import on the line of its first statement, before it (the cell's line
+    numbers stay those of the module), where that is a simple statement (a docstring, an import); else (a class or
+    def first, a __future__ import) after its last line, which serves the names its functions read when called.
+    Read with ast, never run; a cell that does not parse is left as it is (its syntax error is its own part's)."""
+    defined: dict[str, str] = {}
+    out = dict(sources)
+    for module in [m for m in order if m in sources]:
+        try:
+            tree = ast.parse(sources[module])
+        except (SyntaxError, ValueError):
+            continue
+        bound, read = _bound_and_read(tree)
+        missing = sorted((read - bound - set(dir(builtins))) & set(defined))
+        if missing:
+            imports = "; ".join(f"from {defined[name]} import {name}" for name in missing)
+            out[module] = _with_line(sources[module], tree, imports)
+        for node in tree.body:
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                defined.setdefault(node.name, module)
+    return out
+
+
+SIMPLE = (ast.Expr, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Pass)
+
+
+def _with_line(text: str, tree: ast.Module, line: str) -> str:
+    """text with `line` (simple statements) before its first statement, on that statement's line, when that is a
+    simple statement starting the line and not a __future__ import; else after text's last line."""
+    first = tree.body[0] if tree.body else None
+    if isinstance(first, SIMPLE) and first.col_offset == 0 and \
+            not (isinstance(first, ast.ImportFrom) and first.module == "__future__"):
+        lines = text.splitlines(keepends=True)
+        lines[first.lineno - 1] = f"{line}; {lines[first.lineno - 1]}"
+        return "".join(lines)
+    return f"{text}{'' if text.endswith(chr(10)) else chr(10)}{line}\n"
+
+
+def _bound_and_read(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """(every name the module binds anywhere: assigned, defined, imported, a parameter, global or nonlocal;
+    every name it reads)."""
+    bound: set[str] = set()
+    read: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+    return bound, read
 
 
 # --- student notebooks without nbgrader -----------------------------------------------------------

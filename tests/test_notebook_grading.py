@@ -16,7 +16,7 @@ from in_process import run_command, run_plain
 from notebook_cases import MODULES, ROOT, SOURCE, STUBS, cells_of, fill_notebooks, module_texts, write_modules
 from rubric_points import TOTAL, g
 
-from autograder import reports
+from autograder import reports, submitted_notebooks
 from autograder.reports.markdown import md_code
 from autograder.submission import SubmissionError, stage
 
@@ -240,6 +240,42 @@ def test_magics_in_a_solution_cell_are_comments_when_graded(engine, tmp_path):
     texts = module_texts(edits={"weight_transfer": lambda text: "%load_ext autoreload\n!pip install nothing\n" + text})
     grade = engine(fill_notebooks(texts, tmp_path / "nb"), parts=["weight_transfer"])
     assert by_part(grade) == {"weight_transfer": grade.parts["weight_transfer"].max_score}
+
+
+def test_a_cell_may_use_what_an_earlier_solution_cell_defines_as_in_the_kernel(engine, tmp_path):
+    """A learner's mha cell without `from causal import CausalAttention` and exercises cell without `from mha
+    import ...` (the notebook's kernel shares one namespace: the cells above defined them): mha lost 3 points to
+    a NameError at c3f6e03 (wrapper_book_example, wrapper_unseen_seed). Full marks now, as in the kernel; the same
+    modules handed in as files still need their imports (a module is not a cell)."""
+    drop = {"mha": lambda text: text.replace("from causal import CausalAttention\n", ""),
+            "exercises": lambda text: text.replace("from mha import MultiHeadAttention, MultiHeadAttentionWrapper\n", "")}
+    texts = module_texts(edits=drop)
+    assert "import" not in texts["exercises"] and "from causal" not in texts["mha"]
+    grade = engine(fill_notebooks(texts, tmp_path / "nb"), parts=["mha", "exercises"])
+    assert (by_part(grade), [c.name for c in grade.checks if not c.passed]) == (
+        {"mha": grade.parts["mha"].max_score, "exercises": grade.parts["exercises"].max_score}, [])
+    as_modules = engine(write_modules(texts, tmp_path / "modules"), parts=["mha"])
+    assert by_part(as_modules)["mha"] < as_modules.parts["mha"].max_score
+
+
+@pytest.mark.quick
+def test_names_of_earlier_cells_are_imported_on_the_first_statement_s_line():
+    """submitted_notebooks.with_earlier_cells_names: the import goes on the line of the cell's first statement
+    (a docstring or import: the cell's line numbers stay the module's), after the last line where the cell starts
+    with a class, a def or a __future__ import; a name the cell binds itself, or a builtin, is left alone."""
+    order = ["causal", "mha", "exercises"]
+    sources = {"causal": "import torch\n\nclass CausalAttention:\n    pass\n\ndef causal_mask(n):\n    return n\n",
+               "mha": "class MultiHeadAttentionWrapper:\n    def __init__(self):\n        self.h = CausalAttention()\n",
+               "exercises": '"""Exercises."""\nfrom mha import MultiHeadAttentionWrapper as W\n\n\ndef f(causal_mask=None):\n'
+                            '    return W(), MultiHeadAttentionWrapper, causal_mask, len\n'}
+    out = submitted_notebooks.with_earlier_cells_names(sources, order)
+    assert out["causal"] == sources["causal"]
+    assert out["mha"] == sources["mha"] + "from causal import CausalAttention\n"
+    assert out["exercises"] == "from mha import MultiHeadAttentionWrapper; " + sources["exercises"]
+    assert [len(out[m].splitlines()) for m in ("causal", "exercises")] == [len(sources[m].splitlines())
+                                                                          for m in ("causal", "exercises")]
+    for text in out.values():
+        compile(text, "cell", "exec")
 
 
 def test_source_notebooks_are_what_the_engine_grades_as_the_solutions(tmp_path):
