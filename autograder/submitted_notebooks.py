@@ -211,14 +211,15 @@ def extract_modules(source: Any, out_dir: str | Path, modules: Any = None,
 
 
 def with_earlier_cells_names(sources: dict[str, str], order: Any) -> dict[str, str]:
-    """{module: code}, where a solution cell reads a class or function that an earlier solution cell (an earlier
-    part in `order`, the chapter's) defines at its top level and never binds that name itself: in the notebook's
-    kernel the cells share one namespace, so the mha cell may use CausalAttention without `from causal import
-    CausalAttention`. Such a cell gets that import on the line of its first statement, before it (the cell's line
+    """{module: code}, where a solution cell reads a class, function or variable that an earlier solution cell (an
+    earlier part in `order`, the chapter's) defines or assigns at its top level and never binds that name itself:
+    in the notebook's kernel the cells share one namespace, so the mha cell may use CausalAttention without `from
+    causal import CausalAttention`, and the book's `print(sa_v2(inputs))` at the end of the v2 cell reads the
+    `inputs` of the cell above. Such a cell gets that import on the line of its first statement, before it (the cell's line
     numbers stay those of the module), where that is a simple statement (a docstring, an import); else (a class or
     def first, a __future__ import) after its last line, which serves the names its functions read when called.
     Read with ast, never run; a cell that does not parse is left as it is (its syntax error is its own part's)."""
-    defined: dict[str, str] = {}
+    defined: dict[str, tuple[str, bool]] = {}  # name -> (its module, whether a class or function)
     out = dict(sources)
     for module in [m for m in order if m in sources]:
         try:
@@ -226,14 +227,33 @@ def with_earlier_cells_names(sources: dict[str, str], order: Any) -> dict[str, s
         except (SyntaxError, ValueError):
             continue
         bound, read = _bound_and_read(tree)
-        missing = sorted((read - bound - set(dir(builtins))) & set(defined))
+        # a variable only where the cell's own top level reads it (its demo lines, run at import, which would
+        # raise NameError without it); one read in a function alone is left (an import of its cell would make
+        # this cell's import depend on that one's)
+        at_top = {node.id for statement in tree.body
+                  if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                  for node in ast.walk(statement) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+        missing = sorted(name for name in (read - bound - set(dir(builtins))) & set(defined)
+                         if defined[name][1] or name in at_top)
         if missing:
-            imports = "; ".join(f"from {defined[name]} import {name}" for name in missing)
+            # a class or function imported by name; a variable (the book's `inputs`, `d_in`) assigned from its
+            # cell's module, so that the grader's reading still sees a module variable (a method reading it is
+            # suites/source_mistakes.GLOBAL_READ's mistake)
+            imports = "; ".join(f"from {defined[name][0]} import {name}" if defined[name][1] else
+                                f"import {defined[name][0]}; {name} = {defined[name][0]}.{name}" for name in missing)
             out[module] = _with_line(sources[module], tree, imports)
         for node in tree.body:
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                defined.setdefault(node.name, module)
+                defined.setdefault(node.name, (module, True))
+            for target in _assigned(node):
+                defined.setdefault(target, (module, False))
     return out
+
+
+def _assigned(node: ast.stmt) -> list[str]:
+    """The plain names a top-level assignment binds (`inputs = ...`, `d_in, d_out = ...`, `x: int = 3`)."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return [name.id for target in targets for name in ast.walk(target) if isinstance(name, ast.Name)]
 
 
 SIMPLE = (ast.Expr, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Pass)

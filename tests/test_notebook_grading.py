@@ -245,15 +245,21 @@ def test_magics_in_a_solution_cell_are_comments_when_graded(engine, tmp_path):
 def test_a_cell_may_use_what_an_earlier_solution_cell_defines_as_in_the_kernel(engine, tmp_path):
     """A learner's mha cell without `from causal import CausalAttention` and exercises cell without `from mha
     import ...` (the notebook's kernel shares one namespace: the cells above defined them): mha lost 3 points to
-    a NameError at c3f6e03 (wrapper_book_example, wrapper_unseen_seed). Full marks now, as in the kernel; the same
-    modules handed in as files still need their imports (a module is not a cell)."""
+    a NameError at c3f6e03 (wrapper_book_example, wrapper_unseen_seed); a v2 cell ending with the book's
+    `print(sa_v2(inputs))`, `inputs` made in the first cell, lost all of v2's 10 (it did not import). Full marks
+    now, as in the kernel; the same modules handed in as files still need their imports (a module is not a cell)."""
     drop = {"mha": lambda text: text.replace("from causal import CausalAttention\n", ""),
-            "exercises": lambda text: text.replace("from mha import MultiHeadAttention, MultiHeadAttentionWrapper\n", "")}
+            "exercises": lambda text: text.replace("from mha import MultiHeadAttention, MultiHeadAttentionWrapper\n", ""),
+            # the book's listings: `inputs` made in the first cell, printed through sa_v2 at the end of another
+            "simple_attention": lambda text: text + "\ninputs = torch.rand(6, 3)\n",
+            "self_attention_v2": lambda text: text + "\ntorch.manual_seed(789)\nsa_v2 = SelfAttention_v2(3, 2)\n"
+                                                     "print(sa_v2(inputs))\n"}
     texts = module_texts(edits=drop)
     assert "import" not in texts["exercises"] and "from causal" not in texts["mha"]
-    grade = engine(fill_notebooks(texts, tmp_path / "nb"), parts=["mha", "exercises"])
+    parts = ["self_attention_v2", "mha", "exercises"]
+    grade = engine(fill_notebooks(texts, tmp_path / "nb"), parts=parts)
     assert (by_part(grade), [c.name for c in grade.checks if not c.passed]) == (
-        {"mha": grade.parts["mha"].max_score, "exercises": grade.parts["exercises"].max_score}, [])
+        {part: grade.parts[part].max_score for part in parts}, [])
     as_modules = engine(write_modules(texts, tmp_path / "modules"), parts=["mha"])
     assert by_part(as_modules)["mha"] < as_modules.parts["mha"].max_score
 
@@ -276,6 +282,12 @@ def test_names_of_earlier_cells_are_imported_on_the_first_statement_s_line():
                                                                           for m in ("causal", "exercises")]
     for text in out.values():
         compile(text, "cell", "exec")
+    # a variable of an earlier cell: only where the cell's top level reads it (a method reading it is left alone)
+    cells = {"simple_attention": "inputs = 1\nd_out = 2\n",
+             "self_attention_v2": "def f(self):\n    return d_out\n\n\nprint(inputs)\n"}
+    out = submitted_notebooks.with_earlier_cells_names(cells, ["simple_attention", "self_attention_v2"])
+    assert out["self_attention_v2"] == cells["self_attention_v2"] + \
+        "import simple_attention; inputs = simple_attention.inputs\n"
 
 
 def test_source_notebooks_are_what_the_engine_grades_as_the_solutions(tmp_path):
