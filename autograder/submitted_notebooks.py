@@ -235,19 +235,50 @@ def with_earlier_cells_names(sources: dict[str, str], order: Any) -> dict[str, s
                   for node in ast.walk(statement) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
         missing = sorted(name for name in (read - bound - set(dir(builtins))) & set(defined)
                          if defined[name][1] or name in at_top)
+        text, shown = _without_other_cells_demo(sources[module], tree, bound | set(missing) | set(dir(builtins)))
         if missing:
             # a class or function imported by name; a variable (the book's `inputs`, `d_in`) assigned from its
             # cell's module, so that the grader's reading still sees a module variable (a method reading it is
             # suites/source_mistakes.GLOBAL_READ's mistake)
             imports = "; ".join(f"from {defined[name][0]} import {name}" if defined[name][1] else
                                 f"import {defined[name][0]}; {name} = {defined[name][0]}.{name}" for name in missing)
-            out[module] = _with_line(sources[module], tree, imports)
+            text = _with_line(text, tree, imports)
+        out[module] = text
         for node in tree.body:
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
                 defined.setdefault(node.name, (module, True))
             for target in _assigned(node):
-                defined.setdefault(target, (module, False))
+                if node not in shown:
+                    defined.setdefault(target, (module, False))
     return out
+
+
+def _without_other_cells_demo(text: str, tree: ast.Module, known: set[str]) -> tuple[str, list[ast.stmt]]:
+    """text with its top-level demo lines that read a name no solution cell gives it (the notebook's setup cell's
+    `book` or `heatmaps`, a scratch cell's variable: `print(softmax_naive(book["attn_scores_2"]))`) commented out,
+    as magics are: in the kernel they print or draw, graded they would raise NameError at import. A statement that
+    reads what such a line assigned goes with it; definitions and imports are never touched, nor a line shared with
+    another statement. known: the names the cell binds or is given. -> (text, the statements commented out)."""
+    lines = text.splitlines(keepends=True)
+    lost: set[str] = set()
+    shown: list[ast.stmt] = []
+    starts = [s.lineno for s in tree.body]
+    ends = [s.end_lineno or s.lineno for s in tree.body]
+    for i, statement in enumerate(tree.body):
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            continue
+        names = [n for n in ast.walk(statement) if isinstance(n, ast.Name)]
+        reads = {n.id for n in names if isinstance(n.ctx, ast.Load)}
+        if not (reads - known or reads & lost):
+            continue
+        first, last = starts[i], ends[i]
+        if (i and ends[i - 1] >= first) or (i + 1 < len(starts) and starts[i + 1] <= last) or statement.col_offset:
+            continue  # a line shared with another statement
+        for number in range(first - 1, last):
+            lines[number] = "# " + lines[number]
+        lost |= {n.id for n in names if not isinstance(n.ctx, ast.Load)}
+        shown.append(statement)
+    return "".join(lines), shown
 
 
 def _assigned(node: ast.stmt) -> list[str]:
