@@ -92,7 +92,8 @@ SOFTMAX_OVER_HEADS = ("the softmax runs over the wrong dim (dim=1: across the he
                       "num_tokens, num_tokens)): use dim=-1")
 # a 2-D bool mask used as an index of batched scores (scores[mask] = -inf): it indexes the leading dims
 BOOL_INDEX = ("a 2-D bool mask used as an index (scores[mask] = ...) applies to the first two dims of batched scores, "
-              "not the last two: write scores[..., mask] = -inf, or scores.masked_fill(mask, -inf)")
+              "not the last two: write scores[..., mask] = -inf, or scores.masked_fill(mask, -inf) (np.where(mask, "
+              "-np.inf, scores) in NumPy)")
 # the future weights zeroed after the softmax, the rows left summing to less than 1
 AFTER_SOFTMAX = ("the mask is applied after the softmax without renormalizing: after zeroing the future weights, divide "
                  "each row by its sum (or mask the scores with -inf before the softmax)")
@@ -435,7 +436,8 @@ def error_diagnosis(error, signature=""):
     if error.kind == "ValueError" and re.search(r"truth value of an array with more than one element", text) or \
             error.kind == "RuntimeError" and re.search(r"Boolean value of Tensor with more than one value", text):
         return ARRAY_AS_CONDITION
-    if error.kind == "IndexError" and re.search(r"shape of the mask .{0,40} does not match the shape of the indexed", text):
+    if error.kind == "IndexError" and re.search(r"shape of the mask .{0,40} does not match the shape of the indexed|"
+                                                r"boolean index did not match indexed array", text):  # torch's, NumPy's
         return BOOL_INDEX
     if error.kind == "RuntimeError" and re.search(r"masked_fill_? only supports boolean masks", text):
         return FLOAT_MASK
