@@ -408,6 +408,12 @@ def setting_changed(changed, error):
     return ""
 
 
+# an import of a module the grading environment does not have (which one is the child's text: never quoted)
+NOT_INSTALLED = ("your code imports a module that is not there where it is graded: only Python's standard library, "
+                 "torch, NumPy and the files you handed in are (a package such as scipy, or a file of yours not "
+                 "handed in?)")
+
+
 def error_diagnosis(error, signature=""):
     """The misconception behind a StudentError, in the grader's words ('' when none is recognized).
 
@@ -439,6 +445,8 @@ def error_diagnosis(error, signature=""):
     if error.kind == "IndexError" and re.search(r"shape of the mask .{0,40} does not match the shape of the indexed|"
                                                 r"boolean index did not match indexed array", text):  # torch's, NumPy's
         return BOOL_INDEX
+    if error.kind == "ModuleNotFoundError":
+        return NOT_INSTALLED
     if error.kind == "RuntimeError" and re.search(r"masked_fill_? only supports boolean masks", text):
         return FLOAT_MASK
     if error.kind == "RuntimeError" and re.search(r"does not require grad and does not have a grad_fn", text):
