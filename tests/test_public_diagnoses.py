@@ -146,6 +146,18 @@ CASES = {
         | {"test_multi_head_attention_shape": "raised RuntimeError (shape '[2, 5, 3, 6]' is invalid for input of size "
                                               "60): the projections do not split into num_heads heads",
            "test_multi_head_attention_with_three_dims_per_head": "the projections do not split into num_heads heads"}),
+    "scores of the embedding dimensions (inputs.T @ inputs)": (
+        "simple_attention", "return inputs @ inputs.T", "return inputs.T @ inputs",
+        {"test_attention_scores_of_all_token_pairs": "attention_scores(inputs) is wrong: these are the dot products "
+                                                     "of the embedding dimensions with each other (inputs.T @ inputs",
+         "test_context_vectors_of_all_tokens": "mat1 and mat2 shapes cannot be multiplied (3x3 and 6x3)"}),
+    "NumPy softmax's sum without keepdims": (
+        "numpy_attention", "return e / np.sum(e, axis=axis, keepdims=True)", "return e / np.sum(e, axis=axis)",
+        # where the shapes do not broadcast, the error and the student's line; where they do (square scores), the
+        # misconception
+        {"test_softmax_sums_to_one_along_axis[-1]": "ValueError: operands could not be broadcast together with "
+                                                    "shapes (3,4) (3,) \n  raised in numpy_attention.py, line ",
+         "test_attention_head_reproduces_self_attention_v1": "is wrong: the softmax's maxima or sums lose their axis"}),
     "attention weights over dim 0": (
         "simple_attention", "return torch.softmax(scores, dim=-1)", "return torch.softmax(scores, dim=0)",
         {"test_attention_weights_rows_sum_to_one": "attention_weights(book scores) is wrong: the softmax runs over "
@@ -251,6 +263,9 @@ def test_a_common_bug_fails_locally_naming_the_misconception(public, case):
 V1_UNSCALED = ("self_attention_v1", "attn_scores / keys.shape[-1] ** 0.5", "attn_scores")
 # (bug, notebook, {public test: the notebook's check cell of the same test})
 SAME_IN_THE_NOTEBOOK = {
+    "scores of the embedding dimensions": (CASES["scores of the embedding dimensions (inputs.T @ inputs)"][:3],
+                                           "01_self_attention",
+                                           {"test_attention_scores_of_all_token_pairs": "test_attention_scores"}),
     "attention weights over dim 0": (CASES["attention weights over dim 0"][:3], "01_self_attention",
                                      {"test_attention_weights_rows_sum_to_one": "test_attention_weights",
                                       "test_context_vectors_of_all_tokens": "test_context_vectors"}),

@@ -55,6 +55,8 @@ def tmp(tmp_path, monkeypatch):
     folder.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(folder))
     monkeypatch.setenv("TMPDIR", str(folder))
+    # torch's cache folder is chosen (scratch.torch_cache): an engine made here makes none in the folder
+    monkeypatch.setenv(scratch.TORCH_CACHE_ENV, str(tmp_path / "torch-cache-of-this-test"))
     return folder
 
 
@@ -75,6 +77,50 @@ def dead_owner():
 def name(kind, pid, born, ns=None):
     ns = ns if ns is not None else os.readlink("/proc/self/ns/pid")[5:-1]
     return f"{kind}-{pid}.{born}.{ns}-"
+
+
+# a grading process that imports torch._dynamo (as the emulated GPU and a stand-in built on the meta
+# device do), then says what torch chose and what the temporary folder holds, and waits
+TORCH_USER = """
+import os, sys, tempfile
+from autograder import settings
+from autograder.engine import Engine
+Engine.open(settings.from_environment(), check=False, sandbox=object()).close()
+import torch._dynamo
+print(os.environ["TORCHINDUCTOR_CACHE_DIR"], *sorted(os.listdir(tempfile.gettempdir())), flush=True)
+sys.stdin.read()
+"""
+
+
+# not in the quick subset: each of its two processes imports torch and torch._dynamo (about 5 s of CPU)
+def test_torch_s_cache_folder_is_the_grader_s_own_and_goes_with_it(tmp_path):
+    """Expected: a grading process's `import torch._dynamo` makes no torchinductor_<user> folder in the
+    temporary folder: torch's cache is a torch-cache-<pid>.... folder of the process's own, mode 0700,
+    the only thing there; it is gone when the process exits, and when the process is killed with
+    SIGKILL the next engine's sweep removes it. Whatever torch cache the test's own process has."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != scratch.TORCH_CACHE_ENV}
+    env["TMPDIR"] = str(folder)
+    for ending in ("exit", "SIGKILL"):
+        process = subprocess.Popen([sys.executable, "-c", TORCH_USER], cwd=PROJECT_ROOT, env=env,
+                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            said = process.stdout.readline().split()  # the process's own word, once torch._dynamo is imported
+            assert len(said) == 2, f"{ending}: the temporary folder holds {said[1:]}, torch's cache is {said[:1]}"
+            cache, found = said
+            assert cache == str(folder / found) and found.startswith(f"torch-cache-{process.pid}."), said
+            assert stat.S_IMODE(os.stat(cache).st_mode) == 0o700
+            if ending == "SIGKILL":
+                os.kill(process.pid, signal.SIGKILL)
+            process.stdin.close()
+        finally:
+            process.wait(timeout=300)
+        if ending == "exit":
+            assert process.returncode == 0 and os.listdir(folder) == [], "the exiting process left its cache"
+        else:
+            assert process.returncode == -signal.SIGKILL and os.listdir(folder) == [found]
+            assert scratch.sweep(str(folder)) == [cache] and os.listdir(folder) == []
 
 
 # not in the quick subset: its grader process imports torch (about 4 s of CPU)

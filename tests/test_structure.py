@@ -180,3 +180,17 @@ def test_the_engine_grades_with_its_settings_and_keeps_the_environment_check(mon
     assert seen["seed"] == 99 and seen["environment_check"] == {"passed": True} and seen["sandbox"] is sandbox
     engine.close()  # a sandbox it did not start is its owner's to close
     assert engine.sandbox is None and not hasattr(sandbox, "environment_check")
+
+
+@pytest.mark.quick
+def test_the_batch_and_the_reports_import_no_torch():
+    """Expected: importing the batch, the reports and the grade records loads no torch (nor the runner): a
+    batch starts its fork server before this process imports torch, so the two imports overlap
+    (batch/workers.start_fork_servers), and a refusal comes before either (tests/test_cannot_isolate.py)."""
+    import subprocess
+    import sys
+
+    probe = ("import sys, autograder.batch, autograder.reports, autograder.scores, autograder.commands.batch; "
+             "print(sorted(m for m in ('torch', 'autograder.runner', 'autograder.grading') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.split("\n")[-2] == "[]", (done.stdout, done.stderr[-2000:])

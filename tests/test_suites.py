@@ -299,13 +299,15 @@ def test_the_snapshot_is_what_the_solutions_compute():
 
 
 @pytest.mark.quick
-def test_one_submission_grades_in_seconds(engine):
+def test_one_variant_gets_full_marks_with_every_part_timed(engine):
+    """Expected: the corpus's first variant scores TOTAL, and every part records the time it took (the
+    reports' per-part seconds). How long it takes is the benchmarks' to say (benchmarks/), never a test's:
+    a loaded machine is slower, and the grade must be the same (tests/test_graded_under_load.py)."""
     with tempfile.TemporaryDirectory() as tmp:
         folder = selftest.apply(VARIANTS[0], Path(tmp) / "submission")
         result = grade(engine, folder)
     assert result.score == TOTAL
-    # generous: about 1.5 s on an idle 2-core machine; a shared, loaded one can be several times slower
-    assert sum(p.seconds for p in result.parts.values()) < 30
+    assert all(p.seconds > 0 for p in result.parts.values()), {n: p.seconds for n, p in result.parts.items()}
 
 
 @pytest.mark.parametrize("got, want, expected", [

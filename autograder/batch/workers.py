@@ -197,7 +197,7 @@ def _pool(jobs: int, engine: Engine, doors: list[Sandbox]) -> ProcessPoolExecuto
     """jobs workers forked from here (the initializer's arguments are inherited, not pickled: the
     doors' sockets and the engine go as they are), each taking a slot and its door."""
     ctx = multiprocessing.get_context("fork")
-    slots = ctx.Queue()
+    slots = ctx.SimpleQueue()  # written at once: no feeder thread left running here when the workers fork
     for slot in range(jobs):
         slots.put(slot)
     return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,

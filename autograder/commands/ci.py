@@ -51,7 +51,7 @@ def run(args):
     outputs = [p for p in (args.json, args.comment) if p]
     for p in outputs:
         Path(p).resolve().parent.mkdir(parents=True, exist_ok=True)
-    from autograder import envcheck, grading, reports
+    from autograder import envcheck
     from autograder.commands import open_engine
     from autograder.submission import SubmissionError
 
@@ -59,6 +59,8 @@ def run(args):
         engine = open_engine(args)
     except envcheck.EnvironmentFailed as e:
         return not_graded(args, environ, e)
+    from autograder import grading, reports  # torch: after the fork server has started (or refused)
+
     with engine:
         try:
             grade = engine.grade(path)

@@ -20,13 +20,14 @@ def run(args):
     path = Path(args.path)
     if not path.exists():
         raise UsageError(f"{path}: no such file or folder")
-    from autograder import grading, reports
     from autograder.commands import open_engine
     from autograder.submission import SubmissionError
 
     # the reference first (EnvironmentFailed stops here); the fork server imports torch meanwhile.
     # The folders around the submission are out of its sight by the sandbox's mode (docs/sandbox.md)
     with open_engine(args) as engine:
+        from autograder import grading, reports  # torch: after the fork server has started (or refused)
+
         try:
             grade = engine.grade(path)
         except SubmissionError as e:

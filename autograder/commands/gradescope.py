@@ -176,7 +176,7 @@ def close_gradescope_folder(root):
 
 def _grade(root, args=None):
     """-> (results.json's content, the instructor's table for stdout)."""
-    from autograder import envcheck, reports
+    from autograder import envcheck
     from autograder.cli import settings_of
     from autograder.engine import Engine
     from autograder.submission import SubmissionError
@@ -191,7 +191,11 @@ def _grade(root, args=None):
     try:  # what of the Gradescope folder student code may see: docs/sandbox.md, "What each mode hides"
         engine = Engine.open(settings_of(args), manifest.rubric, chapter=manifest)
     except envcheck.EnvironmentFailed as e:  # nobody is charged for the grader's environment
+        from autograder import reports
+
         return reports.not_graded_results(envcheck.STUDENT_MESSAGE, e.record, gradescope=True), f"error: {e}"
+    from autograder import reports  # torch: after the fork server has started (or refused)
+
     with engine:
         try:
             grade = engine.grade(submission)

@@ -1,13 +1,13 @@
 """Reading back a stored record (what results_json wrote, as batch keeps it per student): its
-checks and parts as the reports read them, the same records a Grade holds (grading.ScoredCheck,
-grading.PartScore). Every report that reads records imports this module, never results_json, which
+checks and parts as the reports read them, the same records a Grade holds (scores.ScoredCheck,
+scores.PartScore). Every report that reads records imports this module, never results_json, which
 writes them: results_json.results_json is the one way from a Grade to a record, checks_of and parts_of
 the one way back."""
 from __future__ import annotations
 
 from typing import Any
 
-from autograder.grading import PartScore, ScoredCheck
+from autograder.scores import PartScore, ScoredCheck
 
 
 def checks_of(results: dict[str, Any]) -> list[ScoredCheck]:

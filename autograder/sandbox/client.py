@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autograder import PACKAGE_DIR, text
+from autograder import PACKAGE_DIR, scratch, text
 from autograder import settings as settings_mod
 from autograder.inside import isolation, protocol, syscalls
 from autograder.sandbox import cgroup, container, room
@@ -213,6 +213,10 @@ class Sandbox:
             else [sys.executable] + argv
         self.group = self._new_group()
         env = scrubbed_environment()
+        if not self.in_room and os.environ.get(scratch.TORCH_CACHE_ENV):
+            # beside the grader, its warm-up's `import torch._dynamo` would make torchinductor_sandbox in
+            # the shared /tmp (the room's /tmp is its own): the grader's cache folder (scratch.torch_cache)
+            env[scratch.TORCH_CACHE_ENV] = os.environ[scratch.TORCH_CACHE_ENV]
         if self.group:
             env["CH03_CGROUP_PROCS"] = " ".join(self.group.procs_files())
             command = ["/bin/sh", "-c", 'for f in $CH03_CGROUP_PROCS; do echo $$ > "$f"; done; exec "$@"',

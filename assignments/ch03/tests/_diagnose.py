@@ -138,6 +138,33 @@ def waits_for(book, what, causal=None, mha=None):
     return ""
 
 
+TOKENS_BY_DIMS = ("these are the dot products of the embedding dimensions with each other (inputs.T @ inputs, "
+                  "d_in x d_in), not of the tokens: each row of inputs is one token, so the scores are "
+                  "inputs @ inputs.T (num_tokens x num_tokens)")
+
+
+def score_mistakes(inputs):
+    """The usual wrong way to all the scores at once (3.3.2): the transpose on the wrong side."""
+    return [(inputs.T @ inputs, TOKENS_BY_DIMS)]
+
+
+KEEPDIMS = ("the softmax's maxima or sums lose their axis: np.max(z, axis=-1) and np.sum(e, axis=-1) have shape "
+            "(..., num_tokens), and broadcasting lines them up with the columns instead of the rows; keep the "
+            "axis with keepdims=True")
+
+
+def keepdims_mistakes(x, wq, wk, wv):
+    """A NumPy attention head (causal=False) whose softmax drops the reduced axis of its max, its sum or both:
+    on square scores nothing raises, the rows are normalised by other rows' numbers."""
+    q, k, v = x @ wq, x @ wk, x @ wv
+    scores = q @ k.swapaxes(-1, -2) / np.sqrt(wq.shape[-1])
+    found = []
+    for max_kept, sum_kept in ((False, True), (True, False), (False, False)):
+        e = np.exp(scores - np.max(scores, axis=-1, keepdims=max_kept))
+        found.append((torch.as_tensor(e / np.sum(e, axis=-1, keepdims=sum_kept) @ v), KEEPDIMS))
+    return found
+
+
 def softmax_dim_mistakes(scores):
     """The one usual mistake of attention weights without scaling (3.3): the softmax down the columns."""
     return [(torch.softmax(scores, dim=0), WRONG_DIM)]
@@ -437,8 +464,13 @@ class Check:
         differs from expected but matches one of them, the message is that explanation.
         """
         __tracebackhide__ = True
+        got = self.tensor(got, what)
+        if tuple(got.shape) != tuple(expected.shape):  # a known mistake of another shape is named first
+            why = self.diagnosis(got.to(expected.dtype), expected, mistakes)
+            if why:
+                self.fail(f"{what} is wrong: {why}")
         self.shape(got, expected.shape, what)
-        got = self.tensor(got, what).to(expected.dtype)
+        got = got.to(expected.dtype)
         if same(got, expected):
             return
         why = self.diagnosis(got, expected, mistakes)
@@ -487,8 +519,8 @@ class Check:
         except Exception:  # a module too far from the specification to recompute: no diagnosis
             return ""
 
-    def array_close(self, got, expected, what):
-        """The NumPy version of close: got must be an ndarray matching expected to 1e-4."""
+    def array_close(self, got, expected, what, mistakes=None):
+        """The NumPy version of close: got must be an ndarray matching expected to 1e-4 (mistakes: as close's)."""
         __tracebackhide__ = True
         if not isinstance(got, np.ndarray):
             self.fail(f"{what} should return a numpy array, got {type(got).__name__}")
@@ -496,4 +528,7 @@ class Check:
         if got.shape != expected.shape:
             self.fail(f"{what}: expected shape {expected.shape}, got {got.shape}")
         if not np.allclose(got, expected, atol=1e-4, rtol=0):
+            why = self.diagnosis(torch.as_tensor(got), torch.as_tensor(expected), mistakes)
+            if why:
+                self.fail(f"{what} is wrong: {why}")
             self.fail(f"{what} is wrong {first_difference(torch.as_tensor(got), torch.as_tensor(expected))}")

@@ -6,8 +6,10 @@
 
 Modules are imported by their plain names (`causal`, `mha`, ...) from the submission folder,
 fresh, so that a module of the same name imported earlier from somewhere else never stands in.
-A test that reaches code raising NotImplementedError fails with "not implemented yet: <what>"; a wrong
-result that matches a common mistake is named as that mistake (_diagnose.py), in one message.
+A test that reaches code raising NotImplementedError fails with "not implemented yet: <what>", one that
+reaches code raising another error with that error and the line of the submission that raised it (no
+traceback of the tests or of torch); a wrong result that matches a common mistake is named as that
+mistake (_diagnose.py), in one message.
 
 grader_versions.json (beside this file, written by the course's release) holds the Python, torch
 and NumPy versions the grader uses: the header of every run shows them, and a warning (never a
@@ -165,4 +167,21 @@ def pytest_runtest_call(item):
     except NotImplementedError as e:
         frame = traceback.extract_tb(e.__traceback__)[-1]
         missing = str(e) or f"{Path(frame.filename).name}, line {frame.lineno}, in {frame.name}"
-    pytest.fail(f"not implemented yet: {missing}", pytrace=False)
+        message = f"not implemented yet: {missing}"
+    except AssertionError:  # a test's own assert: pytest's message, as ever
+        raise
+    except Exception as e:  # raised in the student's code: the error and the student's line that raised it
+        message = raised_in_submission(e, item.config)
+    pytest.fail(message, pytrace=False)  # out of the except block: no chained error shown
+
+
+def raised_in_submission(error, config):
+    """'TypeError: ...' and where in the submission's modules it was raised (the last such line); the
+    test's own frames and the libraries' are left out (no fixture values, no torch internals)."""
+    folder = Path(config.getoption("submission") or HERE.parent).resolve()
+    said = f"{type(error).__name__}: {error}"
+    for frame in reversed(traceback.extract_tb(error.__traceback__)):
+        path = Path(frame.filename).resolve()
+        if path.parent == folder:
+            return f"{said}\n  raised in {path.name}, line {frame.lineno}, in {frame.name}: {(frame.line or '').strip()}"
+    return said
