@@ -2,6 +2,8 @@
 running anything. Notebooks are parsed as JSON; a malformed file or cell is an error naming the file
 and the cell; IPython magics and shell lines are commented out (they mean nothing to the grader).
 (Writing the notebooks: autograder.authoring.notebooks.)"""
+import ast
+import builtins
 import json
 import re
 from pathlib import Path
@@ -205,6 +207,7 @@ def extract_modules(source: Any, out_dir: str | Path, modules: Any = None,
             if module in found:
                 raise ValueError(f"{path}: a second solution cell for {module} (the first is in {origin[module][0]})")
             found[module], origin[module] = text, (path, cells[module])
+    found = with_earlier_cells_names(found, _modules(modules))
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for module, text in found.items():
@@ -212,6 +215,123 @@ def extract_modules(source: Any, out_dir: str | Path, modules: Any = None,
     if origins is not None:
         origins.update(origin)
     return list(found)
+
+
+def with_earlier_cells_names(sources: dict[str, str], order: Any) -> dict[str, str]:
+    """{module: code}, where a solution cell reads a class, function or variable that an earlier solution cell (an
+    earlier part in `order`, the chapter's) defines or assigns at its top level and never binds that name itself:
+    in the notebook's kernel the cells share one namespace, so the mha cell may use CausalAttention without `from
+    causal import CausalAttention`, and the book's `print(sa_v2(inputs))` at the end of the v2 cell reads the
+    `inputs` of the cell above. Such a cell gets that import on the line of its first statement, before it (the cell's line
+    numbers stay those of the module), where that is a simple statement (a docstring, an import); else (a class or
+    def first, a __future__ import) after its last line, which serves the names its functions read when called.
+    Read with ast, never run; a cell that does not parse is left as it is (its syntax error is its own part's)."""
+    defined: dict[str, tuple[str, bool]] = {}  # name -> (its module, whether a class or function)
+    out = dict(sources)
+    for module in [m for m in order if m in sources]:
+        try:
+            tree = ast.parse(sources[module])
+        except (SyntaxError, ValueError):
+            continue
+        bound, read = _bound_and_read(tree)
+        # a variable only where the cell's own top level reads it (its demo lines, run at import, which would
+        # raise NameError without it); one read in a function alone is left (an import of its cell would make
+        # this cell's import depend on that one's)
+        at_top = {node.id for statement in tree.body
+                  if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                  for node in ast.walk(statement) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
+        missing = sorted(name for name in (read - bound - set(dir(builtins))) & set(defined)
+                         if defined[name][1] or name in at_top)
+        text, shown = _without_other_cells_demo(sources[module], tree, bound | set(missing) | set(dir(builtins)))
+        if missing:
+            # a class or function imported by name; a variable (the book's `inputs`, `d_in`) assigned from its
+            # cell's module, so that the grader's reading still sees a module variable (a method reading it is
+            # suites/source_mistakes.GLOBAL_READ's mistake)
+            imports = "; ".join(f"from {defined[name][0]} import {name}" if defined[name][1] else
+                                f"import {defined[name][0]}; {name} = {defined[name][0]}.{name}" for name in missing)
+            text = _with_line(text, tree, imports)
+        out[module] = text
+        for node in tree.body:
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                defined.setdefault(node.name, (module, True))
+            for target in _assigned(node):
+                if node not in shown:
+                    defined.setdefault(target, (module, False))
+    return out
+
+
+def _without_other_cells_demo(text: str, tree: ast.Module, known: set[str]) -> tuple[str, list[ast.stmt]]:
+    """text with its top-level demo lines that read a name no solution cell gives it (the notebook's setup cell's
+    `book` or `heatmaps`, a scratch cell's variable: `print(softmax_naive(book["attn_scores_2"]))`) commented out,
+    as magics are: in the kernel they print or draw, graded they would raise NameError at import. A statement that
+    reads what such a line assigned goes with it; definitions and imports are never touched, nor a line shared with
+    another statement. known: the names the cell binds or is given. -> (text, the statements commented out)."""
+    lines = text.splitlines(keepends=True)
+    lost: set[str] = set()
+    shown: list[ast.stmt] = []
+    starts = [s.lineno for s in tree.body]
+    ends = [s.end_lineno or s.lineno for s in tree.body]
+    for i, statement in enumerate(tree.body):
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)):
+            continue
+        names = [n for n in ast.walk(statement) if isinstance(n, ast.Name)]
+        reads = {n.id for n in names if isinstance(n.ctx, ast.Load)}
+        if not (reads - known or reads & lost):
+            continue
+        first, last = starts[i], ends[i]
+        if (i and ends[i - 1] >= first) or (i + 1 < len(starts) and starts[i + 1] <= last) or statement.col_offset:
+            continue  # a line shared with another statement
+        for number in range(first - 1, last):
+            lines[number] = "# " + lines[number]
+        lost |= {n.id for n in names if not isinstance(n.ctx, ast.Load)}
+        shown.append(statement)
+    return "".join(lines), shown
+
+
+def _assigned(node: ast.stmt) -> list[str]:
+    """The plain names a top-level assignment binds (`inputs = ...`, `d_in, d_out = ...`, `x: int = 3`)."""
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+    return [name.id for target in targets for name in ast.walk(target) if isinstance(name, ast.Name)]
+
+
+SIMPLE = (ast.Expr, ast.Import, ast.ImportFrom, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Pass)
+
+
+def _with_line(text: str, tree: ast.Module, line: str) -> str:
+    """text with `line` (simple statements) before its first statement, on that statement's line, when that is a
+    simple statement starting the line and not a __future__ import; else after text's last line."""
+    first = tree.body[0] if tree.body else None
+    if isinstance(first, SIMPLE) and first.col_offset == 0 and \
+            not (isinstance(first, ast.ImportFrom) and first.module == "__future__"):
+        lines = text.splitlines(keepends=True)
+        lines[first.lineno - 1] = f"{line}; {lines[first.lineno - 1]}"
+        return "".join(lines)
+    return f"{text}{'' if text.endswith(chr(10)) else chr(10)}{line}\n"
+
+
+def _bound_and_read(tree: ast.Module) -> tuple[set[str], set[str]]:
+    """(every name the module binds anywhere: assigned, defined, imported, a parameter, global or nonlocal;
+    every name it reads)."""
+    bound: set[str] = set()
+    read: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
+        elif isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            bound.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            bound.update(node.names)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bound.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            bound.add(node.rest)
+    return bound, read
 
 
 # --- student notebooks without nbgrader -----------------------------------------------------------

@@ -11,6 +11,7 @@ import re
 
 CAUSES = {
     "unscaled": [r"scores are not scaled"],
+    "scores-of-embedding-dims": [r"inputs\.T @ inputs"],
     "scaled-by-d_k": [r"divided by d_k"],
     "scaled-by-d_in": [r"1/sqrt\(d_in\)"],
     "scaled-by-d_out": [r"sqrt\(d_out\)"],

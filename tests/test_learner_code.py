@@ -77,6 +77,35 @@ def engine_points(engine):
     return {name: {check: c.points for check, c in part.checks.items()} for name, part in rubric.parts.items()}
 
 
+# case -> (edits of the solutions, the part graded, {check: words of its message}): a learner's bug costs the
+# checks that observe it, each saying so, and no other (the other checks of its part keep their points)
+ONLY_ITS_CHECKS = {
+    # dropout left on in eval mode, right in training mode: causal_dropout_in_training_mode judged the training
+    # weights against one dropout draw of the eval run and said "puts weight on future tokens" (2 points more)
+    "dropout_on_in_eval_mode": ([("causal", "attn_weights = self.dropout(attn_weights)",
+                                  "attn_weights = torch.nn.functional.dropout(attn_weights, self.dropout.p, training=True)")],
+                                "causal", {"causal_dropout_off_in_eval_mode": "still active in eval mode"}),
+    "sdpa_dropout_p_in_eval_mode": ([("causal", """attn_scores = queries @ keys.transpose(1, 2)  # (b, num_tokens, num_tokens)
+        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+        attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)
+        attn_weights = self.dropout(attn_weights)
+        return attn_weights @ values""", """return torch.nn.functional.scaled_dot_product_attention(
+            queries, keys, values, is_causal=True, dropout_p=self.dropout.p)""")],
+                                    "causal", {"causal_dropout_off_in_eval_mode": "still active in eval mode"}),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ONLY_ITS_CHECKS))
+def test_a_bug_costs_the_checks_that_observe_it_and_no_other(engine, tmp_path, name, engine_points):
+    edits, part, lost = ONLY_ITS_CHECKS[name]
+    result = grade(engine, submission(tmp_path, *edits), [part])
+    got = failed(result, part)
+    assert sorted(got) == sorted(lost), got
+    for check, words in lost.items():
+        assert words in got[check], (check, got[check])
+    assert scores(result) == {part: FULL[part] - sum(engine_points[part][c] for c in lost)}
+
+
 def test_demo_code_at_import_in_every_module_costs_nothing(engine, tmp_path):
     """Item 2: the reference with `_demo = torch.rand(3)` and `torch.manual_seed(999)` at the end of every
     module (run at import, after which the grader seeds) gets every point."""

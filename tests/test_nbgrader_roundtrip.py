@@ -499,8 +499,11 @@ def test_feedback_holds_no_hidden_test(course, module_form):
     hidden_lines = region_lines("### BEGIN HIDDEN TESTS", "### END HIDDEN TESTS")
     names = hidden_check_names()
     # what only the instructor sees of a hidden check: the detail (values on hidden inputs)
+    # (a stub's "not implemented yet: simple_attention.softmax_naive", the public name of a stub's function, is no
+    # secret: mallory's stubs give it since her transformer line is commented out as magics are)
     secrets = [c.detail for grade in module_form.values() for c in grade.checks
-               if c.visibility != "visible" and not c.passed and len(c.detail) > 30]
+               if c.visibility != "visible" and not c.passed and len(c.detail) > 30
+               and not c.detail.startswith("not implemented yet: ")]
     assert len(hidden_lines) > 50 and names and secrets
     visible_lines = {line.strip() for cell in cells_of(SOURCE / NOTEBOOKS[1])
                      if nbgrader_meta(cell).get("grade_id", "").startswith("test_") for line in text(cell).splitlines()}
@@ -535,9 +538,10 @@ def test_input_transformers_in_solution_cells_change_nothing(course, module_form
     assert recorded["simple_attention"] == 0
     assert recorded["numpy_attention"] == module_form["carol"].parts["numpy_attention"].score < 10
     shown = report(score_cell(course, "mallory", NOTEBOOKS[0], "simple_attention"))
-    assert "get_ipython" in shown
-    # the module is the notebook's cell: the report names the cell, never simple_attention.py
-    assert f"the solution cell 'simple_attention' of {NOTEBOOKS[0]} does not import: NameError" in shown, shown
+    # the transformer's line reads IPython's get_ipython, a name no solution cell gives, at the cell's top level:
+    # commented out as magics are (submitted_notebooks.with_earlier_cells_names); the stubs under it score what
+    # stubs score, and the report speaks of the cell's functions, never of simple_attention.py
+    assert "not implemented yet" in shown, shown
     assert "simple_attention.py" not in shown, shown
 
 

@@ -180,6 +180,39 @@ def test_a_slow_import_is_the_modules_own_time_a_sleep_in_forward_is_charged(eng
     assert in_forward.problem == "the causal process " + vocabulary.IDLE.format(seconds=client.PartChild.IDLE_AFTER_HIDDEN)
 
 
+def _edited(folder, module, find, replace):
+    path = folder / f"{module}.py"
+    source = path.read_text()
+    assert source.count(find) == 1, (module, find)
+    path.write_text(source.replace(find, replace))
+
+
+@pytest.mark.skipif(not client.plan()["room"], reason="this machine cannot build the sandbox")
+def test_a_slow_import_of_mha_costs_nothing_where_its_checks_run_again_on_its_own_causal(engine, tmp_path):
+    """Principle 4, where mha uses the grader's classes (causal.py is wrong: scaled by d_k): a failed mha check is
+    run again with the student's own causal (runner/check.run_dependent_check), which imported mha.py again after
+    a hidden input. mha.py sleeping 3 s at import, with one bug of its own (dropout never applied), lost 7 of mha's
+    22 points at c3f6e03 (its dropout check's 2, then 'timed out: it waited or slept' for the 5 checks after it)
+    where the same code without the sleep loses 2. Now the part's module is imported with the student's own causal
+    before the stand-ins come and the child keeps each set of modules (inside/child.substitute): 2 lost, the
+    dropout check's, in its own words."""
+    rubric, suites, sandbox = engine
+    scores = {}
+    for sleepy in (False, True):
+        folder = tmp_path / f"sleepy-{sleepy}"
+        shutil.copytree(PROJECT_ROOT / "solutions" / "ch03", folder, ignore=shutil.ignore_patterns("__pycache__"))
+        _edited(folder, "causal", "torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)",
+                "torch.softmax(attn_scores / keys.shape[-1], dim=-1)")
+        _edited(folder, "mha", "        attn_weights = self.dropout(attn_weights)\n", "")
+        if sleepy:
+            _edited(folder, "mha", "import torch\n", "import time\n\nimport torch\n\ntime.sleep(3)\n")
+        grade = grading.grade_submission(folder, rubric, suites, sandbox, seed=1, parts=["causal", "mha"], figures=False)
+        scores[sleepy] = (grade.parts["mha"].score, [(c.name, c.message) for c in grade.checks
+                                                     if c.part == "mha" and not c.passed])
+    assert scores[False][0] == 20 and [name for name, _ in scores[False][1]] == ["mha_causal_and_dropout"], scores[False]
+    assert scores[True] == scores[False], scores[True]
+
+
 def _medium_precision_changes_a_float32_product():
     """Whether torch.set_float32_matmul_precision("medium") changes a float32 product on this machine's CPU
     (bf16 where the CPU has it: the course's Xeon does; elsewhere it may change nothing)."""

@@ -251,7 +251,8 @@ class GradeInSandbox(NbGraderPreprocessor):
                 modules[module] = code
                 if module in theirs:
                     cells[module] = theirs[module]
-        return modules, problem
+        # a cell may read what an earlier solution cell defines, as in the kernel (submitted_notebooks.py)
+        return submitted_notebooks.with_earlier_cells_names(modules, chapter_parts(self.chapter)), problem
 
     def _grade(self, modules, parts, resources, cells=None):
         """Grade the modules on the parts of the rubric in the sandbox -> (grade, the parts graded);

@@ -301,20 +301,31 @@ def student_modules():
 
 
 SUBSTITUTED: set[str] = set()  # names of the chapter's modules the grader's own code stands in for (substitute())
+# the modules loaded under each set of stand-ins (() : the student's own code alone), kept when substitute()
+# changes the set: going back to a set puts its modules back instead of importing them again, which would
+# come after a hidden input (a failed check run again on the student's own code, runner/check.py; a module
+# that sleeps at import would be charged there). The grader imports the part's module before the first
+# stand-ins come (runner/attempts.with_dependencies). A child that held stand-ins takes no other part.
+LOADED: dict[tuple[str, ...], dict[str, Any]] = {}
 
 
 def substitute(stand_ins):
     """The grader's classes (as stand-ins: data and a door to the grader, stand_in.py) for each module
     of stand_ins ({module name: {class name: signature}}, in import order) from now on, in place of
     the student's; {} gives the student's back. Every student module leaves sys.modules first, so
-    that those imported next import the modules in place now."""
+    that those imported next import the modules in place now; the modules loaded under this set of
+    stand-ins before (LOADED) come back as they were."""
     leaving = {id(m) for m in student_modules()}
-    for name in [n for n, m in list(sys.modules.items()) if id(m) in leaving]:
+    names = [n for n, m in list(sys.modules.items()) if id(m) in leaving]
+    LOADED.setdefault(tuple(sorted(SUBSTITUTED)), {}).update({n: sys.modules[n] for n in names})
+    for name in names:
         del sys.modules[name]
     SUBSTITUTED.clear()
+    kept = LOADED.get(tuple(sorted(stand_ins)), {})
     for name, classes in stand_ins.items():
-        sys.modules[name] = stand_in.make_module(name, classes)
+        sys.modules[name] = kept[name] if name in kept else stand_in.make_module(name, classes)
         SUBSTITUTED.add(name)
+    sys.modules.update({n: m for n, m in kept.items() if n not in SUBSTITUTED})
     return sorted(SUBSTITUTED)
 
 

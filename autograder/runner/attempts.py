@@ -95,7 +95,7 @@ def _attempt(place: Place, turn: Turn, fixtures: Fixtures) -> tuple[str, bool]:
     assert place.child is not None
     import_first = import_first and not place.child.saw_hidden
     place.child.saw_hidden = place.child.saw_hidden or (hidden and not import_first)
-    student, found = with_dependencies(place, run.part, limits)
+    student, found = with_dependencies(place, run.part, limits, import_own=import_first)
     child = place.child
     assert child is not None
     student.charge_to(run.ledger)
@@ -152,10 +152,14 @@ def _ended(child: PartChild) -> str:
     return vocabulary.death(child) if child.saw_hidden else child.died
 
 
-def with_dependencies(place: Place, part: str, limits: Limits) -> tuple[Student, dict[str, str]]:
+def with_dependencies(place: Place, part: str, limits: Limits,
+                      import_own: bool = False) -> tuple[Student, dict[str, str]]:
     """The part's Student on the place's child, with the grader's own code in place of each part it
     uses that is not right on its own (suites/dependencies.py) -> (student, {module: verdict}). A probe
-    that ran past its time ended the child: the part goes on in a fresh one (the place's)."""
+    that ran past its time ended the child: the part goes on in a fresh one (the place's).
+    import_own: the part's module, with the student's own modules under it, is imported before the
+    stand-ins come (the child keeps them: inside/child.substitute), so that a failed check run again on
+    the student's own code (check.run_dependent_check) imports nothing after a hidden input (IMPORT_IDLE)."""
     submission, child = place.submission, place.child
     assert child is not None
     student = Student(child, submission.attributes, submission.folder, submission.files, submission.cells)
@@ -169,6 +173,9 @@ def with_dependencies(place: Place, part: str, limits: Limits) -> tuple[Student,
         student = Student(child, submission.attributes, submission.folder, submission.files, submission.cells)
     student.verdicts = dict(found)
     stand_ins = dependencies.substitutes(found)
+    if stand_ins and import_own and not child.died and {"wrong", "raises"} & set(found.values()) \
+            and not {"hangs", dependencies.LEAVES} & set(found.values()):
+        _import(student, part)
     if stand_ins and not child.died:
         try:
             student.substitute(stand_ins)

@@ -351,6 +351,17 @@ def assert_unchanged(before, after, what):
 
 # ---------------------------------------------------------------- dropout, judged by statistics
 
+def dropped_out(got, reference, p):
+    """Is got one dropout draw of reference: some weights zeroed, every other one reference / (1 - p)?"""
+    if got.shape != reference.shape or not torch.isfinite(got).all():
+        return False
+    got, reference = got.double(), reference.double()
+    zero = got.abs() <= 1e-6
+    kept = ~zero
+    return bool((zero & (reference.abs() > 1e-6)).any()) and \
+        bool(((got[kept] - reference[kept] / (1 - p)).abs() <= 1e-4 / (1 - p)).all())
+
+
 def dropout_verdict(train, reference, p, what, lower_triangle=None, again=None):
     """Judge training-mode weights against the eval weights: every weight 0 or eval / (1 - p), a
     fresh mask per sequence and per call (again: the same call repeated), and about a fraction p of

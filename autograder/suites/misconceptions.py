@@ -57,7 +57,8 @@ def weights(scores, d_k, causal, *, divide_by=None, dim=-1, mask="-inf", diagona
     divide_by: what the scores are divided by (right: sqrt(d_k)); dim: the softmax dim (right: -1);
     mask: "-inf" (right), "zero" (future scores set to 0), "after" (future weights zeroed after the
     softmax, rows not renormalized), "after-inf" (future weights set to -inf after the softmax),
-    "none" (no mask), "inverted" (the past hidden, the future kept);
+    "none" (no mask), "inverted" (the past hidden, the future kept), "added" (the 0/1 mask added to the
+    scaled scores, as scaled_dot_product_attention does with a float attn_mask);
     diagonal: the triu offset of the mask (right: 1);
     scale_after: divide the weights, not the scores.
     """
@@ -66,6 +67,8 @@ def weights(scores, d_k, causal, *, divide_by=None, dim=-1, mask="-inf", diagona
     T = scores.shape[-1]
     if causal and mask in ("-inf", "zero"):
         s = s.masked_fill(future(T, diagonal), float("-inf") if mask == "-inf" else 0.0)
+    if causal and mask == "added":
+        s = s + future(T, diagonal).to(s.dtype)
     if mask == "inverted" and causal:
         s = s.masked_fill(~future(T, diagonal), float("-inf"))
     w = torch.softmax(s, dim=dim)
@@ -89,7 +92,8 @@ SOFTMAX_OVER_HEADS = ("the softmax runs over the wrong dim (dim=1: across the he
                       "num_tokens, num_tokens)): use dim=-1")
 # a 2-D bool mask used as an index of batched scores (scores[mask] = -inf): it indexes the leading dims
 BOOL_INDEX = ("a 2-D bool mask used as an index (scores[mask] = ...) applies to the first two dims of batched scores, "
-              "not the last two: write scores[..., mask] = -inf, or scores.masked_fill(mask, -inf)")
+              "not the last two: write scores[..., mask] = -inf, or scores.masked_fill(mask, -inf) (np.where(mask, "
+              "-np.inf, scores) in NumPy)")
 # the future weights zeroed after the softmax, the rows left summing to less than 1
 AFTER_SOFTMAX = ("the mask is applied after the softmax without renormalizing: after zeroing the future weights, divide "
                  "each row by its sum (or mask the scores with -inf before the softmax)")
@@ -103,6 +107,25 @@ AFTER_SOFTMAX_INF = ("the mask is applied after the softmax: the future weights 
 # the allowed positions (the book's tril mask of 3.5.1) filled with -inf, as if they were the future
 INVERTED = ("the mask is inverted: it hides the past and keeps the future; the positions filled with -inf must be "
             "those above the diagonal (triu(..., diagonal=1), or a tril mask where it is 0)")
+# `d_k ** 1/2`: ** binds tighter than /, so `scores / d_k ** 1/2` divides by 2 * d_k and a scale d_k ** 1/2 kept
+# apart is d_k / 2 (right only where d_k is 4)
+POWER_PRECEDENCE = ("`d_k ** 1/2` is not the square root: ** binds tighter than /, so it is (d_k ** 1) / 2 and "
+                    "`scores / d_k ** 1/2` divides by 2 * d_k; write d_k ** 0.5 (or math.sqrt(d_k))")
+
+
+# the book's 0/1 float mask handed to scaled_dot_product_attention as attn_mask: a float mask is added to the
+# scores (0 or 1 more), a bool one says where attention may look (True: may attend)
+MASK_ADDED = ("the 0/1 mask is added to the scores instead of hiding them: scaled_dot_product_attention adds a float "
+              "attn_mask to the scaled scores; pass a bool mask that is True where a token may look (~mask.bool()), "
+              "or is_causal=True")
+
+
+def power_precedence(d_k):
+    """What `d_k ** 1/2` makes the scores divided by: 2 * d_k (written inline), d_k / 2 (a scale kept apart) where
+    that is neither 1 (no scaling) nor sqrt(d_k) (right)."""
+    return [2.0 * d_k] + ([d_k / 2] if d_k not in (1, 2, 4) else [])
+
+
 # the heads put back with head_dim before num_heads: each head's values are scattered over the output
 MERGED_OUT_OF_ORDER = ("the heads are merged in the wrong order: bring the context to (b, num_tokens, num_heads, "
                        "head_dim) with .transpose(1, 2) before the view to (b, num_tokens, d_out), so that each "
@@ -130,6 +153,7 @@ def weight_mistakes(scores, d_k, causal, d_in=None):
         out.append((weights(scores, d_k, causal, divide_by=math.sqrt(T)), BY_NUM_TOKENS))
     if scores.dim() >= 3:  # a batch: context_vector's softmax(dim=0) runs over the sequences
         out.append((weights(scores, d_k, causal, dim=0), SOFTMAX_OVER_BATCH))
+    out += [(weights(scores, d_k, causal, divide_by=by), POWER_PRECEDENCE) for by in power_precedence(d_k)]
     if d_in is not None and d_in != d_k:
         out.append((weights(scores, d_k, causal, divide_by=math.sqrt(d_in)),
                     "the scores are scaled by 1/sqrt(d_in), the input dimension: scale by 1/sqrt(d_k), "
@@ -142,6 +166,7 @@ def weight_mistakes(scores, d_k, causal, d_in=None):
             (weights(scores, d_k, causal, mask="after"), AFTER_SOFTMAX),
             (weights(scores, d_k, causal, mask="after-inf"), AFTER_SOFTMAX_INF),
             (weights(scores, d_k, causal, mask="inverted"), INVERTED),
+            (weights(scores, d_k, causal, mask="added"), MASK_ADDED),
             (weights(scores, d_k, causal, diagonal=0), HIDES_DIAGONAL),
             (weights(scores, d_k, causal, diagonal=2), SEES_NEXT),
         ]
@@ -239,6 +264,8 @@ def multi_head_mistakes(x, state, num_heads):
     ]
     if x.shape[1] not in (1, d_out // num_heads):
         out.append((multi_head(x, state, num_heads, divide_by=math.sqrt(x.shape[1])), BY_NUM_TOKENS))
+    out += [(multi_head(x, state, num_heads, divide_by=by), POWER_PRECEDENCE)
+            for by in power_precedence(d_out // num_heads)]
     if num_heads > 1:
         out.append((multi_head(x, state, num_heads, divide_by=math.sqrt(d_out)),
                     "the scores are scaled by 1/sqrt(d_out): each head has head_dim = d_out // num_heads "
@@ -246,6 +273,7 @@ def multi_head_mistakes(x, state, num_heads):
     for options, why in ((dict(mask="none"), "no causal mask is applied in the heads: every score above the diagonal "
                                              "must become -inf before the softmax (self.mask[:num_tokens, :num_tokens])"),
                          (dict(mask="inverted"), INVERTED),  # the past hidden, the future seen
+                         (dict(mask="added"), MASK_ADDED),
                          (dict(dim=-2), "the softmax runs over the wrong dim: use dim=-1"),
                          (dict(dim=1), SOFTMAX_OVER_HEADS),
                          (dict(dim=0), SOFTMAX_OVER_BATCH),
@@ -380,6 +408,12 @@ def setting_changed(changed, error):
     return ""
 
 
+# an import of a module the grading environment does not have (which one is the child's text: never quoted)
+NOT_INSTALLED = ("your code imports a module that is not there where it is graded: only Python's standard library, "
+                 "torch, NumPy and the files you handed in are (a package such as scipy, or a file of yours not "
+                 "handed in?)")
+
+
 def error_diagnosis(error, signature=""):
     """The misconception behind a StudentError, in the grader's words ('' when none is recognized).
 
@@ -408,8 +442,11 @@ def error_diagnosis(error, signature=""):
     if error.kind == "ValueError" and re.search(r"truth value of an array with more than one element", text) or \
             error.kind == "RuntimeError" and re.search(r"Boolean value of Tensor with more than one value", text):
         return ARRAY_AS_CONDITION
-    if error.kind == "IndexError" and re.search(r"shape of the mask .{0,40} does not match the shape of the indexed", text):
+    if error.kind == "IndexError" and re.search(r"shape of the mask .{0,40} does not match the shape of the indexed|"
+                                                r"boolean index did not match indexed array", text):  # torch's, NumPy's
         return BOOL_INDEX
+    if error.kind == "ModuleNotFoundError":
+        return NOT_INSTALLED
     if error.kind == "RuntimeError" and re.search(r"masked_fill_? only supports boolean masks", text):
         return FLOAT_MASK
     if error.kind == "RuntimeError" and re.search(r"does not require grad and does not have a grad_fn", text):
