@@ -1,6 +1,7 @@
 """Hidden checks for weight_transfer.py (Exercise 3.1): copy SelfAttention_v2's nn.Linear weights into v1.
 
-The transfer is judged by what it does: afterwards sa_v1 must hold sa_v2's weights (transposed) and
+The transfer is judged by what it does: afterwards sa_v1 must hold sa_v2's weights (transposed, or as they
+are where sa_v1 itself computes as nn.Linear does: its own mistake) and
 compute what sa_v2 computes, seen through sa_v1's outputs, or, where SelfAttention_v1 itself is wrong or
 raises (graded in its own part), through the weights the transfer wrote. What the modules hold is read
 from their registries (RemoteObject.registered), never through a method the student's code could
@@ -99,14 +100,16 @@ def v2_weights(v2):
 
 def holds_the_weights(v1, holds, v2_state):
     """Are sa_v1's matrices (its registered parameters; where it registers none, its tensors under the
-    specified names) exactly sa_v2's three weights, transposed, one each, whatever its names and order?
+    specified names) exactly sa_v2's three weights, one each, whatever its names and order? Transposed,
+    or as they are where sa_v1's own forward reads its matrices as nn.Linear does (a SelfAttention_v1
+    storing (d_out, d_in): its mistake, graded in its own part; the caller has seen sa_v1's outputs match).
     A copy kept anywhere else (a buffer, a fourth parameter) while sa_v1 computes otherwise is not the
     transfer."""
     mine = list(holds["parameters"].values()) or list(v1_matrices(v1, holds).values())
     weights = [v2_state.get(f"{name}.weight") for name in QKV]
     if len(mine) != len(weights) or any(w is None for w in weights):
         return False
-    return any(all(close(m, w.T) for m, w in zip(order, weights, strict=True))
+    return any(all(close(m, w.T) or close(m, w) for m, w in zip(order, weights, strict=True))
                for order in itertools.permutations(mine))
 
 
