@@ -58,7 +58,9 @@ def weights(scores, d_k, causal, *, divide_by=None, dim=-1, mask="-inf", diagona
     mask: "-inf" (right), "zero" (future scores set to 0), "after" (future weights zeroed after the
     softmax, rows not renormalized), "after-inf" (future weights set to -inf after the softmax),
     "none" (no mask), "inverted" (the past hidden, the future kept), "added" (the 0/1 mask added to the
-    scaled scores, as scaled_dot_product_attention does with a float attn_mask);
+    scaled scores, as scaled_dot_product_attention does with a float attn_mask), "allowed" (the future
+    mask given to scaled_dot_product_attention as a bool attn_mask, which marks where a token may look:
+    inverted, and a row with nothing to look at all 0, as its softmax makes it);
     diagonal: the triu offset of the mask (right: 1);
     scale_after: divide the weights, not the scores.
     """
@@ -69,9 +71,11 @@ def weights(scores, d_k, causal, *, divide_by=None, dim=-1, mask="-inf", diagona
         s = s.masked_fill(future(T, diagonal), float("-inf") if mask == "-inf" else 0.0)
     if causal and mask == "added":
         s = s + future(T, diagonal).to(s.dtype)
-    if mask == "inverted" and causal:
+    if mask in ("inverted", "allowed") and causal:
         s = s.masked_fill(~future(T, diagonal), float("-inf"))
     w = torch.softmax(s, dim=dim)
+    if mask == "allowed" and causal:
+        w = torch.nan_to_num(w, nan=0.0)
     if scale_after:
         w = w / divide_by
     if causal and mask in ("after", "after-inf"):
@@ -118,6 +122,12 @@ POWER_PRECEDENCE = ("`d_k ** 1/2` is not the square root: ** binds tighter than 
 MASK_ADDED = ("the 0/1 mask is added to the scores instead of hiding them: scaled_dot_product_attention adds a float "
               "attn_mask to the scaled scores; pass a bool mask that is True where a token may look (~mask.bool()), "
               "or is_causal=True")
+
+
+# the book's future mask (True above the diagonal) handed to scaled_dot_product_attention as a bool attn_mask,
+# where True means "may attend": the future is attended to, the past and the token itself hidden
+MASK_ALLOWED = ("the bool mask is inverted for scaled_dot_product_attention: its attn_mask is True where a token MAY "
+                "look, the opposite of masked_fill's; pass ~mask (the past and the token itself), or is_causal=True")
 
 
 def power_precedence(d_k):
@@ -167,6 +177,7 @@ def weight_mistakes(scores, d_k, causal, d_in=None):
             (weights(scores, d_k, causal, mask="after-inf"), AFTER_SOFTMAX_INF),
             (weights(scores, d_k, causal, mask="inverted"), INVERTED),
             (weights(scores, d_k, causal, mask="added"), MASK_ADDED),
+            (weights(scores, d_k, causal, mask="allowed"), MASK_ALLOWED),
             (weights(scores, d_k, causal, diagonal=0), HIDES_DIAGONAL),
             (weights(scores, d_k, causal, diagonal=2), SEES_NEXT),
         ]
@@ -274,6 +285,7 @@ def multi_head_mistakes(x, state, num_heads):
                                              "must become -inf before the softmax (self.mask[:num_tokens, :num_tokens])"),
                          (dict(mask="inverted"), INVERTED),  # the past hidden, the future seen
                          (dict(mask="added"), MASK_ADDED),
+                         (dict(mask="allowed"), MASK_ALLOWED),
                          (dict(dim=-2), "the softmax runs over the wrong dim: use dim=-1"),
                          (dict(dim=1), SOFTMAX_OVER_HEADS),
                          (dict(dim=0), SOFTMAX_OVER_BATCH),

@@ -122,8 +122,9 @@ def softmax_weights(scores, d_k, causal, scale=None, dim=-1, mask="-inf", offset
 
     scale: the factor on the scores (right: 1/sqrt(d_k)); dim: the softmax dim (right: -1);
     mask (causal only): "-inf" before the softmax (right), "zero" (masked scores set to 0),
-    "after" (future weights zeroed after the softmax), "inverted" (the past hidden), "none"; offset: where the
-    mask starts.
+    "after" (future weights zeroed after the softmax), "inverted" (the past hidden), "allowed" (the mask handed
+    to scaled_dot_product_attention as a bool attn_mask: inverted, and a row with nothing to look at all 0),
+    "none"; offset: where the mask starts.
     """
     factor = 1 / math.sqrt(d_k) if scale is None else scale
     hidden = above_diagonal(scores.shape[-1], offset)
@@ -132,9 +133,11 @@ def softmax_weights(scores, d_k, causal, scale=None, dim=-1, mask="-inf", offset
         s = s.masked_fill(hidden, -math.inf)
     elif causal and mask == "zero":
         s = s.masked_fill(hidden, 0.0)
-    elif causal and mask == "inverted":
+    elif causal and mask in ("inverted", "allowed"):
         s = s.masked_fill(~hidden, -math.inf)
     weights = s.softmax(dim)
+    if causal and mask == "allowed":
+        weights = torch.nan_to_num(weights, nan=0.0)
     return weights.masked_fill(hidden, 0.0) if causal and mask == "after" else weights
 
 
@@ -151,6 +154,8 @@ MASK_AFTER = ("the future weights are zeroed after the softmax, so the rows no l
               "scores with -inf before the softmax")
 DIAGONAL = ("the mask hides too much: the diagonal (each token itself) is masked too; only the entries "
             "above the diagonal are the future (triu with diagonal=1)")
+SDPA_BOOL = ("the mask is inverted for scaled_dot_product_attention: its bool attn_mask is True where a token MAY "
+             "look, the opposite of masked_fill's; pass ~mask, or is_causal=True")
 INVERTED = ("the mask is inverted: it marks each token and its past; it must be True above the diagonal only "
             "(the future)")
 TOO_LITTLE = ("the mask hides too little: the token right after each one is not masked (triu with diagonal=1, "
@@ -257,7 +262,8 @@ def weight_mistakes(scores, d_k, causal):
         found += [(softmax_weights(scores, d_k, causal, mask="none"), NO_MASK),
                   (softmax_weights(scores, d_k, causal, mask="zero"), ZERO_FILL),
                   (softmax_weights(scores, d_k, causal, mask="after"), MASK_AFTER),
-                  (softmax_weights(scores, d_k, causal, offset=0), DIAGONAL)]
+                  (softmax_weights(scores, d_k, causal, offset=0), DIAGONAL),
+                  (softmax_weights(scores, d_k, causal, mask="allowed"), SDPA_BOOL)]
     return found
 
 
@@ -352,6 +358,7 @@ def multi_head_mistakes(module, x, num_heads):
         (dict(mask="after"), MASK_AFTER),
         (dict(offset=0), DIAGONAL),
         (dict(mask="inverted"), INVERTED),
+        (dict(mask="allowed"), SDPA_BOOL),
         (dict(split="reshape", merge="reshape"), SPLIT_AND_MERGE),
         (dict(split="reshape"), "the heads are split without a transpose: view the projections as (b, num_tokens, "
                                 "num_heads, head_dim), then .transpose(1, 2)"),
