@@ -10,11 +10,14 @@ at the fork leaves the child that lock held for ever): one_thread_here() says wh
 slots' queue is written at once (SimpleQueue: no feeder thread left running)."""
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import multiprocessing.util
 import os
 import threading
+from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from autograder.engine import Engine, one_thread
@@ -86,3 +89,15 @@ def fork_pool(jobs: int, engine: Engine, doors: list[Sandbox]) -> ProcessPoolExe
         slots.put(slot)
     return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker,
                                initargs=(slots, list(doors), engine, os.getpid()))
+
+
+@contextmanager
+def frozen() -> Iterator[None]:
+    """Every object this process holds set apart from the garbage collector while workers are forked from
+    it and run (a collection in a forked worker would walk, and so copy, every object of the parent's:
+    torch's, matplotlib's); put back afterwards, for a caller that goes on (the ci command, tests)."""
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()

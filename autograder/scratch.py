@@ -33,6 +33,7 @@ import os
 import re
 import shutil
 import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -113,8 +114,6 @@ def torch_cache() -> str | None:
     me = os.getpid()
     if me in _TORCH_CACHE:
         return _TORCH_CACHE[me]
-    import sys
-
     if os.environ.get(TORCH_CACHE_ENV) or "torch._dynamo" in sys.modules:
         return None
     try:

@@ -5,7 +5,6 @@ grades.csv, regrades.csv, the feedback of every changed grade of record; reports
 the summary (summary.py)."""
 from __future__ import annotations
 
-import gc
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -19,7 +18,7 @@ from autograder.batch.workers import Grading, check_environment, grade_all
 from autograder.course import lateness, regrades
 from autograder.course.gradebook import Gradebook
 from autograder.engine import Engine
-from autograder.pool import start_fork_servers, stop_fork_servers
+from autograder.pool import frozen, start_fork_servers, stop_fork_servers
 from autograder.reports import class_report, plots
 from autograder.sandbox import container
 from autograder.settings import Settings, from_environment
@@ -72,14 +71,10 @@ def run_batch(folder: str | Path, out: str | Path, jobs: int = 2, force: bool = 
                 store(book, out, student, Stamp(fingerprint, grader, None if same else "not graded", run),
                       reports.broken_results(rubric, problem), problem)
         # the workers are forked from here: what they use is imported first (matplotlib for their
-        # pictures: grade_all), and a garbage collection there would walk (and so copy) every object this
-        # process holds, torch's and matplotlib's included, unless they are set apart first
+        # pictures: grade_all), and what this process holds is set apart from the collector (pool.frozen)
         plots.warm_up()
-        gc.freeze()
-        try:
+        with frozen():
             graded = grade_all(todo, jobs, Grading(engine, book, out, grader, run, doors, progress))
-        finally:
-            gc.unfreeze()  # a caller that goes on (the ci command, tests) collects as before
     finally:
         stop_fork_servers(doors)
         students = None if found is None else [student for student, _, _ in found]

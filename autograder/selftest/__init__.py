@@ -317,13 +317,8 @@ def run_all(entries, jobs=1, rubric_path=None, progress=None, all_parts=False, s
         with scratch.folder("selftest", f"{entry.id}-") as tmp:
             apply(entry, tmp, manifest.solutions)
     if jobs <= 1:
-        outcomes = []
         with Engine.open(settings, rubric_path, check=False, slot=1, chapter=manifest) as engine:
-            for entry in entries:
-                outcomes.append(run_entry(entry, engine, all_parts))
-                if progress:
-                    progress(outcomes[-1])
-        return outcomes
+            return _shown((run_entry(entry, engine, all_parts) for entry in entries), progress)
     if pool.one_thread_here():
         # fork: this process runs no other thread (pool.one_thread_here), so no lock is held at the
         # fork; one fork server for every worker, and torch imported once, here, while it starts
@@ -337,20 +332,23 @@ def run_all(entries, jobs=1, rubric_path=None, progress=None, all_parts=False, s
         slots.put(slot)
     with ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_spawned,
                              initargs=(slots, settings, rubric_path, manifest)) as executor:
-        outcomes = []
-        for outcome in executor.map(_run_spawned, entries, [all_parts] * len(entries)):
-            outcomes.append(outcome)
-            if progress:
-                progress(outcome)
-    return outcomes
+        return _shown(executor.map(_run_spawned, entries, [all_parts] * len(entries)), progress)
+
+
+def _shown(outcomes, progress):
+    """[Outcome], in the entries' order, each handed to progress (when given) as it comes."""
+    kept = []
+    for outcome in outcomes:
+        kept.append(outcome)
+        if progress:
+            progress(outcome)
+    return kept
 
 
 def _run_forked_pool(entries, jobs, rubric_path, progress, all_parts, settings, manifest):
     """run_all's workers forked from this process, as a batch's (pool.fork_pool): one fork server with a
     door per worker, started before this process imports torch (the rubric's suites); each worker's
     engine (Engine.for_worker) inherits this one's rubric and suites."""
-    import gc
-
     from autograder import pool
     from autograder.engine import Engine
 
@@ -363,21 +361,10 @@ def _run_forked_pool(entries, jobs, rubric_path, progress, all_parts, settings, 
         engine.load_rubric()
         if doors:  # refuses at once where the fork server fails at its start (what Engine.open checks)
             doors[0].serving()
-        # a garbage collection in a worker would walk (and so copy) every object this process holds,
-        # torch's included, unless they are set apart first
-        gc.freeze()
-        try:
-            with pool.fork_pool(workers, engine, doors) as executor:
-                outcomes = []
-                for outcome in executor.map(_run_forked, entries, [all_parts] * len(entries)):
-                    outcomes.append(outcome)
-                    if progress:
-                        progress(outcome)
-        finally:
-            gc.unfreeze()
+        with pool.frozen(), pool.fork_pool(workers, engine, doors) as executor:
+            return _shown(executor.map(_run_forked, entries, [all_parts] * len(entries)), progress)
     finally:
         pool.stop_fork_servers(doors)
-    return outcomes
 
 
 def summary(outcomes):

@@ -104,10 +104,15 @@ def pytest_sessionstart(session):
         reporter.write_line(message, yellow=True)
 
 
+def submission_folder(config):
+    """The folder of the modules under test: --submission, else the folder above this one."""
+    folder = config.getoption("submission")
+    return Path(folder).resolve() if folder else HERE.parent
+
+
 @pytest.fixture(scope="session")
 def submission_dir(pytestconfig):
-    folder = pytestconfig.getoption("submission")
-    return Path(folder).resolve() if folder else HERE.parent
+    return submission_folder(pytestconfig)
 
 
 @pytest.fixture
@@ -178,7 +183,7 @@ def pytest_runtest_call(item):
 def raised_in_submission(error, config):
     """'TypeError: ...' and where in the submission's modules it was raised (the last such line); the
     test's own frames and the libraries' are left out (no fixture values, no torch internals)."""
-    folder = Path(config.getoption("submission") or HERE.parent).resolve()
+    folder = submission_folder(config)
     said = f"{type(error).__name__}: {error}"
     for frame in reversed(traceback.extract_tb(error.__traceback__)):
         path = Path(frame.filename).resolve()
