@@ -484,20 +484,33 @@ def checked(engine, tmp_path_factory):
 
 
 def kill_starting_servers(monkeypatch, times):
-    """Sandbox.ready wrapped: a fork server that has not said its first word yet is SIGKILLed (its
-    process group, as an operator or the host's OOM killer would) and waited for, just before the
-    grader reads that word, for the first `times` servers; -> [(the door, the killed server's pid)]."""
-    ready = client.Sandbox.ready
-    killed = []
+    """The first `times` fork servers SIGKILLed (their process group, as an operator or the host's OOM
+    killer would) and waited for just before the grader sends them their configuration. A fork server
+    reads that message before its warm-up and says its first word after it (inside/zygote.main), so a
+    server killed there has said nothing, however the grader and the server are scheduled; killed
+    later (as this helper first did, just before the grader read the first word), a server that had
+    already written its word was taken for ready, and the door replaced it only at its first session,
+    once more than the test counted. -> [(the door, the killed server's pid)]."""
+    start, send = client.Sandbox._start, client.protocol.send_message
+    starting, killed = [], []
 
-    def killing_ready(self, timeout=120):
-        if self.info is None and self.pidfd is not None and len(killed) < times:
-            killed.append((self, self.process.pid))
-            os.killpg(self.process.pid, signal.SIGKILL)
-            select.select([self.pidfd], [], [])  # a pidfd is readable once its process has ended
-        return ready(self, timeout)
+    def killing_start(self):
+        starting.append(self)
+        try:
+            return start(self)
+        finally:
+            starting.pop()
 
-    monkeypatch.setattr(client.Sandbox, "ready", killing_ready)
+    def killing_send(sock, header, fds=()):
+        if starting and "seccomp" in header and len(killed) < times:  # the configuration of a server starting
+            door = starting[-1]
+            killed.append((door, door.process.pid))
+            os.killpg(door.process.pid, signal.SIGKILL)
+            select.select([door.pidfd], [], [])  # a pidfd is readable once its process has ended
+        return send(sock, header, fds)
+
+    monkeypatch.setattr(client.Sandbox, "_start", killing_start)
+    monkeypatch.setattr(client.protocol, "send_message", killing_send)
     return killed
 
 
@@ -533,13 +546,14 @@ def test_a_fork_server_killed_as_it_starts_is_replaced_and_the_grade_goes_on(eng
 
 
 def test_a_fork_server_that_always_dies_leaves_the_run_not_graded_in_one_line(engine, checked, monkeypatch, capsys):
-    """Every fork server is killed before its first word: the door gives up after SERVER_STARTS
-    servers, every part is "not graded" (no score), and `grade` says so in one line and exits 3."""
+    """Every fork server is killed before its first word: the door replaces the one it started with
+    (killed from outside before it was asked: not a try) and gives up after SERVER_STARTS more, every
+    part is "not graded" (no score), and `grade` says so in one line and exits 3."""
     rubric = engine[0]
     killed = kill_starting_servers(monkeypatch, times=99)
     status, out, err = grade_reference(checked, monkeypatch, capsys)
     assert status == 3
-    assert len(killed) == client.SERVER_STARTS and killed[0][0].starts == client.SERVER_STARTS
+    assert len(killed) == client.SERVER_STARTS + 1 and killed[0][0].starts == client.SERVER_STARTS + 1
     assert err.strip().splitlines() == [f"error: not graded: the machine was overloaded (parts: "
                                         f"{', '.join(rubric.parts)}): graded again on the next run"], err
     assert "NOT GRADED: the machine was overloaded" in out and "total" in out and "not graded" in out
