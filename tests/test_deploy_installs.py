@@ -12,19 +12,19 @@ PyTorch's CPU index cannot be reached from these machines: both install the same
 from the local wheels instead (TORCH_SPEC/TORCH_INDEX for setup.sh; the torch line of grade.yml
 has its index replaced), and nothing else changes. Where no local wheel fits the Python running the
 tests (3.10, Gradescope's default: pip's own index then gives the CUDA build, gigabytes the first
-time), setup.sh's refusal of that build is checked, then TORCH_ALLOW_CUDA=1 installs it. The two paths install the same requirement
-set, so they share one environment, kept between runs under the system's temporary folder and
-keyed by that set: the first run pays the installs (about a minute here), later ones only pip's
-"already satisfied". Marked `deploy`: part of the default full suite.
+time), setup.sh's refusal of that build is checked, then TORCH_ALLOW_CUDA=1 installs it. Each test
+gets an environment of its own, made for it and removed after it: what one path installs never
+stands in for what the other forgets, nor what an earlier run installed for what this one does not,
+and two runs at once (two checkouts on one machine) never share one half made (an environment kept
+between runs in the system's temporary folder did both). pip's cache keeps the downloads; the
+installs are paid once per test (about half a minute of CPU each here). Marked `deploy`: part of
+the default full suite.
 """
-import hashlib
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
-import tempfile
 import venv
 from pathlib import Path
 
@@ -32,8 +32,6 @@ import pytest
 import yaml
 from in_process import run_plain
 from rubric_points import TOTAL, g
-
-from autograder.commands import gradescope
 
 pytestmark = pytest.mark.deploy
 
@@ -44,19 +42,13 @@ TORCH = "torch==2.13.0"  # this machine's local CPU wheel (pip's configuration f
 CPU_INDEX_TORCH = '"torch>=2.2,<3" --index-url https://download.pytorch.org/whl/cpu'
 
 
-def _requirement_set():
-    return "\n".join([TORCH, sys.version] + gradescope.REQUIREMENTS)
-
-
-@pytest.fixture(scope="session")
-def fresh_venv():
-    """An environment with nothing but pip: each test installs into it what its path installs."""
-    key = hashlib.sha256(_requirement_set().encode()).hexdigest()[:16]
-    folder = Path(tempfile.gettempdir()) / f"ch03-deploy-venv-{key}"
-    if not (folder / "bin" / "python").exists():
-        shutil.rmtree(folder, ignore_errors=True)
-        venv.EnvBuilder(with_pip=True, symlinks=True).create(folder)
-    return folder
+@pytest.fixture
+def fresh_venv(tmp_path):
+    """An environment with nothing but pip, this test's own: the test installs into it what its path installs."""
+    folder = tmp_path / "fresh-venv"
+    venv.EnvBuilder(with_pip=True, symlinks=True).create(folder)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)  # a torch install is most of a gigabyte: not kept with pytest's last runs
 
 
 def _clean_env(**extra):
