@@ -16,13 +16,45 @@ from autograder import PROJECT_ROOT
 TRIPWIRE = PROJECT_ROOT / "tests" / "cuda_tripwire.py"
 
 
-def _python(code, tmp_path, name="tripwire.log"):
-    log = tmp_path / name
+def _python(code, folder):
+    """Run code in a fresh interpreter under tripwires (logging to folder/tripwire.log) -> the log's lines."""
+    log = folder / "tripwire.log"
     script = f"import sys; sys.path[:0] = [{str(TRIPWIRE.parent)!r}, {str(PROJECT_ROOT)!r}]\n" \
              f"import cuda_tripwire; cuda_tripwire.install({str(log)!r})\n" + code
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     return log.read_text().split("\n")[:-1] if log.exists() else []
+
+
+# What three tests ask of a fresh interpreter under tripwires, asked of one (issue 38 item 6: each start
+# imports torch and what the tripwires stand in for, sympy and torch._dynamo, about 5 s of CPU), in this
+# order, each step's calls read apart (a line the process writes between steps): the device check first,
+# then the warm-up without a backward pass, then with one. The warm-up with a backward pass runs the
+# warm-up without one again and adds the backward, so a call of the first-use code in the warm-up shows
+# in the second step, and the third step's calls are the backward's own.
+STEPS = {"check_device": "from autograder.sandbox import client\n"
+                         "assert client.check_device('cuda') == 'cuda' and client.cuda_devices() == 1",
+         "warm_up_without_autograd": "from autograder.inside import zygote\nzygote.warm_up(autograd=False)",
+         "warm_up_with_autograd": "from autograder.inside import zygote\nzygote.warm_up(autograd=True)"}
+STEP = "step "  # the log line the process writes before each step: its pid, then STEP and the step's name
+
+
+@pytest.fixture(scope="module")
+def tripwire_calls(tmp_path_factory):
+    """{step: the calls noted in it, as "pid entry point"} for each of STEPS, run in order in one
+    interpreter under tripwires."""
+    folder = tmp_path_factory.mktemp("tripwire")
+    log = folder / "tripwire.log"
+    code = "".join(f"cuda_tripwire.note({str(log)!r}, {STEP + name!r})\n{step}\n" for name, step in STEPS.items())
+    calls: dict[str, list[str]] = {}
+    for line in _python(code, folder):
+        what = line.split(" ", 1)[1]
+        if what.startswith(STEP):
+            calls[what.removeprefix(STEP)] = []
+        else:
+            calls[list(calls)[-1]].append(line)
+    assert list(calls) == list(STEPS), calls  # every step ran, in order
+    return calls
 
 
 def test_the_batch_start_and_the_fork_server_leave_cuda_to_the_part_child():
@@ -39,12 +71,11 @@ def test_the_batch_start_and_the_fork_server_leave_cuda_to_the_part_child():
     assert gpu_check.tripwire_ok(done.stdout + done.stderr)  # as scripts/gpu-check.sh reads it
 
 
-def test_the_tripwire_sees_a_backward_pass_in_the_warm_up(tmp_path):
+def test_the_tripwire_sees_a_backward_pass_in_the_warm_up(tripwire_calls):
     """The warm-up's backward pass is what initialised CUDA in the fork server on the H200: the
     check would see it, and the warm-up leaves it out wherever a driver is reachable."""
-    calls = _python("from autograder.inside import zygote; zygote.warm_up(autograd=True)", tmp_path)
-    assert [c.split(" ", 1)[1] for c in calls] == ["autograd engine"]
-    assert _python("from autograder.inside import zygote; zygote.warm_up(autograd=False)", tmp_path, "b.log") == []
+    assert tripwire_calls["warm_up_without_autograd"] == []
+    assert [c.split(" ", 1)[1] for c in tripwire_calls["warm_up_with_autograd"]] == ["autograd engine"]
 
 
 def test_a_cuda_build_s_fork_server_imports_what_the_emulated_gpu_needs():
@@ -81,10 +112,8 @@ def test_the_fork_server_runs_no_backward_where_a_cuda_driver_is_reachable(monke
     assert not zygote.cuda_reachable({"device": "cuda", "namespaces": False})
 
 
-def test_checking_the_device_asks_nvml_and_never_initialises_cuda(tmp_path):
-    calls = _python("from autograder.sandbox import client\n"
-                    "assert client.check_device('cuda') == 'cuda' and client.cuda_devices() == 1", tmp_path)
-    assert calls == []
+def test_checking_the_device_asks_nvml_and_never_initialises_cuda(tripwire_calls):
+    assert tripwire_calls["check_device"] == []
 
 
 @pytest.mark.quick

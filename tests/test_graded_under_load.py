@@ -2,7 +2,9 @@
 
 Twelve busy processes per core run (plain Python loops at normal priority, half of them holding
 300 MB, started and ended by this test, by pid) while `grade`, `ci` and `batch --jobs 2` grade at the
-same time (each grader beside two others, as other courses' jobs on a shared runner would be):
+same time (each grader beside two others, as other courses' jobs on a shared runner would be), all of
+them on one core of the machine (LOADED_CPU: the loops, the three commands and everything they start,
+sandboxes included, inherit the core):
 a correct submission gets full marks in each (load makes grading slower, never cheaper and never
 ungraded: a part is "not graded" only on proof, benchmarks/bench_load_deaths.py counts it); a
 submission with one bug scores what it scores alone. Nothing here waits for the load to peak or
@@ -13,6 +15,11 @@ imported what the command imports (torch, the grader's modules) and waits on its
 once all three are waiting, then each is told to go (issue 38 item 6: the three torch imports were a
 third of this test's work under load, and an import is not grading). Everything the command does, from
 reading its arguments and starting its fork servers to writing its results, runs under the load.
+
+Why one core (issue 38 item 6): twelve loops per core of every core (24 on two) held the whole machine for
+the window, so the test suite's other workers stood still beside them (the loops' CPU was most of the suite's
+longest test's); on one core the graders meet the same twelve loops per core, with no second core to escape
+to, and the rest of the machine is left to the rest of the suite.
 """
 import csv
 import json
@@ -30,6 +37,10 @@ from autograder import PARTS, PROJECT_ROOT
 
 pytestmark = pytest.mark.load
 BUSY_PER_CORE = 12
+# the one core the loaded commands and the loops run on (each sets its affinity before anything else, so
+# every thread and process it starts inherits it); the others stay with the rest of the test suite
+LOADED_CPU = max(os.sched_getaffinity(0))
+PINNED = f"import os\nos.sched_setaffinity(0, {{{LOADED_CPU}}})\n"
 KEYS_BUG = ("mha", "keys = self.W_key(x)", "keys = self.W_query(x)")
 
 
@@ -38,12 +49,12 @@ HOLDING = "block = bytearray(300 << 20)\nfor i in range(0, len(block), 4096): bl
 
 @contextmanager
 def busy_machine():
-    """BUSY_PER_CORE endless loops per core (every other one holding 300 MB), all ended (SIGKILL to
-    each pid this test started) on the way out. (Issue 38 item 6: the two `grade` loops that used to
-    run beside are gone: the three commands graded here run beside each other, each one the other
-    courses' jobs of the other two, and each loop cost the load's window a share of the CPU.)"""
-    loops = [subprocess.Popen([sys.executable, "-c", HOLDING if i % 2 else "while True: pass"])
-             for i in range(BUSY_PER_CORE * (os.cpu_count() or 1))]
+    """BUSY_PER_CORE endless loops on LOADED_CPU, the core the commands run on (every other one holding
+    300 MB), all ended (SIGKILL to each pid this test started) on the way out. (Issue 38 item 6: the two
+    `grade` loops that used to run beside are gone: the three commands graded here run beside each other,
+    each one the other courses' jobs of the other two, and each loop cost the load's window a share of the CPU.)"""
+    loops = [subprocess.Popen([sys.executable, "-c", PINNED + (HOLDING if i % 2 else "while True: pass")])
+             for i in range(BUSY_PER_CORE)]
     try:
         yield
     finally:
@@ -53,7 +64,7 @@ def busy_machine():
 
 
 # `python -m autograder ARGS` (sys.argv[1:]) once a line arrives on stdin; "ready" on stdout: its imports are done
-STARTER = """import runpy, sys
+STARTER = PINNED + """import runpy, sys
 import torch, numpy, yaml
 import autograder.cli, autograder.engine, autograder.grading, autograder.reports, autograder.batch
 from autograder.commands import batch, ci, grade
@@ -75,6 +86,7 @@ def waiting_commands(**commands):
         for name, process in runs.items():
             said = process.stdout.readline()  # blocks until its imports are done (or it ended: "")
             assert said == "ready\n", (name, said, process.stderr.read()[-3000:])
+            assert os.sched_getaffinity(process.pid) == {LOADED_CPU}, name  # and what it starts inherits it
         yield runs
     finally:
         for process in runs.values():

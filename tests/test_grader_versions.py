@@ -47,9 +47,8 @@ def public_tests(folder):
 
 
 def test_the_public_tests_warn_at_the_start_when_versions_differ_and_still_pass(release, tmp_path):
-    same = public_tests(release)
-    assert same.returncode == 0, same.stdout[-2000:]
-    assert "warning" not in same.stdout.lower()
+    """(The same versions, the release as made: no warning, the tests pass: test_release.py's
+    test_public_tests_run_from_the_release, which runs every public test of a release made here.)"""
     other = tmp_path / "other"
     shutil.copytree(release, other)
     (other / "assignments" / "ch03" / "tests" / "grader_versions.json").write_text(json.dumps(
