@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from torch.nn.modules import module as nn_module
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
@@ -209,15 +210,30 @@ def _arguments(arguments):
 
 
 def _built(cls, arguments, dtype=torch.float32):
-    """The solution class built on the meta device (no memory, no generator): its layout, bounded."""
+    """The solution class built on the meta device (no memory, no generator): its layout, bounded
+    while it is built: the numbers its parameters and buffers hold are counted as each is registered,
+    and the construction is refused as soon as they pass MAX_ELEMENTS (a wrapper of 4096 heads asked
+    for is refused at its second head, not after the grader built all 4096 on its own time)."""
+    held = 0
+
+    def count(module, name, tensor):
+        nonlocal held
+        held += tensor.numel() if isinstance(tensor, torch.Tensor) else 0
+        if held > MAX_ELEMENTS:
+            raise Refused(f"the grader's stand-in holds at most {MAX_ELEMENTS} numbers")
+
     default = torch.get_default_dtype()
+    hooks = [nn_module.register_module_parameter_registration_hook(count),
+             nn_module.register_module_buffer_registration_hook(count)]
     try:
         torch.set_default_dtype(dtype)
         with torch.device("meta"):
             module = cls(*arguments)
     finally:
         torch.set_default_dtype(default)
-    if sum(t.numel() for t in _tensors(module)) > MAX_ELEMENTS:
+        for hook in hooks:
+            hook.remove()
+    if sum(t.numel() for t in _tensors(module)) > MAX_ELEMENTS:  # the finished module, counted once more
         raise Refused(f"the grader's stand-in holds at most {MAX_ELEMENTS} numbers")
     return module
 

@@ -119,6 +119,25 @@ def test_questions_too_large_or_not_numbers_are_refused(channel, arguments, refu
         made.MultiHeadAttentionWrapper(*arguments)
 
 
+def test_a_stand_in_too_large_is_refused_while_it_is_built(monkeypatch):
+    """The bound is kept as the parameters and buffers are registered: a wrapper of 4096 heads of
+    4096 tokens is refused within its first heads, the grader building no more of it (before: all
+    4096 heads on the meta device, seconds of the grader's time, then the refusal)."""
+    solution = stand_ins.solutions()["mha"]
+    head = solution.CausalAttention
+    built = []
+
+    class Counted(head):
+        def __init__(self, *args, **kwargs):
+            built.append(1)
+            super().__init__(*args, **kwargs)
+
+    monkeypatch.setattr(solution, "CausalAttention", Counted)
+    with pytest.raises(stand_ins.Refused, match="holds at most"):
+        stand_ins._built(solution.MultiHeadAttentionWrapper, [4096, 4096, 4096, 0.0, 4096])
+    assert 1 <= len(built) <= 3, len(built)
+
+
 def test_the_child_s_side_holds_no_line_of_the_reference():
     """No line of the solutions' classes is in any file that runs in the room."""
     lines = set()
