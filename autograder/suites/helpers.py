@@ -87,6 +87,24 @@ def square_shape(shape):
     return None
 
 
+def mask_kept_whole(module, size, d_in, name):
+    """Fail (misconceptions.MASK_OVERWRITTEN) where a forward on 4 tokens leaves the module without its (size, size)
+    buffer (square_buffer, which converts it to float64 first): forward replaced it with its slice. A forward that
+    raises says nothing here (the checks of its outputs say why)."""
+    from autograder.suites.misconceptions import MASK_OVERWRITTEN
+
+    if square_buffer(module, size) is None:
+        return
+    try:
+        module(torch.rand(1, 4, d_in, dtype=torch.float64, generator=torch.Generator().manual_seed(0)))
+    except StudentError as e:
+        if e.not_implemented:
+            raise
+        return
+    if square_buffer(module, size) is None:
+        fail(MASK_OVERWRITTEN, f"{name}: the buffer is no longer ({size}, {size}) after a forward", cause=MASK_OVERWRITTEN)
+
+
 def square_buffer(module, size):
     """The module's registered (size, size) buffer, whatever its name (the classes may name their parts
     as they like), read after the module is converted to float64: a registered buffer follows the

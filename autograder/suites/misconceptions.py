@@ -428,6 +428,12 @@ NOT_INSTALLED = ("your code imports a module that is not there where it is grade
                  "handed in?)")
 
 
+# `self.mask = self.mask[:num_tokens, :num_tokens]` in forward: the buffer keeps the first input's slice
+MASK_OVERWRITTEN = ("forward overwrites the mask buffer with its slice (self.mask = self.mask[:num_tokens, "
+                    ":num_tokens]): the next, longer input finds a mask too small; keep the buffer whole and slice it "
+                    "into a local variable, mask = self.mask[:num_tokens, :num_tokens]")
+
+
 # torch.sqrt(keys.shape[-1]): a torch function given a Python number, which it does not take
 NUMBER_TO_TORCH = ("torch.sqrt (like torch.exp) takes a tensor, not a Python number: keys.shape[-1] is an int; scale "
                    "by keys.shape[-1] ** 0.5 or math.sqrt(keys.shape[-1])")
