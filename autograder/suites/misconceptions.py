@@ -439,6 +439,12 @@ NUMBER_TO_TORCH = ("torch.sqrt (like torch.exp) takes a tensor, not a Python num
                    "by keys.shape[-1] ** 0.5 or math.sqrt(keys.shape[-1])")
 
 
+# a float32 tensor meeting float64 ones in forward (torch's words for a matmul or a Linear of mixed dtypes)
+DTYPES_MIXED = ("float32 and float64 tensors meet in forward: a tensor cast or made inside it (x.float(), torch.tensor "
+                "or torch.ones without dtype=) does not follow the inputs and the module's .double(); compute in the "
+                "dtype of the inputs and weights (make new tensors with dtype=x.dtype)")
+
+
 def error_diagnosis(error, signature=""):
     """The misconception behind a StudentError, in the grader's words ('' when none is recognized).
 
@@ -458,6 +464,11 @@ def error_diagnosis(error, signature=""):
                      r"required (positional|keyword)", text):
             return vocabulary.fixed(f"the constructor does not take the specified arguments (another order, another "
                                     f"name, or one missing): keep the signature{spec or ' the specification gives'}")
+    if error.kind == "RuntimeError" and re.search(r"expected m1 and m2 to have the same dtype|mat1 and mat2 must have "
+                                                 r"the same dtype|expected scalar type (Float|Double) but found "
+                                                 r"(Float|Double)|same dtype, but got: (float|double) != (float|double)",
+                                                 text):
+        return DTYPES_MIXED
     if error.kind == "TypeError" and re.match(r"(sqrt|rsqrt|exp|log)\(\): argument 'input' \(position 1\) must be "
                                               r"Tensor, not (int|float)", text):
         return NUMBER_TO_TORCH
