@@ -72,6 +72,21 @@ def test_a_definition_or_an_import_of_what_is_there_that_raises_still_fails_the_
 
 
 @pytest.mark.quick
+def test_an_exception_the_module_means_still_ends_the_import(workspace):
+    """A `raise` of the module's own top level (tests/adversarial's cases raise what they found) and what ran out
+    (a memory flood) are no demo's accident; an exception raised in a function the demo calls is."""
+    workspace("demo_f", "print(undefined)\nfor i in range(2):\n    if i:\n        raise RuntimeError('LOOT: x')\n")
+    with pytest.raises(RuntimeError, match="LOOT"):
+        importlib.import_module("demo_f")
+    workspace("demo_g", "def flood():\n    raise MemoryError\n\n\nflood()\n")
+    with pytest.raises(MemoryError):
+        importlib.import_module("demo_g")
+    workspace("demo_h", "def check(x):\n    raise ValueError(x)\n\n\ncheck(3)\nkept = 1\n")
+    assert importlib.import_module("demo_h").kept == 1
+    assert demo_lines.SKIPPED == [["demo_f", 1, "NameError"], ["demo_h", 5, "ValueError"]]
+
+
+@pytest.mark.quick
 def test_a_package_that_is_not_installed_raises_where_it_is_used(workspace):
     workspace("demo_e", "import math\nfrom no_such_package.special import softmax as sp\nimport no_such_package.io as nio\n"
                         "import no_such_package\n\n\ndef uses(x):\n    return sp(x)\n\n\ndef plain(x):\n    return math.sqrt(x)\n")

@@ -8,7 +8,8 @@ read a name no cell gives are commented out before: submitted_notebooks._without
 the rest arrive here), so both get one rule:
 
   A workspace module is imported as Python imports it. Only when that raises, and the statement of
-  the module's own top level that raised is neither an import nor a def or class statement, is the
+  the module's own top level that raised is neither an import nor a def or class statement (nor a
+  `raise` of its own, nor a MemoryError or RecursionError: meant_as_demo), is the
   module run again, one top-level statement at a time in a fresh namespace, each statement that is
   neither an import nor a definition and raises skipped (with what raised, SKIPPED). An import or a
   definition that raises still fails the import: a broken class is the part's. An import of a package the
@@ -37,6 +38,7 @@ DEFINITIONS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef
 # a demo's exception; never sys.exit() (a module that exits at import ends its import, as before:
 # tests/test_adversarial.py::test_exit_at_import), KeyboardInterrupt and the like
 SKIPPABLE = (Exception,)
+NEVER_SKIPPED = (MemoryError, RecursionError)
 KEPT = ("__name__", "__file__", "__loader__", "__spec__", "__package__", "__cached__", "__builtins__", "__path__")
 
 
@@ -66,7 +68,8 @@ class Loader(importlib.machinery.SourceFileLoader):
             tree = self._tree()
             line = raised_at(exc.__traceback__, self.path)
             statement = statement_at(tree, line) if tree is not None else None
-            if statement is None or isinstance(statement, DEFINITIONS) and not missing_package(statement, exc):
+            if statement is None or not meant_as_demo(exc, tree, self.path) or \
+                    isinstance(statement, DEFINITIONS) and not missing_package(statement, exc):
                 raise
             run_skipping(module, tree, self.path)
 
@@ -75,6 +78,36 @@ class Loader(importlib.machinery.SourceFileLoader):
             return ast.parse(self.get_data(self.path), self.path)
         except (SyntaxError, ValueError, OSError, RecursionError, MemoryError):
             return None
+
+
+def meant_as_demo(exc, tree, path):
+    """Could exc be a demo line's accident? Not a MemoryError or RecursionError (what ran out would run out again,
+    and a flood is the part's: tests/test_adversarial.py's memory floods), nor what the module's own top level
+    raises with a `raise` statement (the innermost frame is its '<module>' frame, on a line of a raise written
+    outside any function): an exception meant, which ends the import as before."""
+    if isinstance(exc, NEVER_SKIPPED):
+        return False
+    tb, last = exc.__traceback__, None
+    while tb is not None:
+        last, tb = tb, tb.tb_next
+    if last is None:
+        return True
+    code = last.tb_frame.f_code
+    if code.co_name != "<module>" or code.co_filename != path:
+        return True
+    line = last.tb_lineno
+    return not any(isinstance(node, ast.Raise) and node.lineno <= line <= (node.end_lineno or node.lineno)
+                   for node in _top_level_nodes(tree))
+
+
+def _top_level_nodes(tree):
+    """Every node of tree outside function and class bodies."""
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo.extend(ast.iter_child_nodes(node))
 
 
 def raised_at(tb, path):
@@ -123,7 +156,7 @@ def run_skipping(module, tree, path):
             if missing_package(statement, exc):
                 for name, imported in bound_by(statement):
                     namespace[name] = NotInstalled(imported)
-            elif isinstance(statement, DEFINITIONS):
+            elif isinstance(statement, DEFINITIONS) or not meant_as_demo(exc, tree, path):
                 raise
             entry = [module.__name__, statement.lineno, type(exc).__name__[:60]]
             if entry not in SKIPPED and len(SKIPPED) < LIMIT:
