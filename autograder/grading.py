@@ -88,6 +88,7 @@ def grade_submission(path: str | Path, rubric: Rubric, suites: dict[str, list[An
             if run.output:
                 grade.output[part_name] = run.output
             score_part(grade, rubric.parts[part_name], run)
+            grade.notes += [f"{part_name}: {note}" for note in run.notes]
     return grade
 
 

@@ -118,3 +118,78 @@ def _file_of(student_text: str) -> str:
     "... (ch03.ipynb, the solution cell 'mha' (cell 7 from the top), line 26)" -> mha.py."""
     found = re.search(r"\((\w+\.py), line \d+|" + CELL_PLACE + r", line \d+", student_text)
     return "" if not found else found.group(1) or f"{found.group(2)}.py"
+
+
+DEMO_KINDS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+NOT_INSTALLED = ("is not installed where your code is graded (only Python's standard library, torch, NumPy and "
+                 "the files you hand in are)")
+
+
+def demo_note(skipped: Collection[tuple[str, int, str]], part: str, folder: str | Path,
+              cells: Mapping[str, tuple[str, int]] | None = None) -> str:
+    """What the student is told of the top-level statements of the part's module that raised at import and
+    were skipped (inside/demo_lines.py; skipped: (module, line, exception class or '') as the child reported
+    them, Student.demo_lines): '' when none. Only lines where the grader's own parse of the staged file starts
+    a top-level statement are said: a demo statement (no import or definition), or an import whose package is
+    missing (ModuleNotFoundError). The line, the package and the names a NameError's line reads that the module
+    never binds are the grader's reading of its own copy; the child said only the line and the class."""
+    lines = sorted((line, kind) for module, line, kind in skipped if module == part)
+    if not lines:
+        return ""
+    try:
+        source = (Path(folder) / f"{part}.py").read_text(encoding="utf-8", errors="replace")
+        tree = ast.parse(source)
+    except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+        return ""
+    starts = {s.lineno: s for s in tree.body}
+    file = shown_file(f"{part}.py", cells)
+    code = source.splitlines()
+    missing = [(line, starts[line]) for line, kind in lines if kind == "ModuleNotFoundError" and line in starts
+               and isinstance(starts[line], (ast.Import, ast.ImportFrom))]
+    demo = [(line, kind, starts[line]) for line, kind in lines
+            if line in starts and not isinstance(starts[line], DEMO_KINDS)]
+    said = []
+    if missing:
+        line, statement = missing[0]
+        package = (statement.module if isinstance(statement, ast.ImportFrom) else
+                   statement.names[0].name if isinstance(statement, ast.Import) else "") or "?"
+        said.append(f"{file}, line {line}: `{text.excerpt(code[line - 1].strip(), SOURCE_LINE)}` imports "
+                    f"{package.split('.')[0]}, which {NOT_INSTALLED}. The grader graded the rest of {file}: "
+                    f"code that uses it fails its own checks (write it with torch or NumPy).")
+    if demo:
+        line, kind, statement = demo[0]
+        raised = f"raised {kind}" if kind else "raised an exception of its own class"
+        unbound = ""
+        if kind == "NameError":
+            names = sorted(_unbound_reads(statement, tree))
+            if names:
+                unbound = f" (it reads {', '.join(names[:3])}, which {file} never defines)"
+        more = ""
+        if len(demo) > 1:
+            rest = [str(n) for n, _, _ in demo[1:]]
+            plural = "s" if len(rest) > 1 else ""
+            more = f" (and {len(rest)} more top-level line{plural} that raised too: line{plural} {', '.join(rest[:5])})"
+        where = ("put demo code in a cell of its own, outside the solution cell" if part in (cells or {})
+                 else 'put demo code under `if __name__ == "__main__":`')
+        said.append(f"{file}, line {line}: `{text.excerpt(code[line - 1].strip(), SOURCE_LINE)}` {raised} when the "
+                    f"module was imported{unbound}. It is demo code at the top level: the grader skipped it{more} and "
+                    f"graded your classes and functions without it (no points lost for it). Run on its own, the code "
+                    f"still stops there: {where}.")
+    return text.excerpt(" ".join(said), 900)
+
+
+def _unbound_reads(statement: ast.stmt, tree: ast.Module) -> set[str]:
+    """The names the statement reads that the module's top level binds nowhere (nor a `global` statement,
+    nor Python's builtins): a function's parameter `d_in` does not give the demo line its `d_in`."""
+    import builtins
+
+    bound = set(dir(builtins))
+    for top in tree.body:
+        if isinstance(top, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            bound.add(top.name)
+            bound.update(name for node in ast.walk(top) if isinstance(node, ast.Global) for name in node.names)
+        elif isinstance(top, (ast.Import, ast.ImportFrom)):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in top.names)
+        else:
+            bound.update(node.id for node in ast.walk(top) if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load))
+    return {node.id for node in ast.walk(statement) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)} - bound

@@ -175,6 +175,10 @@ class Student:
         # reply's "changed": torch's names, kept only where they are plain short names); a check's diagnosis
         # clears it before the check and reads it after (suites/helpers.diagnose_errors)
         self.changed_settings: set[str] = set()
+        # the top-level demo statements of the student's modules the child skipped at import (inside/demo_lines.py),
+        # as (module, line, exception class: a builtin's name or ''), read from replies before any hidden input;
+        # the runner shares one set between a submission's Students (SubmissionContext.demo_lines)
+        self.demo_lines: set[tuple[str, int, str]] = set()
         self.substituted = False  # the child holds the grader's own code for another part: never reused
         self._sources: dict[str, str] | None = None
         # the grader's classes this child was given stand-ins for: the only ones whose questions are
@@ -333,7 +337,22 @@ class Student:
         if isinstance(changed, list):
             self.changed_settings.update(name for name in changed[:64] if isinstance(name, str) and
                                          re.fullmatch(r"\w{1,60}", name))
+        self._read_skipped(reply.get("skipped"))
         return reply, payload
+
+    def _read_skipped(self, skipped: Any) -> None:
+        """The reply's "skipped" entry (inside/demo_lines.py) into self.demo_lines: only before any hidden input
+        (after one, what the child says could carry it), only the chapter's modules, a line number and a
+        builtin exception's name (any other class: ''). The grader quotes the line from its own copy."""
+        if not isinstance(skipped, list) or self.saw_hidden:
+            return
+        files = self.files if self.files is not None else chapter_files()
+        for entry in skipped[:20]:
+            if not (isinstance(entry, list) and len(entry) == 3 and isinstance(entry[0], str)
+                    and f"{entry[0]}.py" in files and type(entry[1]) is int and 0 < entry[1] < 1_000_000
+                    and isinstance(entry[2], str)):
+                continue
+            self.demo_lines.add((entry[0], entry[1], entry[2] if entry[2] in BUILTIN_ERRORS else ""))
 
     def _left(self, start):
         """Seconds of CPU time the child may still use in this call (None: the part's limit, which the

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from autograder.inside import gpu, part_reset, protocol, stand_in
+from autograder.inside import demo_lines, gpu, part_reset, protocol, stand_in
 from autograder.inside.counting import count_ops
 
 WORKSPACE = None  # the folder holding the student's modules, set by serve()
@@ -185,8 +185,9 @@ def settings_changed():
 
 
 def with_changed(names):
-    """The reply's "changed" entry: the names, sorted, when there are any."""
-    return {"changed": sorted(names)} if names else {}
+    """The reply's "changed" entry: the names, sorted, when there are any; and its "skipped" entry: the
+    top-level demo statements of the student's modules skipped at import (demo_lines), when any were."""
+    return {**({"changed": sorted(names)} if names else {}), **demo_lines.reply_entry()}
 
 
 def placed(result, called):
@@ -479,6 +480,8 @@ def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memo
     except OSError:
         WORKSPACE_NAMES = ()
     sys.path.insert(0, WORKSPACE.rstrip(os.sep))
+    # the student's modules are imported by demo_lines' loader: a top-level demo line that raises is skipped
+    demo_lines.install(WORKSPACE.rstrip(os.sep), WORKSPACE_NAMES)
     # where the submission's folder is read-only (the room's), no compiled module can be cached in it: not
     # tried (each import of a student module marshalled its code and failed to make __pycache__)
     if not os.access(WORKSPACE, os.W_OK):

@@ -163,6 +163,7 @@ def with_dependencies(place: Place, part: str, limits: Limits,
     submission, child = place.submission, place.child
     assert child is not None
     student = Student(child, submission.attributes, submission.folder, submission.files, submission.cells)
+    student.demo_lines = submission.demo_lines
     if part not in dependencies.DEPENDS or child.died:
         return student, {}
     probed = [module for module in dependencies.DEPENDS[part] if module not in submission.known]
@@ -171,6 +172,7 @@ def with_dependencies(place: Place, part: str, limits: Limits,
         place.end_child()
         child = place.fresh_child(limits)
         student = Student(child, submission.attributes, submission.folder, submission.files, submission.cells)
+        student.demo_lines = submission.demo_lines
     student.verdicts = dict(found)
     stand_ins = dependencies.substitutes(found)
     if stand_ins and import_own and not child.died and {"wrong", "raises"} & set(found.values()) \

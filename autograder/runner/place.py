@@ -20,6 +20,8 @@ class SubmissionContext:
     known: dict[str, str] = field(default_factory=dict)  # its verdicts on the parts other parts use (suites/dependencies.py)
     files: frozenset[str] | None = None  # the graded chapter's module files (None: this repository's chapter's)
     cells: dict[str, tuple[str, int]] = field(default_factory=dict)  # its modules' notebook cells (Staged.cells)
+    # (module, line, exception class) of the top-level demo statements its children skipped at import (Student.demo_lines)
+    demo_lines: set[tuple[str, int, str]] = field(default_factory=set)
 
 
 @dataclass

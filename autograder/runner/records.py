@@ -45,6 +45,7 @@ class PartRun:
     timed_out: bool = False     # the part used up its time limit: its later checks are not run
     diagnosis: str = ""         # the cause that explains most of its failed checks (part_diagnosis)
     not_graded: str = ""        # why the part was not graded (NOT_GRADED): it is scored by nobody
+    notes: list[str] = field(default_factory=list)  # for the student, costing nothing (demo lines skipped at import)
     visible_idle: float = 0.0   # seconds its child idled by its own choice before any hidden input (attempts.IMPORT_IDLE)
     # what answering its children's stand-in questions cost the grader, and the questions refused because
     # the child was not given that class (stand_ins.py: the part is charged, the instructor told)

@@ -67,6 +67,8 @@ def run_submission(sandbox: Sandbox, staged: Staged, rubric: Rubric, suites: dic
     for run in runs.values():
         visible = {n for n, check in rubric.parts[run.part].checks.items() if check.visibility == "visible"}
         import_failure.explain(run, staged.folder, visible, staged.cells)  # a module that does not import: one problem
+        note = import_failure.demo_note(context.demo_lines, run.part, staged.folder, staged.cells)
+        run.notes += [note] if note else []
         part_diagnosis(run, {n for n, check in rubric.parts[run.part].checks.items()
                              if check.diagnosis == "withheld"})
     attach_figures(runs, rubric, pictures)

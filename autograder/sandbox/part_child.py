@@ -139,7 +139,7 @@ class PartChild:
         if "error" in reply:  # student code can write its own frames: never trust their sizes or types
             # (a plan's earlier steps come along: Student.plan reads them as it reads any answer)
             reply = {"error": _plain_error(reply["error"]),
-                     **{key: reply[key] for key in ("steps", "changed") if key in reply}}
+                     **{key: reply[key] for key in ("steps", "changed", "skipped") if key in reply}}
         return reply, payload
 
     def _await_reply(self, cpu_limit: float, deadline: float) -> float:

@@ -30,7 +30,7 @@ from autograder import settings as settings_mod
 HERE = Path(__file__).resolve().parent
 MUTANTS = HERE / "mutants.yml"
 VARIANTS = HERE / "variants.yml"
-ENTRY_KEYS = {"id", "module", "find", "replace", "edits", "part", "parts_losing", "message", "why"}
+ENTRY_KEYS = {"id", "module", "find", "replace", "edits", "part", "parts_losing", "message", "note", "why"}
 
 
 def __getattr__(name):
@@ -64,6 +64,7 @@ class Entry:
     part: str = ""
     parts_losing: list = field(default_factory=list)
     message: str = ""
+    note: str = ""                 # text (case-insensitive) one of the grade's notes must say (any kind)
     why: str = ""
     source: str = ""               # file:line, for error messages
 
@@ -114,6 +115,9 @@ def load(path, kind, parts=None):
                 raise CorpusError(f"{where}: {entry_id}: find must be non-empty text and replace text")
             edits.append(Edit(raw["module"], raw["find"], raw["replace"]))
         entry = Entry(entry_id, kind, edits, why=str(data.get("why", "")), source=where)
+        entry.note = data.get("note") or ""
+        if not isinstance(entry.note, str):
+            raise CorpusError(f"{where}: {entry_id}: note must be text")
         if kind == "mutant":
             entry.part = data.get("part") or edits[0].module
             entry.parts_losing = list(data.get("parts_losing") or [entry.part])
@@ -231,6 +235,9 @@ def judge(entry, grade):
     losing = sorted(part for part, (score, best) in scores.items() if score < best)
     failed = [(c.part, c.name, c.message) for c in grade.checks if not c.passed]
     outcome = Outcome(entry.id, entry.kind, False, "", losing, scores, failed)
+    if entry.note and not any(entry.note.lower() in note.lower() for note in grade.notes):
+        outcome.detail = f"no note says {entry.note!r}: " + " | ".join(grade.notes)
+        return outcome
     if entry.kind == "variant":
         outcome.ok = not losing
         outcome.detail = "full marks" if outcome.ok else "lost points: " + "; ".join(

@@ -87,6 +87,27 @@ def square_shape(shape):
     return None
 
 
+def mask_kept_whole(module, size, d_in, name):
+    """Fail (misconceptions.MASK_OVERWRITTEN) where a forward on 4 float64 tokens leaves the module without a (size,
+    size) buffer (its describe, in the same exchange): forward replaced it with its slice. The caller has found the
+    buffer and converted the module to float64 (square_buffer). A forward that raises says nothing here (the checks
+    of its outputs say why)."""
+    from autograder.suites.misconceptions import MASK_OVERWRITTEN
+
+    if not isinstance(module, RemoteObject):
+        return
+    x = torch.rand(1, 4, d_in, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    answers = module._student.plan([Step("call", {"handle": module._id}, (x,)), Step("describe", {"handle": module._id})])
+    for answer in answers:
+        if isinstance(answer, StudentError):
+            if answer.not_implemented:
+                raise answer
+            return
+    if len(answers) == 2 and isinstance(answers[1], dict) and \
+            not any(square_shape(shape) == (size, size) for _, shape, _ in answers[1].get("buffers", ())):
+        fail(MASK_OVERWRITTEN, f"{name}: no ({size}, {size}) buffer after a forward", cause=MASK_OVERWRITTEN)
+
+
 def square_buffer(module, size):
     """The module's registered (size, size) buffer, whatever its name (the classes may name their parts
     as they like), read after the module is converted to float64: a registered buffer follows the

@@ -294,7 +294,9 @@ def multi_head_mistakes(x, state, num_heads):
                          (dict(mask="after-inf"), AFTER_SOFTMAX_INF),
                          (dict(diagonal=0), HIDES_DIAGONAL),
                          (dict(diagonal=2), SEES_NEXT),
-                         (dict(divide_by=1.0), "the scores are not scaled by 1/sqrt(head_dim)")):
+                         (dict(divide_by=1.0), "the scores are not scaled by 1/sqrt(head_dim)"),
+                         (dict(scale_after=True), "the weights are divided by sqrt(head_dim) after the softmax: scale "
+                                                  "the scores before the softmax")):
         out.append((multi_head(x, state, num_heads, **options), why))
     return out
 
@@ -426,6 +428,23 @@ NOT_INSTALLED = ("your code imports a module that is not there where it is grade
                  "handed in?)")
 
 
+# `self.mask = self.mask[:num_tokens, :num_tokens]` in forward: the buffer keeps the first input's slice
+MASK_OVERWRITTEN = ("forward overwrites the mask buffer with its slice (self.mask = self.mask[:num_tokens, "
+                    ":num_tokens]): the next, longer input finds a mask too small; keep the buffer whole and slice it "
+                    "into a local variable, mask = self.mask[:num_tokens, :num_tokens]")
+
+
+# torch.sqrt(keys.shape[-1]): a torch function given a Python number, which it does not take
+NUMBER_TO_TORCH = ("torch.sqrt (like torch.exp) takes a tensor, not a Python number: keys.shape[-1] is an int; scale "
+                   "by keys.shape[-1] ** 0.5 or math.sqrt(keys.shape[-1])")
+
+
+# a float32 tensor meeting float64 ones in forward (torch's words for a matmul or a Linear of mixed dtypes)
+DTYPES_MIXED = ("float32 and float64 tensors meet in forward: a tensor cast or made inside it (x.float(), torch.tensor "
+                "or torch.ones without dtype=) does not follow the inputs and the module's .double(); compute in the "
+                "dtype of the inputs and weights (make new tensors with dtype=x.dtype)")
+
+
 def error_diagnosis(error, signature=""):
     """The misconception behind a StudentError, in the grader's words ('' when none is recognized).
 
@@ -445,6 +464,14 @@ def error_diagnosis(error, signature=""):
                      r"required (positional|keyword)", text):
             return vocabulary.fixed(f"the constructor does not take the specified arguments (another order, another "
                                     f"name, or one missing): keep the signature{spec or ' the specification gives'}")
+    if error.kind == "RuntimeError" and re.search(r"expected m1 and m2 to have the same dtype|mat1 and mat2 must have "
+                                                 r"the same dtype|expected scalar type (Float|Double) but found "
+                                                 r"(Float|Double)|same dtype, but got: (float|double) != (float|double)",
+                                                 text):
+        return DTYPES_MIXED
+    if error.kind == "TypeError" and re.match(r"(sqrt|rsqrt|exp|log)\(\): argument 'input' \(position 1\) must be "
+                                              r"Tensor, not (int|float)", text):
+        return NUMBER_TO_TORCH
     if error.kind == "AttributeError" and error.after_hidden:  # which attribute is the child's choice then
         if re.search(r"object has no attribute '\w{1,40}'", text):
             return ("an attribute is used but was never set: assign each one in __init__ as self.<name> = ... (a "

@@ -302,6 +302,7 @@ def test_causal_mask_is_a_registered_buffer(student):
     if not (torch.equal(mask != 0, above) or torch.equal(mask != 0, ~above)):
         expect.fail("the mask buffer should mark the positions above the diagonal (ones above it, zeros on and below "
                     "it)")
+    helpers.mask_kept_whole(attn, 7, 3, "CausalAttention")
 
 
 def test_causal_runs_on_the_inputs_device(student, rng):

@@ -574,6 +574,7 @@ def test_mha_structure(student):
     if mask is None:
         expect.fail(f"{name} should register its (context_length, context_length) causal mask with "
                     f"self.register_buffer (under any name), as CausalAttention does")
+    helpers.mask_kept_whole(mha, ctx, d_in, name)
 
 
 def test_mha_batches_the_heads(student, rng):
