@@ -6,11 +6,12 @@ plain data (see protocol.py). Whatever the student's code does here can only cha
 numbers sent back, which the grader judges in its own process.
 """
 import importlib
+import importlib.machinery
+import importlib.util
 import inspect
 import os
 import random
 import sys
-import traceback
 from typing import Any
 
 import numpy as np
@@ -125,6 +126,8 @@ def perform(handles, header, inputs):
         return describe(obj)
     if op == "registered":
         return registered(obj)
+    if op == "origin":
+        return origin(obj)
     if op == "record":
         answer = record(obj, args, kwargs, inputs.get("patches", ()), on_device(list(inputs.get("returns", ()))))
         answer["result"] = placed(answer["result"], obj)
@@ -430,13 +433,84 @@ def describe(module):
             "children": named}
 
 
+# id(code object) -> (module name, the code object kept alive): every code object this child compiled itself
+# from a file of the submission's folder (StudentFinder), never a file name the code says it has: a
+# submission's compile(src, "causal.py", "exec") or function.__code__.replace(co_filename=...) makes code
+# that is no file's (the redteam lane's leftover: mha.py's code named causal.py was causal's bug)
+COMPILED: dict[int, tuple[str, Any]] = {}
+# module name -> the namespace its file's code was run in (a function of that file has it as __globals__)
+NAMESPACES: dict[str, dict[str, Any]] = {}
+
+
+class StudentLoader(importlib.machinery.SourceFileLoader):
+    """Loads a module of the submission's folder from its source, compiled here (never a .pyc handed in
+    or left in __pycache__), and records what it compiled (COMPILED) and where it ran (NAMESPACES)."""
+
+    def get_code(self, fullname):
+        code = compile(self.get_data(self.path), self.path, "exec", dont_inherit=True)
+        stack = [code]
+        while stack:
+            current = stack.pop()
+            COMPILED[id(current)] = (fullname, current)
+            stack.extend(c for c in current.co_consts if type(c) is type(code))
+        return code
+
+    def exec_module(self, module):
+        NAMESPACES[module.__name__] = module.__dict__
+        super().exec_module(module)
+
+
+class StudentFinder:
+    """First on sys.meta_path: a top-level module whose file is in the submission's folder is loaded by
+    StudentLoader (others: the usual finders)."""
+
+    @staticmethod
+    def find_spec(fullname, path=None, target=None):
+        if path is not None or fullname not in WORKSPACE_NAMES or not WORKSPACE:
+            return None
+        file = os.path.join(WORKSPACE, fullname + ".py")
+        if not os.path.isfile(file):
+            return None
+        return importlib.util.spec_from_file_location(fullname, file, loader=StudentLoader(fullname, file))
+
+
+def compiled_from(code):
+    """The submission's module whose file this child compiled `code` from ('' when none did)."""
+    entry = COMPILED.get(id(code))
+    return entry[0] if entry is not None and entry[1] is code else ""
+
+
+def origin(obj):
+    """The submission's module a function (or method) was written in, as this child compiled and ran it:
+    its code compiled from that module's file and its globals that module's namespace; '' otherwise (a
+    library's function, or code made or rebound while the submission ran, whatever file name it gives)."""
+    function = getattr(obj, "__func__", obj)
+    code, namespace = getattr(function, "__code__", None), getattr(function, "__globals__", None)
+    module = compiled_from(code)
+    return module if module and NAMESPACES.get(module) is namespace else ""
+
+
+def _student_frames(tb):
+    """[(module, line, function name)] of the traceback's frames that run code this child compiled
+    from the submission's files (COMPILED), outermost first."""
+    found = []
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        module = compiled_from(code)
+        if module:
+            found.append((module, tb.tb_lineno, code.co_name))
+        tb = tb.tb_next
+    return found
+
+
 def where(tb):
-    """The innermost frame of the student's own files, as 'causal.py, line 12, in forward'."""
-    frames = [f for f in traceback.extract_tb(tb) if WORKSPACE and f.filename.startswith(WORKSPACE)]
+    """The innermost frame of the student's own files, as 'causal.py, line 12, in forward': a frame
+    whose code this child compiled from that file, never one that names it (COMPILED)."""
+    frames = _student_frames(tb)
     if not frames:
         return ""
-    f = frames[-1]
-    return f"{os.path.basename(f.filename)}, line {f.lineno}, in {f.name}"
+    module, line, name = frames[-1]
+    return f"{module}.py, line {line}, in {name}"
 
 
 def error_reply(exc):
@@ -455,9 +529,11 @@ def error_reply(exc):
 def raised_by_student(tb):
     """True when the innermost frame of the traceback is in the student's own files (a stub's raise),
     not inside torch or another library (FlexAttention on CPU raises NotImplementedError too)."""
-    frames = traceback.extract_tb(tb)
-    workspace = WORKSPACE
-    return bool(frames and workspace and frames[-1].filename.startswith(workspace))
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return bool(compiled_from(tb.tb_frame.f_code))
 
 
 def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memory_mb=512):
@@ -479,6 +555,7 @@ def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memo
     except OSError:
         WORKSPACE_NAMES = ()
     sys.path.insert(0, WORKSPACE.rstrip(os.sep))
+    sys.meta_path.insert(0, StudentFinder)  # the submission's modules compiled by this child (COMPILED)
     # where the submission's folder is read-only (the room's), no compiled module can be cached in it: not
     # tried (each import of a student module marshalled its code and failed to make __pycache__)
     if not os.access(WORKSPACE, os.W_OK):

@@ -214,14 +214,15 @@ def heads_changed_here(student, wrapper, num_heads):
     are the grader's own stand-ins, it is. Where causal.py's CausalAttention is right on its own (the
     dependency probe, run on causal.py alone: Student.verdicts), it is when a head has forward hooks, or
     every module has (a head the probe found right has none to change its output), or the code it runs as its forward (the function
-    or a function it wraps) was written in mha.py: mha.py replaced CausalAttention.forward, or the wrapper
-    its heads' or hooked them. Otherwise the difference is CausalAttention's, graded in causal (a bug the
+    or a function it wraps) was written in mha.py or is not causal.py's (the child says which file it compiled
+    the code from, inside/child.origin; never the file name a code object carries, which mha.py may write):
+    mha.py replaced CausalAttention.forward, or the wrapper its heads' or hooked them. Otherwise the difference is CausalAttention's, graded in causal (a bug the
     probe did not meet is one of them)."""
     if ("causal", "CausalAttention") in student.given:
         return True
     if student.verdicts.get("causal") != "":
         return False
-    own = f"{PART}.py"
+    own = PART
     # hooks on every module (torch.nn.modules.module.register_module_forward_hook): none before student code
     everywhere = [Step("call", {"module": "torch.nn.modules.module", "attr": f"{hooks}.__len__"})
                   for hooks in ("_global_forward_hooks", "_global_forward_pre_hooks")]
@@ -231,13 +232,16 @@ def heads_changed_here(student, wrapper, num_heads):
         # its forward hooks and pre-hooks first (a plan stops at the first attribute a head lacks: __wrapped__)
         steps = [Step("call", {"handle": wrapper._id, "attr": f"heads.{i}.{hooks}.__len__"})
                  for hooks in ("_forward_hooks", "_forward_pre_hooks")]
-        steps += [Step("getattr", {"handle": wrapper._id, "attr": f"heads.{i}.{layer}.__code__.co_filename"})
-                  for layer in FORWARD_LAYERS]
-        for answer in student.plan(steps):
-            if type(answer) is int and answer > 0:
-                return True
-            if isinstance(answer, str) and answer.replace("\\", "/").rsplit("/", 1)[-1] == own:
-                return True
+        # the module each layer was written in, as the child compiled it from the submission's files
+        # (inside/child.origin: never the file name a code object gives, which mha.py may have written)
+        steps += [Step("origin", {"handle": wrapper._id, "attr": f"heads.{i}.{layer}"}) for layer in FORWARD_LAYERS]
+        answers = student.plan(steps)
+        if any(type(answer) is int and answer > 0 for answer in answers[:2]):
+            return True
+        origins = [answer for answer in answers[2:] if type(answer) is str]
+        # written in mha.py, or the code the head runs (its innermost layer) is no code of causal.py's
+        if own in origins or (origins and origins[-1] != "causal"):
+            return True
     return False
 
 
