@@ -213,10 +213,11 @@ def heads_changed_here(student, wrapper, num_heads):
     seed's weights, and still the output is not the specification's) this part's own doing? Where the heads
     are the grader's own stand-ins, it is. Where causal.py's CausalAttention is right on its own (the
     dependency probe, run on causal.py alone: Student.verdicts), it is when a head has forward hooks, or
-    every module has (a head the probe found right has none to change its output), or the code it runs as its forward (the function
-    or a function it wraps) was written in mha.py or is not causal.py's (the child says which file it compiled
-    the code from, inside/child.origin; never the file name a code object carries, which mha.py may write):
-    mha.py replaced CausalAttention.forward, or the wrapper its heads' or hooked them. Otherwise the difference is CausalAttention's, graded in causal (a bug the
+    every module has (a head the probe found right has none to change its output), or the code it runs as
+    its forward (the function or a function it wraps) was written in mha.py or is not causal.py's (the
+    child says which file it compiled the code from, inside/child.origin; never the file name a code
+    object carries, which mha.py may write): mha.py replaced CausalAttention.forward, or the wrapper its
+    heads' or hooked them. Otherwise the difference is CausalAttention's, graded in causal (a bug the
     probe did not meet is one of them)."""
     if ("causal", "CausalAttention") in student.given:
         return True
