@@ -41,10 +41,13 @@ def causal_mistakes(x, state):
     return attention_mistakes(*projections(x, state), causal=True, d_in=x.shape[-1])
 
 
-def identity_probe(T, rng, value=None):
-    """State and input under which CausalAttention(T, T, ...) returns its attention weights."""
-    state = helpers.random_qkv_state(T, T, rng, scale=3.0)
-    state["W_value.weight"] = torch.eye(T) if value is None else value
+def identity_probe(T, rng, value=None, d_out=None):
+    """State and input under which CausalAttention(T, d_out, ...) (d_out: T unless given, at least T)
+    returns its attention weights, in the output's first T columns (the value projection is the
+    identity with zero rows below it)."""
+    d_out = d_out or T
+    state = helpers.random_qkv_state(T, d_out, rng, scale=3.0)
+    state["W_value.weight"] = torch.eye(d_out, T) if value is None else value
     return state, torch.eye(T)
 
 
@@ -205,14 +208,18 @@ def test_causal_future_tokens_never_matter(student, rng):
 
 
 def test_causal_weights_through_identity_values(student, rng):
-    T, ctx = 5, 7
-    state, eye = identity_probe(T, rng)
-    attn = known(student, T, T, ctx, 0.0, state)
+    # d_out = T + 2: the value projection is the identity padded with zero rows (the weights are the output's
+    # first T columns), so d_k differs from num_tokens: a scale by sqrt(num_tokens) would pass with d_k == T
+    T, ctx, d_out = 5, 7, 7
+    state, eye = identity_probe(T, rng, d_out=d_out)
+    attn = known(student, T, d_out, ctx, 0.0, state)
     what = "the attention weight matrix of CausalAttention (seen with identity value projections)"
-    got = expect.shape(run(attn, eye.expand(2, T, T).contiguous(), what, eval_first=True), (2, T, T), what)
+    out = expect.shape(run(attn, eye.expand(2, T, T).contiguous(), what, eval_first=True), (2, T, d_out), what)
+    got = out[..., :T]
     scores = probe_weights(state, T)
-    judge(got, weights(scores, T, True).expand(2, T, T), what,
-          [(w.expand(2, T, T), why) for w, why in weight_mistakes(scores, T, True)])
+    judge(out, torch.cat([weights(scores, d_out, True), torch.zeros(T, d_out - T)], -1).expand(2, T, d_out), what,
+          [(torch.cat([w, torch.zeros(T, d_out - T)], -1).expand(2, T, d_out), why)
+           for w, why in weight_mistakes(scores, d_out, True)])
     future = torch.ones(T, T, dtype=torch.bool).triu(1).expand(2, T, T)
     if (got[future] != 0).any():
         expect.fail(f"{what}: the weights on future tokens must be exactly 0 (mask with -inf)")
