@@ -95,7 +95,17 @@ def right_on(attn, x, state, what, case=""):
 
 
 def test_causal_mask_marks_the_future(student):
-    for n in (4, 7, 1):  # a 1x1 mask cannot tell an inverted mask from an off-by-one one: last
+    judge_masks(student, (4, 7, 1))  # a 1x1 mask cannot tell an inverted mask from an off-by-one one: last
+
+
+def test_causal_mask_unseen_sizes(student, rng):
+    """Sizes the student never sees (causal_mask_marks_the_future's are printed in its messages, and
+    requires this check: a mask written out for 4, 7 and 1 earns nothing)."""
+    judge_masks(student, [int(n) for n in torch.randint(8, 40, (2,), generator=rng)] + [2])
+
+
+def judge_masks(student, sizes):
+    for n in sizes:
         mask = expect.as_tensor(student.module(PART).causal_mask(n), f"causal_mask({n})")
         expect.shape(mask, (n, n), f"causal_mask({n})")
         want = torch.ones(n, n, dtype=torch.bool).triu(1)
