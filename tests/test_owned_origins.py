@@ -8,6 +8,7 @@ Each test states the outcome it expects; each failed before the child kept its o
 redteam lane's leftover 2)."""
 import types
 
+import pytest
 from part_edits import failed, grade, scores, submission
 from rubric_points import CHECK, PART
 
@@ -47,6 +48,7 @@ def errors_of(engine, tmp_path, source):
     return seen[0]
 
 
+@pytest.mark.quick
 def test_code_named_after_another_file_is_not_that_file_s(engine, tmp_path):
     """task.py raises from code it compiled under the name causal.py: the error is task.py's (the line of
     the call into the forged code), never causal.py's, which misconceptions.raised_in would have charged."""

@@ -5,6 +5,7 @@ causal_weights_through_identity_values; num_heads == head_dim let a MultiHeadAtt
 sqrt(num_heads) pass the probe. Each test states the verdict or score it expects; each fails before."""
 import types
 
+import pytest
 from part_edits import failed, grade, submission
 from rubric_points import CHECK, PART
 
@@ -30,6 +31,7 @@ def probed(engine, folder, module):
     return seen
 
 
+@pytest.mark.quick
 def test_the_probes_sizes_are_all_different():
     for probe, sizes in dependencies.SIZES_APART.items():
         assert len(set(sizes)) == len(sizes), probe

@@ -1,6 +1,7 @@
 """A visible check whose inputs a student reads in its messages earns nothing for answers written out
 for those inputs (the redteam lane's leftover 5): causal_mask_marks_the_future requires
 causal_mask_unseen_sizes (grading.yml), which asks for sizes drawn from the run's secret."""
+import pytest
 from part_edits import failed, grade, submission
 from rubric_points import CHECK, PART
 
@@ -13,6 +14,7 @@ WRITTEN_OUT = ("causal", "return torch.triu(torch.ones(num_tokens, num_tokens, d
                "torch.zeros(num_tokens, num_tokens, dtype=torch.bool))")
 
 
+@pytest.mark.quick
 def test_the_visible_mask_check_requires_unseen_sizes():
     checks = rubric.load(rubric.Path(__file__).resolve().parents[1] / "grading.yml").parts["causal"].checks
     assert "causal_mask_unseen_sizes" in checks["causal_mask_marks_the_future"].requires

@@ -227,9 +227,10 @@ def test_causal_weights_through_identity_values(student, rng):
     out = expect.shape(run(attn, eye.expand(2, T, T).contiguous(), what, eval_first=True), (2, T, d_out), what)
     got = out[..., :T]
     scores = probe_weights(state, T)
-    judge(out, torch.cat([weights(scores, d_out, True), torch.zeros(T, d_out - T)], -1).expand(2, T, d_out), what,
-          [(torch.cat([w, torch.zeros(T, d_out - T)], -1).expand(2, T, d_out), why)
-           for w, why in weight_mistakes(scores, d_out, True)])
+    value = state["W_value.weight"].T  # weights @ value: the weights, then zeros (NaN where a row is NaN)
+    right = weights(scores, d_out, True)
+    judge(out, (right @ value.to(right.dtype)).expand(2, T, d_out), what,
+          [((w @ value.to(w.dtype)).expand(2, T, d_out), why) for w, why in weight_mistakes(scores, d_out, True)])
     future = torch.ones(T, T, dtype=torch.bool).triu(1).expand(2, T, T)
     if (got[future] != 0).any():
         expect.fail(f"{what}: the weights on future tokens must be exactly 0 (mask with -inf)")
