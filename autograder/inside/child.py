@@ -128,6 +128,8 @@ def perform(handles, header, inputs):
         return registered(obj)
     if op == "origin":
         return origin(obj)
+    if op == "leftovers":
+        return leftovers()
     if op == "record":
         answer = record(obj, args, kwargs, inputs.get("patches", ()), on_device(list(inputs.get("returns", ()))))
         answer["result"] = placed(answer["result"], obj)
@@ -488,6 +490,25 @@ def origin(obj):
     code, namespace = getattr(function, "__code__", None), getattr(function, "__globals__", None)
     module = compiled_from(code)
     return module if module and NAMESPACES.get(module) is namespace else ""
+
+
+def leftovers():
+    """What the code run so far left in place that no operation puts back (part_reset.restore does not:
+    these are the code's to use while its part runs), as plain strings: the hooks registered on every
+    module (torch.nn.modules.module's _global_* registries), the import system's finders and path hooks,
+    and the submission's module names that sys.modules maps to something this child did not load from
+    that file (StudentLoader) nor stand in for. The dependency probe compares them before and after a
+    part it probes runs in another part's child (suites/dependencies.py): a difference would act on the
+    checks of the part that uses it (causal.py registering a hook on every MultiHeadAttention)."""
+    hooks = torch.nn.modules.module
+    found = [f"{name}={len(value)}" for name, value in sorted(vars(hooks).items())
+             if name.startswith("_global_") and isinstance(value, dict)]
+    found += [f"meta_path={[id(f) for f in sys.meta_path]}", f"path_hooks={[id(h) for h in sys.path_hooks]}"]
+    for name in sorted(WORKSPACE_NAMES):
+        module = sys.modules.get(name)
+        if module is not None and name not in SUBSTITUTED and NAMESPACES.get(name) is not getattr(module, "__dict__", None):
+            found.append(f"module {name} not its file's")
+    return found
 
 
 def _student_frames(tb):

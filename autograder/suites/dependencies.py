@@ -54,20 +54,35 @@ def substitutes(found: dict[str, str]) -> list[str]:
 def probe(student, module):
     limit, student.call_limit = student.call_limit, PROBE_SECONDS
     running = getattr(student.session, "running", lambda: None)
-    before = running()
+    before, left_before = running(), leftovers(student)
     try:
         # idleness metered as after a hidden input: a module that sleeps that long at import or in forward
         # would end the child in every hidden check of the part that uses it (2026-11-28: causal.py's
         # `time.sleep(5)` cost mha 14 to 16 checks); here it ends the probe, 'hangs' (the grader's classes)
         with getattr(student.session, "metered_as_hidden", contextlib.nullcontext)():
             verdict = _judged(student, module)
-        # a thread or process it left would act on the checks that follow in this child, whatever the verdict
+        # a thread or process it left would act on the checks that follow in this child, whatever the verdict;
+        # so would a hook on every module, an import finder, or another module put in sys.modules under a
+        # name of the submission's (causal.py costing mha all 22 points with mha.py right: the redteam lane's
+        # leftover 1)
         after = running()
-        return LEAVES if before is not None and after is not None and after != before else verdict
+        if before is not None and after is not None and after != before:
+            return LEAVES
+        return LEAVES if leftovers(student) != left_before else verdict
     except SessionDied:
         return "hangs"
     finally:
         student.call_limit = limit
+
+
+def leftovers(student):
+    """The child's word on what the code run in it left that no operation puts back (inside/child.leftovers):
+    a list of strings, or the error's type where it could not say (a difference counts as one left)."""
+    try:
+        answer = student.request("leftovers", {"module": "torch"})
+    except StudentError as e:
+        return [f"unreadable: {e.kind}"]
+    return answer if isinstance(answer, list) else [f"unreadable: {type(answer).__name__}"]
 
 
 def _judged(student, module):

@@ -601,14 +601,14 @@ def test_mha_batches_the_heads(student, rng):
               multi_head_mistakes(x, state, h), case=f"({d_in}, {d_out}, {ctx}, 0.0, num_heads={h}) on {b}x{T}")
         counts[h] = efficiency.read_counts(answer, what)
     # code reaching into what the measurement relies on earns nothing from it (the grader's reading)
-    problem = efficiency.untrusted(student.sources(), PART) or efficiency.growth_problem(counts[2], counts[4], 2, 4) \
+    problem = efficiency.untrusted(efficiency.sources_run(student), PART) or efficiency.growth_problem(counts[2], counts[4], 2, 4) \
         or efficiency.per_head_work(counts[2], counts[4])
     # against a bound the student's head count does not move: the grader's own batched computation
     for h in (2, 4):
         problem = problem or efficiency.bound_problem(counts[h], efficiency.reference_counts(d_in, d_out, ctx, h,
                                                                                              (b, T, d_in)))
     # passes only when the grader's own reading of mha.py agrees with the child's counts
-    problem = problem or efficiency.source_loop_problem(student.sources(), name, PART,
+    problem = problem or efficiency.source_loop_problem(efficiency.sources_run(student), name, PART,
                                                             efficiency.where_bound(student, PART, name))
     if problem:
         expect.fail(f"{name}: {problem}", f"matmul-like calls {efficiency.matmul_calls(counts[2])} with 2 heads, "
@@ -624,9 +624,9 @@ def test_mha_runs_on_the_inputs_device(student, rng):
     x = torch.rand(2, T, d_in, generator=rng)
     what = f"{name} (before it is moved to another device)"
     judge(run(mha, x, what, eval_first=True), reference.multi_head(x, state, h), what, multi_head_mistakes(x, state, h))
-    problem = efficiency.untrusted(student.sources(), PART) or \
+    problem = efficiency.untrusted(efficiency.sources_run(student), PART) or \
         efficiency.device_problem(mha, x, (2, T, d_out), name, efficiency.has_plain_mask(mha))
-    problem = problem or efficiency.source_device_problem(student.sources(), name, PART,
+    problem = problem or efficiency.source_device_problem(efficiency.sources_run(student), name, PART,
                                                               efficiency.where_bound(student, PART, name))
     if problem:
         expect.fail(problem)
