@@ -55,3 +55,36 @@ def test_a_module_put_in_sys_modules_by_causal_costs_mha_nothing(engine, tmp_pat
     result = grade(engine, with_causal_appended(tmp_path, FAKE), ["causal", "mha"])
     assert scores(result)["mha"] == PART["mha"], failed(result, "mha")
     assert set(failed(result, "causal")) == {"causal_runs_on_the_inputs_device"}
+
+
+LINEAR_GLOBALS = '''
+
+import torch.nn.modules.linear as _linear_module
+_real = _linear_module.F
+
+
+class _Shifted:
+    def __getattr__(self, name):
+        return getattr(_real, name)
+
+    @staticmethod
+    def linear(x, w, b=None):
+        out = _real.linear(x, w, b)
+        return out if w.shape[0] in (1, 2) else out + 1
+
+
+_linear_module.F = _Shifted()
+'''
+
+
+def test_torch_s_own_module_globals_replaced_by_one_part_are_back_for_the_next(engine, tmp_path):
+    """self_attention_v2.py replaces the F that nn.Linear.forward reads (torch.nn.modules.linear's global):
+    before, causal, graded after it in the same child, lost 21 of 22 points (the child was not retired, the
+    namespace not watched); now it is put back before every operation (part_reset._torch_modules) and the
+    child is retired after the part."""
+    folder = submission(tmp_path)
+    with open(folder / "self_attention_v2.py", "a", encoding="utf-8") as f:
+        f.write(LINEAR_GLOBALS)
+    result = grade(engine, folder, ["self_attention_v2", "causal"])
+    assert scores(result) == {"self_attention_v2": PART["self_attention_v2"], "causal": PART["causal"]}, \
+        failed(result, "causal")

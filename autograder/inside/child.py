@@ -21,7 +21,7 @@ from autograder.inside import gpu, part_reset, protocol, stand_in
 from autograder.inside.counting import count_ops
 
 WORKSPACE = None  # the folder holding the student's modules, set by serve()
-WORKSPACE_NAMES = ()  # the module names of its top-level .py files, set by serve()
+WORKSPACE_NAMES: tuple[str, ...] = ()  # the module names of its top-level .py files, set by serve()
 DEVICE = "cpu"    # where the student's modules and the inputs given to them live (`grade --device`)
 # part_reset.snapshot() of this child before any student code, filled by serve() (in place: this module's
 # globals are watched, and the snapshot is of them)

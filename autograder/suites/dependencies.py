@@ -38,9 +38,10 @@ def verdicts(student: Student, part: str, known: dict[str, str]) -> dict[str, st
     """{module: '' (right on its own), 'wrong', 'raises', 'hangs' or 'leaves' (LEAVES)} for the parts `part` uses;
     known: the submission's verdicts so far (filled in here). A probe that ran past its time ends
     the child: the caller starts another."""
+    left: list[list[str]] = []  # what the child held that no operation puts back, read once between two probes
     for module in DEPENDS.get(part, ()):
         if module not in known and not student.session.died:
-            known[module] = probe(student, module)
+            known[module] = probe(student, module, left)
     return {module: known.get(module, "hangs") for module in DEPENDS.get(part, ())}
 
 
@@ -51,10 +52,15 @@ def substitutes(found: dict[str, str]) -> list[str]:
     return [module for module in MODULES if found.get(module)]
 
 
-def probe(student, module):
+def probe(student, module, left=None):
+    """module's verdict (verdicts); left: [what the child held that no operation puts back], as the last
+    probe in this child read it after it ran (read here first where empty; replaced by what it reads after)."""
     limit, student.call_limit = student.call_limit, PROBE_SECONDS
     running = getattr(student.session, "running", lambda: None)
-    before, left_before = running(), leftovers(student)
+    left = [] if left is None else left
+    if not left:
+        left.append(leftovers(student))
+    before, left_before = running(), left[-1]
     try:
         # idleness metered as after a hidden input: a module that sleeps that long at import or in forward
         # would end the child in every hidden check of the part that uses it (2026-11-28: causal.py's
@@ -66,9 +72,10 @@ def probe(student, module):
         # name of the submission's (causal.py costing mha all 22 points with mha.py right: the redteam lane's
         # leftover 1)
         after = running()
+        left[:] = [leftovers(student)]
         if before is not None and after is not None and after != before:
             return LEAVES
-        return LEAVES if leftovers(student) != left_before else verdict
+        return LEAVES if left[0] != left_before else verdict
     except SessionDied:
         return "hangs"
     finally:

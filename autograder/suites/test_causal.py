@@ -8,7 +8,7 @@ gradients, and inputs left unchanged.
 """
 import torch
 
-from autograder.student import RemoteObject, StudentError
+from autograder.student import RemoteObject, Step, StudentError, outcome
 from autograder.suites import efficiency, expect, helpers, part_marker, reference, source_mistakes
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import (
@@ -105,8 +105,13 @@ def test_causal_mask_unseen_sizes(student, rng):
 
 
 def judge_masks(student, sizes):
-    for n in sizes:
-        mask = expect.as_tensor(student.module(PART).causal_mask(n), f"causal_mask({n})")
+    # every size asked in one exchange (a plan stops at the first that raises: its error is raised here)
+    answers = student.plan([Step("call", {"module": PART, "attr": "causal_mask"}, (n,)) for n in sizes])
+    for answer in answers:
+        outcome(answer)
+    expect.true(len(answers) == len(sizes), "causal_mask did not answer for every size")  # a child's short reply
+    for n, answer in zip(sizes, answers, strict=True):
+        mask = expect.as_tensor(outcome(answer), f"causal_mask({n})")
         expect.shape(mask, (n, n), f"causal_mask({n})")
         want = torch.ones(n, n, dtype=torch.bool).triu(1)
         expect.true(mask.dtype == torch.bool, f"causal_mask({n}) should be a bool tensor, got {mask.dtype}")
