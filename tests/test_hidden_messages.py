@@ -22,6 +22,10 @@ class FakeStudent:
         self.saw_hidden = saw_hidden
         self.session = type("Child", (), {"idle_out": False, "cpu_out": False})()
 
+    def plan(self, steps):
+        """Student.plan's answers, each step a call of the fake module's function."""
+        return [getattr(self.module(step.target["module"]), step.target["attr"])(*step.args) for step in steps]
+
 
 class Masks:
     """student.module("causal"): a causal_mask that returns the dtype the test picked."""

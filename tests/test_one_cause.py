@@ -72,7 +72,7 @@ ITEMS = {
     "softmax_dim0": {"simple_attention": [(SOFTMAX_DIM0, 5, "scores_and_weights_book_example (-1), "
                                           "context_vectors_book_example (-1) and 2 hidden checks (-3)")]},
     "diagonal0": {"causal": [(HIDES_DIAGONAL, 22, "causal_mask_marks_the_future (-1), masked_weights_book_example (-1), "
-                              "causal_attention_book_example (-2) and 12 hidden checks (-18)")]},
+                              "causal_attention_book_example (-2) and 13 hidden checks (-18)")]},
     "unscaled_v2": {"self_attention_v2": [(UNSCALED, 10, "")]},
     "two_mistakes": {"simple_attention": [(EXP_OVER_SUM, 2, ""),
                                           (SOFTMAX_DIM0, 5, "scores_and_weights_book_example (-1), "

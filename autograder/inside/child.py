@@ -6,11 +6,12 @@ plain data (see protocol.py). Whatever the student's code does here can only cha
 numbers sent back, which the grader judges in its own process.
 """
 import importlib
+import importlib.machinery
+import importlib.util
 import inspect
 import os
 import random
 import sys
-import traceback
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,7 @@ from autograder.inside import demo_lines, gpu, part_reset, protocol, stand_in
 from autograder.inside.counting import count_ops
 
 WORKSPACE = None  # the folder holding the student's modules, set by serve()
-WORKSPACE_NAMES = ()  # the module names of its top-level .py files, set by serve()
+WORKSPACE_NAMES: tuple[str, ...] = ()  # the module names of its top-level .py files, set by serve()
 DEVICE = "cpu"    # where the student's modules and the inputs given to them live (`grade --device`)
 # part_reset.snapshot() of this child before any student code, filled by serve() (in place: this module's
 # globals are watched, and the snapshot is of them)
@@ -125,6 +126,10 @@ def perform(handles, header, inputs):
         return describe(obj)
     if op == "registered":
         return registered(obj)
+    if op == "origin":
+        return origin(obj)
+    if op == "leftovers":
+        return leftovers()
     if op == "record":
         answer = record(obj, args, kwargs, inputs.get("patches", ()), on_device(list(inputs.get("returns", ()))))
         answer["result"] = placed(answer["result"], obj)
@@ -431,13 +436,59 @@ def describe(module):
             "children": named}
 
 
+COMPILED, NAMESPACES, compiled_from = demo_lines.COMPILED, demo_lines.NAMESPACES, demo_lines.compiled_from
+
+
+def origin(obj):
+    """The submission's module a function (or method) was written in, as this child compiled and ran it:
+    its code compiled from that module's file and its globals that module's namespace; '' otherwise (a
+    library's function, or code made or rebound while the submission ran, whatever file name it gives)."""
+    function = getattr(obj, "__func__", obj)
+    code, namespace = getattr(function, "__code__", None), getattr(function, "__globals__", None)
+    module = compiled_from(code)
+    return module if module and NAMESPACES.get(module) is namespace else ""
+
+
+def leftovers():
+    """What the code run so far left in place that no operation puts back (part_reset.restore does not:
+    these are the code's to use while its part runs), as plain strings: the hooks registered on every
+    module (torch.nn.modules.module's _global_* registries), the import system's finders and path hooks,
+    and the submission's module names that sys.modules maps to something this child did not load from
+    that file (demo_lines.Loader) nor stand in for. The dependency probe compares them before and after a
+    part it probes runs in another part's child (suites/dependencies.py): a difference would act on the
+    checks of the part that uses it (causal.py registering a hook on every MultiHeadAttention)."""
+    hooks = torch.nn.modules.module
+    found = [f"{name}={len(value)}" for name, value in sorted(vars(hooks).items())
+             if name.startswith("_global_") and isinstance(value, dict)]
+    found += [f"meta_path={[id(f) for f in sys.meta_path]}", f"path_hooks={[id(h) for h in sys.path_hooks]}"]
+    for name in sorted(WORKSPACE_NAMES):
+        module = sys.modules.get(name)
+        if module is not None and name not in SUBSTITUTED and NAMESPACES.get(name) is not getattr(module, "__dict__", None):
+            found.append(f"module {name} not its file's")
+    return found
+
+
+def _student_frames(tb):
+    """[(module, line, function name)] of the traceback's frames that run code this child compiled
+    from the submission's files (COMPILED), outermost first."""
+    found = []
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        module = compiled_from(code)
+        if module:
+            found.append((module, tb.tb_lineno, code.co_name))
+        tb = tb.tb_next
+    return found
+
+
 def where(tb):
-    """The innermost frame of the student's own files, as 'causal.py, line 12, in forward'."""
-    frames = [f for f in traceback.extract_tb(tb) if WORKSPACE and f.filename.startswith(WORKSPACE)]
+    """The innermost frame of the student's own files, as 'causal.py, line 12, in forward': a frame
+    whose code this child compiled from that file, never one that names it (COMPILED)."""
+    frames = _student_frames(tb)
     if not frames:
         return ""
-    f = frames[-1]
-    return f"{os.path.basename(f.filename)}, line {f.lineno}, in {f.name}"
+    module, line, name = frames[-1]
+    return f"{module}.py, line {line}, in {name}"
 
 
 def error_reply(exc):
@@ -456,9 +507,11 @@ def error_reply(exc):
 def raised_by_student(tb):
     """True when the innermost frame of the traceback is in the student's own files (a stub's raise),
     not inside torch or another library (FlexAttention on CPU raises NotImplementedError too)."""
-    frames = traceback.extract_tb(tb)
-    workspace = WORKSPACE
-    return bool(frames and workspace and frames[-1].filename.startswith(workspace))
+    if tb is None:
+        return False
+    while tb.tb_next is not None:
+        tb = tb.tb_next
+    return bool(compiled_from(tb.tb_frame.f_code))
 
 
 def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memory_mb=512):
@@ -480,7 +533,8 @@ def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memo
     except OSError:
         WORKSPACE_NAMES = ()
     sys.path.insert(0, WORKSPACE.rstrip(os.sep))
-    # the student's modules are imported by demo_lines' loader: a top-level demo line that raises is skipped
+    # the student's modules are compiled and imported by demo_lines' loader (COMPILED, NAMESPACES), where a
+    # top-level demo line that raises is skipped
     demo_lines.install(WORKSPACE.rstrip(os.sep), WORKSPACE_NAMES)
     # where the submission's folder is read-only (the room's), no compiled module can be cached in it: not
     # tried (each import of a student module marshalled its code and failed to make __pycache__)

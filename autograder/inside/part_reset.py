@@ -63,8 +63,30 @@ def _watched(also=()):
     spaces = [builtins, torch, nn, nn.functional, nn.init, torch.linalg, torch.autograd, torch.Tensor,
               nn.Module, nn.Linear, nn.Dropout, nn.Parameter, nn.ModuleList, nn.Sequential, nn.Embedding,
               np, np.linalg, np.random, np.testing, math, random, os, sys, gc, inspect, importlib, traceback,
-              json, struct, itertools, functools, operator, types, warnings, threading, *also]
+              json, struct, itertools, functools, operator, types, warnings, threading, *_torch_modules(), *also]
     return [s for s in spaces if hasattr(s, "__dict__")]
+
+
+# torch's modules whose globals its layers and functions read when they run (nn.Linear.forward reads F from
+# torch.nn.modules.linear's namespace): a module of one part replacing one (torch.nn.modules.linear.F) changed
+# every nn.Linear of the parts graded after it in the same child (self_attention_v2.py cost causal 21 of 22
+# points; the redteam lane's leftover 3)
+# (those of the layers the chapter's code builds: each namespace watched costs every operation a read)
+TORCH_MODULES = ("torch._tensor", "torch.functional", "torch.random", "torch.overrides", "torch.nn.parameter",
+                 "torch.autograd.grad_mode", "torch.nn.modules.module", "torch.nn.modules.linear",
+                 "torch.nn.modules.dropout", "torch.nn.modules.container", "torch.nn.modules.activation",
+                 "torch.nn.modules.sparse")
+
+
+def _torch_modules():
+    """The loaded modules of TORCH_MODULES: found once (in the fork server, before any child: every child
+    inherits the list, as it inherits the modules)."""
+    if not _TORCH_FOUND:
+        _TORCH_FOUND.extend(sys.modules[name] for name in TORCH_MODULES if isinstance(sys.modules.get(name), types.ModuleType))
+    return _TORCH_FOUND
+
+
+_TORCH_FOUND: list = []
 
 
 def _namespaces(also=()):

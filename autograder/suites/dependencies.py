@@ -38,9 +38,10 @@ def verdicts(student: Student, part: str, known: dict[str, str]) -> dict[str, st
     """{module: '' (right on its own), 'wrong', 'raises', 'hangs' or 'leaves' (LEAVES)} for the parts `part` uses;
     known: the submission's verdicts so far (filled in here). A probe that ran past its time ends
     the child: the caller starts another."""
+    left: list[list[str]] = []  # what the child held that no operation puts back, read once between two probes
     for module in DEPENDS.get(part, ()):
         if module not in known and not student.session.died:
-            known[module] = probe(student, module)
+            known[module] = probe(student, module, left)
     return {module: known.get(module, "hangs") for module in DEPENDS.get(part, ())}
 
 
@@ -51,23 +52,44 @@ def substitutes(found: dict[str, str]) -> list[str]:
     return [module for module in MODULES if found.get(module)]
 
 
-def probe(student, module):
+def probe(student, module, left=None):
+    """module's verdict (verdicts); left: [what the child held that no operation puts back], as the last
+    probe in this child read it after it ran (read here first where empty; replaced by what it reads after)."""
     limit, student.call_limit = student.call_limit, PROBE_SECONDS
     running = getattr(student.session, "running", lambda: None)
-    before = running()
+    left = [] if left is None else left
+    if not left:
+        left.append(leftovers(student))
+    before, left_before = running(), left[-1]
     try:
         # idleness metered as after a hidden input: a module that sleeps that long at import or in forward
         # would end the child in every hidden check of the part that uses it (2026-11-28: causal.py's
         # `time.sleep(5)` cost mha 14 to 16 checks); here it ends the probe, 'hangs' (the grader's classes)
         with getattr(student.session, "metered_as_hidden", contextlib.nullcontext)():
             verdict = _judged(student, module)
-        # a thread or process it left would act on the checks that follow in this child, whatever the verdict
+        # a thread or process it left would act on the checks that follow in this child, whatever the verdict;
+        # so would a hook on every module, an import finder, or another module put in sys.modules under a
+        # name of the submission's (causal.py costing mha all 22 points with mha.py right: the redteam lane's
+        # leftover 1)
         after = running()
-        return LEAVES if before is not None and after is not None and after != before else verdict
+        left[:] = [leftovers(student)]
+        if before is not None and after is not None and after != before:
+            return LEAVES
+        return LEAVES if left[0] != left_before else verdict
     except SessionDied:
         return "hangs"
     finally:
         student.call_limit = limit
+
+
+def leftovers(student):
+    """The child's word on what the code run in it left that no operation puts back (inside/child.leftovers):
+    a list of strings, or the error's type where it could not say (a difference counts as one left)."""
+    try:
+        answer = student.request("leftovers", {"module": "torch"})
+    except StudentError as e:
+        return [f"unreadable: {e.kind}"]
+    return answer if isinstance(answer, list) else [f"unreadable: {type(answer).__name__}"]
 
 
 def _judged(student, module):
@@ -88,6 +110,11 @@ LEAVES = "leaves"
 
 
 
+# every probe's sizes, (batch, tokens, d_in, d_out, context, heads): no two equal, so a mixup of two
+# dimensions changes a shape or a value (tests/test_owned_origins.py reads this)
+SIZES_APART = {"causal": (2, 4, 3, 5, 6), "wrapper": (6, 5, 3, 2, 9, 4), "mha": (6, 5, 3, 8, 9, 2)}
+
+
 def close(got, want):
     return isinstance(got, torch.Tensor) and tuple(got.shape) == tuple(want.shape) and \
         bool(torch.allclose(got.double(), want.double(), atol=1e-5, rtol=0))
@@ -104,11 +131,13 @@ def expected():
     rng = torch.Generator().manual_seed(SEED)
     v1 = helpers.drawn_matrices(SEED, 3, 4)
     v2 = helpers.drawn_linears(SEED, helpers.qkv_layers(3, 4, False))
-    head = helpers.drawn_linears(SEED, helpers.qkv_layers(3, 4, True))
-    heads = helpers.drawn_linears(SEED, [(f"{i}.{name}", 3, 2, False) for i in range(2) for name in helpers.QKV])
-    mha = helpers.drawn_linears(SEED, helpers.qkv_layers(3, 4, False) + [("out_proj", 4, 4, True)])
-    x2, x3, x4 = torch.rand(5, 3, generator=rng), torch.rand(2, 4, 3, generator=rng), torch.rand(2, 5, 3, generator=rng)
-    per_head = [{k.split(".", 1)[1]: v for k, v in heads.items() if k.startswith(f"{i}.")} for i in range(2)]
+    head = helpers.drawn_linears(SEED, helpers.qkv_layers(3, 5, True))
+    heads = helpers.drawn_linears(SEED, [(f"{i}.{name}", 3, 2, False) for i in range(4) for name in helpers.QKV])
+    mha = helpers.drawn_linears(SEED, helpers.qkv_layers(3, 8, False) + [("out_proj", 8, 8, True)])
+    # no two of a probe's sizes equal (SIZES_APART): d_k == num_tokens let a head scaled by sqrt(num_tokens)
+    # pass as right (then mha's checks used it), batch == num_heads hides heads and batch mixed up
+    x2, x3, x4 = torch.rand(5, 3, generator=rng), torch.rand(2, 4, 3, generator=rng), torch.rand(6, 5, 3, generator=rng)
+    per_head = [{k.split(".", 1)[1]: v for k, v in heads.items() if k.startswith(f"{i}.")} for i in range(4)]
     return {
         "v1": (v1, x2, reference.attention(*(x2 @ v1[k] for k in helpers.QKV), causal=False)),  # type: ignore[misc]  # a star of 3
         "v2": (v2, x2, reference.single_head(x2, v2, causal=False)),
@@ -133,10 +162,10 @@ def probe_causal(student):
     nn.Dropout(0.5), drops weights in the wrapper's dropout-free checks): each output judged against
     the grader's math on the weights the seed gives (names are free here)."""
     x, want = expected()["causal"]
-    head = student.module("causal").CausalAttention(3, 4, 6, 0.5, qkv_bias=True, _seed=SEED)
+    head = student.module("causal").CausalAttention(3, 5, 6, 0.5, qkv_bias=True, _seed=SEED)
     head.eval()
     require(close(head(x), want))
-    _, answer = helpers.built_and_called(student.module("causal").CausalAttention, (3, 4, 6, 0.0),
+    _, answer = helpers.built_and_called(student.module("causal").CausalAttention, (3, 5, 6, 0.0),
                                          {"qkv_bias": True}, SEED, (x,))
     require(close(answer(), want))
 
@@ -145,9 +174,9 @@ def probe_mha(student):
     """Both classes after a seed, on inputs shorter than the context, against the grader's math."""
     mha = student.module("mha")
     x, want = expected()["wrapper"]
-    require(close(mha.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2, _seed=SEED)(x), want))
+    require(close(mha.MultiHeadAttentionWrapper(3, 2, 9, 0.0, num_heads=4, _seed=SEED)(x), want))
     x, want = expected()["mha"]
-    require(close(mha.MultiHeadAttention(3, 4, 6, 0.0, num_heads=2, _seed=SEED)(x), want))
+    require(close(mha.MultiHeadAttention(3, 8, 9, 0.0, num_heads=2, _seed=SEED)(x), want))
 
 
 PROBES: dict[str, Callable[..., Any]] = {"self_attention_v1": functools.partial(probe_self_attention, module="self_attention_v1",

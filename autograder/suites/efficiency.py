@@ -226,6 +226,15 @@ def _plain(answer):
     return answer if isinstance(answer, (str, int)) and not isinstance(answer, bool) else None
 
 
+def sources_run(student):
+    """The submission's sources whose code runs in the student's child: a module the grader's stand-ins
+    replace there (Student.given: causal.py, found wrong or leaving something behind, for mha) is left out,
+    so that its code never makes another part's measurement untrusted (causal.py's exec cost mha its
+    batching and device points though none of it ran in mha's child)."""
+    replaced = {module for module, _ in getattr(student, "given", ())}
+    return {name: text for name, text in student.sources().items() if name not in replaced}
+
+
 def untrusted(sources, module):
     """'' or why the child's measurement cannot be taken as evidence: the code of the module (or of the
     submission's modules it imports) reaches into what the measurement relies on (dispatch modes, torch's

@@ -8,7 +8,7 @@ gradients, and inputs left unchanged.
 """
 import torch
 
-from autograder.student import RemoteObject, StudentError
+from autograder.student import RemoteObject, Step, StudentError, outcome
 from autograder.suites import efficiency, expect, helpers, part_marker, reference, source_mistakes
 from autograder.suites.helpers import QKV
 from autograder.suites.misconceptions import (
@@ -41,10 +41,13 @@ def causal_mistakes(x, state):
     return attention_mistakes(*projections(x, state), causal=True, d_in=x.shape[-1])
 
 
-def identity_probe(T, rng, value=None):
-    """State and input under which CausalAttention(T, T, ...) returns its attention weights."""
-    state = helpers.random_qkv_state(T, T, rng, scale=3.0)
-    state["W_value.weight"] = torch.eye(T) if value is None else value
+def identity_probe(T, rng, value=None, d_out=None):
+    """State and input under which CausalAttention(T, d_out, ...) (d_out: T unless given, at least T)
+    returns its attention weights, in the output's first T columns (the value projection is the
+    identity with zero rows below it)."""
+    d_out = d_out or T
+    state = helpers.random_qkv_state(T, d_out, rng, scale=3.0)
+    state["W_value.weight"] = torch.eye(d_out, T) if value is None else value
     return state, torch.eye(T)
 
 
@@ -92,8 +95,23 @@ def right_on(attn, x, state, what, case=""):
 
 
 def test_causal_mask_marks_the_future(student):
-    for n in (4, 7, 1):  # a 1x1 mask cannot tell an inverted mask from an off-by-one one: last
-        mask = expect.as_tensor(student.module(PART).causal_mask(n), f"causal_mask({n})")
+    judge_masks(student, (4, 7, 1))  # a 1x1 mask cannot tell an inverted mask from an off-by-one one: last
+
+
+def test_causal_mask_unseen_sizes(student, rng):
+    """Sizes the student never sees (causal_mask_marks_the_future's are printed in its messages, and
+    requires this check: a mask written out for 4, 7 and 1 earns nothing)."""
+    judge_masks(student, [int(n) for n in torch.randint(8, 40, (2,), generator=rng)] + [2])
+
+
+def judge_masks(student, sizes):
+    # every size asked in one exchange (a plan stops at the first that raises: its error is raised here)
+    answers = student.plan([Step("call", {"module": PART, "attr": "causal_mask"}, (n,)) for n in sizes])
+    for answer in answers:
+        outcome(answer)
+    expect.true(len(answers) == len(sizes), "causal_mask did not answer for every size")  # a child's short reply
+    for n, answer in zip(sizes, answers, strict=True):
+        mask = expect.as_tensor(outcome(answer), f"causal_mask({n})")
         expect.shape(mask, (n, n), f"causal_mask({n})")
         want = torch.ones(n, n, dtype=torch.bool).triu(1)
         expect.true(mask.dtype == torch.bool, f"causal_mask({n}) should be a bool tensor, got {mask.dtype}")
@@ -205,14 +223,19 @@ def test_causal_future_tokens_never_matter(student, rng):
 
 
 def test_causal_weights_through_identity_values(student, rng):
-    T, ctx = 5, 7
-    state, eye = identity_probe(T, rng)
-    attn = known(student, T, T, ctx, 0.0, state)
+    # d_out = T + 2: the value projection is the identity padded with zero rows (the weights are the output's
+    # first T columns), so d_k differs from num_tokens: a scale by sqrt(num_tokens) would pass with d_k == T
+    T, ctx, d_out = 5, 7, 7
+    state, eye = identity_probe(T, rng, d_out=d_out)
+    attn = known(student, T, d_out, ctx, 0.0, state)
     what = "the attention weight matrix of CausalAttention (seen with identity value projections)"
-    got = expect.shape(run(attn, eye.expand(2, T, T).contiguous(), what, eval_first=True), (2, T, T), what)
+    out = expect.shape(run(attn, eye.expand(2, T, T).contiguous(), what, eval_first=True), (2, T, d_out), what)
+    got = out[..., :T]
     scores = probe_weights(state, T)
-    judge(got, weights(scores, T, True).expand(2, T, T), what,
-          [(w.expand(2, T, T), why) for w, why in weight_mistakes(scores, T, True)])
+    value = state["W_value.weight"].T  # weights @ value: the weights, then zeros (NaN where a row is NaN)
+    right = weights(scores, d_out, True)
+    judge(out, (right @ value.to(right.dtype)).expand(2, T, d_out), what,
+          [((w @ value.to(w.dtype)).expand(2, T, d_out), why) for w, why in weight_mistakes(scores, d_out, True)])
     future = torch.ones(T, T, dtype=torch.bool).triu(1).expand(2, T, T)
     if (got[future] != 0).any():
         expect.fail(f"{what}: the weights on future tokens must be exactly 0 (mask with -inf)")

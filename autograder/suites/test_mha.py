@@ -213,15 +213,17 @@ def heads_changed_here(student, wrapper, num_heads):
     seed's weights, and still the output is not the specification's) this part's own doing? Where the heads
     are the grader's own stand-ins, it is. Where causal.py's CausalAttention is right on its own (the
     dependency probe, run on causal.py alone: Student.verdicts), it is when a head has forward hooks, or
-    every module has (a head the probe found right has none to change its output), or the code it runs as its forward (the function
-    or a function it wraps) was written in mha.py: mha.py replaced CausalAttention.forward, or the wrapper
-    its heads' or hooked them. Otherwise the difference is CausalAttention's, graded in causal (a bug the
+    every module has (a head the probe found right has none to change its output), or the code it runs as
+    its forward (the function or a function it wraps) was written in mha.py or is not causal.py's (the
+    child says which file it compiled the code from, inside/child.origin; never the file name a code
+    object carries, which mha.py may write): mha.py replaced CausalAttention.forward, or the wrapper its
+    heads' or hooked them. Otherwise the difference is CausalAttention's, graded in causal (a bug the
     probe did not meet is one of them)."""
     if ("causal", "CausalAttention") in student.given:
         return True
     if student.verdicts.get("causal") != "":
         return False
-    own = f"{PART}.py"
+    own = PART
     # hooks on every module (torch.nn.modules.module.register_module_forward_hook): none before student code
     everywhere = [Step("call", {"module": "torch.nn.modules.module", "attr": f"{hooks}.__len__"})
                   for hooks in ("_global_forward_hooks", "_global_forward_pre_hooks")]
@@ -231,13 +233,16 @@ def heads_changed_here(student, wrapper, num_heads):
         # its forward hooks and pre-hooks first (a plan stops at the first attribute a head lacks: __wrapped__)
         steps = [Step("call", {"handle": wrapper._id, "attr": f"heads.{i}.{hooks}.__len__"})
                  for hooks in ("_forward_hooks", "_forward_pre_hooks")]
-        steps += [Step("getattr", {"handle": wrapper._id, "attr": f"heads.{i}.{layer}.__code__.co_filename"})
-                  for layer in FORWARD_LAYERS]
-        for answer in student.plan(steps):
-            if type(answer) is int and answer > 0:
-                return True
-            if isinstance(answer, str) and answer.replace("\\", "/").rsplit("/", 1)[-1] == own:
-                return True
+        # the module each layer was written in, as the child compiled it from the submission's files
+        # (inside/child.origin: never the file name a code object gives, which mha.py may have written)
+        steps += [Step("origin", {"handle": wrapper._id, "attr": f"heads.{i}.{layer}"}) for layer in FORWARD_LAYERS]
+        answers = student.plan(steps)
+        if any(type(answer) is int and answer > 0 for answer in answers[:2]):
+            return True
+        origins = [answer for answer in answers[2:] if type(answer) is str]
+        # written in mha.py, or the code the head runs (its innermost layer) is no code of causal.py's
+        if own in origins or (origins and origins[-1] != "causal"):
+            return True
     return False
 
 
@@ -597,14 +602,14 @@ def test_mha_batches_the_heads(student, rng):
               multi_head_mistakes(x, state, h), case=f"({d_in}, {d_out}, {ctx}, 0.0, num_heads={h}) on {b}x{T}")
         counts[h] = efficiency.read_counts(answer, what)
     # code reaching into what the measurement relies on earns nothing from it (the grader's reading)
-    problem = efficiency.untrusted(student.sources(), PART) or efficiency.growth_problem(counts[2], counts[4], 2, 4) \
+    problem = efficiency.untrusted(efficiency.sources_run(student), PART) or efficiency.growth_problem(counts[2], counts[4], 2, 4) \
         or efficiency.per_head_work(counts[2], counts[4])
     # against a bound the student's head count does not move: the grader's own batched computation
     for h in (2, 4):
         problem = problem or efficiency.bound_problem(counts[h], efficiency.reference_counts(d_in, d_out, ctx, h,
                                                                                              (b, T, d_in)))
     # passes only when the grader's own reading of mha.py agrees with the child's counts
-    problem = problem or efficiency.source_loop_problem(student.sources(), name, PART,
+    problem = problem or efficiency.source_loop_problem(efficiency.sources_run(student), name, PART,
                                                             efficiency.where_bound(student, PART, name))
     if problem:
         expect.fail(f"{name}: {problem}", f"matmul-like calls {efficiency.matmul_calls(counts[2])} with 2 heads, "
@@ -620,9 +625,9 @@ def test_mha_runs_on_the_inputs_device(student, rng):
     x = torch.rand(2, T, d_in, generator=rng)
     what = f"{name} (before it is moved to another device)"
     judge(run(mha, x, what, eval_first=True), reference.multi_head(x, state, h), what, multi_head_mistakes(x, state, h))
-    problem = efficiency.untrusted(student.sources(), PART) or \
+    problem = efficiency.untrusted(efficiency.sources_run(student), PART) or \
         efficiency.device_problem(mha, x, (2, T, d_out), name, efficiency.has_plain_mask(mha))
-    problem = problem or efficiency.source_device_problem(student.sources(), name, PART,
+    problem = problem or efficiency.source_device_problem(efficiency.sources_run(student), name, PART,
                                                               efficiency.where_bound(student, PART, name))
     if problem:
         expect.fail(problem)
