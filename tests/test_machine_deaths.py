@@ -332,6 +332,23 @@ def test_a_child_waiting_on_a_slow_grader_is_not_charged_for_sleeping(engine, tm
     assert part.score == part.max_score == POINTS["weight_transfer"], [(c.name, c.message) for c in grade.checks]
 
 
+@pytest.mark.parametrize("clock", ["START_SECONDS", "PART_SECONDS"])
+def test_a_sandbox_slower_than_its_own_wall_clock_is_not_charged(engine, tmp_path, monkeypatch, clock):
+    """The leader of a session, or its first part child, slower to start than the grader's wall clock
+    for it (0 s here, as a machine busy enough makes the 60 s and 30 s): no code of the submission has
+    run in that session, so it is the machine's: run again in a fresh session, then "not graded" with
+    no point lost (before: charged at once, 0 points, "the simple_attention process could not start the
+    sandbox (no control message in time)" or "... the sandbox lost its session (no control message in
+    time)")."""
+    from autograder.sandbox import session
+
+    monkeypatch.setattr(session.Session, clock, 0)
+    grade = grade_with(engine, submission(tmp_path), engine[1])
+    assert list(grade.not_graded) == [PART], grade.parts[PART].problem
+    assert grade.not_graded[PART].startswith("not graded: the machine was overloaded (its process "), grade.not_graded
+    assert all(c.not_graded for c in grade.checks)
+
+
 @pytest.mark.quick
 def test_an_oom_kill_is_read_from_the_group(tmp_path):
     for name, body in (("memory.events", "low 0\nhigh 0\nmax 3\noom 1\noom_kill 2\n"),
