@@ -27,6 +27,7 @@ import time
 import zipfile
 from datetime import datetime, timezone
 
+import process_ends
 import pytest
 from in_process import run_plain
 
@@ -179,11 +180,10 @@ def descendants(pid):
     return found
 
 
-def wait_gone(processes, seconds=10.0):
-    deadline = time.monotonic() + seconds
-    while (left := [p for p in processes if alive(p)]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return left
+def wait_gone(processes):
+    """[] once every one of processes is gone; the survivors as soon as one is (tests/process_ends.py: read
+    from /proc, never a wall clock a busy machine outlasts)."""
+    return process_ends.wait_ended(processes)
 
 
 def kill_all(processes):
@@ -371,7 +371,7 @@ def test_killing_only_the_batch_process_leaves_no_workers(tmp_path):
         tree = descendants(process.pid)
         process.kill()
         process.wait()
-        left = wait_gone(tree, seconds=5.0)
+        left = wait_gone(tree)
     finally:
         kill_all(tree | descendants(process.pid))
     assert tree and not left, f"{len(left)} processes outlived the killed batch"

@@ -79,6 +79,8 @@ CHECKED = {
     ("docs/sandbox.md", "4 times"): lambda: _source_constant("autograder/sandbox/part_child.py", "WALL_FACTOR") == 4,
     ("docs/sandbox.md", "10 times"): lambda: "    FAR_WALL = 10  #" in (ROOT / "autograder/sandbox/part_child.py").read_text(),
     ("docs/sandbox.md", "5 s"): lambda: _source_constant("autograder/inside/isolation.py", "CPU_HARD_ABOVE") == 5,
+    ("docs/sandbox.md", "60 s"): lambda: _source_constant("autograder/sandbox/session.py", "START_SECONDS") == 60,
+    ("docs/sandbox.md", "30 s"): lambda: _source_constant("autograder/sandbox/session.py", "PART_SECONDS") == 30,
     ("README.md", "21/21"):  # what `book-check` prints, asserted by its test
         lambda: '"book values: 21/21 match\\n"' in (ROOT / "tests/test_book_check.py").read_text(),
     ("README.md", "400 training runs"):

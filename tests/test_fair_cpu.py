@@ -16,7 +16,7 @@ from part_edits import grade, run_one, scores, submission
 from rubric_points import PART
 
 from autograder import PARTS, PROJECT_ROOT, selftest
-from autograder.sandbox import cgroup
+from autograder.sandbox import cgroup, client
 
 ATTACK = PROJECT_ROOT / "tests" / "adversarial" / "cases" / "busy_processes" / "simple_attention.append.py"
 EDITS = {  # a correct one, a bug in one part, a part that raises (costing only its own part)
@@ -106,16 +106,28 @@ def test_a_loop_is_ended_at_its_cpu_time_limit(engine, tmp_path, monkeypatch, cl
     assert run.timed_out and "timed out after 1 s of CPU time" in run.results[0].message
 
 
+# starts_after: seconds the helper sleeps before it spins, 0 here (a helper the machine keeps off the CPU that long)
 HELPER = '''import os
 import time
 
 
+def _cpu(pid):
+    """CPU seconds a process has used so far, from its /proc stat (utime + stime)."""
+    with open(f"/proc/{{pid}}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def work():
-    """A helper process burns CPU (never reaped: no wait) while this one only waits."""
-    if os.fork() == 0:
+    """A helper process burns CPU (never reaped: no wait) while this one only waits, until the helper
+    has used twice the part's CPU time: the part cannot answer before its limit is spent."""
+    helper = os.fork()
+    if helper == 0:
+        time.sleep({starts_after})
         while True:
             pass
-    time.sleep(12)
+    while _cpu(helper) < 2:
+        time.sleep(0.05)
     return "done"
 '''
 
@@ -124,9 +136,14 @@ def work():
 def test_cpu_burned_in_an_unreaped_helper_counts(engine, tmp_path, monkeypatch, clock):
     """Round 4, class 6: without a control group (clock "proc", as without root) the part's time is
     the CPU time of every process of its session, so a helper the child never reaps, spinning while
-    the child sleeps, ends the part at its CPU-time limit (1 s), long before the wall clock (14 s)."""
+    the child waits, ends the part at its CPU-time limit (1 s). The child answers only once the helper
+    has used 2 s (its own /proc reading), so the part is never over before its limit, whatever share
+    of a CPU the machine gives the helper (the child slept 12 s before, a wall clock the helper had to
+    use 1 s in: on a machine busy enough it did not, and the part answered "done"); the wall clock
+    behind the limit, raised here, is a bound on a hang only."""
     without_group_clock(monkeypatch, clock)
-    run = run_one(engine, tmp_path, HELPER, timeout=1)
+    monkeypatch.setattr(client.PartChild, "WALL_SLACK", 300)
+    run = run_one(engine, tmp_path, HELPER.format(starts_after=0), timeout=1)
     assert run.timed_out and "timed out after 1 s of CPU time" in run.results[0].message, run.results[0].message
 
 

@@ -13,6 +13,7 @@ import os
 import select
 import signal
 import sys
+import time
 import types
 
 import pytest
@@ -269,9 +270,11 @@ def test_a_real_sleep_is_charged_with_the_wall_clock(engine, tmp_path, monkeypat
 
 
 def test_waiting_for_a_cpu_is_the_machine_s(monkeypatch):
-    """The readings alone: runnable but not running for most of the wall clock is not sleeping."""
+    """The readings alone: runnable but not running for most of the wall clock is not sleeping. (The
+    grading thread's own time is held still: tests/test_machine_deaths.py's next test reads it.)"""
     readings = iter([(0.1, 0.2), (0.6, 7.0)])
     monkeypatch.setattr(death, "schedule", lambda pid: next(readings))
+    monkeypatch.setattr(procfs, "own_schedule", lambda: 5.0)
     gauge = death.Gauge.start(None, 1)
     assert gauge.asleep(1, 8.0) is False  # 0.5 s on a CPU, 6.8 s waiting for one: the machine's
     readings = iter([(0.0, 0.0), (0.1, 0.3)])
@@ -279,6 +282,71 @@ def test_waiting_for_a_cpu_is_the_machine_s(monkeypatch):
     assert gauge.asleep(1, 8.0) is True
     monkeypatch.setattr(death, "schedule", lambda pid: None)
     assert death.Gauge.start(None, 1).asleep(1, 8.0) is None  # unmeasured: never charged
+
+
+def test_waiting_for_the_grader_is_not_sleeping(monkeypatch):
+    """At a wall-clock deadline, the grading thread's own CPU time and run delay during the part (answering
+    the stand-ins' questions, judging replies, slowed by a busy machine) is not the child's sleep: 26 s
+    of wall clock, the child 0.3 s on a CPU and 0.2 s waiting for one, the grader 20 s on a CPU or
+    waiting for one: not asleep (before: asleep, charged "timed out after 26 s of waiting"). With the
+    grader idle too, the child slept."""
+    readings = iter([(0.0, 0.0), (0.3, 0.2)] * 2)
+    monkeypatch.setattr(death, "schedule", lambda pid: next(readings))
+    grader = iter([100.0, 120.0, 100.0, 100.5])
+    monkeypatch.setattr(procfs, "own_schedule", lambda: next(grader))
+    assert death.Gauge.start(None, 1).asleep(1, 26.0) is False
+    assert death.Gauge.start(None, 1).asleep(1, 26.0) is True
+
+
+SPIN = 3.5
+V2_RAISES = ("self_attention_v2", "        super().__init__()\n", "        super().__init__()\n        raise KeyError(1)\n")
+
+
+def test_a_child_waiting_on_a_slow_grader_is_not_charged_for_sleeping(engine, tmp_path, monkeypatch):
+    """weight_transfer beside a SelfAttention_v2 that raises: its child asks the grader for the stand-ins'
+    answers and waits. The grader made slow on purpose, as a busy machine makes it (SPIN s of its own CPU
+    before each answer, outside what the part is charged for them), and the wall clock behind the part
+    cut to 3 s (its far wall clock out of reach): the child waits on the grader past that wall clock, which is moved on (the grader's time
+    is not the child's sleep) and the part keeps full marks. Before, the part was charged "timed out
+    after 3 s of waiting" (a batch under load lost 2 points so, 2026-11-28)."""
+    from autograder import student as student_module
+
+    real = student_module.stand_ins.answer
+    answered = []
+
+    def slow_answer(*args, **kwargs):
+        answered.append(1)
+        end = time.process_time() + SPIN
+        while time.process_time() < end:
+            pass
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(student_module.stand_ins, "answer", slow_answer)
+    monkeypatch.setattr(client.PartChild, "WALL_FACTOR", 0)
+    monkeypatch.setattr(client.PartChild, "WALL_SLACK", 3)
+    monkeypatch.setattr(client.PartChild, "FAR_WALL", 1000)  # the far wall clock out of reach, however slow the machine
+    grade = engine.grade(submission(tmp_path, V2_RAISES), parts=["weight_transfer"], figures=False)
+    part = grade.parts["weight_transfer"]
+    assert answered and SPIN > client.PartChild.WALL_SLACK  # each answer alone outlasts the wall clock
+    assert not grade.not_graded and not part.problem, part.problem
+    assert part.score == part.max_score == POINTS["weight_transfer"], [(c.name, c.message) for c in grade.checks]
+
+
+@pytest.mark.parametrize("clock", ["START_SECONDS", "PART_SECONDS"])
+def test_a_sandbox_slower_than_its_own_wall_clock_is_not_charged(engine, tmp_path, monkeypatch, clock):
+    """The leader of a session, or its first part child, slower to start than the grader's wall clock
+    for it (0 s here, as a machine busy enough makes the 60 s and 30 s): no code of the submission has
+    run in that session, so it is the machine's: run again in a fresh session, then "not graded" with
+    no point lost (before: charged at once, 0 points, "the simple_attention process could not start the
+    sandbox (no control message in time)" or "... the sandbox lost its session (no control message in
+    time)")."""
+    from autograder.sandbox import session
+
+    monkeypatch.setattr(session.Session, clock, 0)
+    grade = grade_with(engine, submission(tmp_path), engine[1])
+    assert list(grade.not_graded) == [PART], grade.parts[PART].problem
+    assert grade.not_graded[PART].startswith("not graded: the machine was overloaded (its process "), grade.not_graded
+    assert all(c.not_graded for c in grade.checks)
 
 
 @pytest.mark.quick

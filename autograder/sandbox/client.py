@@ -274,27 +274,34 @@ class Sandbox:
             try:
                 self.info, _ = protocol.receive_message(self.control, time.monotonic() + timeout, max_fds=0)
             except (protocol.Deadline, protocol.ProtocolError, OSError) as e:
-                self._lost_at_start()
+                self._lost_at_start(ending=not isinstance(e, protocol.Deadline))
                 raise ServerLost(f"the sandbox fork server did not start ({type(e).__name__}: {e})") from None
             finally:
                 self._forget_stderr()
             self.baseline = self.group.usage() if self.group else 0
         return self.info
 
-    def _lost_at_start(self) -> None:
-        """This door's fork server said no first word: what it died of kept (start_error), the door closed."""
-        self.start_error = self._last_words()
+    def _lost_at_start(self, ending: bool = True) -> None:
+        """This door's fork server said no first word: what it died of kept (start_error), the door
+        closed. ending: it closed its channel (it is ending: its end is waited for), else it is still
+        running past ready()'s wait (no last words)."""
+        self.start_error = self._last_words() if ending else ""
         self.close()
+
+    # seconds a fork server that closed its channel before its first word may take to end (a bound on a
+    # hang only: its own code, no student code has run in it; a busy machine slows its exit, and 5 s
+    # took the exception it died of for a kill from outside: "not graded" instead of the refusal)
+    ENDING_SECONDS = 120
 
     def _last_words(self) -> str:
         """The exception a fork server of this door's start died of, before its first word: the last
         unindented line of the traceback it wrote (its own code's: no student code runs before it is
         ready) -> '' without that evidence (killed by a signal, from outside as in issue 38 item 8, or
-        still running, or no traceback)."""
+        no traceback)."""
         if self._stderr is None or not self.owner:
             return ""
         try:
-            code = self.process.wait(timeout=5)
+            code = self.process.wait(timeout=self.ENDING_SECONDS)
         except subprocess.TimeoutExpired:
             return ""
         if code <= 0:  # a signal (negative), or it ended as asked

@@ -100,14 +100,16 @@ def schedule(host_pid: int) -> tuple | None:
 
 @dataclass
 class Gauge:
-    """Readings at the start of a part, to compare with when it ends."""
+    """Readings at the start of a part, to compare with when it ends. grader: the grading thread's own
+    CPU time plus run delay (procfs.own_schedule), read in the thread that judges the part."""
     oom_kills: int | None
     schedule: tuple | None
     machine_ooms: int | None = None
+    grader: float | None = None
 
     @classmethod
     def start(cls, group, host_pid: int) -> "Gauge":
-        return cls(oom_kills(group), schedule(host_pid), machine_oom_kills())
+        return cls(oom_kills(group), schedule(host_pid), machine_oom_kills(), procfs.own_schedule())
 
     def oom_elsewhere(self, group) -> bool:
         """The kernel's out-of-memory killer acted outside the part's group (the host's, or a group
@@ -127,11 +129,21 @@ class Gauge:
     def asleep(self, host_pid: int, wall: float) -> bool | None:
         """Over `wall` seconds since the part began, was the child mostly neither on a CPU nor
         waiting for one (it slept, or waited for something of its own)? None where unmeasured.
-        Read before the child is killed."""
+        Read before the child is killed, in the thread that started the gauge.
+
+        The grading thread's own CPU time and run delay since then are not the child's sleep either:
+        a child waits for the grader to answer its stand-ins' questions and to send its next request,
+        and on a busy machine the grader is slow to do both (as the idle meter after a hidden input
+        counts it: idle.py). Measured 2026-11-28: a SelfAttention_v2 that raises, graded under load in
+        a batch beside a student keeping 62 processes busy, had weight_transfer charged "timed out
+        after 25.9 s of waiting" while its child waited on the grader's stand-ins (2 points lost)."""
         now = schedule(host_pid)
         if now is None or self.schedule is None or wall <= 0:
             return None
         busy = (now[0] - self.schedule[0]) + (now[1] - self.schedule[1])
+        grader = procfs.own_schedule()
+        if grader is not None and self.grader is not None:
+            busy += max(0.0, grader - self.grader)
         return wall - busy >= ASLEEP_SHARE * wall
 
 

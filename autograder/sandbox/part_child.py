@@ -128,6 +128,12 @@ class PartChild:
         if limit is not None:
             cpu_limit = min(cpu_limit, self.spent() + limit)
             deadline = min(deadline, time.monotonic() + limit * self.WALL_FACTOR + self.WALL_SLACK)
+        now = time.monotonic()
+        if now >= deadline and self._kept_waiting(now):
+            # the wall clock ran out before this request was sent, while the child waited on the grader
+            # (answering its stand-ins, judging its replies: slow on a busy machine) or for a CPU: moved
+            # on as _await_reply moves it, so the send is not the one wait that never is
+            deadline = now + self.WALL_SLACK
         self.session.sandbox.round_trips[str(header.get("op", "?"))] += 1
         try:
             protocol.send(self.requests_w, header, buffers, deadline, nonblocking=True)
@@ -150,7 +156,8 @@ class PartChild:
         child's only choice, and the time a step takes is shown in a CI job log.
 
         A wall clock that runs out while the child was mostly running or runnable (its schedstat:
-        the machine kept it waiting for a CPU) is moved on, up to FAR_WALL times the part's: load
+        the machine kept it waiting for a CPU) or waiting on the grader (the grading thread's own CPU
+        time and run delay: death.Gauge.asleep) is moved on, up to FAR_WALL times the part's: load
         makes grading slower, never cheaper. -> the deadline, as moved."""
         meter = self.idle_meter if self.saw_hidden else self.measuring
         idle = meter.call_begins() if meter is not None else None
@@ -182,8 +189,9 @@ class PartChild:
         return deadline
 
     def _kept_waiting(self, now: float) -> bool:
-        """At a wall-clock deadline: the child was measured mostly on a CPU or waiting for one (not
-        asleep by its own doing), and the far wall clock (FAR_WALL x the part's) has not run out."""
+        """At a wall-clock deadline: the child was measured mostly on a CPU, waiting for one or waiting
+        on the grader (not asleep by its own doing), and the far wall clock (FAR_WALL x the part's) has
+        not run out."""
         far = self.started + self.FAR_WALL * (self.deadline - self.started)
         return now < far and self.gauge.asleep(self.host_pid, now - self.started) is False
 

@@ -31,13 +31,22 @@ def private_scratch(uid: int | None = None) -> str:
 class Session:
     """One leader (one submission): part() until close()."""
 
+    # wall clocks on the grader's own machinery, before any code of the submission runs in what they
+    # wait for: the leader's start (START_SECONDS) and a part child's (PART_SECONDS). One that runs out
+    # is the machine's slowness, never charged at once: proof where no code of the submission has run
+    # in the session yet (its leader's start, its first part child's), unexplained after that (a part of
+    # the session ran there before); either way the part runs again in a fresh session
+    # (runner/attempts.run_checks), charged only when unexplained every time
+    START_SECONDS, PART_SECONDS = 60, 30
+
     def __init__(self, sandbox: Any, sock: socket.socket | None, uid: int, scratch: str | None = None) -> None:
         self.sandbox, self.sock, self.uid, self.scratch = sandbox, sock, uid, scratch
         self.leader_pidfd, self.died, self.protections = None, "", []
         self.machine = ""  # death.PROOF: it died of the fork server's death (not of anything its submission did)
+        self.children = 0  # part children started in it so far
         if sock is None:
             return
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + self.START_SECONDS
         try:
             message, fds = protocol.receive_message(sock, deadline, max_fds=1)
             if not message.get("leader") or len(fds) != 1:
@@ -57,8 +66,10 @@ class Session:
                 self.protections.insert(0, container.PROTECTION)
         except (protocol.Deadline, protocol.ProtocolError, OSError) as e:
             self.died = f"could not start the sandbox ({e})"
-            # its fork server died meanwhile (out of the submission's reach): proof it was the machine's
-            self.machine = "" if sandbox.alive() else death.PROOF
+            # its fork server died meanwhile (out of the submission's reach), or the leader was slower than
+            # its wall clock before any code of the submission ran: proof it was the machine's
+            timed_out = isinstance(e, protocol.Deadline)
+            self.machine = death.PROOF if timed_out or not sandbox.alive() else ""
 
     @classmethod
     def lost(cls, sandbox: Any, uid: int, last_words: str = "") -> Session:
@@ -82,7 +93,7 @@ class Session:
         limit = max(timeout, budget or 0)
         try:
             protocol.send_message(self.sock, {"op": "part", "timeout": limit, "memory_mb": memory_mb}, [output])
-            message, fds = protocol.receive_message(self.sock, time.monotonic() + 30, max_fds=3)
+            message, fds = protocol.receive_message(self.sock, time.monotonic() + self.PART_SECONDS, max_fds=3)
             if not message.get("part") or len(fds) != 3:
                 for fd in fds:
                     os.close(fd)
@@ -91,7 +102,11 @@ class Session:
             os.close(output)
             self.kill()
             self.died = f"the sandbox lost its session ({e})"
-            return PartChild(self, None, timeout, self.died)
+            child = PartChild(self, None, timeout, self.died)
+            if isinstance(e, protocol.Deadline):
+                child.machine = death.SUSPECT if self.children else death.PROOF
+            return child
+        self.children += 1
         return PartChild(self, fds + [output], timeout, memory_mb=memory_mb)
 
     def ended(self, deadline: float) -> int | None:
