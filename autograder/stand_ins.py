@@ -223,16 +223,16 @@ def _built(cls, arguments, dtype=torch.float32):
             raise Refused(f"the grader's stand-in holds at most {MAX_ELEMENTS} numbers")
 
     default = torch.get_default_dtype()
-    hooks = [nn_module.register_module_parameter_registration_hook(count),
-             nn_module.register_module_buffer_registration_hook(count)]
+    counting = [nn_module.register_module_parameter_registration_hook(count),
+                nn_module.register_module_buffer_registration_hook(count)]
     try:
         torch.set_default_dtype(dtype)
         with torch.device("meta"):
             module = cls(*arguments)
     finally:
         torch.set_default_dtype(default)
-        for hook in hooks:
-            hook.remove()
+        for handle in counting:
+            handle.remove()
     if sum(t.numel() for t in _tensors(module)) > MAX_ELEMENTS:  # the finished module, counted once more
         raise Refused(f"the grader's stand-in holds at most {MAX_ELEMENTS} numbers")
     return module

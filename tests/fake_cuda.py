@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from autograder.inside import emulated_gpu
+from autograder.inside import demo_lines, emulated_gpu
 
 PARTS = ("simple_attention", "self_attention_v1", "self_attention_v2", "weight_transfer", "causal", "mha",
          "exercises")
@@ -26,12 +26,18 @@ MODULE_NAMES = PARTS + ("numpy_attention",)
 
 @contextmanager
 def imported(folder):
-    """The folder's chapter modules importable by name (`from causal import ...`), forgotten after."""
+    """The folder's chapter modules importable by name (`from causal import ...`), forgotten after;
+    imported as the sandboxed child imports them (inside/demo_lines.Finder: a top-level demo line that
+    raises is skipped, as where the submission is graded)."""
     saved = {name: sys.modules.pop(name) for name in MODULE_NAMES if name in sys.modules}
+    finder, skipped = demo_lines.Finder(str(folder), MODULE_NAMES), list(demo_lines.SKIPPED)
     sys.path.insert(0, str(folder))
+    sys.meta_path.insert(0, finder)
     try:
         yield lambda name: importlib.import_module(name)
     finally:
+        sys.meta_path.remove(finder)
+        demo_lines.SKIPPED[:] = skipped
         sys.path.remove(str(folder))
         for name in MODULE_NAMES:
             sys.modules.pop(name, None)
