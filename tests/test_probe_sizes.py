@@ -35,10 +35,9 @@ def probed(engine, folder, module):
 def test_the_probes_sizes_are_all_different():
     for probe, sizes in dependencies.SIZES_APART.items():
         assert len(set(sizes)) == len(sizes), probe
-    x, _ = dependencies.expected()["causal"]
-    assert tuple(x.shape) == dependencies.SIZES_APART["causal"][:3]
-    x, _ = dependencies.expected()["mha"]
-    assert tuple(x.shape) == dependencies.SIZES_APART["mha"][:3]
+    for probe in ("causal", "wrapper", "mha"):
+        x, _ = dependencies.expected()[probe]
+        assert tuple(x.shape) == dependencies.SIZES_APART[probe][:3], probe
 
 
 def test_the_probes_tell_a_scale_by_a_size_that_equals_d_k_there(engine, tmp_path):

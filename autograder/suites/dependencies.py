@@ -110,8 +110,9 @@ LEAVES = "leaves"
 
 
 
-# every probe's sizes, (batch, tokens, d_in, d_out, context, heads): no two equal, so a mixup of two
-# dimensions changes a shape or a value (tests/test_owned_origins.py reads this)
+# every probe's sizes, (batch, tokens, d_in, d_out, context[, heads]; the wrapper's d_out per head): no two
+# equal, so a mixup of two dimensions changes a shape or a value; the probes and their expected answers are
+# built from these (tests/test_probe_sizes.py). The wrapper and MultiHeadAttention take the same inputs.
 SIZES_APART = {"causal": (2, 4, 3, 5, 6), "wrapper": (6, 5, 3, 2, 9, 4), "mha": (6, 5, 3, 8, 9, 2)}
 
 
@@ -131,19 +132,24 @@ def expected():
     rng = torch.Generator().manual_seed(SEED)
     v1 = helpers.drawn_matrices(SEED, 3, 4)
     v2 = helpers.drawn_linears(SEED, helpers.qkv_layers(3, 4, False))
-    head = helpers.drawn_linears(SEED, helpers.qkv_layers(3, 5, True))
-    heads = helpers.drawn_linears(SEED, [(f"{i}.{name}", 3, 2, False) for i in range(4) for name in helpers.QKV])
-    mha = helpers.drawn_linears(SEED, helpers.qkv_layers(3, 8, False) + [("out_proj", 8, 8, True)])
     # no two of a probe's sizes equal (SIZES_APART): d_k == num_tokens let a head scaled by sqrt(num_tokens)
     # pass as right (then mha's checks used it), batch == num_heads hides heads and batch mixed up
-    x2, x3, x4 = torch.rand(5, 3, generator=rng), torch.rand(2, 4, 3, generator=rng), torch.rand(6, 5, 3, generator=rng)
-    per_head = [{k.split(".", 1)[1]: v for k, v in heads.items() if k.startswith(f"{i}.")} for i in range(4)]
+    *causal_in, d_in, d_k, _ = SIZES_APART["causal"]
+    *wrapper_in, wrapper_in_d, per_head_d, _, wrapper_heads = SIZES_APART["wrapper"]
+    _, _, mha_in_d, mha_d, _, mha_heads = SIZES_APART["mha"]
+    head = helpers.drawn_linears(SEED, helpers.qkv_layers(d_in, d_k, True))
+    heads = helpers.drawn_linears(SEED, [(f"{i}.{name}", wrapper_in_d, per_head_d, False)
+                                         for i in range(wrapper_heads) for name in helpers.QKV])
+    mha = helpers.drawn_linears(SEED, helpers.qkv_layers(mha_in_d, mha_d, False) + [("out_proj", mha_d, mha_d, True)])
+    x2, x3 = torch.rand(5, 3, generator=rng), torch.rand(*causal_in, d_in, generator=rng)
+    x4 = torch.rand(*wrapper_in, wrapper_in_d, generator=rng)  # the wrapper's inputs and MultiHeadAttention's
+    per_head = [{k.split(".", 1)[1]: v for k, v in heads.items() if k.startswith(f"{i}.")} for i in range(wrapper_heads)]
     return {
         "v1": (v1, x2, reference.attention(*(x2 @ v1[k] for k in helpers.QKV), causal=False)),  # type: ignore[misc]  # a star of 3
         "v2": (v2, x2, reference.single_head(x2, v2, causal=False)),
         "causal": (x3, reference.single_head(x3, head)),
         "wrapper": (x4, torch.cat([reference.single_head(x4, h) for h in per_head], dim=-1)),
-        "mha": (x4, reference.multi_head(x4, mha, 2)),
+        "mha": (x4, reference.multi_head(x4, mha, mha_heads)),
     }
 
 
@@ -162,10 +168,11 @@ def probe_causal(student):
     nn.Dropout(0.5), drops weights in the wrapper's dropout-free checks): each output judged against
     the grader's math on the weights the seed gives (names are free here)."""
     x, want = expected()["causal"]
-    head = student.module("causal").CausalAttention(3, 5, 6, 0.5, qkv_bias=True, _seed=SEED)
+    _, _, d_in, d_k, context = SIZES_APART["causal"]
+    head = student.module("causal").CausalAttention(d_in, d_k, context, 0.5, qkv_bias=True, _seed=SEED)
     head.eval()
     require(close(head(x), want))
-    _, answer = helpers.built_and_called(student.module("causal").CausalAttention, (3, 5, 6, 0.0),
+    _, answer = helpers.built_and_called(student.module("causal").CausalAttention, (d_in, d_k, context, 0.0),
                                          {"qkv_bias": True}, SEED, (x,))
     require(close(answer(), want))
 
@@ -173,10 +180,10 @@ def probe_causal(student):
 def probe_mha(student):
     """Both classes after a seed, on inputs shorter than the context, against the grader's math."""
     mha = student.module("mha")
-    x, want = expected()["wrapper"]
-    require(close(mha.MultiHeadAttentionWrapper(3, 2, 9, 0.0, num_heads=4, _seed=SEED)(x), want))
-    x, want = expected()["mha"]
-    require(close(mha.MultiHeadAttention(3, 8, 9, 0.0, num_heads=2, _seed=SEED)(x), want))
+    for key, cls in (("wrapper", mha.MultiHeadAttentionWrapper), ("mha", mha.MultiHeadAttention)):
+        x, want = expected()[key]
+        _, _, d_in, d_out, context, heads = SIZES_APART[key]
+        require(close(cls(d_in, d_out, context, 0.0, num_heads=heads, _seed=SEED)(x), want))
 
 
 PROBES: dict[str, Callable[..., Any]] = {"self_attention_v1": functools.partial(probe_self_attention, module="self_attention_v1",
