@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from autograder import text
+from autograder.inside import demo_lines
 
 
 class PartRun(Protocol):
@@ -120,7 +121,6 @@ def _file_of(student_text: str) -> str:
     return "" if not found else found.group(1) or f"{found.group(2)}.py"
 
 
-DEMO_KINDS = (ast.Import, ast.ImportFrom, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 NOT_INSTALLED = ("is not installed where your code is graded (only Python's standard library, torch, NumPy and "
                  "the files you hand in are)")
 
@@ -147,7 +147,7 @@ def demo_note(skipped: Collection[tuple[str, int, str]], part: str, folder: str 
     missing = [(line, starts[line]) for line, kind in lines if kind == "ModuleNotFoundError" and line in starts
                and isinstance(starts[line], (ast.Import, ast.ImportFrom))]
     demo = [(line, kind, starts[line]) for line, kind in lines
-            if line in starts and not isinstance(starts[line], DEMO_KINDS)]
+            if line in starts and not isinstance(starts[line], demo_lines.DEFINITIONS)]
     said = []
     if missing:
         line, statement = missing[0]

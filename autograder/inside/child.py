@@ -6,8 +6,6 @@ plain data (see protocol.py). Whatever the student's code does here can only cha
 numbers sent back, which the grader judges in its own process.
 """
 import importlib
-import importlib.machinery
-import importlib.util
 import inspect
 import os
 import random
@@ -19,6 +17,7 @@ import torch
 
 from autograder.inside import demo_lines, gpu, part_reset, protocol, stand_in
 from autograder.inside.counting import count_ops
+from autograder.inside.demo_lines import NAMESPACES, compiled_from
 
 WORKSPACE = None  # the folder holding the student's modules, set by serve()
 WORKSPACE_NAMES: tuple[str, ...] = ()  # the module names of its top-level .py files, set by serve()
@@ -436,9 +435,6 @@ def describe(module):
             "children": named}
 
 
-COMPILED, NAMESPACES, compiled_from = demo_lines.COMPILED, demo_lines.NAMESPACES, demo_lines.compiled_from
-
-
 def origin(obj):
     """The submission's module a function (or method) was written in, as this child compiled and ran it:
     its code compiled from that module's file and its globals that module's namespace; '' otherwise (a
@@ -470,7 +466,7 @@ def leftovers():
 
 def _student_frames(tb):
     """[(module, line, function name)] of the traceback's frames that run code this child compiled
-    from the submission's files (COMPILED), outermost first."""
+    from the submission's files (demo_lines.COMPILED), outermost first."""
     found = []
     while tb is not None:
         code = tb.tb_frame.f_code
@@ -483,7 +479,7 @@ def _student_frames(tb):
 
 def where(tb):
     """The innermost frame of the student's own files, as 'causal.py, line 12, in forward': a frame
-    whose code this child compiled from that file, never one that names it (COMPILED)."""
+    whose code this child compiled from that file, never one that names it (demo_lines.COMPILED)."""
     frames = _student_frames(tb)
     if not frames:
         return ""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from autograder.runner.check import CheckCall, run_dependent_check
 from autograder.runner.diagnosis import TRESPASS
-from autograder.runner.place import Limits, Place
+from autograder.runner.place import Limits, Place, SubmissionContext
 from autograder.runner.records import CheckResult, Checks, Fixtures, PartRun
 from autograder.sandbox import death
 from autograder.sandbox.client import SessionDied
@@ -162,8 +162,7 @@ def with_dependencies(place: Place, part: str, limits: Limits,
     the student's own code (check.run_dependent_check) imports nothing after a hidden input (IMPORT_IDLE)."""
     submission, child = place.submission, place.child
     assert child is not None
-    student = Student(child, submission.attributes, submission.folder, submission.files, submission.cells)
-    student.demo_lines = submission.demo_lines
+    student = _student_on(child, submission)
     if part not in dependencies.DEPENDS or child.died:
         return student, {}
     probed = [module for module in dependencies.DEPENDS[part] if module not in submission.known]
@@ -171,8 +170,7 @@ def with_dependencies(place: Place, part: str, limits: Limits,
     if child.died or any(found.get(module) == dependencies.LEAVES for module in probed):  # its thread still runs here
         place.end_child()
         child = place.fresh_child(limits)
-        student = Student(child, submission.attributes, submission.folder, submission.files, submission.cells)
-        student.demo_lines = submission.demo_lines
+        student = _student_on(child, submission)
     student.verdicts = dict(found)
     stand_ins = dependencies.substitutes(found)
     if stand_ins and import_own and not child.died and {"wrong", "raises"} & set(found.values()) \
@@ -184,3 +182,10 @@ def with_dependencies(place: Place, part: str, limits: Limits,
         except (StudentError, SessionDied):
             pass
     return student, found
+
+
+def _student_on(child: PartChild, submission: SubmissionContext) -> Student:
+    """The adapter the suites use, on this child, for the submission (its demo lines shared: Student.demo_lines)."""
+    student = Student(child, submission.attributes, submission.folder, submission.files, submission.cells)
+    student.demo_lines = submission.demo_lines
+    return student
