@@ -219,11 +219,6 @@ def process_tree(pid):
     return found
 
 
-def wait_gone(processes):
-    """[] once every one of processes is gone; the survivors as soon as one is (tests/process_ends.py)."""
-    return process_ends.wait_ended(processes)
-
-
 def run_watching(command, env, timeout=600):
     """Run command, sampling its process tree every 20 ms -> (returncode, stdout, stderr, every process seen)."""
     seen = set()
@@ -1026,7 +1021,7 @@ def test_hostile_student_in_a_batch(outside, tmp_path):
     assert stdout.split() == ["3"]
     sandboxed = {p for p in seen if p[2] >= SANDBOX_UID_BASE}
     assert sandboxed, "no sandboxed child was ever seen: the watch is blind"
-    assert wait_gone(seen) == [], "processes of the batch (workers, fork servers, sandboxed children) outlived it"
+    assert process_ends.wait_ended(seen) == [], "processes of the batch (workers, fork servers, sandboxed children) outlived it"
     book = Gradebook(out / "gradebook.db")
     rows = {student: (score, max_score, parts) for student, score, max_score, parts in book.rows()}
     book.close()

@@ -180,12 +180,6 @@ def descendants(pid):
     return found
 
 
-def wait_gone(processes):
-    """[] once every one of processes is gone; the survivors as soon as one is (tests/process_ends.py: read
-    from /proc, never a wall clock a busy machine outlasts)."""
-    return process_ends.wait_ended(processes)
-
-
 def kill_all(processes):
     for pid, _ in processes:
         if alive((pid, _)):
@@ -313,7 +307,7 @@ def test_kill_and_resume(classroom, clean, tmp_path):
     finally:
         process.kill()
         process.wait()
-    left = wait_gone(tree)
+    left = process_ends.wait_ended(tree)
     kill_all(left)
     assert not left, "fork servers or sandboxed children of the killed batch kept running"
 
@@ -371,7 +365,7 @@ def test_killing_only_the_batch_process_leaves_no_workers(tmp_path):
         tree = descendants(process.pid)
         process.kill()
         process.wait()
-        left = wait_gone(tree)
+        left = process_ends.wait_ended(tree)
     finally:
         kill_all(tree | descendants(process.pid))
     assert tree and not left, f"{len(left)} processes outlived the killed batch"
