@@ -23,6 +23,7 @@ CAUSES = {
     "hides-diagonal": [r"mask hides too much", r"diagonal is off by one: it also hides", r"also hides the diagonal"],
     "sees-next": [r"hides too little", r"each token still sees the next"],
     "inverted": [r"mask is inverted"],
+    "mask-overwritten": [r"overwrites the mask buffer"],
     "split-and-merge": [r"split and merged without"],
     "split": [r"split without (the|a) transpose"],
     "merge": [r"(?<!split and )merged without (the|a) transpose"],

@@ -3,8 +3,8 @@
     python tests/public_verdicts.py OUT.json ID [ID ...]
     python tests/public_verdicts.py --folders RUNS.json OUT.json
 
-The first writes {mutant id: {public test: its failure message}} for the named mutants of
-autograder/selftest/mutants.yml, each applied to a fresh copy of the solutions and tested with the
+The first writes {entry id: {public test: its failure message}} for the named mutants and variants of
+autograder/selftest/ (mutants.yml, variants.yml), each applied to a fresh copy of the solutions and tested with the
 public tests of its part; test_suites.test_public_tests_and_grader_agree compares these with the
 grader's diagnoses. The second runs the public tests on the folders RUNS.json names ({key: {"folder":
 DIR, "marker": a -m expression, "skipped": whether a skipped test's message counts}}) and writes {key:
@@ -56,7 +56,7 @@ def verdicts(entry):
 
 
 def main(out, ids):
-    entries = {entry.id: entry for entry in selftest.corpus() if entry.kind == "mutant"}
+    entries = {entry.id: entry for entry in selftest.corpus()}
     Path(out).write_text(json.dumps({i: verdicts(entries[i]) for i in ids}, indent=1), encoding="utf-8")
 
 

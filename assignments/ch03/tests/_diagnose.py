@@ -227,6 +227,25 @@ def no_mask_named(mistakes, module):
     return [(output, DISCARDED_MASKED_FILL if why.startswith("no causal mask") else why) for output, why in mistakes]
 
 
+MASK_OVERWRITTEN = ("after one call, the (context_length, context_length) mask is gone: forward overwrites the "
+                    "mask buffer with the slice it needed (self.mask = self.mask[:num_tokens, :num_tokens]), so a "
+                    "longer input later finds a mask too small; leave the buffer as __init__ made it and keep the "
+                    "slice in a local variable (mask = self.mask[:num_tokens, :num_tokens])")
+
+
+def square_buffers(module, size):
+    """How many of the module's registered buffers are (size, size) matrices (leading dims of 1 allowed)."""
+    return sum(1 for b in module.buffers()
+               if b.dim() >= 2 and tuple(b.shape[-2:]) == (size, size) and all(d == 1 for d in b.shape[:-2]))
+
+
+def mask_buffer_problem(module, size, before):
+    """MASK_OVERWRITTEN where the module held a (size, size) buffer before a forward on fewer tokens (before:
+    square_buffers then) and holds none after it; '' otherwise (a module that keeps no mask buffer is not
+    asked about one)."""
+    return MASK_OVERWRITTEN if before and not square_buffers(module, size) else ""
+
+
 @torch.no_grad()
 def linear_head_mistakes(module, x, causal):
     """head_mistakes of a module with nn.Linear layers W_query, W_key, W_value (SelfAttention_v2, CausalAttention)."""

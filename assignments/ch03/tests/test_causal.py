@@ -2,7 +2,8 @@
 import pytest
 import torch
 
-from _diagnose import dropout_problem, linear_head_mistakes, mask_problem, weight_mistakes
+from _diagnose import (dropout_problem, linear_head_mistakes, mask_buffer_problem, mask_problem, square_buffers,
+                       weight_mistakes)
 
 pytestmark = pytest.mark.causal
 
@@ -43,13 +44,18 @@ def test_no_dropout_in_eval_mode(load, book, check):
 def test_shorter_inputs_and_no_look_ahead(load, check):
     torch.manual_seed(0)
     attn = load("causal").CausalAttention(3, 2, 6, 0.0)
+    masks = square_buffers(attn, 6)
     x = torch.rand(2, 4, 3)
     out = attn(x)
     check.shape(out, (2, 4, 2), "CausalAttention(3, 2, context_length=6, 0.0) on 4 tokens")
+    check.no_problem(mask_buffer_problem(attn, 6, masks), "CausalAttention(3, 2, context_length=6, 0.0) after 4 tokens")
     changed = x.clone()
     changed[:, 2:] = torch.rand(2, 2, 3)
     check.close(attn(changed)[:, :2], out[:, :2].detach(),
                 "the outputs of tokens 0 and 1 after changing only tokens 2 and 3 (they must not look ahead)")
+    longer = torch.cat([x, torch.rand(2, 2, 3)], dim=1)
+    check.close(attn(longer)[:, :4], out.detach(),
+                "the outputs of tokens 0 to 3 of 6 tokens, the first 4 the same as before (the same module, after 4 tokens)")
 
 
 def test_dropout_drops_attention_weights_in_training_mode(load, check):
