@@ -54,7 +54,8 @@ class GradedCorpus:
     parts it can affect) with the session's engine under that secret: the path selftest.run_all takes
     in each of its workers, without starting new processes and fork servers for it (issue 38 item 6).
     Entries already graded under that secret are not graded again (test_suites grades the whole
-    corpus, test_isolation a third of it under this secret and another)."""
+    corpus, test_isolation a third of it under this secret and another, test_efficiency and test_fairness
+    read some entries' grades)."""
 
     def __init__(self, engine) -> None:
         self.engine = engine

@@ -53,7 +53,9 @@ def test_each_file_is_one_workers_and_a_group_is_one_workers(tmp_path):
 
 
 def test_the_corpus_readers_are_one_unit_and_every_other_file_its_own():
-    assert group_of("tests/test_suites.py::test_x[a-b]", TOGETHER) == group_of("tests/test_isolation.py::test_y", TOGETHER)
+    corpus = group_of("tests/test_suites.py::test_x[a-b]", TOGETHER)
+    assert {group_of(f"tests/{name}::test_y", TOGETHER) for name in ("test_isolation.py", "test_efficiency.py",
+                                                                      "test_fairness.py")} == {corpus}
     assert group_of("tests/test_batch.py::test_x", TOGETHER) == "test_batch.py"
     # the nbgrader release's readers (tests/nbgrader_release.py), one unit apart from the corpus's
     release = group_of("tests/test_nbgrader_roundtrip.py::test_x", TOGETHER)
