@@ -115,7 +115,7 @@ def nbgrader_exchange(nbgrader_release, tmp_path_factory):
 # after them, in collection order. The order inside a file never changes.
 LONGEST_FIRST = ("nbgrader-release", "selftest-corpus", "adversarial", "test_batch.py",
                  "test_deploy_installs.py", "test_regrades.py", "test_gradescope.py", "test_graded_under_load.py",
-                 "test_efficiency.py", "test_container_mode.py", "test_notebook_outputs.py", "test_cuda_fork.py",
+                 "test_container_mode.py", "test_notebook_outputs.py", "test_cuda_fork.py",
                  "test_fair_cpu.py", "test_batch_hostile.py", "test_class_report.py", "test_lint.py")
 
 

@@ -60,3 +60,13 @@ def test_the_corpus_readers_are_one_unit_and_every_other_file_its_own():
     # the nbgrader release's readers (tests/nbgrader_release.py), one unit apart from the corpus's
     release = group_of("tests/test_nbgrader_roundtrip.py::test_x", TOGETHER)
     assert release == group_of("tests/test_nbgrader_validate.py::test_y", TOGETHER) != group_of("tests/test_suites.py::t", TOGETHER)
+
+
+def test_every_unit_ranked_longest_first_is_a_unit():
+    """conftest.LONGEST_FIRST ranks units as group_of names them: a group, or a test file of no group (a file
+    moved into a group, as test_efficiency was, would otherwise keep a rank that no test carries)."""
+    from conftest import LONGEST_FIRST
+
+    files = {path.name for path in HERE.glob("test_*.py")}
+    units = set(TOGETHER.values()) | (files - set(TOGETHER))
+    assert set(LONGEST_FIRST) <= units, sorted(set(LONGEST_FIRST) - units)
