@@ -54,7 +54,8 @@ class GradedCorpus:
     parts it can affect) with the session's engine under that secret: the path selftest.run_all takes
     in each of its workers, without starting new processes and fork servers for it (issue 38 item 6).
     Entries already graded under that secret are not graded again (test_suites grades the whole
-    corpus, test_isolation a third of it under this secret and another)."""
+    corpus, test_isolation a third of it under this secret and another, test_efficiency and test_fairness
+    read some entries' grades)."""
 
     def __init__(self, engine) -> None:
         self.engine = engine
@@ -114,7 +115,7 @@ def nbgrader_exchange(nbgrader_release, tmp_path_factory):
 # after them, in collection order. The order inside a file never changes.
 LONGEST_FIRST = ("nbgrader-release", "selftest-corpus", "adversarial", "test_batch.py",
                  "test_deploy_installs.py", "test_regrades.py", "test_gradescope.py", "test_graded_under_load.py",
-                 "test_efficiency.py", "test_container_mode.py", "test_notebook_outputs.py", "test_cuda_fork.py",
+                 "test_container_mode.py", "test_notebook_outputs.py", "test_cuda_fork.py",
                  "test_fair_cpu.py", "test_batch_hostile.py", "test_class_report.py", "test_lint.py")
 
 

@@ -1,4 +1,5 @@
-"""Whether the processes a test ended are all gone, decided by the kernel's records of each, not by a clock.
+"""Whether the processes a test ended are all gone, decided by the kernel's records of each, not by a clock;
+and the tree of processes below one (descendants), read the one way every test reads it.
 
 A test that kills a process tree (a batch, a sandbox session) and asks that nothing of it is left used
 to poll for 5 or 10 s: on a busy machine a dying tree can take longer than that to be scheduled through
@@ -19,6 +20,8 @@ has been seen so while asleep (a process on its way out never sleeps) or after i
 """
 from __future__ import annotations
 
+import os
+import signal
 import time
 from dataclasses import dataclass
 
@@ -52,6 +55,53 @@ def read(pid: int) -> Seen | None:
     state, flags = fields[0], int(fields[6])
     dying = state in ("Z", "X", "x") or bool(flags & PF_EXITING) or bool(pending & SIGKILL_BIT)
     return Seen(fields[19], int(fields[1]), state, dying, int(fields[11]) + int(fields[12]))
+
+
+def alive(process: tuple) -> bool:
+    """process: (pid, start time, ...) as descendants() gives it: that process (not a later one with its
+    pid) is still there and not a zombie."""
+    seen = read(process[0])
+    return seen is not None and seen.start == process[1] and seen.state not in ("Z", "X", "x")
+
+
+def descendants(pid: int, uids: bool = False) -> set[tuple]:
+    """Every live process below pid, as (pid, start time) pairs, or (pid, start time, uid) with uids:
+    walked down from pid through each task's list of children (/proc/PID/task/TID/children), so a
+    reading costs the tree, not every process of the machine (a test samples a batch's tree every 20 ms
+    on a machine the suite shares). The start time tells a process from a later one given its pid."""
+    found, todo = set(), [pid]
+    while todo:
+        parent = todo.pop()
+        try:
+            tasks = os.listdir(f"/proc/{parent}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{parent}/task/{task}/children") as f:
+                    children = [int(child) for child in f.read().split()]
+            except OSError:
+                continue
+            for child in children:
+                try:  # its stat only (read() also reads its status: a sample here must stay cheap)
+                    with open(f"/proc/{child}/stat") as f:
+                        start = f.read().rsplit(")", 1)[1].split()[19]
+                    uid = os.stat(f"/proc/{child}").st_uid if uids else None
+                except (OSError, IndexError):
+                    continue
+                found.add((child, start, uid) if uids else (child, start))
+                todo.append(child)
+    return found
+
+
+def kill_all(processes) -> None:
+    """SIGKILL each of processes ((pid, start time, ...) tuples) that is still the one it was."""
+    for process in processes:
+        if alive(process):
+            try:
+                os.kill(process[0], signal.SIGKILL)
+            except ProcessLookupError:  # ended between the reading and the kill
+                pass
 
 
 def doomed(pid: int) -> bool:

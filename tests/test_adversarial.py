@@ -189,36 +189,6 @@ def wait_no_processes(uids):
     return process_ends.wait_ended(lambda: processes_of(uids))
 
 
-def process_tree(pid):
-    """Every live process below pid, as (pid, start time, uid): walked down from pid through each
-    task's list of children (/proc/PID/task/TID/children), so a sample reads the tree, not every
-    process of the machine (issue 38 item 6: a scan of all /proc every 20 ms took a share of a CPU
-    from the batch it watched, on a machine the suite shares)."""
-    found, todo = set(), [pid]
-    while todo:
-        parent = todo.pop()
-        try:
-            tasks = os.listdir(f"/proc/{parent}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{parent}/task/{task}/children") as f:
-                    children = [int(child) for child in f.read().split()]
-            except OSError:
-                continue
-            for child in children:
-                try:
-                    with open(f"/proc/{child}/stat") as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
-                    uid = os.stat(f"/proc/{child}").st_uid
-                except OSError:
-                    continue
-                found.add((child, fields[19], uid))
-                todo.append(child)
-    return found
-
-
 def run_watching(command, env, timeout=600):
     """Run command, sampling its process tree every 20 ms -> (returncode, stdout, stderr, every process seen)."""
     seen = set()
@@ -226,7 +196,7 @@ def run_watching(command, env, timeout=600):
         process = subprocess.Popen(command, cwd=PROJECT_ROOT, env=env, stdout=out, stderr=err)
         deadline = time.monotonic() + timeout
         while process.poll() is None:
-            seen |= process_tree(process.pid)
+            seen |= process_ends.descendants(process.pid, uids=True)
             if time.monotonic() > deadline:
                 process.kill()
             time.sleep(0.02)

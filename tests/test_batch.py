@@ -149,42 +149,6 @@ def second_after(rows):
         time.sleep(0.05)
 
 
-def descendants(pid):
-    """Every live process below pid: (pid, start time) pairs."""
-    children, started = {}, {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as f:
-                    fields = f.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            children.setdefault(int(fields[1]), []).append(int(entry))
-            started[int(entry)] = fields[19]
-    found, todo = set(), [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add((child, started[child]))
-            todo.append(child)
-    return found
-
-
-def kill_all(processes):
-    for pid, _ in processes:
-        if alive((pid, _)):
-            os.kill(pid, signal.SIGKILL)
-
-
-def alive(process):
-    pid, start = process
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return fields[19] == start and fields[0] != "Z"
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="module")
 def rubric():
     return grading.load_rubric()[0]
@@ -313,13 +277,13 @@ def test_kill_and_resume(classroom, clean, tmp_path):
                                stderr=subprocess.DEVNULL, start_new_session=True)
     try:
         stopped_at_first_commit(process)
-        tree = descendants(process.pid)
+        tree = process_ends.descendants(process.pid)
         os.killpg(process.pid, signal.SIGKILL)  # the batch and its workers; fork servers have sessions of their own
     finally:
         process.kill()
         process.wait()
     left = process_ends.wait_ended(tree)
-    kill_all(left)
+    process_ends.kill_all(left)
     assert not left, "fork servers or sandboxed children of the killed batch kept running"
 
     before = gradebook(out)
@@ -371,12 +335,12 @@ def test_killing_only_the_batch_process_leaves_no_workers(tmp_path):
     tree = set()
     try:
         stopped_at_first_commit(process)  # its workers and fork servers are still there
-        tree = descendants(process.pid)
+        tree = process_ends.descendants(process.pid)
         process.kill()
         process.wait()
         left = process_ends.wait_ended(tree)
     finally:
-        kill_all(tree | descendants(process.pid))
+        process_ends.kill_all(tree | process_ends.descendants(process.pid))
     assert tree and not left, f"{len(left)} processes outlived the killed batch"
 
 

@@ -1,8 +1,9 @@
 """Issue 14 items 1-3: efficiency judged by counted operations, device bugs found without a GPU.
 
-Engine tests grade a copy of the solutions with one corpus entry (autograder/selftest) or a small
-edit, in the parts causal and mha only, and state the score, the failed checks and the message
-they expect. The judgments of autograder/suites/efficiency.py are also tested on counts taken in
+Engine tests grade a copy of the solutions with a small edit, in the parts causal and mha only, or
+read a corpus entry (autograder/selftest) as the session graded it for test_suites (tests/conftest.py's
+graded_corpus: in the parts the entry can affect, issue 38 item 6), and state the score, the failed checks
+and the message they expect. The judgments of autograder/suites/efficiency.py are also tested on counts taken in
 this process with the child's own counting function.
 """
 import shutil
@@ -31,6 +32,23 @@ def grade(engine, entry, tmp_path):
     return engine.grade(folder, parts=PARTS)
 
 
+def corpus_graded(graded_corpus, entry_id):
+    """A corpus entry's grade in causal and mha, as the session graded the corpus (graded_corpus, the grading
+    test_suites judges; once per session, issue 38 item 6: these entries were graded again here) ->
+    ({part: score}, {failed check: its message}). The corpus grades the parts an entry can affect
+    (selftest.affected_parts: the parts whose child can import an edited module); a part of causal and mha
+    it cannot affect runs the reference's code and keeps full marks (test_suites'
+    test_skipping_unaffected_parts_hides_no_lost_point), as these tests graded it before. The affected
+    parts beyond causal and mha (the exercises) keep full marks too."""
+    outcome = graded_corpus(entries=[ENTRIES[entry_id]])[entry_id]
+    edited = {edit.module for edit in ENTRIES[entry_id].edits}
+    assert edited & set(PARTS) <= set(outcome.graded), (entry_id, outcome.graded)  # an edited part is graded
+    beyond = {part: score for part, score in outcome.scores.items() if part not in PARTS and score[0] != score[1]}
+    assert beyond == {}, (entry_id, beyond)
+    scores = {part: outcome.scores[part][0] if part in outcome.graded else PART[part] for part in PARTS}
+    return scores, {name: message for part, name, message in outcome.failed if part in PARTS}
+
+
 def edit(module, find, replace, more=()):
     return selftest.Entry("edit", "mutant", [selftest.Edit(module, find, replace), *more])
 
@@ -56,12 +74,12 @@ def details(result):
     ("mha-projections-per-head", "one matmul per head"),
     ("mha-softmax-per-head", "softmax once per head"),
 ])
-def test_a_loop_over_heads_is_named_by_the_batching_check_only(engine, tmp_path, entry_id, words):
+def test_a_loop_over_heads_is_named_by_the_batching_check_only(graded_corpus, entry_id, words):
     # the check's 2 points (issue 30: the child's counts and the grader's reading of mha.py agree)
-    result = grade(engine, ENTRIES[entry_id], tmp_path)
-    assert scores(result) == {"causal": 22, "mha": 20}
-    assert list(failed(result)) == ["mha_batches_the_heads"]
-    message = failed(result)["mha_batches_the_heads"]
+    scores, failed = corpus_graded(graded_corpus, entry_id)
+    assert scores == {"causal": 22, "mha": 20}
+    assert list(failed) == ["mha_batches_the_heads"]
+    message = failed["mha_batches_the_heads"]
     assert words in message
 
 
@@ -70,27 +88,26 @@ def test_a_loop_over_heads_is_named_by_the_batching_check_only(engine, tmp_path,
     ("causal-additive-mask-without-device", "causal", "causal_runs_on_the_inputs_device"),
     ("mha-mask-made-in-forward-on-cpu", "mha", "mha_runs_on_the_inputs_device"),
 ])
-def test_a_tensor_made_on_the_default_device_costs_the_device_check(engine, tmp_path, entry_id, part, check):
-    result = grade(engine, ENTRIES[entry_id], tmp_path)
-    assert scores(result) == {"causal": 22, "mha": 22, part: 21}  # the device check's point
-    assert list(failed(result)) == [check]
-    assert "default device" in failed(result)[check] and "device=x.device" in failed(result)[check]
+def test_a_tensor_made_on_the_default_device_costs_the_device_check(graded_corpus, entry_id, part, check):
+    scores, failed = corpus_graded(graded_corpus, entry_id)
+    assert scores == {"causal": 22, "mha": 22, part: 21}  # the device check's point
+    assert list(failed) == [check]
+    assert "default device" in failed[check] and "device=x.device" in failed[check]
 
 
-def test_a_plain_attribute_mask_is_named_as_such(engine, tmp_path):
-    result = grade(engine, ENTRIES["mha-mask-plain-attribute"], tmp_path)
-    assert scores(result) == {"causal": 22, "mha": 20}  # mha_structure's point and the device check's
-    assert sorted(failed(result)) == ["mha_runs_on_the_inputs_device", "mha_structure"]
-    assert "plain attribute" in failed(result)["mha_runs_on_the_inputs_device"]
-    assert "register_buffer" in failed(result)["mha_runs_on_the_inputs_device"]
+def test_a_plain_attribute_mask_is_named_as_such(graded_corpus):
+    scores, failed = corpus_graded(graded_corpus, "mha-mask-plain-attribute")
+    assert scores == {"causal": 22, "mha": 20}  # mha_structure's point and the device check's
+    assert sorted(failed) == ["mha_runs_on_the_inputs_device", "mha_structure"]
+    assert "plain attribute" in failed["mha_runs_on_the_inputs_device"]
+    assert "register_buffer" in failed["mha_runs_on_the_inputs_device"]
 
 
 @pytest.mark.parametrize("entry_id", ["mha-einsum", "mha-sdpa-with-the-mask-buffer", "mha-sdpa-reshape-assert",
                                       "mha-fused-qkv", "causal-mask-in-forward-on-x-device",
                                       "mha-mask-in-forward-on-x-device"])
-def test_batched_and_device_safe_variants_keep_full_marks(engine, tmp_path, entry_id):
-    result = grade(engine, ENTRIES[entry_id], tmp_path)
-    assert (scores(result), failed(result)) == ({"causal": 22, "mha": 22}, {})
+def test_batched_and_device_safe_variants_keep_full_marks(graded_corpus, entry_id):
+    assert corpus_graded(graded_corpus, entry_id) == ({"causal": 22, "mha": 22}, {})
 
 
 MASK = "attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)"

@@ -53,8 +53,20 @@ def test_each_file_is_one_workers_and_a_group_is_one_workers(tmp_path):
 
 
 def test_the_corpus_readers_are_one_unit_and_every_other_file_its_own():
-    assert group_of("tests/test_suites.py::test_x[a-b]", TOGETHER) == group_of("tests/test_isolation.py::test_y", TOGETHER)
+    corpus = group_of("tests/test_suites.py::test_x[a-b]", TOGETHER)
+    assert {group_of(f"tests/{name}::test_y", TOGETHER) for name in ("test_isolation.py", "test_efficiency.py",
+                                                                      "test_fairness.py")} == {corpus}
     assert group_of("tests/test_batch.py::test_x", TOGETHER) == "test_batch.py"
     # the nbgrader release's readers (tests/nbgrader_release.py), one unit apart from the corpus's
     release = group_of("tests/test_nbgrader_roundtrip.py::test_x", TOGETHER)
     assert release == group_of("tests/test_nbgrader_validate.py::test_y", TOGETHER) != group_of("tests/test_suites.py::t", TOGETHER)
+
+
+def test_every_unit_ranked_longest_first_is_a_unit():
+    """conftest.LONGEST_FIRST ranks units as group_of names them: a group, or a test file of no group (a file
+    moved into a group, as test_efficiency was, would otherwise keep a rank that no test carries)."""
+    from conftest import LONGEST_FIRST
+
+    files = {path.name for path in HERE.glob("test_*.py")}
+    units = set(TOGETHER.values()) | (files - set(TOGETHER))
+    assert set(LONGEST_FIRST) <= units, sorted(set(LONGEST_FIRST) - units)

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 # The files that read the selftest corpus's grading (tests/conftest.py's graded_corpus, a session
 # fixture): one worker runs them all, so the corpus is graded once under `pytest -n N` as without workers
-TOGETHER = {name: "selftest-corpus" for name in ("test_suites.py", "test_isolation.py")}
+# (test_efficiency and test_fairness read some of its entries' grades: they graded those entries again)
+TOGETHER = {name: "selftest-corpus" for name in ("test_suites.py", "test_isolation.py", "test_efficiency.py",
+                                                 "test_fairness.py")}
 # the files that read the chapter's nbgrader release (tests/conftest.py's nbgrader_release, made once;
 # lane nbg, issue 38 item 6: test_nbgrader_commands asserts what its generate_assignment made)
 # the files that grade with test_adversarial's engine (tests/conftest.py's session_engines): one fork server
