@@ -109,16 +109,6 @@ def nbgrader_exchange(nbgrader_release, tmp_path_factory):
                                lambda folder: fill_notebooks(module_texts(), folder, notebooks=folder))
 
 
-# the longest units first (a worker that takes one late is the suite's tail): the nbgrader release's and
-# the corpus readers, then the files whose tests or module fixtures take half a minute or more (per-unit
-# sums of a profile of the whole suite on three workers, 2026-11-28 10:05-10:14 UTC); every other file
-# after them, in collection order. The order inside a file never changes.
-LONGEST_FIRST = ("nbgrader-release", "selftest-corpus", "adversarial", "test_batch.py",
-                 "test_deploy_installs.py", "test_regrades.py", "test_gradescope.py", "test_graded_under_load.py",
-                 "test_container_mode.py", "test_notebook_outputs.py", "test_cuda_fork.py",
-                 "test_fair_cpu.py", "test_batch_hostile.py", "test_class_report.py", "test_lint.py")
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
     """The unit a test worker takes (`pytest -n 3 --dist loadgroup`, as .ci/run runs the suite): a
@@ -128,9 +118,9 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The longest units first (LONGEST_FIRST), the order the workers take them in. (The quick subset,
+    """The longest units first (xdist_groups.LONGEST_FIRST), the order the workers take them in. (The quick subset,
     `-m quick`, is marked in the test files themselves: tests/quick_subset.py.)"""
-    rank = {group: at for at, group in enumerate(LONGEST_FIRST)}
+    rank = {group: at for at, group in enumerate(xdist_groups.LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(xdist_groups.group_of(item.nodeid, xdist_groups.TOGETHER), len(rank)))  # stable
 
 

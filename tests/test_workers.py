@@ -63,9 +63,10 @@ def test_the_corpus_readers_are_one_unit_and_every_other_file_its_own():
 
 
 def test_every_unit_ranked_longest_first_is_a_unit():
-    """conftest.LONGEST_FIRST ranks units as group_of names them: a group, or a test file of no group (a file
-    moved into a group, as test_efficiency was, would otherwise keep a rank that no test carries)."""
-    from conftest import LONGEST_FIRST
+    """xdist_groups.LONGEST_FIRST (tests/conftest.py orders by it) ranks units as group_of names them: a group,
+    or a test file of no group (a file moved into a group, as test_efficiency was, would otherwise keep a rank
+    that no test carries)."""
+    from xdist_groups import LONGEST_FIRST
 
     files = {path.name for path in HERE.glob("test_*.py")}
     units = set(TOGETHER.values()) | (files - set(TOGETHER))

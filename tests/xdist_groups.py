@@ -25,6 +25,17 @@ TOGETHER.update({name: "nbgrader-release" for name in ("test_nbgrader_roundtrip.
                                                        "test_nbgrader_commands.py")})
 
 
+# the longest units first (a worker that takes one late is the suite's tail): the nbgrader release's and
+# the corpus readers, then the files whose tests or module fixtures take half a minute or more (per-unit
+# sums of a profile of the whole suite on three workers, 2026-11-28 10:05-10:14 UTC; the corpus group and
+# the deploy installs, the two largest units, first since a profile on 2026-11-29 02:55-03:09 UTC); every
+# other file after them, in collection order. The order inside a file never changes.
+LONGEST_FIRST = ("selftest-corpus", "test_deploy_installs.py", "nbgrader-release", "adversarial", "test_batch.py",
+                 "test_regrades.py", "test_gradescope.py", "test_graded_under_load.py",
+                 "test_container_mode.py", "test_notebook_outputs.py", "test_cuda_fork.py",
+                 "test_fair_cpu.py", "test_batch_hostile.py", "test_class_report.py", "test_lint.py")
+
+
 def group_of(nodeid: str, together: dict[str, str]) -> str:
     """The unit a test belongs to: its file's group in `together` (file name -> group name), else
     its file."""
