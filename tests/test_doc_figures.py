@@ -81,6 +81,9 @@ CHECKED = {
     ("docs/sandbox.md", "5 s"): lambda: _source_constant("autograder/inside/isolation.py", "CPU_HARD_ABOVE") == 5,
     ("docs/sandbox.md", "60 s"): lambda: _source_constant("autograder/sandbox/session.py", "START_SECONDS") == 60,
     ("docs/sandbox.md", "30 s"): lambda: _source_constant("autograder/sandbox/session.py", "PART_SECONDS") == 30,
+    ("docs/sandbox.md", "120 s"): lambda: "    READY_SECONDS = 120\n" in (ROOT / "autograder/sandbox/client.py").read_text(),
+    ("docs/sandbox.md", "0.05 s"):
+        lambda: '"READY_SECONDS", 0.05)' in (ROOT / "tests/test_machine_deaths.py").read_text(),
     ("README.md", "21/21"):  # what `book-check` prints, asserted by its test
         lambda: '"book values: 21/21 match\\n"' in (ROOT / "tests/test_book_check.py").read_text(),
     ("README.md", "400 training runs"):

@@ -12,10 +12,12 @@ import json
 import os
 import select
 import signal
+import subprocess
 import sys
 import time
 import types
 
+import process_ends
 import pytest
 from part_edits import run_one, submission
 from rubric_points import PART as POINTS
@@ -666,3 +668,50 @@ def test_only_the_grader_s_structured_record_counts_a_not_graded_run(tmp_path):
     book.record("ann", fingerprint, _not_graded_results(), "", "g1", "graded", 2)
     assert book.not_graded_runs("ann", "abc") == 1
     book.close()
+
+
+def test_a_fork_server_slower_to_warm_up_than_its_wait_is_waited_for(engine, checked, monkeypatch, capsys):
+    """The fork server's first word comes later than READY_SECONDS (0.05 s here, as a machine busy enough
+    makes the 120 s) while its warm-up runs (its processes on a CPU or waiting for one: death.kept_busy):
+    the wait is moved on, the one server started grades, full marks. Before, each start was taken for
+    lost ("the sandbox fork server did not start (Deadline: ...)"), and after SERVER_STARTS of them the
+    run was "not graded": load made grading ungraded."""
+    monkeypatch.setattr(client.Sandbox, "READY_SECONDS", 0.05)
+    monkeypatch.setattr(client.Sandbox, "READY_FAR", 10**5)  # the far bound out of reach (a hang's only)
+    started = []
+    start = client.Sandbox._start
+
+    def counted(self):
+        started.append(self)
+        return start(self)
+
+    monkeypatch.setattr(client.Sandbox, "_start", counted)
+    status, out, err = grade_reference(checked, monkeypatch, capsys)
+    assert status == 0, err
+    assert len(started) == 1 and started[0].starts == 1, [door.starts for door in started]
+    total = sum(p.max_score for p in engine[0].parts.values())
+    assert f"{'total':<20}{f'{total:g} / {total:g}':>12}" in out.splitlines(), out
+    assert "NOT GRADED" not in out and "not graded" not in err
+
+
+def test_kept_busy_tells_a_working_process_tree_from_a_sleeping_one():
+    """death.kept_busy, the evidence that moves ready()'s wait on: a tree whose work goes on (a parent
+    waiting on a child that loops) was busy; a process asleep on its own was not, over a wall clock four
+    times what it has been busy. No clock decides: both are read from the processes' schedstat."""
+    began = time.monotonic()
+    working = subprocess.Popen([sys.executable, "-c", "import subprocess, sys; "
+                                "subprocess.run([sys.executable, '-c', 'while True: pass'])"])
+    sleeping = subprocess.Popen([sys.executable, "-c", "import sys, time; print('asleep', flush=True); time.sleep(600)"],
+                                stdout=subprocess.PIPE, text=True)
+    try:
+        assert sleeping.stdout.readline() == "asleep\n"
+        while (death.tree_busy(working.pid) or 0) < 1.0:  # its loop has run (or waited to) for a second
+            time.sleep(0.05)
+        assert death.kept_busy(working.pid, time.monotonic() - began)
+        asleep_for = death.tree_busy(sleeping.pid)
+        assert asleep_for is not None and not death.kept_busy(sleeping.pid, 4 * asleep_for + 0.01)
+    finally:
+        for process in (working, sleeping):
+            process_ends.kill_all(process_ends.descendants(process.pid))
+            process.kill()
+            process.wait()

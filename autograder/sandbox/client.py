@@ -30,7 +30,7 @@ from typing import Any
 from autograder import PACKAGE_DIR, scratch, text
 from autograder import settings as settings_mod
 from autograder.inside import isolation, protocol, syscalls
-from autograder.sandbox import cgroup, container, room
+from autograder.sandbox import cgroup, container, death, room
 from autograder.sandbox.errors import SandboxUnavailable, ServerLost, SessionDied
 from autograder.sandbox.idle import IdleMeter
 from autograder.sandbox.part_child import OUTPUT_CAP, PartChild
@@ -229,6 +229,7 @@ class Sandbox:
         # the exception that ended it is the refusal's reason (start_error); a new file for every start
         self._stderr = None if debug else os.memfd_create("fork-server-stderr")
         self.start_error = ""
+        self.started_at = time.monotonic()
         self.process = subprocess.Popen(
             command, pass_fds=[theirs.fileno()], env=env, stdin=subprocess.DEVNULL,
             stdout=None if debug else subprocess.DEVNULL, stderr=self._stderr, start_new_session=True)
@@ -258,6 +259,7 @@ class Sandbox:
         finally:
             theirs.close()
         self.control, self.owner, self.process, self.info = ours, False, server.process, None
+        self.started_at = server.started_at
         assert server.pidfd is not None, "a door attaches to a fork server that runs (not a closed Sandbox)"
         self.pidfd = os.dup(server.pidfd)
         self.group, self.baseline = None, 0
@@ -267,12 +269,31 @@ class Sandbox:
         return cgroup.make(f"{cgroup.PREFIX}{os.getpid()}-{id(self) % 10**6}-{time.monotonic_ns() % 10**6}",
                            1 << 30, isolation.PROCESSES + 16)
 
-    def ready(self, timeout: float = 120) -> protocol.Message:
-        """The fork server's first word, once it has warmed up; ServerLost (the server stopped) when
-        none comes."""
+    # seconds to wait for a fork server's first word (its warm-up: torch's import and the emulated GPU's,
+    # a few seconds of CPU), moved on while the server's processes were mostly on a CPU or waiting for one
+    # (death.kept_busy: a busy machine slows the warm-up, it does not stop it), up to READY_FAR times
+    READY_SECONDS = 120
+    READY_FAR = 10
+
+    def ready(self) -> protocol.Message:
+        """The fork server's first word, once it has warmed up; ServerLost (the server stopped, or said
+        nothing while asleep past READY_SECONDS, or past READY_FAR times that however busy) when none
+        comes."""
         if self.info is None:
+            started = time.monotonic()
+            deadline = started + self.READY_SECONDS
             try:
-                self.info, _ = protocol.receive_message(self.control, time.monotonic() + timeout, max_fds=0)
+                while True:
+                    try:
+                        self.info, _ = protocol.receive_message(self.control, deadline, max_fds=0)
+                        break
+                    except protocol.Deadline:
+                        now = time.monotonic()
+                        if now - started < self.READY_FAR * self.READY_SECONDS and self.process is not None \
+                                and death.kept_busy(self.process.pid, now - self.started_at):
+                            deadline = now + self.READY_SECONDS
+                            continue
+                        raise
             except (protocol.Deadline, protocol.ProtocolError, OSError) as e:
                 self._lost_at_start(ending=not isinstance(e, protocol.Deadline))
                 raise ServerLost(f"the sandbox fork server did not start ({type(e).__name__}: {e})") from None

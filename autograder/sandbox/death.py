@@ -98,6 +98,40 @@ def schedule(host_pid: int) -> tuple | None:
     return (total[0], total[1]) if read else None
 
 
+
+def tree_busy(pid: int) -> float | None:
+    """Seconds the process and every process below it have spent on a CPU or waiting for one (their
+    schedstat, summed; a process started after pid counts whole, its schedstat beginning at 0); None
+    where none of them could be read."""
+    total, read, todo, seen = 0.0, False, [pid], set()
+    while todo:
+        current = todo.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        got = schedule(current)
+        if got is not None:
+            total, read = total + got[0] + got[1], True
+        try:
+            tasks = os.listdir(f"/proc/{current}/task")
+        except OSError:
+            continue
+        for task in tasks:
+            try:
+                with open(f"/proc/{current}/task/{task}/children") as f:
+                    todo += [int(child) for child in f.read().split()]
+            except (OSError, ValueError):
+                pass
+    return total if read else None
+
+
+def kept_busy(pid: int, wall: float) -> bool:
+    """Over the `wall` seconds since pid started, were it and the processes below it mostly on a CPU or
+    waiting for one (the machine slow, their work going on), not asleep on their own? False where
+    unmeasured."""
+    busy = tree_busy(pid)
+    return busy is not None and wall > 0 and wall - busy < ASLEEP_SHARE * wall
+
 @dataclass
 class Gauge:
     """Readings at the start of a part, to compare with when it ends. grader: the grading thread's own
