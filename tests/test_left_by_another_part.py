@@ -88,3 +88,23 @@ def test_torch_s_own_module_globals_replaced_by_one_part_are_back_for_the_next(e
     result = grade(engine, folder, ["self_attention_v2", "causal"])
     assert scores(result) == {"self_attention_v2": PART["self_attention_v2"], "causal": PART["causal"]}, \
         failed(result, "causal")
+
+
+SOFTMAX_CLASS = "\n\ntorch.nn.Softmax.forward = lambda self, x: torch.zeros_like(x)\n"
+
+
+def test_a_torch_layer_class_replaced_by_one_part_is_back_for_the_next(engine, tmp_path):
+    """self_attention_v2.py replaces nn.Softmax.forward when imported (a class of torch's outside the chapter's
+    own layers), and causal.py, graded after it in the same child, uses nn.Softmax(dim=-1): causal keeps
+    full marks, as its code is right (the class's namespace is put back before every operation:
+    part_reset._watched). Before, causal lost the points of every check of its outputs."""
+    folder = submission(tmp_path)
+    with open(folder / "self_attention_v2.py", "a", encoding="utf-8") as f:
+        f.write(SOFTMAX_CLASS)
+    causal = (folder / "causal.py").read_text()
+    softmax = "torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)"
+    assert softmax in causal
+    (folder / "causal.py").write_text(causal.replace(softmax, "nn.Softmax(dim=-1)(attn_scores / keys.shape[-1] ** 0.5)"))
+    result = grade(engine, folder, ["self_attention_v2", "causal"])
+    assert scores(result) == {"self_attention_v2": PART["self_attention_v2"], "causal": PART["causal"]}, \
+        failed(result, "causal")
