@@ -112,16 +112,9 @@ def tree_busy(pid: int) -> float | None:
         got = schedule(current)
         if got is not None:
             total, read = total + got[0] + got[1], True
-        try:
-            tasks = os.listdir(f"/proc/{current}/task")
-        except OSError:
-            continue
-        for task in tasks:
-            try:
-                with open(f"/proc/{current}/task/{task}/children") as f:
-                    todo += [int(child) for child in f.read().split()]
-            except (OSError, ValueError):
-                pass
+        below = procfs.threads_and_children(current)
+        if below is not None:
+            todo += below[1]
     return total if read else None
 
 
