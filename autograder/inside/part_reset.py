@@ -60,24 +60,26 @@ def _watched(also=()):
     """Namespaces whose contents student code could replace, and the checks would then use (also: the
     grader's own modules in the child, given by the child: this module imports none of them)."""
     nn = torch.nn
-    spaces = [builtins, torch, nn, nn.functional, nn.init, torch.linalg, torch.autograd, torch.Tensor,
-              nn.Module, nn.Linear, nn.Dropout, nn.Parameter, nn.ModuleList, nn.Sequential, nn.Embedding,
+    spaces = [builtins, torch, nn, nn.functional, nn.init, torch.linalg, torch.autograd, torch.Tensor, *LAYERS,
               np, np.linalg, np.random, np.testing, math, random, os, sys, gc, inspect, importlib, traceback,
               json, struct, itertools, functools, operator, types, warnings, threading, *_torch_modules(),
               *_torch_layers(), *also]
     return [s for s in spaces if hasattr(s, "__dict__")]
 
 
+# the classes of torch.nn the chapter's code builds on (watched first, by name)
+LAYERS = (torch.nn.Module, torch.nn.Linear, torch.nn.Dropout, torch.nn.Parameter, torch.nn.ModuleList,
+          torch.nn.Sequential, torch.nn.Embedding)
+
+
 def _torch_layers():
-    """Every layer class torch.nn offers beyond those listed in _watched (nn.Softmax, nn.LayerNorm, ...):
+    """Every other layer class torch.nn offers (nn.Softmax, nn.LayerNorm, ...: beyond LAYERS):
     a module that replaced nn.Softmax.forward when imported changed every nn.Softmax of the parts graded
     after it in the same child (tests/test_left_by_another_part.py). Found once, in the fork server, as
     _torch_modules; an unchanged class costs an operation one read of its dict's version."""
     if not _LAYERS_FOUND:
-        listed = {torch.nn.Module, torch.nn.Linear, torch.nn.Dropout, torch.nn.ModuleList, torch.nn.Sequential,
-                  torch.nn.Embedding}
         _LAYERS_FOUND.extend(layer for _, layer in sorted(vars(torch.nn).items()) if isinstance(layer, type)
-                             and issubclass(layer, torch.nn.Module) and layer not in listed)
+                             and issubclass(layer, torch.nn.Module) and layer not in LAYERS)
     return _LAYERS_FOUND
 
 
