@@ -357,3 +357,49 @@ def test_the_book_s_assert_and_its_demo_lines_pass_and_an_overwritten_mask_is_na
     for entry, test in OVERWRITTEN_MASK.items():
         assert list(public[entry]) == [test], public[entry]
         assert ids(public[entry][test]) == {"mask-overwritten"}, public[entry][test]
+
+
+# correct variants whose module raises when imported (a demo line of the book's, a package the grader lacks):
+# the grader skips the line with a note and gives full marks (autograder/inside/demo_lines.py)
+RAISE_AT_IMPORT = {"learner-v1-book-demo-inputs-undefined": ("self_attention_v1.py, line 58", "NameError"),
+                   "learner-causal-demo-shape-error": ("causal.py, line 76", "RuntimeError: mat1 and mat2"),
+                   "learner-mha-demo-shares-lines-with-code": ("mha.py, line 89", "NameError"),
+                   "learner-scipy-and-seaborn-imported-unused": ("numpy_attention.py, line 6: imports scipy", "")}
+CAUSAL_END = "return attn_weights @ values\n        ### END SOLUTION\n"
+
+
+def test_demo_lines_that_raise_at_import_pass_with_a_note_as_in_the_grader(tmp_path):
+    """The four correct variants whose module raises when imported got full marks from the grader and failed
+    every public test of their modules ("causal.py could not be imported: RuntimeError: mat1 and mat2 shapes
+    cannot be multiplied"). The public tests now import as the grader does: each passes, and the run ends with a
+    note naming the line, what it raised and that `import` stops there. What the grader does not skip fails the
+    import here too: a `raise` of the module's own and a class statement that raises."""
+    from autograder import selftest
+
+    entries = {entry.id: entry for entry in selftest.corpus()}
+    folders = {key: selftest.apply(entries[key], tmp_path / key) for key in RAISE_AT_IMPORT}
+    own_raise = buggy_copy(tmp_path / "own-raise", "causal", CAUSAL_END,
+                           CAUSAL_END + '\n\nraise RuntimeError("run this file as a script")\n')
+    class_raises = buggy_copy(tmp_path / "class-raises", "causal", "class CausalAttention(nn.Module):",
+                              "class CausalAttention(nn.Module):\n    size = undefined_size")
+    runs = {**{key: {"folder": str(folder), "marker": ""} for key, folder in folders.items()},
+            "own-raise": {"folder": str(own_raise), "marker": "causal"},
+            "class-raises": {"folder": str(class_raises), "marker": "causal"}}
+    asked, out = tmp_path / "runs.json", tmp_path / "out.json"
+    asked.write_text(json.dumps(runs))
+    done = subprocess.run([sys.executable, str(ROOT / "tests" / "public_verdicts.py"), "--folders", str(asked), str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(out.read_text())
+    for key, (where, raised) in RAISE_AT_IMPORT.items():
+        failed = {test: message for test, message in found[key]["outcomes"].items() if message is not None}
+        assert failed == {}, (key, failed)
+        notes = [line for line in found[key]["output"].splitlines() if line.startswith("note: ")]
+        assert any(where in note and raised in note for note in notes), (key, notes)
+    module_notes = [n for key in RAISE_AT_IMPORT if key != "learner-scipy-and-seaborn-imported-unused"
+                    for n in found[key]["output"].splitlines() if n.startswith("note: ")]
+    assert module_notes and all("(no points lost)" in n and "stops there in Python" in n for n in module_notes)
+    for key, error in (("own-raise", "RuntimeError: run this file as a script"),
+                       ("class-raises", "NameError: name 'undefined_size' is not defined")):
+        messages = [m for m in found[key]["outcomes"].values() if m is not None]
+        assert messages and all(m == f"causal.py could not be imported: {error}" for m in messages), (key, messages)
