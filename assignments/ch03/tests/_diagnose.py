@@ -180,6 +180,54 @@ def context_mistakes(inputs):
     return [(weights @ inputs, why) for weights, why in softmax_dim_mistakes(inputs @ inputs.T)]
 
 
+OTHER_TOKEN = ("the context vector belongs to another token ({other}): the query is inputs[query_index], the "
+               "token whose context vector is asked for")
+
+
+def other_token_mistakes(contexts, query_index):
+    """A context vector of 3.3.1 computed for another token than query_index (its query hard-wired)."""
+    return [(c, OTHER_TOKEN.format(other=f"query_index={i}")) for i, c in enumerate(contexts) if i != query_index]
+
+
+# --- what a function or module must leave as it found it, and what training needs ------------------------
+
+IN_PLACE = ("{what} changed its input in place: use out-of-place operations (masked_fill, not masked_fill_; "
+            "z - m, not z -= m) on tensors or arrays you were given; the caller still needs them")
+BOOL_INDEX = ("a 2-D bool mask used as an index (scores[mask] = ...) applies to the first two dims of batched "
+              "scores, not the last two: write scores[..., mask] = -inf, or scores.masked_fill(mask, -inf)")
+GLOBAL_MAX = ("it subtracts the max of the whole array: subtract the max of each slice along axis "
+              "(np.max(z, axis=axis, keepdims=True)), or a slice of very negative scores underflows to 0 / 0")
+FLOAT_CAST = ("float32 and float64 tensors meet in forward: a tensor cast or created there (x.float(), or torch.tensor "
+              "and torch.ones without dtype=) stays float32 while the inputs and the .double() weights are float64; "
+              "keep every tensor forward makes in the inputs' dtype")
+MODULE_LIST = ("PyTorch sees none of its heads: a plain Python list does not register them, so parameters(), .eval() "
+               "and .to() miss them; keep the heads in an nn.ModuleList")
+DROPOUT_IGNORED = "it ignores its dropout argument: pass it on to MultiHeadAttentionWrapper"
+GRADIENTS_OFF = ("your code switched gradients off and left them off (torch.set_grad_enabled(False), or torch.no_grad() "
+                 "entered and never left, in forward?): leave torch's global settings as they are in forward")
+
+
+def gradient_problem(module, out):
+    """'' when out (the module's output, not yet backpropagated) lets a gradient reach every parameter of
+    module; else why not. Puts gradients back on where the module's forward switched them off."""
+    if not torch.is_grad_enabled():
+        torch.set_grad_enabled(True)  # for the tests after this one
+        return GRADIENTS_OFF
+    frozen = [name for name, p in module.named_parameters() if not p.requires_grad]
+    if frozen:
+        return (f"no gradient can flow back to {', '.join(frozen)}: they do not require gradients "
+                "(nn.Parameter(..., requires_grad=False)?); a layer's weights must be trainable")
+    if not out.requires_grad:
+        cut = [name for name, _ in module.named_parameters()]
+    else:
+        out.sum().backward()
+        cut = [name for name, p in module.named_parameters() if p.grad is None]
+    if cut:
+        return (f"no gradient reached {', '.join(cut[:3])}: the forward pass is cut off from autograd there (.detach(), "
+                ".data, torch.no_grad() or a NumPy round trip in forward), so training could never change it")
+    return ""
+
+
 def weight_mistakes(scores, d_k, causal):
     """The usual wrong ways from scores to weights, as (weights, explanation)."""
     found = [(softmax_weights(scores, d_k, causal, scale=1.0), SCALE_MISSING)]
@@ -322,7 +370,8 @@ def multi_head_mistakes(module, x, num_heads):
 
 @torch.no_grad()
 def eval_and_training_outputs(attn, n, copies):
-    """(the eval-mode outputs, the training-mode outputs), each (copies, n, 2n), of the set-up below."""
+    """(the eval-mode outputs, the training-mode outputs, a second call's training-mode outputs), each
+    (copies, n, 2n), of the set-up below."""
     attn.W_value.weight.copy_(torch.cat([torch.eye(n), torch.eye(n)]))
     if isinstance(getattr(attn, "out_proj", None), torch.nn.Linear):  # MultiHeadAttention with one head
         attn.out_proj.weight.copy_(torch.eye(2 * n))
@@ -332,7 +381,7 @@ def eval_and_training_outputs(attn, n, copies):
     attn.eval()
     calm = attn(x)
     attn.train()
-    return calm, attn(x)
+    return calm, attn(x), attn(x)
 
 
 EVAL_WEIGHTS_WRONG = ("the eval-mode attention weights are already wrong (the module's other tests say how), so where "
@@ -365,7 +414,7 @@ def dropout_problem(attn, p, num_tokens, copies=400):
     halves and scales the others by 1/(1 - p); about p of the weights are dropped.
     """
     n = num_tokens
-    evaluated, out = eval_and_training_outputs(attn, n, copies)
+    evaluated, out, again = eval_and_training_outputs(attn, n, copies)
     calm = evaluated[0, :, :n]
     if not same(evaluated, evaluated[:1].expand_as(evaluated), 1e-6):
         return ("after .eval() the same tokens get different outputs: dropout is still active in eval mode; use "
@@ -392,6 +441,9 @@ def dropout_problem(attn, p, num_tokens, copies=400):
     if copies > 1 and same(left, left[:1].expand_as(left), 0.0):
         return ("dropout drops the same positions in every sequence of the batch: it must draw a fresh random mask "
                 "for each one, as nn.Dropout does (not one mask made in __init__)")
+    if same(out, again, 0.0):
+        return ("dropout drops the same positions on every call: it must draw a new random mask each time (do not "
+                "reseed the random generator in forward)")
     allowed = ~future & (calm > 1e-6).expand_as(left)
     ratio = left[allowed] / calm.expand_as(left)[allowed]
     kept = ratio[ratio.abs() > 1e-6]

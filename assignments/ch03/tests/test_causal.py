@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from _diagnose import (dropout_problem, linear_head_mistakes, mask_buffer_problem, mask_problem, square_buffers,
-                       weight_mistakes)
+from _diagnose import (BOOL_INDEX, FLOAT_CAST, IN_PLACE, dropout_problem, gradient_problem, linear_head_mistakes,
+                       mask_buffer_problem, mask_problem, softmax_weights, square_buffers, weight_mistakes)
 
 pytestmark = pytest.mark.causal
 
@@ -22,6 +22,19 @@ def test_masked_attention_weights_book_example(load, book, check):
                 mistakes=lambda: weight_mistakes(book["attn_scores_sa_v2"], 2, causal=True))
     check.close(weights.sum(dim=-1), torch.ones(6), "the row sums of the masked weights")
     assert torch.all(weights.triu(diagonal=1) == 0), "the weights above the diagonal (the future) should be 0"
+
+
+def test_masked_attention_weights_of_a_batch_leave_the_scores_as_they_were(load, book, check):
+    scores = torch.stack([book["attn_scores_sa_v2"], book["attn_scores_sa_v2"].T])  # (2, 6, 6): two sequences
+    given = scores.clone()
+    try:
+        weights = load("causal").masked_attention_weights(scores, 2)
+    except IndexError as e:  # scores[mask] = ... with the (6, 6) mask on (2, 6, 6) scores
+        check.fail(f"masked_attention_weights(a batch of scores (2, 6, 6), d_k=2) raised IndexError ({e}): {BOOL_INDEX}")
+    if not torch.equal(scores, given):
+        check.fail(IN_PLACE.format(what="masked_attention_weights"))
+    check.close(weights, softmax_weights(given, 2, causal=True), "masked_attention_weights(a batch of scores (2, 6, 6), d_k=2)",
+                mistakes=lambda: weight_mistakes(given, 2, causal=True))
 
 
 def test_causal_attention_book_example(load, book, check):
@@ -56,6 +69,21 @@ def test_shorter_inputs_and_no_look_ahead(load, check):
     longer = torch.cat([x, torch.rand(2, 2, 3)], dim=1)
     check.close(attn(longer)[:, :4], out.detach(),
                 "the outputs of tokens 0 to 3 of 6 tokens, the first 4 the same as before (the same module, after 4 tokens)")
+
+
+def test_gradients_reach_the_weights_and_float64_stays_float64(load, check):
+    torch.manual_seed(0)
+    attn = load("causal").CausalAttention(3, 2, 6, 0.0)
+    check.no_problem(gradient_problem(attn, attn(torch.rand(2, 4, 3))), "CausalAttention(3, 2, 6, 0.0) on 4 tokens, then backward()")
+    attn.double()
+    try:
+        out = attn(torch.rand(2, 4, 3).double())
+    except RuntimeError as e:
+        if "dtype" not in str(e) and "Double" not in str(e) and "Float" not in str(e):
+            raise
+        check.fail(f"CausalAttention(3, 2, 6, 0.0).double() on float64 tokens raised RuntimeError ({e}): {FLOAT_CAST}")
+    assert out.dtype == torch.float64, \
+        f"CausalAttention(3, 2, 6, 0.0).double() on float64 tokens should return float64, got {out.dtype}: {FLOAT_CAST}"
 
 
 def test_dropout_drops_attention_weights_in_training_mode(load, check):

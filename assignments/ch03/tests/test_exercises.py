@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from _diagnose import waits_for
+from _diagnose import DROPOUT_IGNORED, waits_for
 
 pytestmark = pytest.mark.exercises
 
@@ -15,6 +15,22 @@ def test_exercise_3_2_two_dimensional_output(load, book, check):
     wrapper = load("exercises").two_dim_wrapper(3, 6)
     check.close(wrapper(book["batch"]), book["ex32_mha_wrapper_dout1_seed123"],
                 "torch.manual_seed(123); two_dim_wrapper(3, 6)(batch)")
+
+
+def test_exercise_3_2_passes_its_dropout_on(load, book, check):
+    causal, mha = load("causal"), load("mha")
+    if check.waits(waits_for(book, "two_dim_wrapper", causal=causal, mha=mha)):
+        return
+    x = torch.rand(2, 6, 3)
+    # the first token attends to itself only: in training mode its weight is dropped (0) or doubled, never as in eval
+    ignored = []
+    for wrapper in (mha.MultiHeadAttentionWrapper(3, 1, 6, 0.5, num_heads=2), load("exercises").two_dim_wrapper(3, 6, 0.5)):
+        trained = wrapper(x)
+        wrapper.eval()
+        ignored.append(torch.allclose(trained, wrapper(x)))
+    # where your MultiHeadAttentionWrapper's own dropout does nothing, the tests of causal.py and mha.py say why
+    if ignored[1] and not ignored[0]:
+        check.fail(f"two_dim_wrapper(3, 6, 0.5) gives in training mode what it gives in eval mode: {DROPOUT_IGNORED}")
 
 
 def test_exercise_3_3_gpt2_small_parameter_count(load, book):

@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from _diagnose import (dropout_problem, head_split_hint, mask_buffer_problem, multi_head_mistakes, multi_head_output,
+from _diagnose import (MODULE_LIST, dropout_problem, head_split_hint, mask_buffer_problem, multi_head_mistakes, multi_head_output,
                        square_buffers, waits_for)
 
 pytestmark = pytest.mark.mha
@@ -16,6 +16,12 @@ def test_wrapper_book_example(load, book, check):
     mha = load("mha").MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
     check.close(mha(book["batch"]), book["mha_wrapper_seed123"],
                 "torch.manual_seed(123); MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)")
+
+
+def test_wrapper_registers_its_heads(load, check):
+    wrapper = load("mha").MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
+    if not list(wrapper.parameters()):
+        check.fail(f"MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2) has no parameters: {MODULE_LIST}")
 
 
 def test_multi_head_attention_book_example(load, book, check):

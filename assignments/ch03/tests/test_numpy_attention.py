@@ -1,7 +1,7 @@
 """numpy_attention.py: the same attention in NumPy with einsum."""
 import numpy as np
 import pytest
-from _diagnose import keepdims_mistakes
+from _diagnose import GLOBAL_MAX, IN_PLACE, keepdims_mistakes
 
 pytestmark = pytest.mark.numpy_attention
 
@@ -16,6 +16,20 @@ def test_softmax_is_stable_for_large_scores(load, check):
         check.array_close(softmax(np.array([1000.0, 1000.0])), [0.5, 0.5], "softmax([1000, 1000])")
         check.array_close(softmax(np.array([1000.0, 1001.0, 1002.0])), softmax(np.array([0.0, 1.0, 2.0])),
                           "softmax([1000, 1001, 1002]) compared with softmax([0, 1, 2])")
+
+
+def test_softmax_leaves_its_input_and_takes_the_max_of_each_row(load, check):
+    z = np.array([[1000.0, 1001.0], [-1001.0, -1000.0]])  # one row of very large scores, one of very negative ones
+    given = z.copy()
+    with np.errstate(over="ignore", invalid="ignore", under="ignore"):
+        weights = load("numpy_attention").softmax(z, axis=-1)
+    if not np.array_equal(z, given):
+        check.fail(IN_PLACE.format(what="softmax"))
+    right = np.array([[0.26894142, 0.73105858], [0.26894142, 0.73105858]])
+    if isinstance(weights, np.ndarray) and weights.shape == right.shape and np.allclose(weights[0], right[0]) \
+            and np.isnan(weights[1]).all():
+        check.fail(f"softmax([[1000, 1001], [-1001, -1000]], axis=-1) is wrong: {GLOBAL_MAX}")
+    check.array_close(weights, right, "softmax([[1000, 1001], [-1001, -1000]], axis=-1)")
 
 
 @pytest.mark.parametrize("axis", [0, -1])

@@ -2,16 +2,17 @@
 import pytest
 import torch
 
-from _diagnose import parameter_head_mistakes
+from _diagnose import gradient_problem, parameter_head_mistakes
 
 pytestmark = pytest.mark.self_attention_v1
 
 
-def test_weights_are_three_d_in_by_d_out_parameters(load):
+def test_weights_are_three_d_in_by_d_out_parameters(load, check):
     sa = load("self_attention_v1").SelfAttention_v1(5, 3)
     shapes = {name: tuple(p.shape) for name, p in sa.named_parameters()}
     expected = {"W_query": (5, 3), "W_key": (5, 3), "W_value": (5, 3)}
     assert shapes == expected, f"SelfAttention_v1(5, 3) parameters: expected {expected}, got {shapes}"
+    check.no_problem(gradient_problem(sa, sa(torch.rand(4, 5))), "SelfAttention_v1(5, 3) on 4 tokens, then backward()")
 
 
 def test_output_shape(load, check):

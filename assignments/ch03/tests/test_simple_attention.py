@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from _diagnose import context_mistakes, score_mistakes, softmax_dim_mistakes
+from _diagnose import context_mistakes, other_token_mistakes, score_mistakes, softmax_dim_mistakes
 
 pytestmark = pytest.mark.simple_attention
 
@@ -16,6 +16,14 @@ def test_softmax_naive_turns_the_journey_scores_into_weights(load, book, check):
 def test_context_vector_of_journey(load, book, check):
     context = load("simple_attention").context_vector(book["inputs"], 1)
     check.close(context, book["context_vec_2"], "context_vector(inputs, 1)")
+
+
+def test_context_vector_of_every_token(load, book, check):
+    context_vector = load("simple_attention").context_vector
+    for query_index in range(6):
+        check.close(context_vector(book["inputs"], query_index), book["all_context_vecs"][query_index],
+                    f"context_vector(inputs, {query_index})",
+                    mistakes=lambda: other_token_mistakes(book["all_context_vecs"], query_index))
 
 
 def test_attention_scores_of_all_token_pairs(load, book, check):
