@@ -127,9 +127,11 @@ def read_notebook(path):
     return notebook
 
 
-def notebook_solution_sources(notebook, where, modules=None, skip_unknown=False, cells=None):
+def notebook_solution_sources(notebook, where, modules=None, skip_unknown=False, cells=None, imports=None):
     """{module: code} of the solution cells of a parsed notebook (a dict), magics commented out.
-    cells (a dict, when given) gets {module: the index of its cell in the notebook, from 0}.
+    cells (a dict, when given) gets {module: the index of its cell in the notebook, from 0}; imports (a dict, when
+    given) gets {module: {name: the import statement}} of what the code cells above its cell import at their top
+    level (cells_imports): in the kernel those names are there when the cell runs.
 
     A solution cell is a code cell whose metadata.nbgrader.solution is true; its grade_id names the
     module. Only grade_id and the solution flag are read: outputs and other metadata are ignored.
@@ -140,12 +142,16 @@ def notebook_solution_sources(notebook, where, modules=None, skip_unknown=False,
     modules = _modules(modules)
     found: dict = {}
     where_found: dict = {}
+    above: dict[str, str] = {}  # name -> the import statement of a code cell above that binds it (the last one)
     for index, cell in enumerate(notebook["cells"]):
         at = f"{where}, cell {index}"
         if not isinstance(cell, dict):
             raise ValueError(f"{at}: a cell is a JSON object, got {type(cell).__name__}")
         metadata = cell.get("metadata", {})
         meta = metadata.get("nbgrader") if isinstance(metadata, dict) else None
+        code_above = dict(above)
+        if cell.get("cell_type") == "code":
+            above.update(cells_imports(cell, at))
         if meta is None:
             continue
         if not isinstance(meta, dict):
@@ -168,14 +174,38 @@ def notebook_solution_sources(notebook, where, modules=None, skip_unknown=False,
                              f"{e.start}), which no Python file can hold") from None
         found[module] = text if text.endswith("\n") else text + "\n"
         where_found[module] = index
+        if imports is not None:
+            imports[module] = code_above
     if cells is not None:
         cells.update(where_found)
     return found
 
 
-def solution_sources(path, modules=None, cells=None):
+def cells_imports(cell, where):
+    """{name: its import statement} of the absolute import statements at the top level of a code cell
+    (`import numpy as np` -> {"np": "import numpy as np"}); none for a cell that does not parse or whose source is
+    malformed (notebook_solution_sources names that where it matters). A star import is not followed."""
+    try:
+        tree = ast.parse(comment_out_magics(_source_text(cell, where)))
+    except (ValueError, SyntaxError, RecursionError, MemoryError):
+        return {}
+    found = {}
+    for statement in tree.body:
+        if isinstance(statement, ast.Import):
+            for alias in statement.names:
+                said = f"import {alias.name}" + (f" as {alias.asname}" if alias.asname else "")
+                found[alias.asname or alias.name.split(".")[0]] = said
+        elif isinstance(statement, ast.ImportFrom) and not statement.level and statement.module:
+            for alias in statement.names:
+                if alias.name != "*":
+                    found[alias.asname or alias.name] = f"from {statement.module} import {alias.name}" + \
+                        (f" as {alias.asname}" if alias.asname else "")
+    return found
+
+
+def solution_sources(path, modules=None, cells=None, imports=None):
     """{module: code} of the solution cells of the notebook file at path (see notebook_solution_sources)."""
-    return notebook_solution_sources(read_notebook(path), Path(path), modules, cells=cells)
+    return notebook_solution_sources(read_notebook(path), Path(path), modules, cells=cells, imports=imports)
 
 
 def notebook_paths(source):
@@ -201,13 +231,14 @@ def extract_modules(source: Any, out_dir: str | Path, modules: Any = None,
     """
     found: dict = {}
     origin: dict = {}
+    imports: dict = {}
     for path in notebook_paths(source):
         cells: dict = {}
-        for module, text in solution_sources(path, modules, cells).items():
+        for module, text in solution_sources(path, modules, cells, imports).items():
             if module in found:
                 raise ValueError(f"{path}: a second solution cell for {module} (the first is in {origin[module][0]})")
             found[module], origin[module] = text, (path, cells[module])
-    found = with_earlier_cells_names(found, _modules(modules))
+    found = with_earlier_cells_names(found, _modules(modules), imports)
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     for module, text in found.items():
@@ -217,7 +248,8 @@ def extract_modules(source: Any, out_dir: str | Path, modules: Any = None,
     return list(found)
 
 
-def with_earlier_cells_names(sources: dict[str, str], order: Any) -> dict[str, str]:
+def with_earlier_cells_names(sources: dict[str, str], order: Any,
+                             imports: dict[str, dict[str, str]] | None = None) -> dict[str, str]:
     """{module: code}, where a solution cell reads a class, function or variable that an earlier solution cell (an
     earlier part in `order`, the chapter's) defines or assigns at its top level and never binds that name itself:
     in the notebook's kernel the cells share one namespace, so the mha cell may use CausalAttention without `from
@@ -225,6 +257,8 @@ def with_earlier_cells_names(sources: dict[str, str], order: Any) -> dict[str, s
     `inputs` of the cell above. Such a cell gets that import on the line of its first statement, before it (the cell's line
     numbers stay those of the module), where that is a simple statement (a docstring, an import); else (a class or
     def first, a __future__ import) after its last line, which serves the names its functions read when called.
+    The same for a name a code cell above it imports (imports: {module: {name: import statement}}, from
+    notebook_solution_sources): the setup cell's `import numpy as np`, the student's own `import math` cell.
     Read with ast, never run; a cell that does not parse is left as it is (its syntax error is its own part's)."""
     defined: dict[str, tuple[str, bool]] = {}  # name -> (its module, whether a class or function)
     out = dict(sources)
@@ -242,14 +276,18 @@ def with_earlier_cells_names(sources: dict[str, str], order: Any) -> dict[str, s
                   for node in ast.walk(statement) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load)}
         missing = sorted(name for name in (read - bound - set(dir(builtins))) & set(defined)
                          if defined[name][1] or name in at_top)
-        text, shown = _without_other_cells_demo(sources[module], tree, bound | set(missing) | set(dir(builtins)))
-        if missing:
+        kernel = (imports or {}).get(module, {})
+        imported = sorted(name for name in read - bound - set(dir(builtins)) - set(missing) if name in kernel)
+        text, shown = _without_other_cells_demo(sources[module], tree,
+                                                bound | set(missing) | set(imported) | set(dir(builtins)))
+        if missing or imported:
             # a class or function imported by name; a variable (the book's `inputs`, `d_in`) assigned from its
             # cell's module, so that the grader's reading still sees a module variable (a method reading it is
-            # suites/source_mistakes.GLOBAL_READ's mistake)
-            imports = "; ".join(f"from {defined[name][0]} import {name}" if defined[name][1] else
-                                f"import {defined[name][0]}; {name} = {defined[name][0]}.{name}" for name in missing)
-            text = _with_line(text, tree, imports)
+            # suites/source_mistakes.GLOBAL_READ's mistake); a name a cell above imports, by its own statement
+            given = [kernel[name] for name in imported]
+            given += [f"from {defined[name][0]} import {name}" if defined[name][1] else
+                      f"import {defined[name][0]}; {name} = {defined[name][0]}.{name}" for name in missing]
+            text = _with_line(text, tree, "; ".join(given))
         out[module] = text
         for node in tree.body:
             if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):

@@ -273,6 +273,43 @@ def test_a_cell_may_use_what_an_earlier_solution_cell_defines_as_in_the_kernel(e
     assert by_part(as_modules)["mha"] < as_modules.parts["mha"].max_score
 
 
+def test_a_cell_may_use_what_a_cell_above_it_imports_as_in_the_kernel(engine, tmp_path):
+    """A learner's SelfAttention_v1 scaling by math.sqrt, `import math` in a cell of their own above the solution
+    cell, and a numpy_attention cell without `import numpy as np` (the setup cell imports NumPy): each passed every
+    check cell in the kernel and lost its part's 10 points to a NameError when graded (only the solution cells are
+    read). Full marks now: a name a code cell above imports is imported on the cell's first line. The setup cell's
+    `from ch03_tools import *` gives no module: a cell reading `math` with no import anywhere fails in the kernel
+    as it does when graded."""
+    texts = module_texts(edits={
+        "self_attention_v1": lambda text: text.replace("attn_scores / keys.shape[-1] ** 0.5",
+                                                       "attn_scores / math.sqrt(keys.shape[-1])"),
+        "numpy_attention": lambda text: text.replace("import numpy as np\n", "", 1)})
+    assert "math.sqrt" in texts["self_attention_v1"] and "import numpy" not in texts["numpy_attention"]
+    folder = fill_notebooks(texts, tmp_path / "nb")
+    path = folder / "01_self_attention.ipynb"
+    notebook = json.loads(path.read_text())
+    at = next(i for i, c in enumerate(notebook["cells"]) if c["metadata"].get("nbgrader", {}).get("grade_id") == "self_attention_v1")
+    notebook["cells"].insert(at, {"cell_type": "code", "execution_count": None, "id": "learner-imports", "metadata": {},
+                                  "outputs": [], "source": ["import math"]})
+    path.write_text(json.dumps(notebook))
+    parts = ["self_attention_v1", "numpy_attention"]
+    grade = engine(folder, parts=parts)
+    assert (by_part(grade), [c.name for c in grade.checks if not c.passed]) == ({"self_attention_v1": 10, "numpy_attention": 10}, [])
+    # what the kernel has after the setup cell: torch and NumPy from its own imports, no module from ch03_tools
+    tools = {}
+    exec(compile((SOURCE / "ch03_tools.py").read_text(), "ch03_tools.py", "exec"), tools)
+    assert "book" in tools["__all__"] and "check" in tools["__all__"]
+    assert not {"math", "np", "torch", "Path", "json", "sys"} & set(tools["__all__"])
+    # the cell above's import goes on the solution cell's first line (its line numbers stay the cell's)
+    imports: dict = {}
+    sources = submitted_notebooks.notebook_solution_sources(notebook, "nb", imports=imports)
+    out = submitted_notebooks.with_earlier_cells_names(sources, list(sources), imports)
+    assert out["self_attention_v1"].splitlines()[0] == "import math; " + sources["self_attention_v1"].splitlines()[0]
+    # (also the read-only cells' own imports above it: `import simple_attention` in a drawing cell)
+    assert imports["self_attention_v1"].items() >= {"np": "import numpy as np", "torch": "import torch",
+                                                    "math": "import math"}.items()
+
+
 @pytest.mark.quick
 def test_names_of_earlier_cells_are_imported_on_the_first_statement_s_line():
     """submitted_notebooks.with_earlier_cells_names: the import goes on the line of the cell's first statement

@@ -295,7 +295,7 @@ SECTION = "=== next ===\n"
 
 @pytest.fixture(scope="module")
 def tools_said(tmp_path_factory):
-    """What HEADLESS, then LOADS, print after `from ch03_tools import *`, run one after the other in one fresh
+    """What HEADLESS, then LOADS, print after the setup cell's code (`from ch03_tools import *`), run one after the other in one fresh
     interpreter (one start-up of torch and matplotlib instead of two: issue 38 item 6), in a copy of the
     support files with notebook 03 beside them as numpy.ipynb, under the Agg backend with every
     UserWarning an error: {"headless" | "loads": what it printed}. HEADLESS runs first, in the interpreter
@@ -304,7 +304,7 @@ def tools_said(tmp_path_factory):
     for name in notebooks.support_files():
         shutil.copyfile(SOURCE / name, folder / name)
     shutil.copyfile(SOURCE / CHAPTER[2], folder / "numpy.ipynb")
-    code = f"from ch03_tools import *\n{HEADLESS}\nprint({SECTION!r}, end='')\n{LOADS}"
+    code = f"{notebooks.SETUP_CODE}\n{HEADLESS}\nprint({SECTION!r}, end='')\n{LOADS}"  # as the setup cell runs it
     done = subprocess.run([sys.executable, "-W", "error::UserWarning", "-c", code],
                           cwd=folder, capture_output=True, text=True, timeout=120,
                           env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"})

@@ -179,6 +179,9 @@ def _module_text(path):
 
 SETUP_CODE = ("# Read-only: the book's values, the test helpers and the drawing helpers live in ch03_tools.py,\n"
               "# beside this notebook. Run this cell first (Kernel > Restart & Run All runs everything in order).\n"
+              "import numpy as np\n"
+              "import torch\n"
+              "\n"
               "from ch03_tools import *  # noqa: F401,F403")
 
 

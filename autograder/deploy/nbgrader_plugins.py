@@ -238,11 +238,13 @@ class GradeInSandbox(NbGraderPreprocessor):
 
         cells = {} if cells is None else cells
         indexes: dict = {}
+        imports: dict = {}
         try:
-            modules = submitted_notebooks.notebook_solution_sources(nb, self.where, skip_unknown=True, cells=indexes)
+            modules = submitted_notebooks.notebook_solution_sources(nb, self.where, skip_unknown=True, cells=indexes,
+                                                                    imports=imports)
             problem = ""
         except ValueError as e:  # RestoreCellRoles and DeduplicateIds leave little that can fail here
-            modules, problem, indexes = {}, str(e), {}
+            modules, problem, indexes, imports = {}, str(e), {}, {}
         cells.update({m: (f"{resources['nbgrader']['notebook']}.ipynb", i + 1) for m, i in indexes.items()})
         theirs: dict = {}
         others = self._modules_of_other_notebooks(resources, theirs)
@@ -251,8 +253,9 @@ class GradeInSandbox(NbGraderPreprocessor):
                 modules[module] = code
                 if module in theirs:
                     cells[module] = theirs[module]
-        # a cell may read what an earlier solution cell defines, as in the kernel (submitted_notebooks.py)
-        return submitted_notebooks.with_earlier_cells_names(modules, chapter_parts(self.chapter)), problem
+        # a cell may read what an earlier solution cell defines, or a cell above it imports, as in the kernel
+        # (submitted_notebooks.py)
+        return submitted_notebooks.with_earlier_cells_names(modules, chapter_parts(self.chapter), imports), problem
 
     def _grade(self, modules, parts, resources, cells=None):
         """Grade the modules on the parts of the rubric in the sandbox -> (grade, the parts graded);

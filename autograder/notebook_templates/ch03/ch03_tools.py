@@ -296,3 +296,11 @@ def student_modules(source, names=("causal", "mha")):
         exec(compile(code, f"{source.name}: {name}", "exec"), module.__dict__)
         loaded[name] = module
     return loaded
+
+
+# What `from ch03_tools import *` gives a notebook: the book, the helpers and the diagnoses, not the modules and
+# classes this file imports (math, json, Path, ...). The setup cell imports torch and NumPy itself; a solution cell
+# that reads anything else imports it, as its module must when the course grades it (only the solution cells'
+# code is read then, with the imports of the cells above them).
+__all__ = [name for name, value in list(globals().items()) if not name.startswith("_")
+           and not isinstance(value, types.ModuleType) and getattr(value, "__module__", __name__) == __name__]
