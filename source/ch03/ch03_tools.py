@@ -21,6 +21,7 @@ solution cells is read, so nothing you change here changes a grade.
 """
 import ast
 import contextlib
+import dis
 import inspect
 import json
 import math
@@ -90,6 +91,47 @@ def publish(module_name, names):
         else:
             print(f"note: {name} is not defined, so {module_name}.{name} is missing")
     sys.modules[module_name] = module
+    for note in _other_cells_names(module, user_ns):
+        print(note)
+
+
+_SOLUTION_CELLS = set()  # the (kernel's) file names of the cells whose code publish has made importable
+
+
+def _code_objects(value):
+    """The code objects of a function, or of a class's methods, with every code object nested in them."""
+    found = [value.__code__] if hasattr(value, "__code__") else \
+        [v.__code__ for v in vars(value).values() if hasattr(v, "__code__")] if isinstance(value, type) else []
+    todo = list(found)
+    while todo:
+        code = todo.pop()
+        nested = [c for c in code.co_consts if isinstance(c, types.CodeType)]
+        found += nested
+        todo += nested
+    return found
+
+
+def _other_cells_names(module, user_ns):
+    """Notes on the functions and classes the cell's code calls that another cell of the notebook defined and
+    no solution cell publishes: in the kernel they are there, but when the notebook is graded only the solution
+    cells are read (with the imports above them), so the graded module would raise NameError."""
+    _SOLUTION_CELLS.update(code.co_filename for value in vars(module).values() for code in _code_objects(value)[:1])
+    notes = []
+    for name, value in vars(module).items():
+        if name.startswith("__"):
+            continue
+        for code in _code_objects(value):
+            for instruction in dis.get_instructions(code):
+                used = user_ns.get(instruction.argval) if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") else None
+                cell = [c.co_filename for c in _code_objects(used)[:1]] if (inspect.isfunction(used) or isinstance(
+                    used, type)) and getattr(used, "__module__", None) == user_ns.get("__name__") else []
+                if cell and cell[0] not in _SOLUTION_CELLS:
+                    note = (f"note: {module.__name__}.{name} uses {instruction.argval}, which another cell of this notebook "
+                            f"defines: when the notebook is graded only the solution cells are read, so "
+                            f"{instruction.argval} would be missing there; define it in the solution cell")
+                    if note not in notes:
+                        notes.append(note)
+    return notes
 
 
 # The diagnoses of the public tests (assignments/ch03/tests/_diagnose.py): which common mistake
