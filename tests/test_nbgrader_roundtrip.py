@@ -219,6 +219,12 @@ def dave_tampers(folder):
             grade_id = nbgrader_meta(cell).get("grade_id")
             if grade_id == "score_simple_attention":
                 continue  # deleted
+            if grade_id == "self_attention_v1":  # math imported by a cell of dave's own above it: as in the kernel
+                out.append({"cell_type": "code", "execution_count": None, "id": "dave-imports", "metadata": {},
+                            "outputs": [], "source": "import math"})
+                cell["source"] = text(cell).replace("attn_scores / keys.shape[-1] ** 0.5",
+                                                    "attn_scores / math.sqrt(keys.shape[-1])")
+                assert "math.sqrt" in cell["source"]
             if grade_id in ("test_softmax_naive", "score_self_attention_v1"):
                 cell["source"] = "pass  # edited by the student"
             if grade_id == "score_self_attention_v2":
@@ -569,7 +575,9 @@ def test_a_detached_process_cannot_touch_the_gradebook(course):
 
 def test_deleted_and_tampered_cells(course):
     """Hole 4: graded cells deleted, edited, stripped of their metadata or of their grade flag are
-    back and scored; a deleted or renamed solution cell scores 0 for its part, with a message."""
+    back and scored; a deleted or renamed solution cell scores 0 for its part, with a message. (dave's
+    SelfAttention_v1 reads math, which a cell of his own above it imports: full marks, as in the kernel;
+    it lost its 10 points before GradeInSandbox gave a cell the imports of the cells above it.)"""
     maxima = part_max()
     expected = {part: (0 if part in ("exercises", "numpy_attention") else top, top, False)
                 for part, top in maxima.items()}
