@@ -474,29 +474,38 @@ def test_the_support_module_holds_the_public_diagnoses():
     assert "import math" in setup and "What a wrong answer most likely got wrong" not in setup  # docstring left out
 
 
-def test_publish_names_a_function_another_cell_defines(capsys):
-    """A learner's softmax_naive calling a helper defined in a scratch cell of their own worked in the kernel and
-    raised NameError when graded (only the solution cells are read). The cell under the solution cell
-    (`publish`) now says so, naming the helper; a helper of the solution cell itself, or a function of an
-    earlier solution cell (with_earlier_cells_names imports those when grading), gets no note."""
+def test_publish_names_what_another_cell_gives_the_solution_cell(capsys):
+    """A learner's softmax_naive calling a helper defined in a scratch cell of their own, or reading a variable
+    that cell assigns, worked in the kernel and raised NameError when graded (only the solution cells are read).
+    The cell under the solution cell (`publish`) now says so, naming the name; a helper or a variable of the
+    solution cell itself, a function of an earlier solution cell (with_earlier_cells_names imports those when
+    grading), a module or a builtin gets no note. The cells' code is in linecache, as IPython keeps it."""
+    import linecache
+
     tools = {}
     exec(compile((ROOT / "source" / "ch03" / "ch03_tools.py").read_text(), "ch03_tools.py", "exec"), tools)
     kernel = {"__name__": "__main__", "publish": tools["publish"]}
-    cells = ["def scratch_exp(x):\n    return x.exp()\n",  # the learner's own cell
+    cells = ["import math\n\n\ndef scratch_exp(x):\n    return x.exp()\n\n\nscale = 2.0\n",  # the learner's own cell
              "def attention_scores(inputs):\n    return inputs @ inputs.T\n",  # a solution cell, published below
              'publish("simple_attention", ["attention_scores"])',
-             "def _sum(x):\n    return x.sum()\n\n\ndef softmax_naive(x):\n    return scratch_exp(x) / _sum(scratch_exp(x))\n"
-             "\n\ndef attention_weights(scores):\n    return attention_scores(scores)\n",
+             "shift = 0.0\n\n\ndef _sum(x):\n    return x.sum()\n\n\ndef softmax_naive(x):\n"
+             "    return scratch_exp(x - shift) / _sum(scratch_exp(x)) / len(x) * math.pi\n\n\n"
+             "def attention_weights(scores):\n    return attention_scores(scores) * scale\n",
              'publish("self_attention_v1", ["softmax_naive", "attention_weights"])']
     saved = {name: sys.modules.get(name) for name in ("simple_attention", "self_attention_v1")}
     try:
         for number, cell in enumerate(cells):
-            exec(compile(cell, f"<cell {number}>", "exec"), kernel)
+            file = f"<learner cell {number}>"
+            linecache.cache[file] = (len(cell), None, cell.splitlines(keepends=True), file)
+            exec(compile(cell, file, "exec"), kernel)
     finally:
         for name, module in saved.items():
             sys.modules.pop(name, None) if module is None else sys.modules.__setitem__(name, module)
-    printed = capsys.readouterr().out
-    assert printed.splitlines() == [
-        "note: self_attention_v1.softmax_naive uses scratch_exp, which another cell of this notebook defines: when the "
-        "notebook is graded only the solution cells are read, so scratch_exp would be missing there; define it in the "
-        "solution cell"]
+        for number in range(len(cells)):
+            linecache.cache.pop(f"<learner cell {number}>", None)
+    said = "which another cell of this notebook gives it: when the notebook is graded only the solution cells are read"
+    assert capsys.readouterr().out.splitlines() == [
+        f"note: self_attention_v1.softmax_naive uses scratch_exp, {said}, so scratch_exp would be missing there; "
+        "define it in the solution cell",
+        f"note: self_attention_v1.attention_weights uses scale, {said}, so scale would be missing there; "
+        "define it in the solution cell"]

@@ -20,10 +20,12 @@ solution cells is read, so nothing you change here changes a grade.
   lab times the MultiHeadAttention of part 2 with it).
 """
 import ast
+import builtins
 import contextlib
 import dis
 import inspect
 import json
+import linecache
 import math
 import sys
 import types
@@ -112,26 +114,54 @@ def _code_objects(value):
 
 
 def _other_cells_names(module, user_ns):
-    """Notes on the functions and classes the cell's code calls that another cell of the notebook defined and
-    no solution cell publishes: in the kernel they are there, but when the notebook is graded only the solution
-    cells are read (with the imports above them), so the graded module would raise NameError."""
-    _SOLUTION_CELLS.update(code.co_filename for value in vars(module).values() for code in _code_objects(value)[:1])
+    """Notes on the names the cell's functions and classes read that another cell of the notebook gives them (a
+    function or class of a scratch cell; a variable the solution cell does not assign, where its source is known:
+    IPython keeps each cell's code in linecache): in the kernel they are there, but when the notebook is graded
+    only the solution cells are read (with the imports above them and the functions and classes of earlier solution
+    cells), so the graded module would raise NameError."""
+    files = {code.co_filename for value in vars(module).values() for code in _code_objects(value)[:1]}
+    _SOLUTION_CELLS.update(files)
+    bound = set().union(*[_bound_by(file) for file in files]) if files else set()
     notes = []
     for name, value in vars(module).items():
         if name.startswith("__"):
             continue
         for code in _code_objects(value):
             for instruction in dis.get_instructions(code):
-                used = user_ns.get(instruction.argval) if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") else None
-                cell = [c.co_filename for c in _code_objects(used)[:1]] if (inspect.isfunction(used) or isinstance(
-                    used, type)) and getattr(used, "__module__", None) == user_ns.get("__name__") else []
-                if cell and cell[0] not in _SOLUTION_CELLS:
-                    note = (f"note: {module.__name__}.{name} uses {instruction.argval}, which another cell of this notebook "
-                            f"defines: when the notebook is graded only the solution cells are read, so "
-                            f"{instruction.argval} would be missing there; define it in the solution cell")
-                    if note not in notes:
-                        notes.append(note)
+                read = instruction.argval if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") else None
+                if read is None or read not in user_ns or read in bound or hasattr(builtins, read):
+                    continue
+                used = user_ns[read]
+                if inspect.isfunction(used) or isinstance(used, type):
+                    cell = [c.co_filename for c in _code_objects(used)[:1]]
+                    if getattr(used, "__module__", None) != user_ns.get("__name__") or not cell or \
+                            cell[0] in _SOLUTION_CELLS:
+                        continue
+                elif isinstance(used, types.ModuleType) or not all(linecache.getlines(file) for file in files):
+                    continue  # an import (a cell above gives it when graded), or a cell whose code is unknown
+                note = (f"note: {module.__name__}.{name} uses {read}, which another cell of this notebook gives it: "
+                        f"when the notebook is graded only the solution cells are read, so {read} would be missing "
+                        f"there; define it in the solution cell")
+                if note not in notes:
+                    notes.append(note)
     return notes
+
+
+def _bound_by(file):
+    """The names the top level of a cell binds, from its code in linecache (empty when it is not there)."""
+    try:
+        cell_code = ast.parse("".join(linecache.getlines(file)))
+    except Exception:  # a cell Python cannot parse binds nothing a note could rely on
+        return set()
+    names = set()
+    for statement in cell_code.body:
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(statement.name)
+        elif isinstance(statement, ast.Import | ast.ImportFrom):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in statement.names)
+        else:
+            names.update(n.id for n in ast.walk(statement) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load))
+    return names
 
 
 # The diagnoses of the public tests (assignments/ch03/tests/_diagnose.py): which common mistake
