@@ -479,19 +479,27 @@ def test_publish_names_what_another_cell_gives_the_solution_cell(capsys):
     that cell assigns, worked in the kernel and raised NameError when graded (only the solution cells are read).
     The cell under the solution cell (`publish`) now says so, naming the name; a helper or a variable of the
     solution cell itself, a function of an earlier solution cell (with_earlier_cells_names imports those when
-    grading), a module or a builtin gets no note. The cells' code is in linecache, as IPython keeps it."""
+    grading), a module or a builtin gets no note, nor does a function @torch.no_grad() wraps. A function written
+    again in a cell after the solution cell (the kernel publishes that one) is named too: only the solution cell
+    is graded. The cells' code is in linecache, as IPython keeps it."""
     import linecache
 
     tools = {}
     exec(compile((ROOT / "source" / "ch03" / "ch03_tools.py").read_text(), "ch03_tools.py", "exec"), tools)
-    kernel = {"__name__": "__main__", "publish": tools["publish"]}
+    kernel = {"__name__": "__main__", "publish": tools["publish"], "torch": tools["torch"]}
     cells = ["import math\n\n\ndef scratch_exp(x):\n    return x.exp()\n\n\nscale = 2.0\n",  # the learner's own cell
              "def attention_scores(inputs):\n    return inputs @ inputs.T\n",  # a solution cell, published below
              'publish("simple_attention", ["attention_scores"])',
              "shift = 0.0\n\n\ndef _sum(x):\n    return x.sum()\n\n\ndef softmax_naive(x):\n"
              "    return scratch_exp(x - shift) / _sum(scratch_exp(x)) / len(x) * math.pi\n\n\n"
+             "@torch.no_grad()  # torch's wrapper: its code is torch's file, not a cell\n"
              "def attention_weights(scores):\n    return attention_scores(scores) * scale\n",
-             'publish("self_attention_v1", ["softmax_naive", "attention_weights"])']
+             'publish("self_attention_v1", ["softmax_naive", "attention_weights"])',
+             # context_vector written again in a cell of its own, after the solution cell: the kernel publishes it
+             "def attention_scores(inputs):\n    return inputs.T @ inputs\n\n\ndef attention_weights(s):\n"
+             "    return s\n",
+             "def context_vector(inputs, i):\n    return inputs[i]\n",
+             'publish("simple_attention", ["attention_scores", "attention_weights", "context_vector"])']
     saved = {name: sys.modules.get(name) for name in ("simple_attention", "self_attention_v1")}
     try:
         for number, cell in enumerate(cells):
@@ -508,4 +516,7 @@ def test_publish_names_what_another_cell_gives_the_solution_cell(capsys):
         f"note: self_attention_v1.softmax_naive uses scratch_exp, {said}, so scratch_exp would be missing there; "
         "define it in the solution cell",
         f"note: self_attention_v1.attention_weights uses scale, {said}, so scale would be missing there; "
-        "define it in the solution cell"]
+        "define it in the solution cell",
+        "note: simple_attention's functions and classes come from 2 cells (attention_scores, attention_weights; "
+        "context_vector): when the notebook is graded only the solution cell is read; keep your code for "
+        "simple_attention in it"]

@@ -25,6 +25,7 @@ import inspect
 import json
 import linecache
 import math
+import os
 import sys
 import types
 from pathlib import Path
@@ -74,10 +75,19 @@ def publish(module_name, names):
 _SOLUTION_CELLS = set()  # the (kernel's) file names of the cells whose code publish has made importable
 
 
+def _unwrapped(function):
+    try:
+        return inspect.unwrap(function)
+    except ValueError:  # a chain of __wrapped__ that loops
+        return function
+
+
 def _code_objects(value):
-    """The code objects of a function, or of a class's methods, with every code object nested in them."""
-    found = [value.__code__] if hasattr(value, "__code__") else \
-        [v.__code__ for v in vars(value).values() if hasattr(v, "__code__")] if isinstance(value, type) else []
+    """The code objects of a notebook cell in a function (unwrapped: @torch.no_grad() wraps it in torch's code), or
+    in a class's methods, with every code object nested in them; a file on disk (a library's) is no cell."""
+    values = [v for v in vars(value).values() if callable(v)] if isinstance(value, type) else [value]
+    found = [code for v in values for code in [getattr(_unwrapped(v), "__code__", None)]
+             if isinstance(code, types.CodeType) and not os.path.isfile(code.co_filename)]
     todo = list(found)
     while todo:
         code = todo.pop()
@@ -95,6 +105,14 @@ def _other_cells_names(module, user_ns):
     cells), so the graded module would raise NameError."""
     files = {code.co_filename for value in vars(module).values() for code in _code_objects(value)[:1]}
     _SOLUTION_CELLS.update(files)
+    if len(files) > 1:  # a function written again in a cell of its own, after the solution cell: the kernel runs it
+        cells = {}
+        for name, value in vars(module).items():
+            for code in _code_objects(value)[:1]:
+                cells.setdefault(code.co_filename, []).append(name)
+        shown = "; ".join(", ".join(names) for names in cells.values())
+        print(f"note: {module.__name__}'s functions and classes come from {len(files)} cells ({shown}): when the "
+              f"notebook is graded only the solution cell is read; keep your code for {module.__name__} in it")
     bound = set().union(*[_bound_by(file) for file in files]) if files else set()
     notes = []
     for name, value in vars(module).items():
