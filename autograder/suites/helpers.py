@@ -496,12 +496,15 @@ def refine(error, kwargs, part):
     return f"{head}: {source_mistakes.GLOBAL_READ}", source_mistakes.GLOBAL_READ
 
 
-def diagnose_errors(namespace, signature=""):
+def diagnose_errors(namespace, signature="", shape_cause=None):
     """Wrap every check test_* of a suite module so that what the student's code raised is named as
     a misconception where one is recognized (misconceptions.error_diagnosis); the exception's own
     text goes to student_text, never to the message. The checks keep their names and parameters.
     signature: the specified call the diagnoses quote, or a function of the check's name giving it
-    (a module with two classes: each check quotes the signature of the class it builds)."""
+    (a module with two classes: each check quotes the signature of the class it builds). shape_cause:
+    a function of (the check's name, the submission's sources) giving the cause the grader's reading
+    shows for a shape error the student's code raised ('' for none: source_mistakes.shape_error_cause),
+    for the checks that do not turn a forward's shape error into their own message."""
     from autograder.suites import source_mistakes
     from autograder.suites.misconceptions import error_diagnosis, setting_changed
 
@@ -534,6 +537,10 @@ def diagnose_errors(namespace, signature=""):
                 if not why and not e.not_implemented:  # else the cause the module's text shows, if any
                     why = source_mistakes.raised_cause(e.kind, e.message, source_of(kwargs, part)) or \
                         (source_mistakes.GLOBAL_READ if reads_module_variable(kwargs, part) else "")
+                student = kwargs.get("student")
+                if not why and not e.not_implemented and shape_cause is not None and student is not None and \
+                        e.kind == "RuntimeError" and any(w in e.message.lower() for w in source_mistakes.SHAPE_WORDS):
+                    why = shape_cause(check.__name__, student.sources())
                 if not why:
                     raise
                 raise Mismatch(f"{e.explain()}: {why}", student_text=e.student_text(), cause=why, kind="raised",
@@ -551,11 +558,12 @@ def diagnose_errors(namespace, signature=""):
 
 
 def judge_seeded(got, want, what, module, drawn, seed, mistakes, book=False, reveal=False,
-                 order_hint="W_query, W_key, W_value", case=""):
+                 order_hint="W_query, W_key, W_value", case="", part=""):
     """A seeded output: right, or wrong because of the draws (order, initialization), or of the math.
 
     mistakes: the misconceptions on the drawn weights (a @deferred *_mistakes list: computed only
-    when the weights are the drawn ones but the output is still wrong).
+    when the weights are the drawn ones but the output is still wrong). part: the module of the class,
+    whose text (the grader's reading) may show why the weights are not the seed's.
     """
     from autograder.suites import expect
     from autograder.suites.misconceptions import judge, matches
@@ -569,6 +577,12 @@ def judge_seeded(got, want, what, module, drawn, seed, mistakes, book=False, rev
         if len(order) == len(drawn) and all(name in own for name in order):
             own = {k: own[name] for k, name in zip(drawn, order, strict=True)}
     problem = seeding_problem(own, drawn, seed, book, order_hint)
+    if problem and part and isinstance(module, RemoteObject):
+        from autograder.suites import source_mistakes
+
+        if source_mistakes.seeds_in_init(module._student.source(part)):
+            why = source_mistakes.SEEDED_IN_INIT
+            fail(f"{what} differs from the expected output: {why}", "; ".join(filter(None, (case, problem))), cause=why)
     if problem:
         fail(f"{what} differs from the expected output: {problem}", case)
     return judge(got, want, what, mistakes, reveal=reveal, case=case)

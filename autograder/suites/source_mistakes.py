@@ -11,11 +11,15 @@ run, never quoted back) and a diagnosis the numbers gave is made precise when th
   `inputs`, `d_out`, `context_length` carried into the module) where it should read its arguments
   or self.<name>. The numbers are right on the book's example and wrong on other inputs and sizes.
 
-- BATCH_T / HEADS_SWAPPED: a forward whose matmul raised a shape error, and whose text (what the class
-  runs, a forward inherited from its base among it: source_reading's reading of a class) transposes
-  the keys for a batch as if they were 2-D (keys.T reverses every dim of a 3-D tensor) or, in the
-  multi-head class, swaps heads and tokens (keys.transpose(1, 2) on 4-D keys). Without that reading
-  the check guesses the commonest cause of a shape error, the unsliced mask.
+- BATCH_T / BATCH_SWAPPED / HEADS_SWAPPED: a forward whose matmul raised a shape
+  error, and whose text (what the class runs, a forward inherited from its base among it:
+  source_reading's reading of a class) transposes the keys for a batch as if they were 2-D (keys.T
+  reverses every dim of a 3-D tensor, keys.transpose(0, 1) moves the batch) or, in the multi-head
+  class, swaps heads and tokens (keys.transpose(1, 2) on 4-D keys). Without that reading the check
+  guesses the commonest cause of a shape error, the unsliced mask.
+- SCALED_TWICE: the numbers of scores divided by d_k (head_dim) where the module calls
+  scaled_dot_product_attention, which scales by 1/sqrt(d_k) itself: the student's own scaling on top.
+- SEEDED_IN_INIT: weights that are not the caller's seed's, where an __init__ calls torch.manual_seed.
 
 Each diagnosis is a fixed sentence of the grader's: nothing of the student's text goes into it.
 """
@@ -36,8 +40,20 @@ WEIGHT_NOT_TRANSPOSED = ("nn.Linear stores its weight as (d_out, d_in) and compu
                          "self.W_query(x), instead of multiplying x by its .weight")
 HEADS_SWAPPED = ("the scores multiply by keys.transpose(1, 2), which swaps heads and tokens of the 4-D keys (b, "
                  "num_heads, num_tokens, head_dim): transpose the last two dims, keys.transpose(2, 3)")
+BATCH_SWAPPED = ("the keys' transpose on a batch moves dim 0, the batch (keys.transpose(0, 1) swaps the sequences with "
+                 "the tokens), so the scores' matmul fails: the keys of a batch are 3-D, (b, num_tokens, d_out); "
+                 "transpose the last two dims, keys.transpose(1, 2) (or keys.mT)")
+# the book's torch.manual_seed(123) moved into the class: every module made has the same weights, whatever the seed
+SEEDED_IN_INIT = ("__init__ calls torch.manual_seed, so every module made gets the same weights whatever the caller "
+                  "seeded before (the book seeds before it builds the module, outside the class): leave seeding to "
+                  "the caller")
 # the diagnoses (misconceptions.py) a discarded masked_fill gives: the numbers of no mask at all
 NO_MASK_CAUSES = ("no causal mask is applied",)
+# scaled_dot_product_attention scales by 1/sqrt(d_k) itself (its default scale): queries or scores scaled by the
+# student as well give the numbers of the scores divided by d_k (head_dim in each head of MultiHeadAttention)
+SCALED_TWICE = ("the scores are scaled twice, so they are divided by d_k (head_dim in each head): "
+                "scaled_dot_product_attention already divides them by sqrt(d_k), its default scale; leave the "
+                "scaling to it (or compute the attention yourself)")
 
 
 def _parse(source: str) -> ast.Module | None:
@@ -130,12 +146,48 @@ def _top_functions(tree: ast.Module) -> list:
     return found
 
 
+def calls_sdpa(source: str) -> bool:
+    """Does the module call scaled_dot_product_attention (F.scaled_dot_product_attention, or the name imported)?"""
+    tree = _parse(source)
+    if tree is None:
+        return False
+    for node in source_reading.nodes(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name == "scaled_dot_product_attention":
+                return True
+    return False
+
+
+def seeds_in_init(source: str) -> bool:
+    """Does an __init__ of a class of the module (or a function it defines inside) call manual_seed?"""
+    tree = _parse(source)
+    if tree is None:
+        return False
+    for node in source_reading.nodes(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "__init__" and any(
+                        isinstance(call, ast.Call) and (isinstance(call.func, ast.Attribute) and call.func.attr ==
+                                                        "manual_seed" or isinstance(call.func, ast.Name)
+                                                        and call.func.id == "manual_seed")
+                        for call in source_reading.nodes(item)):
+                    return True
+    return False
+
+
 def refined(cause: str, unexplained: bool, source: str) -> str:
     """The more precise diagnosis the module's text gives for a check's cause ('' when none): a discarded
-    masked_fill for the numbers of no mask; a module variable read in a method for numbers that are
+    masked_fill for the numbers of no mask; scaled twice for the numbers of scores divided by d_k where the
+    module calls scaled_dot_product_attention; a module variable read in a method for numbers that are
     wrong with no known mistake named."""
+    from autograder.suites.misconceptions import BY_D_K, BY_HEAD_DIM
+
     if cause.startswith(NO_MASK_CAUSES) and discards_masked_fill(source):
         return MASKED_FILL_RESULT_DISCARDED
+    if cause in (BY_D_K, BY_HEAD_DIM) and calls_sdpa(source):
+        return SCALED_TWICE
     if unexplained and not cause and reads_module_variable(source):
         return GLOBAL_READ
     return ""
@@ -182,14 +234,33 @@ def _is_transpose_1_2(node: ast.AST) -> bool:
                                           if isinstance(a, ast.Constant) and isinstance(a.value, int)) == [1, 2]
 
 
+def _moves_dim_0(node: ast.AST) -> bool:
+    """name.transpose(0, i) / name.transpose(i, 0) (dim 0 written as 0 or -3): the batch of 3-D keys moved."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transpose"
+            and isinstance(node.func.value, ast.Name) and len(node.args) == 2):
+        return False
+    def dim(arg: ast.expr) -> object:
+        """An int written as a constant, or a negated one (-3); None for anything else."""
+        if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub) and isinstance(arg.operand, ast.Constant) \
+                and isinstance(arg.operand.value, int):
+            return -arg.operand.value
+        return arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, int) else None
+
+    dims = [dim(a) for a in node.args]
+    return None not in dims and any(d in (0, -3) for d in dims)
+
+
 def shape_error_cause(sources: source_reading.Sources, multi_head: bool, module: str = "") -> str:
     """The cause the module's text shows for a shape error raised in a forward on a batch ('' when it
-    shows none): a matmul by name.T in what its classes run, or (multi_head: the efficient class, 4-D
-    keys) by keys.transpose(1, 2). sources, module: as _run_by reads them."""
+    shows none): a matmul by name.T in what its classes run, by name.transpose(0, 1) (single head: 3-D
+    keys, the batch moved), or (multi_head: the efficient class, 4-D keys) by keys.transpose(1, 2).
+    sources, module: as _run_by reads them."""
     functions = _run_by(sources, ("MultiHeadAttention",) if multi_head else (), module)
     operands = [operand for function in functions for operand in _matmul_right_operands(function)]
     if any(_is_dot_T(operand) for operand in operands):
         return BATCH_T
+    if not multi_head and any(_moves_dim_0(operand) for operand in operands):
+        return BATCH_SWAPPED
     if multi_head and any(_is_transpose_1_2(operand) for operand in operands):
         return HEADS_SWAPPED
     return ""
