@@ -28,6 +28,7 @@ CAUSES = {
     "split": [r"split without (the|a) transpose"],
     "merge": [r"(?<!split and )merged without (the|a) transpose"],
     "no-out-proj": [r"out_proj is (not applied|missing)"],
+    "out-proj-from-d_in": [r"out_proj takes the merged heads"],
     "head-dim": [r"do not split into num_heads heads"],
     "dropout-never": [r"dropout is never applied", r"dropout is not applied"],
     "dropout-on-context": [r"dropout acts on the values or (on )?the context vectors",

@@ -35,6 +35,7 @@ MHA_SPLIT_WITHOUT_TRANSPOSE = MHA_SPLIT.replace("num_tokens, self.num_heads", "s
     .replace(".transpose(1, 2)", "")
 MHA_MERGE = ("context = (attn_weights @ values).transpose(1, 2)", "context = attn_weights @ values")
 DIAGONAL = "the mask hides too much: the diagonal (each token itself) is masked too"
+OUT_PROJ = "out_proj takes the merged heads, d_out values per token, not the inputs: make it nn.Linear(d_out, d_out)"
 CAUSAL_BUFFER = 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))'
 
 
@@ -146,6 +147,21 @@ CASES = {
         | {"test_multi_head_attention_shape": "raised RuntimeError (shape '[2, 5, 3, 6]' is invalid for input of size "
                                               "60): the projections do not split into num_heads heads",
            "test_multi_head_attention_with_three_dims_per_head": "the projections do not split into num_heads heads"}),
+    # out_proj made like the projections (lane "real learners' code", 2026-11-29): was "the projections do not split
+    # into num_heads heads" (the head split guessed) and, in the dropout test, torch's RuntimeError from the test's code
+    "mha out_proj made from d_in": (
+        "mha", "self.out_proj = nn.Linear(d_out, d_out)", "self.out_proj = nn.Linear(d_in, d_out)",
+        {name: "raised RuntimeError (" for name in ("test_multi_head_attention_book_example",
+                                                    "test_multi_head_attention_shape",
+                                                    "test_multi_head_attention_with_three_dims_per_head",
+                                                    "test_multi_head_attention_drops_attention_weights_in_training_mode")}),
+    # the book's tril mask of ones used as the future mask in NumPy: the head's own test says so; multi_head, which
+    # matches the student's own heads NaN for NaN, passes (it said "expected nan, got nan" before, 2026-11-29)
+    "NumPy tril mask taken for the future": (
+        "numpy_attention", "future = np.triu(np.ones((T, T), dtype=bool), k=1)",
+        "future = np.tril(np.ones((T, T), dtype=bool))",
+        {"test_causal_head_first_token_sees_only_itself": "the causal output of the first token (its own value vector) "
+                                                          "is wrong at (0, "}),
     "scores of the embedding dimensions (inputs.T @ inputs)": (
         "simple_attention", "return inputs @ inputs.T", "return inputs.T @ inputs",
         {"test_attention_scores_of_all_token_pairs": "attention_scores(inputs) is wrong: these are the dot products "
@@ -254,6 +270,8 @@ def test_a_common_bug_fails_locally_naming_the_misconception(public, case):
     assert sorted(failed) == sorted(expected), output
     for name, words in expected.items():
         assert words in failed[name], f"{name}: {failed[name]}"
+    if case == "mha out_proj made from d_in":  # every one of them names out_proj, none guesses the head split
+        assert all(OUT_PROJ in m and "do not split" not in m for m in failed.values()), failed
     assert "Traceback" not in output and "load = <function" not in output, output
     assert "During handling" not in output, output
 

@@ -139,6 +139,9 @@ def every_failed_says(result, part, said):
     # v2's keys.transpose(0, 1) carried into a batch: was "your code raised RuntimeError" and the unsliced mask guessed
     ([("causal", "queries @ keys.transpose(1, 2)", "queries @ keys.transpose(0, 1)")], "causal", 4,
      source_mistakes.BATCH_SWAPPED),
+    # out_proj made like the projections, from d_in: was the unsliced mask or the head split guessed
+    ([("mha", "self.out_proj = nn.Linear(d_out, d_out)", "self.out_proj = nn.Linear(d_in, d_out)")], "mha", 5,
+     source_mistakes.OUT_PROJ_FROM_D_IN),
     # the book's torch.manual_seed(123) moved into __init__: was "... differs from the expected output: ..."
     ([("self_attention_v1", "        self.W_query = nn.Parameter",
        "        torch.manual_seed(123)\n        self.W_query = nn.Parameter")], "self_attention_v1", 6,
@@ -177,11 +180,15 @@ def test_scaled_twice_is_said_only_where_scaled_dot_product_attention_scales(eng
     ("class A(nn.Module):\n    def __init__(self, d_in, d_out):\n        super().__init__()\n"
      "        torch.manual_seed(123)\n", {"seeds_in_init"}),
     ("torch.manual_seed(123)\nclass A(nn.Module):\n    def forward(self, x):\n        return x\n", set()),  # a demo's
+    ("class MultiHeadAttention(nn.Module):\n    def __init__(self, d_in, d_out, n):\n"
+     "        self.out_proj = nn.Linear(d_in, d_out)\n", {"out_proj_from_d_in"}),
+    ("class MultiHeadAttention(nn.Module):\n    def __init__(self, d_in, d_out, n):\n"
+     "        self.out_proj = nn.Linear(d_out, d_out)\n", set()),
     ("import torch.nn.functional as F\ndef f(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)\n",
      {"calls_sdpa"}),
     ("from torch.nn.functional import scaled_dot_product_attention as sdpa\n", set()),  # imported, never called
 ])
 def test_what_the_reading_finds(source, finds):
-    found = {name for name in ("seeds_in_init", "calls_sdpa")
+    found = {name for name in ("seeds_in_init", "out_proj_from_d_in", "calls_sdpa")
              if getattr(source_mistakes, name)(source)}
     assert found == finds

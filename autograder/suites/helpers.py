@@ -240,10 +240,26 @@ def load_known(module, state, what, by_name=UNSENT):
              f"book's order)", f"missing {', '.join(missing)}; it has {', '.join(own) or 'nothing'}")
     wrong = [f"{k} {tuple(own[k].shape)} (expected {tuple(state[k].shape)})" for k in state
              if tuple(own[k].shape) != tuple(state[k].shape)]
+    if wrong and _out_proj_from_d_in(own, state):
+        from autograder.suites.source_mistakes import OUT_PROJ_FROM_D_IN
+
+        fail(f"{what} has parameters of the wrong shape: {OUT_PROJ_FROM_D_IN}", ", ".join(wrong), cause=OUT_PROJ_FROM_D_IN)
     if wrong:
         fail(f"{what} has parameters of the wrong shape", ", ".join(wrong))
     module.load_state_dict({**own, **{k: v.to(own[k].dtype) for k, v in state.items()}})
     return module
+
+
+def _out_proj_from_d_in(own, state):
+    """Is out_proj the only layer of the wrong shape, its weight (d_out, d_in) as W_query's is, where the
+    specification's is (d_out, d_out)?"""
+    shape = {k: tuple(v.shape) for k, v in own.items()}
+    want = {k: tuple(v.shape) for k, v in state.items()}
+    if not {"out_proj.weight", "W_query.weight"} <= set(want) & set(shape):
+        return False
+    wrong = {k for k in want if shape[k] != want[k]}
+    return wrong >= {"out_proj.weight"} and all(k.startswith("out_proj.") for k in wrong) \
+        and shape["out_proj.weight"] == want["W_query.weight"]
 
 
 def _loaded_by_name(module, state, answer=UNSENT):

@@ -11,12 +11,13 @@ run, never quoted back) and a diagnosis the numbers gave is made precise when th
   `inputs`, `d_out`, `context_length` carried into the module) where it should read its arguments
   or self.<name>. The numbers are right on the book's example and wrong on other inputs and sizes.
 
-- BATCH_T / BATCH_SWAPPED / HEADS_SWAPPED: a forward whose matmul raised a shape
+- BATCH_T / BATCH_SWAPPED / HEADS_SWAPPED / OUT_PROJ_FROM_D_IN: a forward whose matmul raised a shape
   error, and whose text (what the class runs, a forward inherited from its base among it:
   source_reading's reading of a class) transposes the keys for a batch as if they were 2-D (keys.T
   reverses every dim of a 3-D tensor, keys.transpose(0, 1) moves the batch) or, in the multi-head
-  class, swaps heads and tokens (keys.transpose(1, 2) on 4-D keys). Without that reading the check
-  guesses the commonest cause of a shape error, the unsliced mask.
+  class, swaps heads and tokens (keys.transpose(1, 2) on 4-D keys) or makes out_proj from d_in, as the
+  projections are made. Without that reading the check guesses the commonest cause of a shape error,
+  the unsliced mask.
 - SCALED_TWICE: the numbers of scores divided by d_k (head_dim) where the module calls
   scaled_dot_product_attention, which scales by 1/sqrt(d_k) itself: the student's own scaling on top.
 - SEEDED_IN_INIT: weights that are not the caller's seed's, where an __init__ calls torch.manual_seed.
@@ -43,6 +44,9 @@ HEADS_SWAPPED = ("the scores multiply by keys.transpose(1, 2), which swaps heads
 BATCH_SWAPPED = ("the keys' transpose on a batch moves dim 0, the batch (keys.transpose(0, 1) swaps the sequences with "
                  "the tokens), so the scores' matmul fails: the keys of a batch are 3-D, (b, num_tokens, d_out); "
                  "transpose the last two dims, keys.transpose(1, 2) (or keys.mT)")
+# `self.out_proj = nn.Linear(d_in, d_out)`, the projections' pattern carried over: it cannot take the merged heads
+OUT_PROJ_FROM_D_IN = ("out_proj takes the merged heads, d_out values per token, not the inputs: make it nn.Linear(d_out, "
+                      "d_out), not nn.Linear(d_in, d_out)")
 # the book's torch.manual_seed(123) moved into the class: every module made has the same weights, whatever the seed
 SEEDED_IN_INIT = ("__init__ calls torch.manual_seed, so every module made gets the same weights whatever the caller "
                   "seeded before (the book seeds before it builds the module, outside the class): leave seeding to "
@@ -250,6 +254,31 @@ def _moves_dim_0(node: ast.AST) -> bool:
     return None not in dims and any(d in (0, -3) for d in dims)
 
 
+def _out_proj_from_d_in(function: ast.AST) -> bool:
+    """An __init__ that assigns self.out_proj = <...>Linear(d_in, ...), d_in being its first argument after self."""
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.name != "__init__":
+        return False
+    params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+    if len(params) < 2:
+        return False
+    for node in source_reading.nodes(function):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and node.value.args and any(
+                isinstance(t, ast.Attribute) and t.attr == "out_proj" for t in node.targets):
+            func, first = node.value.func, node.value.args[0]
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name == "Linear" and isinstance(first, ast.Name) and first.id == params[1]:
+                return True
+    return False
+
+
+def out_proj_from_d_in(sources: source_reading.Sources, module: str = "") -> bool:
+    """Does the __init__ of the efficient class (MultiHeadAttention, or a base of it the submission writes) make
+    out_proj from d_in? sources, module: as _run_by reads them."""
+    reading = source_reading.reading_of(sources, module)
+    found = reading.find(module, "MultiHeadAttention") if reading.tree(module) is not None else None
+    return found is not None and any(_out_proj_from_d_in(item) for cls in reading.bases(found) for item in cls.node.body)
+
+
 def shape_error_cause(sources: source_reading.Sources, multi_head: bool, module: str = "") -> str:
     """The cause the module's text shows for a shape error raised in a forward on a batch ('' when it
     shows none): a matmul by name.T in what its classes run, by name.transpose(0, 1) (single head: 3-D
@@ -261,6 +290,8 @@ def shape_error_cause(sources: source_reading.Sources, multi_head: bool, module:
         return BATCH_T
     if not multi_head and any(_moves_dim_0(operand) for operand in operands):
         return BATCH_SWAPPED
+    if multi_head and out_proj_from_d_in(sources, module):
+        return OUT_PROJ_FROM_D_IN
     if multi_head and any(_is_transpose_1_2(operand) for operand in operands):
         return HEADS_SWAPPED
     return ""
@@ -285,4 +316,6 @@ def raised_cause(kind: str, message: str, source: str) -> str:
     nn.Linear's untransposed weight. kind, message: the error's class name and text, only classified."""
     if kind == "RuntimeError" and any(w in message.lower() for w in SHAPE_WORDS) and multiplies_by_weight(source):
         return WEIGHT_NOT_TRANSPOSED
+    if kind == "RuntimeError" and any(w in message.lower() for w in SHAPE_WORDS) and out_proj_from_d_in(source):
+        return OUT_PROJ_FROM_D_IN
     return ""

@@ -425,10 +425,19 @@ def _transposes_1_2(node):
         and sorted(a.value for a in node.args) == [1, 2]
 
 
+OUT_PROJ = ("out_proj takes the merged heads, d_out values per token, not the inputs: make it nn.Linear(d_out, d_out), "
+            "not nn.Linear(d_in, d_out)")
+
+
 def head_split_hint(module):
-    """The likely cause of a shape error in MultiHeadAttention: HEADS_SWAPPED where the code of its class,
-    or of a base class it inherits from (a forward written there), multiplies by something.transpose(1, 2)
-    (right for 3-D keys, wrong for 4-D ones), else HEAD_DIM."""
+    """The likely cause of a shape error in MultiHeadAttention: OUT_PROJ where out_proj is made from d_in (its
+    weight shaped as W_query's, not (d_out, d_out)); HEADS_SWAPPED where the code of its class, or of a base
+    class it inherits from (a forward written there), multiplies by something.transpose(1, 2) (right for 3-D
+    keys, wrong for 4-D ones); else HEAD_DIM."""
+    out_proj, query = getattr(module, "out_proj", None), getattr(module, "W_query", None)
+    if isinstance(out_proj, torch.nn.Linear) and isinstance(query, torch.nn.Linear) \
+            and out_proj.in_features != query.out_features and out_proj.in_features == query.in_features:
+        return OUT_PROJ
     for cls in type(module).__mro__:
         if cls.__module__.split(".")[0] in ("torch", "builtins"):
             continue
@@ -553,7 +562,7 @@ class Check:
         expected = np.asarray(expected)
         if got.shape != expected.shape:
             self.fail(f"{what}: expected shape {expected.shape}, got {got.shape}")
-        if not np.allclose(got, expected, atol=1e-4, rtol=0):
+        if not np.allclose(got, expected, atol=1e-4, rtol=0, equal_nan=True):  # NaN where expected has NaN: no difference
             why = self.diagnosis(torch.as_tensor(got), torch.as_tensor(expected), mistakes)
             if why:
                 self.fail(f"{what} is wrong: {why}")
