@@ -24,6 +24,8 @@ CAUSES = {
     "sees-next": [r"hides too little", r"each token still sees the next"],
     "inverted": [r"mask is inverted"],
     "mask-overwritten": [r"overwrites the mask buffer"],
+    "mask-not-sliced": [r"use its first num_tokens rows and columns"],
+    "global-read": [r"reads a variable set at the top of the module"],
     "split-and-merge": [r"split and merged without"],
     "split": [r"split without (the|a) transpose"],
     "merge": [r"(?<!split and )merged without (the|a) transpose"],

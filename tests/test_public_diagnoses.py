@@ -155,6 +155,13 @@ CASES = {
                                                     "test_multi_head_attention_shape",
                                                     "test_multi_head_attention_with_three_dims_per_head",
                                                     "test_multi_head_attention_drops_attention_weights_in_training_mode")}),
+    # the mask used whole (lane "real learners' code", 2026-11-29): was torch's RuntimeError alone
+    "causal mask not sliced to num_tokens": (
+        "causal", CAUSAL_MASK, CAUSAL_MASK.replace("[:num_tokens, :num_tokens]", ""),
+        {"test_shorter_inputs_and_no_look_ahead": "CausalAttention(3, 2, context_length=6, 0.0) on 4 tokens raised "
+                                                  "RuntimeError (The size of tensor a (4) must match the size of tensor "
+                                                  "b (6) at non-singleton dimension 2): the mask is (context_length, "
+                                                  "context_length): use its first num_tokens rows and columns"}),
     # the book's tril mask of ones used as the future mask in NumPy: the head's own test says so; multi_head, which
     # matches the student's own heads NaN for NaN, passes (it said "expected nan, got nan" before, 2026-11-29)
     "NumPy tril mask taken for the future": (

@@ -21,6 +21,7 @@ solution cells is read, so nothing you change here changes a grade.
 """
 import ast
 import contextlib
+import dis
 import inspect
 import json
 import math
@@ -303,6 +304,53 @@ MASK_OVERWRITTEN = ("after one call, the (context_length, context_length) mask i
                     "mask buffer with the slice it needed (self.mask = self.mask[:num_tokens, :num_tokens]), so a "
                     "longer input later finds a mask too small; leave the buffer as __init__ made it and keep the "
                     "slice in a local variable (mask = self.mask[:num_tokens, :num_tokens])")
+
+
+SLICE = ("the mask is (context_length, context_length): use its first num_tokens rows and columns, "
+         "self.mask[:num_tokens, :num_tokens], for inputs shorter than the context")
+FULL_LENGTH_FAILS = ("it raises on context_length tokens too, so it is already wrong (the module's other tests say how)")
+
+
+GLOBAL_READ = ("forward reads a variable set at the top of the module ({names}: a notebook's variable?) instead of "
+               "its input's size or self.<name>: for inputs shorter than the context, slice the mask with the "
+               "input's num_tokens")
+
+
+def _globals_read(code, namespace):
+    """The names a code object (and those nested in it: comprehensions, inner functions) reads as globals that
+    namespace binds to data: not a module, class or function, nor a name written in capitals (a constant)."""
+    found = set()
+    for instruction in dis.get_instructions(code):
+        name = instruction.argval
+        if instruction.opname == "LOAD_GLOBAL" and isinstance(name, str) and name in namespace \
+                and not name.isupper() and not callable(namespace[name]) and not inspect.ismodule(namespace[name]):
+            found.add(name)
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            found |= _globals_read(const, namespace)
+    return found
+
+
+@torch.no_grad()
+def shorter_inputs_hint(module, d_in, context_length):
+    """Why a module that raised a shape error on fewer tokens than its context did: SLICE where it takes
+    context_length tokens (the mask used whole), GLOBAL_READ where its methods read a variable of the module's
+    top level (a notebook's context_length), else FULL_LENGTH_FAILS (another mistake, named elsewhere)."""
+    state = torch.random.get_rng_state()
+    try:
+        module(torch.rand(1, context_length, d_in))
+    except RuntimeError:
+        return FULL_LENGTH_FAILS
+    finally:
+        torch.random.set_rng_state(state)
+    read = set()
+    for cls in type(module).__mro__:
+        if cls.__module__.split(".")[0] in ("torch", "builtins"):
+            continue
+        for value in vars(cls).values():
+            if inspect.isfunction(value):
+                read |= _globals_read(value.__code__, value.__globals__)
+    return GLOBAL_READ.format(names=", ".join(sorted(read))) if read else SLICE
 
 
 def square_buffers(module, size):
@@ -605,7 +653,8 @@ class Check:
 
     @contextlib.contextmanager
     def shape_errors(self, what, hint):
-        """Run the block; a RuntimeError about shapes in it fails as '<what> raised ...: <hint>'."""
+        """Run the block; a RuntimeError about shapes in it fails as '<what> raised ...: <hint>' (hint: the words,
+        or a function giving them, asked only then)."""
         __tracebackhide__ = True
         try:
             yield
@@ -614,7 +663,7 @@ class Check:
             if not any(word in str(e) for word in SHAPE_WORDS):
                 raise
             said = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        self.fail(f"{what} raised RuntimeError ({said}): {hint}")
+        self.fail(f"{what} raised RuntimeError ({said}): {hint() if callable(hint) else hint}")
 
     @staticmethod
     def diagnosis(got, expected, mistakes):

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-from _diagnose import (dropout_problem, linear_head_mistakes, mask_buffer_problem, mask_problem, square_buffers,
-                       weight_mistakes)
+from _diagnose import (dropout_problem, linear_head_mistakes, mask_buffer_problem, mask_problem, shorter_inputs_hint,
+                       square_buffers, weight_mistakes)
 
 pytestmark = pytest.mark.causal
 
@@ -46,8 +46,10 @@ def test_shorter_inputs_and_no_look_ahead(load, check):
     attn = load("causal").CausalAttention(3, 2, 6, 0.0)
     masks = square_buffers(attn, 6)
     x = torch.rand(2, 4, 3)
-    out = attn(x)
-    check.shape(out, (2, 4, 2), "CausalAttention(3, 2, context_length=6, 0.0) on 4 tokens")
+    what = "CausalAttention(3, 2, context_length=6, 0.0) on 4 tokens"
+    with check.shape_errors(what, lambda: shorter_inputs_hint(attn, 3, 6)):
+        out = attn(x)
+    check.shape(out, (2, 4, 2), what)
     check.no_problem(mask_buffer_problem(attn, 6, masks), "CausalAttention(3, 2, context_length=6, 0.0) after 4 tokens")
     changed = x.clone()
     changed[:, 2:] = torch.rand(2, 2, 3)

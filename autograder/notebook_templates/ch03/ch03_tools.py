@@ -19,6 +19,7 @@ solution cells is read, so nothing you change here changes a grade.
 """
 import ast
 import contextlib
+import dis
 import inspect
 import json
 import math
