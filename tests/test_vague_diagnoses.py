@@ -146,6 +146,9 @@ def every_failed_says(result, part, said):
     ([("self_attention_v1", "        self.W_query = nn.Parameter",
        "        torch.manual_seed(123)\n        self.W_query = nn.Parameter")], "self_attention_v1", 6,
      source_mistakes.SEEDED_IN_INIT),
+    # NumPy's k.T on a batch (the notes' 2-D habit): was "your code raised an exception" in every check
+    ([("numpy_attention", 'np.einsum("btm,bsm->bts", q, k)', "q @ k.T")], "numpy_attention", 5,
+     source_mistakes.ARRAYS_DOT_T),
     # the biases counted in block_param_count: was "is wrong. Count W_q, ..."
     ([("numpy_attention", "return 4 * d_model * d_model + 2 * d_model * d_ff",
        "return 4 * (d_model * d_model + d_model) + 2 * d_model * d_ff + d_ff + d_model")], "numpy_attention", 8,
@@ -192,3 +195,16 @@ def test_what_the_reading_finds(source, finds):
     found = {name for name in ("seeds_in_init", "out_proj_from_d_in", "calls_sdpa")
              if getattr(source_mistakes, name)(source)}
     assert found == finds
+
+
+@pytest.mark.quick
+def test_arrays_dot_T_is_the_keys_of_the_raising_line_only():
+    source = ("import numpy as np\n\n\ndef head(x, wq, wk):\n    q, k = x @ wq, x @ wk\n    return q @ k.T\n\n\n"
+              "def project(out, wo):\n    return out @ wo.T\n")
+    said = [source_mistakes.arrays_dot_T(source, kind, where, "numpy_attention") for kind, where in (
+        ("ValueError", "numpy_attention.py, line 6, in head"),      # q @ k.T: a variable the function computed
+        ("ValueError", "numpy_attention.py, line 10, in project"),  # out @ wo.T: an argument, a 2-D weight
+        ("ValueError", "numpy_attention.py, line 5, in head"),      # another line
+        ("TypeError", "numpy_attention.py, line 6, in head"),       # not NumPy's shape error
+        ("ValueError", "other.py, line 6, in head"))]               # another file
+    assert said == [source_mistakes.ARRAYS_DOT_T, "", "", "", ""]

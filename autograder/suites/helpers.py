@@ -518,7 +518,7 @@ def diagnose_errors(namespace, signature="", shape_cause=None):
     text goes to student_text, never to the message. The checks keep their names and parameters.
     signature: the specified call the diagnoses quote, or a function of the check's name giving it
     (a module with two classes: each check quotes the signature of the class it builds). shape_cause:
-    a function of (the check's name, the submission's sources) giving the cause the grader's reading
+    a function of (the check's name, the Student, the StudentError) giving the cause the grader's reading
     shows for a shape error the student's code raised ('' for none: source_mistakes.shape_error_cause),
     for the checks that do not turn a forward's shape error into their own message."""
     from autograder.suites import source_mistakes
@@ -555,8 +555,8 @@ def diagnose_errors(namespace, signature="", shape_cause=None):
                         (source_mistakes.GLOBAL_READ if reads_module_variable(kwargs, part) else "")
                 student = kwargs.get("student")
                 if not why and not e.not_implemented and shape_cause is not None and student is not None and \
-                        e.kind == "RuntimeError" and any(w in e.message.lower() for w in source_mistakes.SHAPE_WORDS):
-                    why = shape_cause(check.__name__, student.sources())
+                        any(w in e.message.lower() for w in source_mistakes.SHAPE_WORDS):
+                    why = shape_cause(check.__name__, student, e)
                 if not why:
                     raise
                 raise Mismatch(f"{e.explain()}: {why}", student_text=e.student_text(), cause=why, kind="raised",

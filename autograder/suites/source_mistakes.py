@@ -18,6 +18,8 @@ run, never quoted back) and a diagnosis the numbers gave is made precise when th
   class, swaps heads and tokens (keys.transpose(1, 2) on 4-D keys) or makes out_proj from d_in, as the
   projections are made. Without that reading the check guesses the commonest cause of a shape error,
   the unsliced mask.
+- ARRAYS_DOT_T: NumPy's shape error raised at a line whose product multiplies by the .T of a variable the
+  function computed (k.T on a batch of keys): the line is the child's word on where it raised.
 - SCALED_TWICE: the numbers of scores divided by d_k (head_dim) where the module calls
   scaled_dot_product_attention, which scales by 1/sqrt(d_k) itself: the student's own scaling on top.
 - SEEDED_IN_INIT: weights that are not the caller's seed's, where an __init__ calls torch.manual_seed.
@@ -51,6 +53,10 @@ OUT_PROJ_FROM_D_IN = ("out_proj takes the merged heads, d_out values per token, 
 SEEDED_IN_INIT = ("__init__ calls torch.manual_seed, so every module made gets the same weights whatever the caller "
                   "seeded before (the book seeds before it builds the module, outside the class): leave seeding to "
                   "the caller")
+# NumPy's k.T on a batch of keys, the notes' 2-D habit: it reverses every axis
+ARRAYS_DOT_T = ("k.T on a batch reverses every axis of the 3-D keys, (B, T, m) -> (m, T, B), so the scores' product "
+                "fails: swap only the last two axes, k.transpose(0, 2, 1) or k.swapaxes(-1, -2) (or write it with "
+                "np.einsum)")
 # the diagnoses (misconceptions.py) a discarded masked_fill gives: the numbers of no mask at all
 NO_MASK_CAUSES = ("no causal mask is applied",)
 # scaled_dot_product_attention scales by 1/sqrt(d_k) itself (its default scale): queries or scores scaled by the
@@ -294,6 +300,33 @@ def shape_error_cause(sources: source_reading.Sources, multi_head: bool, module:
         return OUT_PROJ_FROM_D_IN
     if multi_head and any(_is_transpose_1_2(operand) for operand in operands):
         return HEADS_SWAPPED
+    return ""
+
+
+def arrays_dot_T(source: str, kind: str, where: str, module: str) -> str:
+    """ARRAYS_DOT_T where the shape error (kind: NumPy's ValueError) was raised at a line of `module`'s text
+    (where: 'module.py, line N, in f', the child's word, only read for the line to look at) whose product
+    multiplies by the .T of a variable the function computed (k = x @ wk: not an argument such as wo, a 2-D
+    weight whose .T is another mistake); '' otherwise."""
+    prefix = f"{module}.py, line "
+    if kind != "ValueError" or not where.startswith(prefix):
+        return ""
+    number = where[len(prefix):].split(",", 1)[0]
+    tree = _parse(source) if number.isdigit() else None
+    if tree is None:
+        return ""
+    line = int(number)
+    for function in source_reading.nodes(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                not function.lineno <= line <= (function.end_lineno or function.lineno):
+            continue
+        a = function.args
+        arguments = {arg.arg for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
+        for node in source_reading.nodes(function):
+            if isinstance(node, (ast.BinOp, ast.Call)) and node.lineno <= line <= (node.end_lineno or node.lineno) and \
+                    any(_is_dot_T(operand) and operand.value.id not in arguments
+                        for operand in _matmul_right_operands(node)):
+                return ARRAYS_DOT_T
     return ""
 
 

@@ -7,7 +7,7 @@ without the output projection, and parameter counts for several model sizes.
 import numpy as np
 import torch
 
-from autograder.suites import expect, helpers, part_marker, reference
+from autograder.suites import expect, helpers, part_marker, reference, source_mistakes
 from autograder.suites.misconceptions import NO_KEEPDIMS, attention_mistakes, deferred, judge
 
 pytestmark = part_marker("numpy_attention")
@@ -183,4 +183,5 @@ def test_numpy_block_params_other_sizes(student, rng):
                     block_mistakes(d_model, d_ff))
 
 
-helpers.diagnose_errors(globals())
+helpers.diagnose_errors(globals(), shape_cause=lambda check, student, error: source_mistakes.arrays_dot_T(
+    student.source(PART), error.kind, error.where, PART))
