@@ -26,6 +26,7 @@ CAUSES = {
     "mask-overwritten": [r"overwrites the mask buffer"],
     "mask-not-sliced": [r"use its first num_tokens rows and columns"],
     "global-read": [r"reads a variable set at the top of the module"],
+    "arrays-dot-T": [r"k\.T on a batch reverses every axis"],
     "split-and-merge": [r"split and merged without"],
     "split": [r"split without (the|a) transpose"],
     "merge": [r"(?<!split and )merged without (the|a) transpose"],

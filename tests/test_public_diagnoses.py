@@ -162,6 +162,15 @@ CASES = {
                                                   "RuntimeError (The size of tensor a (4) must match the size of tensor "
                                                   "b (6) at non-singleton dimension 2): the mask is (context_length, "
                                                   "context_length): use its first num_tokens rows and columns"}),
+    # NumPy's q @ k.T kept for a batch (2026-11-29): was NumPy's ValueError alone ("matmul: Input operand 1 has a
+    # mismatch in its core dimension 0 ..."); multi_head's test, which calls the head too, still shows it as it is
+    "NumPy k.T on a batch": (
+        "numpy_attention", 'np.einsum("btm,bsm->bts", q, k)', "q @ k.T",
+        {"test_attention_head_reproduces_self_attention_v1": "attention_head(inputs, seed-123 weights, causal=False) "
+                                                             "raised ValueError (matmul: Input operand 1 has a mismatch",
+         "test_causal_head_first_token_sees_only_itself": "causal=True) raised ValueError (matmul: Input operand 1 has "
+                                                          "a mismatch in its core dimension 0",
+         "test_multi_head_concatenates_then_projects": "ValueError: matmul: Input operand 1 has a mismatch"}),
     # the book's tril mask of ones used as the future mask in NumPy: the head's own test says so; multi_head, which
     # matches the student's own heads NaN for NaN, passes (it said "expected nan, got nan" before, 2026-11-29)
     "NumPy tril mask taken for the future": (
@@ -279,6 +288,9 @@ def test_a_common_bug_fails_locally_naming_the_misconception(public, case):
         assert words in failed[name], f"{name}: {failed[name]}"
     if case == "mha out_proj made from d_in":  # every one of them names out_proj, none guesses the head split
         assert all(OUT_PROJ in m and "do not split" not in m for m in failed.values()), failed
+    if case == "NumPy k.T on a batch":  # the head's own tests name it
+        assert [name for name, m in failed.items() if "k.T on a batch reverses every axis" in m] == [
+            "test_attention_head_reproduces_self_attention_v1", "test_causal_head_first_token_sees_only_itself"], failed
     assert "Traceback" not in output and "load = <function" not in output, output
     assert "During handling" not in output, output
 

@@ -281,6 +281,31 @@ def shorter_inputs_hint(module, d_in, context_length):
     return GLOBAL_READ.format(names=", ".join(sorted(read))) if read else SLICE
 
 
+ARRAYS_DOT_T = ("k.T on a batch reverses every axis of the 3-D keys, (B, T, m) -> (m, T, B), so the scores' product "
+                "fails: swap only the last two axes, k.transpose(0, 2, 1) or k.swapaxes(-1, -2) (or write it with "
+                "np.einsum)")
+
+
+def batch_transpose_hint(function):
+    """ARRAYS_DOT_T where the function's code multiplies by the .T of a variable it computed (k = x @ wk; not an
+    argument such as a 2-D weight), else ''."""
+    try:
+        tree = ast.parse(inspect.cleandoc("\n" + inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return ""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
+            for product in ast.walk(node):
+                right = product.right if isinstance(product, ast.BinOp) and isinstance(product.op, ast.MatMult) \
+                    else product.args[1] if isinstance(product, ast.Call) and isinstance(product.func, ast.Attribute) \
+                    and product.func.attr in ("matmul", "dot") and len(product.args) == 2 else None
+                if isinstance(right, ast.Attribute) and right.attr == "T" and isinstance(right.value, ast.Name) \
+                        and right.value.id not in arguments:
+                    return ARRAYS_DOT_T
+    return ""
+
+
 def square_buffers(module, size):
     """How many of the module's registered buffers are (size, size) matrices (leading dims of 1 allowed)."""
     return sum(1 for b in module.buffers()
@@ -580,18 +605,23 @@ class Check:
             self.fail(f"{what}: {problem}")
 
     @contextlib.contextmanager
-    def shape_errors(self, what, hint):
-        """Run the block; a RuntimeError about shapes in it fails as '<what> raised ...: <hint>' (hint: the words,
-        or a function giving them, asked only then)."""
+    def shape_errors(self, what, hint, errors=(RuntimeError,)):
+        """Run the block; an error of `errors` about shapes in it (torch's RuntimeError; NumPy's ValueError where
+        asked) fails as '<what> raised ...: <hint>' (hint: the words, or a function giving them, asked only
+        then; where it gives none, the error is raised as it is)."""
         __tracebackhide__ = True
         try:
             yield
             return
-        except RuntimeError as e:
+        except errors as e:
             if not any(word in str(e) for word in SHAPE_WORDS):
                 raise
             said = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        self.fail(f"{what} raised RuntimeError ({said}): {hint() if callable(hint) else hint}")
+            why = hint() if callable(hint) else hint
+            if not why:
+                raise
+            kind = type(e).__name__
+        self.fail(f"{what} raised {kind} ({said}): {why}")
 
     @staticmethod
     def diagnosis(got, expected, mistakes):
