@@ -454,8 +454,9 @@ DTYPES_MIXED = ("float32 and float64 tensors meet in forward: a tensor cast or m
 NO_SUPER_INIT = ("__init__ does not call super().__init__() before it assigns layers, parameters or buffers: nn.Module's "
                  "own __init__ must run first (the first line of __init__: super().__init__())")
 # autograd's words for copy_ (or any in-place change) into an nn.Parameter outside torch.no_grad()
-LEAF_IN_PLACE = ("copy_ into an nn.Parameter (a leaf tensor that requires grad) is an in-place change autograd refuses: "
-                 "copy inside `with torch.no_grad():` (or into its .data)")
+LEAF_IN_PLACE = ("an in-place change of an nn.Parameter (copy_ into it, or another op ending in _), a leaf tensor that "
+                 "requires grad, is one autograd refuses: copy into parameters inside `with torch.no_grad():` (or into "
+                 "their .data)")
 # nn.Module.__setattr__'s words when a parameter's attribute is given a plain tensor (sa_v1.W_query = weight.T)
 PARAMETER_REPLACED = ("a plain tensor is assigned where the module holds an nn.Parameter (sa_v1.W_query = ...): wrap it, "
                       "nn.Parameter(...), or copy the values into the parameter in place (with torch.no_grad(): "
