@@ -146,6 +146,9 @@ def every_failed_says(result, part, said):
     ([("self_attention_v1", "        self.W_query = nn.Parameter",
        "        torch.manual_seed(123)\n        self.W_query = nn.Parameter")], "self_attention_v1", 6,
      source_mistakes.SEEDED_IN_INIT),
+    # nn.Linear's x @ weight.T carried to v1's own matrices: was "your code raised RuntimeError"
+    ([("self_attention_v1", "queries = x @ self.W_query  #", "queries = x @ self.W_query.T  #")], "self_attention_v1",
+     1, source_mistakes.MATRIX_TRANSPOSED),
     # NumPy's k.T on a batch (the notes' 2-D habit): was "your code raised an exception" in every check
     ([("numpy_attention", 'np.einsum("btm,bsm->bts", q, k)', "q @ k.T")], "numpy_attention", 5,
      source_mistakes.ARRAYS_DOT_T),

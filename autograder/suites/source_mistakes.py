@@ -20,6 +20,8 @@ run, never quoted back) and a diagnosis the numbers gave is made precise when th
   the unsliced mask.
 - ARRAYS_DOT_T: NumPy's shape error raised at a line whose product multiplies by the .T of a variable the
   function computed (k.T on a batch of keys): the line is the child's word on where it raised.
+- MATRIX_TRANSPOSED: a shape error where a class multiplies by its own matrix's .T (self.W_query.T: nn.Linear's
+  x @ weight.T carried to SelfAttention_v1's (d_in, d_out) matrices).
 - SCALED_TWICE: the numbers of scores divided by d_k (head_dim) where the module calls
   scaled_dot_product_attention, which scales by 1/sqrt(d_k) itself: the student's own scaling on top.
 - SEEDED_IN_INIT: weights that are not the caller's seed's, where an __init__ calls torch.manual_seed.
@@ -53,6 +55,9 @@ OUT_PROJ_FROM_D_IN = ("out_proj takes the merged heads, d_out values per token, 
 SEEDED_IN_INIT = ("__init__ calls torch.manual_seed, so every module made gets the same weights whatever the caller "
                   "seeded before (the book seeds before it builds the module, outside the class): leave seeding to "
                   "the caller")
+# nn.Linear's x @ weight.T carried to SelfAttention_v1's own (d_in, d_out) matrices
+MATRIX_TRANSPOSED = ("SelfAttention_v1's matrices are (d_in, d_out) already: multiply x @ self.W_query as it is; the .T "
+                     "belongs to nn.Linear's weight, which is stored as (d_out, d_in)")
 # NumPy's k.T on a batch of keys, the notes' 2-D habit: it reverses every axis
 ARRAYS_DOT_T = ("k.T on a batch reverses every axis of the 3-D keys, (B, T, m) -> (m, T, B), so the scores' product "
                 "fails: swap only the last two axes, k.transpose(0, 2, 1) or k.swapaxes(-1, -2) (or write it with "
@@ -335,6 +340,18 @@ def _is_weight(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "weight"
 
 
+def _is_own_matrix_T(node: ast.AST) -> bool:
+    """self.<name>.T: a matrix the module holds itself, transposed (not a layer's self.<name>.weight.T)."""
+    return isinstance(node, ast.Attribute) and node.attr == "T" and isinstance(node.value, ast.Attribute) and \
+        isinstance(node.value.value, ast.Name) and node.value.value.id == "self"
+
+
+def multiplies_by_own_matrix_T(source: str) -> bool:
+    """Does what a class of the module runs multiply by self.<matrix>.T (v1's (d_in, d_out) matrices transposed)?"""
+    return any(_is_own_matrix_T(operand) for function in _run_by(source, ())
+               for operand in _matmul_right_operands(function))
+
+
 def multiplies_by_weight(source: str) -> bool:
     """Does what a class of the module runs multiply by a layer's .weight as it is, (d_out, d_in), not its .T?"""
     return any(_is_weight(operand) for function in _run_by(source, ())
@@ -351,4 +368,6 @@ def raised_cause(kind: str, message: str, source: str) -> str:
         return WEIGHT_NOT_TRANSPOSED
     if kind == "RuntimeError" and any(w in message.lower() for w in SHAPE_WORDS) and out_proj_from_d_in(source):
         return OUT_PROJ_FROM_D_IN
+    if kind == "RuntimeError" and any(w in message.lower() for w in SHAPE_WORDS) and multiplies_by_own_matrix_T(source):
+        return MATRIX_TRANSPOSED
     return ""
