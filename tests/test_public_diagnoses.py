@@ -35,6 +35,7 @@ MHA_SPLIT_WITHOUT_TRANSPOSE = MHA_SPLIT.replace("num_tokens, self.num_heads", "s
     .replace(".transpose(1, 2)", "")
 MHA_MERGE = ("context = (attn_weights @ values).transpose(1, 2)", "context = attn_weights @ values")
 DIAGONAL = "the mask hides too much: the diagonal (each token itself) is masked too"
+OUT_PROJ = "out_proj takes the merged heads, d_out values per token, not the inputs: make it nn.Linear(d_out, d_out)"
 CAUSAL_BUFFER = 'self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))'
 
 
@@ -148,6 +149,37 @@ CASES = {
         | {"test_multi_head_attention_shape": "raised RuntimeError (shape '[2, 5, 3, 6]' is invalid for input of size "
                                               "60): the projections do not split into num_heads heads",
            "test_multi_head_attention_with_three_dims_per_head": "the projections do not split into num_heads heads"}),
+    # out_proj made like the projections (lane "real learners' code", 2026-11-29): was "the projections do not split
+    # into num_heads heads" (the head split guessed) and, in the dropout test, torch's RuntimeError from the test's code
+    "mha out_proj made from d_in": (
+        "mha", "self.out_proj = nn.Linear(d_out, d_out)", "self.out_proj = nn.Linear(d_in, d_out)",
+        {name: "raised RuntimeError (" for name in ("test_multi_head_attention_book_example",
+                                                    "test_multi_head_attention_shape",
+                                                    "test_multi_head_attention_with_three_dims_per_head",
+                                                    "test_multi_head_attention_drops_attention_weights_in_training_mode")}),
+    # the mask used whole (lane "real learners' code", 2026-11-29): was torch's RuntimeError alone
+    "causal mask not sliced to num_tokens": (
+        "causal", CAUSAL_MASK, CAUSAL_MASK.replace("[:num_tokens, :num_tokens]", ""),
+        {"test_shorter_inputs_and_no_look_ahead": "CausalAttention(3, 2, context_length=6, 0.0) on 4 tokens raised "
+                                                  "RuntimeError (The size of tensor a (4) must match the size of tensor "
+                                                  "b (6) at non-singleton dimension 2): the mask is (context_length, "
+                                                  "context_length): use its first num_tokens rows and columns"}),
+    # NumPy's q @ k.T kept for a batch (2026-11-29): was NumPy's ValueError alone ("matmul: Input operand 1 has a
+    # mismatch in its core dimension 0 ..."); multi_head's test, which calls the head too, still shows it as it is
+    "NumPy k.T on a batch": (
+        "numpy_attention", 'np.einsum("btm,bsm->bts", q, k)', "q @ k.T",
+        {"test_attention_head_reproduces_self_attention_v1": "attention_head(inputs, seed-123 weights, causal=False) "
+                                                             "raised ValueError (matmul: Input operand 1 has a mismatch",
+         "test_causal_head_first_token_sees_only_itself": "causal=True) raised ValueError (matmul: Input operand 1 has "
+                                                          "a mismatch in its core dimension 0",
+         "test_multi_head_concatenates_then_projects": "ValueError: matmul: Input operand 1 has a mismatch"}),
+    # the book's tril mask of ones used as the future mask in NumPy: the head's own test says so; multi_head, which
+    # matches the student's own heads NaN for NaN, passes (it said "expected nan, got nan" before, 2026-11-29)
+    "NumPy tril mask taken for the future": (
+        "numpy_attention", "future = np.triu(np.ones((T, T), dtype=bool), k=1)",
+        "future = np.tril(np.ones((T, T), dtype=bool))",
+        {"test_causal_head_first_token_sees_only_itself": "the causal output of the first token (its own value vector) "
+                                                          "is wrong at (0, "}),
     "scores of the embedding dimensions (inputs.T @ inputs)": (
         "simple_attention", "return inputs @ inputs.T", "return inputs.T @ inputs",
         {"test_attention_scores_of_all_token_pairs": "attention_scores(inputs) is wrong: these are the dot products "
@@ -182,7 +214,7 @@ CASES = {
         "causal", "attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)",
         "attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1).detach()",
         {"test_gradients_reach_the_weights_and_float64_stays_float64":
-         "CausalAttention(3, 2, 6, 0.0) on 4 tokens, then backward(): no gradient reached W_query.weight, W_key.weight: "
+         "CausalAttention(3, 2, 6, 0.0) on 6 tokens, then backward(): no gradient reached W_query.weight, W_key.weight: "
          "the forward pass is cut off from autograd"}),
     "wrapper heads in a plain list": (
         "mha", "self.heads = nn.ModuleList(", "self.heads = list(",
@@ -280,6 +312,11 @@ def test_a_common_bug_fails_locally_naming_the_misconception(public, case):
     assert sorted(failed) == sorted(expected), output
     for name, words in expected.items():
         assert words in failed[name], f"{name}: {failed[name]}"
+    if case == "mha out_proj made from d_in":  # every one of them names out_proj, none guesses the head split
+        assert all(OUT_PROJ in m and "do not split" not in m for m in failed.values()), failed
+    if case == "NumPy k.T on a batch":  # the head's own tests name it
+        assert [name for name, m in failed.items() if "k.T on a batch reverses every axis" in m] == [
+            "test_attention_head_reproduces_self_attention_v1", "test_causal_head_first_token_sees_only_itself"], failed
     assert "Traceback" not in output and "load = <function" not in output, output
     assert "During handling" not in output, output
 

@@ -240,10 +240,26 @@ def load_known(module, state, what, by_name=UNSENT):
              f"book's order)", f"missing {', '.join(missing)}; it has {', '.join(own) or 'nothing'}")
     wrong = [f"{k} {tuple(own[k].shape)} (expected {tuple(state[k].shape)})" for k in state
              if tuple(own[k].shape) != tuple(state[k].shape)]
+    if wrong and _out_proj_from_d_in(own, state):
+        from autograder.suites.source_mistakes import OUT_PROJ_FROM_D_IN
+
+        fail(f"{what} has parameters of the wrong shape: {OUT_PROJ_FROM_D_IN}", ", ".join(wrong), cause=OUT_PROJ_FROM_D_IN)
     if wrong:
         fail(f"{what} has parameters of the wrong shape", ", ".join(wrong))
     module.load_state_dict({**own, **{k: v.to(own[k].dtype) for k, v in state.items()}})
     return module
+
+
+def _out_proj_from_d_in(own, state):
+    """Is out_proj the only layer of the wrong shape, its weight (d_out, d_in) as W_query's is, where the
+    specification's is (d_out, d_out)?"""
+    shape = {k: tuple(v.shape) for k, v in own.items()}
+    want = {k: tuple(v.shape) for k, v in state.items()}
+    if not {"out_proj.weight", "W_query.weight"} <= set(want) & set(shape):
+        return False
+    wrong = {k for k in want if shape[k] != want[k]}
+    return wrong >= {"out_proj.weight"} and all(k.startswith("out_proj.") for k in wrong) \
+        and shape["out_proj.weight"] == want["W_query.weight"]
 
 
 def _loaded_by_name(module, state, answer=UNSENT):
@@ -496,12 +512,15 @@ def refine(error, kwargs, part):
     return f"{head}: {source_mistakes.GLOBAL_READ}", source_mistakes.GLOBAL_READ
 
 
-def diagnose_errors(namespace, signature=""):
+def diagnose_errors(namespace, signature="", shape_cause=None):
     """Wrap every check test_* of a suite module so that what the student's code raised is named as
     a misconception where one is recognized (misconceptions.error_diagnosis); the exception's own
     text goes to student_text, never to the message. The checks keep their names and parameters.
     signature: the specified call the diagnoses quote, or a function of the check's name giving it
-    (a module with two classes: each check quotes the signature of the class it builds)."""
+    (a module with two classes: each check quotes the signature of the class it builds). shape_cause:
+    a function of (the check's name, the Student, the StudentError) giving the cause the grader's reading
+    shows for a shape error the student's code raised ('' for none: source_mistakes.shape_error_cause),
+    for the checks that do not turn a forward's shape error into their own message."""
     from autograder.suites import source_mistakes
     from autograder.suites.misconceptions import error_diagnosis, setting_changed
 
@@ -534,6 +553,10 @@ def diagnose_errors(namespace, signature=""):
                 if not why and not e.not_implemented:  # else the cause the module's text shows, if any
                     why = source_mistakes.raised_cause(e.kind, e.message, source_of(kwargs, part)) or \
                         (source_mistakes.GLOBAL_READ if reads_module_variable(kwargs, part) else "")
+                student = kwargs.get("student")
+                if not why and not e.not_implemented and shape_cause is not None and student is not None and \
+                        any(w in e.message.lower() for w in source_mistakes.SHAPE_WORDS):
+                    why = shape_cause(check.__name__, student, e)
                 if not why:
                     raise
                 raise Mismatch(f"{e.explain()}: {why}", student_text=e.student_text(), cause=why, kind="raised",
@@ -551,11 +574,12 @@ def diagnose_errors(namespace, signature=""):
 
 
 def judge_seeded(got, want, what, module, drawn, seed, mistakes, book=False, reveal=False,
-                 order_hint="W_query, W_key, W_value", case=""):
+                 order_hint="W_query, W_key, W_value", case="", part=""):
     """A seeded output: right, or wrong because of the draws (order, initialization), or of the math.
 
     mistakes: the misconceptions on the drawn weights (a @deferred *_mistakes list: computed only
-    when the weights are the drawn ones but the output is still wrong).
+    when the weights are the drawn ones but the output is still wrong). part: the module of the class,
+    whose text (the grader's reading) may show why the weights are not the seed's.
     """
     from autograder.suites import expect
     from autograder.suites.misconceptions import judge, matches
@@ -569,6 +593,12 @@ def judge_seeded(got, want, what, module, drawn, seed, mistakes, book=False, rev
         if len(order) == len(drawn) and all(name in own for name in order):
             own = {k: own[name] for k, name in zip(drawn, order, strict=True)}
     problem = seeding_problem(own, drawn, seed, book, order_hint)
+    if problem and part and isinstance(module, RemoteObject):
+        from autograder.suites import source_mistakes
+
+        if source_mistakes.seeds_in_init(module._student.source(part)):
+            why = source_mistakes.SEEDED_IN_INIT
+            fail(f"{what} differs from the expected output: {why}", "; ".join(filter(None, (case, problem))), cause=why)
     if problem:
         fail(f"{what} differs from the expected output: {problem}", case)
     return judge(got, want, what, mistakes, reveal=reveal, case=case)

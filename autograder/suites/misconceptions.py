@@ -83,6 +83,11 @@ def weights(scores, d_k, causal, *, divide_by=None, dim=-1, mask="-inf", diagona
     return w
 
 
+# the scores divided by d_k (head_dim in each head of MultiHeadAttention), not its square root; where the module calls
+# scaled_dot_product_attention, which scales by itself, source_mistakes.refined says it was scaled twice
+BY_D_K = "the scores are divided by d_k instead of sqrt(d_k): scale by 1/sqrt(d_k), i.e. d_k ** 0.5"
+BY_HEAD_DIM = ("the scores are divided by head_dim instead of sqrt(head_dim): scale by 1/sqrt(head_dim), i.e. "
+               "head_dim ** 0.5")
 # a mask's diagonal off by one, in the words of every check that sees it (one mistake, one cause)
 HIDES_DIAGONAL = ("the mask's diagonal is off by one: it also hides each token from itself; mask only what is above "
                   "the diagonal (triu(..., diagonal=1))")
@@ -148,8 +153,7 @@ def weight_mistakes(scores, d_k, causal, d_in=None):
     out = [
         (weights(scores, d_k, causal, divide_by=1.0),
          "the scores are not scaled: divide them by sqrt(d_k) (d_k = the keys' dimension) before the softmax"),
-        (weights(scores, d_k, causal, divide_by=float(d_k)),
-         "the scores are divided by d_k instead of sqrt(d_k): scale by 1/sqrt(d_k), i.e. d_k ** 0.5"),
+        (weights(scores, d_k, causal, divide_by=float(d_k)), BY_D_K),
         (weights(scores, d_k, causal, dim=-2),
          "the softmax runs over the wrong dim (dim=0 / -2, down the columns): use dim=-1 so that each "
          "row of attention weights sums to 1"),
@@ -277,6 +281,7 @@ def multi_head_mistakes(x, state, num_heads):
         out.append((multi_head(x, state, num_heads, divide_by=math.sqrt(x.shape[1])), BY_NUM_TOKENS))
     out += [(multi_head(x, state, num_heads, divide_by=by), POWER_PRECEDENCE)
             for by in power_precedence(d_out // num_heads)]
+    out.append((multi_head(x, state, num_heads, divide_by=float(d_out // num_heads)), BY_HEAD_DIM))
     if num_heads > 1:
         out.append((multi_head(x, state, num_heads, divide_by=math.sqrt(d_out)),
                     "the scores are scaled by 1/sqrt(d_out): each head has head_dim = d_out // num_heads "
@@ -445,6 +450,19 @@ DTYPES_MIXED = ("float32 and float64 tensors meet in forward: a tensor cast or m
                 "dtype of the inputs and weights (make new tensors with dtype=x.dtype)")
 
 
+# nn.Module.__setattr__'s words when a layer, a parameter or a buffer is assigned before nn.Module.__init__ ran
+NO_SUPER_INIT = ("__init__ does not call super().__init__() before it assigns layers, parameters or buffers: nn.Module's "
+                 "own __init__ must run first (the first line of __init__: super().__init__())")
+# autograd's words for copy_ (or any in-place change) into an nn.Parameter outside torch.no_grad()
+LEAF_IN_PLACE = ("an in-place change of an nn.Parameter (copy_ into it, or another op ending in _), a leaf tensor that "
+                 "requires grad, is one autograd refuses: copy into parameters inside `with torch.no_grad():` (or into "
+                 "their .data)")
+# nn.Module.__setattr__'s words when a parameter's attribute is given a plain tensor (sa_v1.W_query = weight.T)
+PARAMETER_REPLACED = ("a plain tensor is assigned where the module holds an nn.Parameter (sa_v1.W_query = ...): wrap it, "
+                      "nn.Parameter(...), or copy the values into the parameter in place (with torch.no_grad(): "
+                      "sa_v1.W_query.copy_(...))")
+
+
 def error_diagnosis(error, signature=""):
     """The misconception behind a StudentError, in the grader's words ('' when none is recognized).
 
@@ -472,6 +490,15 @@ def error_diagnosis(error, signature=""):
     if error.kind == "TypeError" and re.match(r"(sqrt|rsqrt|exp|log)\(\): argument 'input' \(position 1\) must be "
                                               r"Tensor, not (int|float)", text):
         return NUMBER_TO_TORCH
+    if error.kind == "AttributeError" and re.search(r"cannot assign (module|parameters?|buffer) before "
+                                                    r"Module\.__init__\(\) call", text):
+        return NO_SUPER_INIT
+    if error.kind == "RuntimeError" and re.search(r"a leaf Variable that requires grad is being used in an in-place "
+                                                 r"operation", text):
+        return LEAF_IN_PLACE
+    if error.kind == "TypeError" and re.search(r"cannot assign '[\w.]{1,60}' as parameter '\w{1,40}' "
+                                              r"\(torch\.nn\.Parameter or None expected\)", text):
+        return PARAMETER_REPLACED
     if error.kind == "AttributeError" and error.after_hidden:  # which attribute is the child's choice then
         if re.search(r"object has no attribute '\w{1,40}'", text):
             return ("an attribute is used but was never set: assign each one in __init__ as self.<name> = ... (a "

@@ -11,11 +11,20 @@ run, never quoted back) and a diagnosis the numbers gave is made precise when th
   `inputs`, `d_out`, `context_length` carried into the module) where it should read its arguments
   or self.<name>. The numbers are right on the book's example and wrong on other inputs and sizes.
 
-- BATCH_T / HEADS_SWAPPED: a forward whose matmul raised a shape error, and whose text (what the class
-  runs, a forward inherited from its base among it: source_reading's reading of a class) transposes
-  the keys for a batch as if they were 2-D (keys.T reverses every dim of a 3-D tensor) or, in the
-  multi-head class, swaps heads and tokens (keys.transpose(1, 2) on 4-D keys). Without that reading
-  the check guesses the commonest cause of a shape error, the unsliced mask.
+- BATCH_T / BATCH_SWAPPED / HEADS_SWAPPED / OUT_PROJ_FROM_D_IN: a forward whose matmul raised a shape
+  error, and whose text (what the class runs, a forward inherited from its base among it:
+  source_reading's reading of a class) transposes the keys for a batch as if they were 2-D (keys.T
+  reverses every dim of a 3-D tensor, keys.transpose(0, 1) moves the batch) or, in the multi-head
+  class, swaps heads and tokens (keys.transpose(1, 2) on 4-D keys) or makes out_proj from d_in, as the
+  projections are made. Without that reading the check guesses the commonest cause of a shape error,
+  the unsliced mask.
+- ARRAYS_DOT_T: NumPy's shape error raised at a line whose product multiplies by the .T of a variable the
+  function computed (k.T on a batch of keys): the line is the child's word on where it raised.
+- MATRIX_TRANSPOSED: a shape error where a class multiplies by its own matrix's .T (self.W_query.T: nn.Linear's
+  x @ weight.T carried to SelfAttention_v1's (d_in, d_out) matrices).
+- SCALED_TWICE: the numbers of scores divided by d_k (head_dim) where the module calls
+  scaled_dot_product_attention, which scales by 1/sqrt(d_k) itself: the student's own scaling on top.
+- SEEDED_IN_INIT: weights that are not the caller's seed's, where an __init__ calls torch.manual_seed.
 
 Each diagnosis is a fixed sentence of the grader's: nothing of the student's text goes into it.
 """
@@ -36,8 +45,30 @@ WEIGHT_NOT_TRANSPOSED = ("nn.Linear stores its weight as (d_out, d_in) and compu
                          "self.W_query(x), instead of multiplying x by its .weight")
 HEADS_SWAPPED = ("the scores multiply by keys.transpose(1, 2), which swaps heads and tokens of the 4-D keys (b, "
                  "num_heads, num_tokens, head_dim): transpose the last two dims, keys.transpose(2, 3)")
+BATCH_SWAPPED = ("the keys' transpose on a batch moves dim 0, the batch (keys.transpose(0, 1) swaps the sequences with "
+                 "the tokens), so the scores' matmul fails: the keys of a batch are 3-D, (b, num_tokens, d_out); "
+                 "transpose the last two dims, keys.transpose(1, 2) (or keys.mT)")
+# `self.out_proj = nn.Linear(d_in, d_out)`, the projections' pattern carried over: it cannot take the merged heads
+OUT_PROJ_FROM_D_IN = ("out_proj takes the merged heads, d_out values per token, not the inputs: make it nn.Linear(d_out, "
+                      "d_out), not nn.Linear(d_in, d_out)")
+# the book's torch.manual_seed(123) moved into the class: every module made has the same weights, whatever the seed
+SEEDED_IN_INIT = ("__init__ calls torch.manual_seed, so every module made gets the same weights whatever the caller "
+                  "seeded before (the book seeds before it builds the module, outside the class): leave seeding to "
+                  "the caller")
+# nn.Linear's x @ weight.T carried to SelfAttention_v1's own (d_in, d_out) matrices
+MATRIX_TRANSPOSED = ("SelfAttention_v1's matrices are (d_in, d_out) already: multiply x @ self.W_query as it is; the .T "
+                     "belongs to nn.Linear's weight, which is stored as (d_out, d_in)")
+# NumPy's k.T on a batch of keys, the notes' 2-D habit: it reverses every axis
+ARRAYS_DOT_T = ("k.T on a batch reverses every axis of the 3-D keys, (B, T, m) -> (m, T, B), so the scores' product "
+                "fails: swap only the last two axes, k.transpose(0, 2, 1) or k.swapaxes(-1, -2) (or write it with "
+                "np.einsum)")
 # the diagnoses (misconceptions.py) a discarded masked_fill gives: the numbers of no mask at all
 NO_MASK_CAUSES = ("no causal mask is applied",)
+# scaled_dot_product_attention scales by 1/sqrt(d_k) itself (its default scale): queries or scores scaled by the
+# student as well give the numbers of the scores divided by d_k (head_dim in each head of MultiHeadAttention)
+SCALED_TWICE = ("the scores are scaled twice, so they are divided by d_k (head_dim in each head): "
+                "scaled_dot_product_attention already divides them by sqrt(d_k), its default scale; leave the "
+                "scaling to it (or compute the attention yourself)")
 
 
 def _parse(source: str) -> ast.Module | None:
@@ -130,12 +161,48 @@ def _top_functions(tree: ast.Module) -> list:
     return found
 
 
+def calls_sdpa(source: str) -> bool:
+    """Does the module call scaled_dot_product_attention (F.scaled_dot_product_attention, or the name imported)?"""
+    tree = _parse(source)
+    if tree is None:
+        return False
+    for node in source_reading.nodes(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name == "scaled_dot_product_attention":
+                return True
+    return False
+
+
+def seeds_in_init(source: str) -> bool:
+    """Does an __init__ of a class of the module (or a function it defines inside) call manual_seed?"""
+    tree = _parse(source)
+    if tree is None:
+        return False
+    for node in source_reading.nodes(tree):
+        if isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "__init__" and any(
+                        isinstance(call, ast.Call) and (isinstance(call.func, ast.Attribute) and call.func.attr ==
+                                                        "manual_seed" or isinstance(call.func, ast.Name)
+                                                        and call.func.id == "manual_seed")
+                        for call in source_reading.nodes(item)):
+                    return True
+    return False
+
+
 def refined(cause: str, unexplained: bool, source: str) -> str:
     """The more precise diagnosis the module's text gives for a check's cause ('' when none): a discarded
-    masked_fill for the numbers of no mask; a module variable read in a method for numbers that are
+    masked_fill for the numbers of no mask; scaled twice for the numbers of scores divided by d_k where the
+    module calls scaled_dot_product_attention; a module variable read in a method for numbers that are
     wrong with no known mistake named."""
+    from autograder.suites.misconceptions import BY_D_K, BY_HEAD_DIM
+
     if cause.startswith(NO_MASK_CAUSES) and discards_masked_fill(source):
         return MASKED_FILL_RESULT_DISCARDED
+    if cause in (BY_D_K, BY_HEAD_DIM) and calls_sdpa(source):
+        return SCALED_TWICE
     if unexplained and not cause and reads_module_variable(source):
         return GLOBAL_READ
     return ""
@@ -182,22 +249,107 @@ def _is_transpose_1_2(node: ast.AST) -> bool:
                                           if isinstance(a, ast.Constant) and isinstance(a.value, int)) == [1, 2]
 
 
+def _moves_dim_0(node: ast.AST) -> bool:
+    """name.transpose(0, i) / name.transpose(i, 0) (dim 0 written as 0 or -3): the batch of 3-D keys moved."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transpose"
+            and isinstance(node.func.value, ast.Name) and len(node.args) == 2):
+        return False
+    def dim(arg: ast.expr) -> object:
+        """An int written as a constant, or a negated one (-3); None for anything else."""
+        if isinstance(arg, ast.UnaryOp) and isinstance(arg.op, ast.USub) and isinstance(arg.operand, ast.Constant) \
+                and isinstance(arg.operand.value, int):
+            return -arg.operand.value
+        return arg.value if isinstance(arg, ast.Constant) and isinstance(arg.value, int) else None
+
+    dims = [dim(a) for a in node.args]
+    return None not in dims and any(d in (0, -3) for d in dims)
+
+
+def _out_proj_from_d_in(function: ast.AST) -> bool:
+    """An __init__ that assigns self.out_proj = <...>Linear(d_in, ...), d_in being its first argument after self."""
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or function.name != "__init__":
+        return False
+    params = [a.arg for a in [*function.args.posonlyargs, *function.args.args]]
+    if len(params) < 2:
+        return False
+    for node in source_reading.nodes(function):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and node.value.args and any(
+                isinstance(t, ast.Attribute) and t.attr == "out_proj" for t in node.targets):
+            func, first = node.value.func, node.value.args[0]
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if name == "Linear" and isinstance(first, ast.Name) and first.id == params[1]:
+                return True
+    return False
+
+
+def out_proj_from_d_in(sources: source_reading.Sources, module: str = "") -> bool:
+    """Does the __init__ of the efficient class (MultiHeadAttention, or a base of it the submission writes) make
+    out_proj from d_in? sources, module: as _run_by reads them."""
+    reading = source_reading.reading_of(sources, module)
+    found = reading.find(module, "MultiHeadAttention") if reading.tree(module) is not None else None
+    return found is not None and any(_out_proj_from_d_in(item) for cls in reading.bases(found) for item in cls.node.body)
+
+
 def shape_error_cause(sources: source_reading.Sources, multi_head: bool, module: str = "") -> str:
     """The cause the module's text shows for a shape error raised in a forward on a batch ('' when it
-    shows none): a matmul by name.T in what its classes run, or (multi_head: the efficient class, 4-D
-    keys) by keys.transpose(1, 2). sources, module: as _run_by reads them."""
+    shows none): a matmul by name.T in what its classes run, by name.transpose(0, 1) (single head: 3-D
+    keys, the batch moved), or (multi_head: the efficient class, 4-D keys) by keys.transpose(1, 2).
+    sources, module: as _run_by reads them."""
     functions = _run_by(sources, ("MultiHeadAttention",) if multi_head else (), module)
     operands = [operand for function in functions for operand in _matmul_right_operands(function)]
     if any(_is_dot_T(operand) for operand in operands):
         return BATCH_T
+    if not multi_head and any(_moves_dim_0(operand) for operand in operands):
+        return BATCH_SWAPPED
+    if multi_head and out_proj_from_d_in(sources, module):
+        return OUT_PROJ_FROM_D_IN
     if multi_head and any(_is_transpose_1_2(operand) for operand in operands):
         return HEADS_SWAPPED
+    return ""
+
+
+def arrays_dot_T(source: str, kind: str, where: str, module: str) -> str:
+    """ARRAYS_DOT_T where the shape error (kind: NumPy's ValueError) was raised at a line of `module`'s text
+    (where: 'module.py, line N, in f', the child's word, only read for the line to look at) whose product
+    multiplies by the .T of a variable the function computed (k = x @ wk: not an argument such as wo, a 2-D
+    weight whose .T is another mistake); '' otherwise."""
+    prefix = f"{module}.py, line "
+    if kind != "ValueError" or not where.startswith(prefix):
+        return ""
+    number = where[len(prefix):].split(",", 1)[0]
+    tree = _parse(source) if number.isdigit() else None
+    if tree is None:
+        return ""
+    line = int(number)
+    for function in source_reading.nodes(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)) or \
+                not function.lineno <= line <= (function.end_lineno or function.lineno):
+            continue
+        a = function.args
+        arguments = {arg.arg for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs]}
+        for node in source_reading.nodes(function):
+            if isinstance(node, (ast.BinOp, ast.Call)) and node.lineno <= line <= (node.end_lineno or node.lineno) and \
+                    any(_is_dot_T(operand) and operand.value.id not in arguments
+                        for operand in _matmul_right_operands(node)):
+                return ARRAYS_DOT_T
     return ""
 
 
 def _is_weight(node: ast.AST) -> bool:
     """<layer>.weight, untransposed (the right operand of a matmul)."""
     return isinstance(node, ast.Attribute) and node.attr == "weight"
+
+
+def _is_own_matrix_T(node: ast.AST) -> bool:
+    """self.<name>.T: a matrix the module holds itself, transposed (not a layer's self.<name>.weight.T)."""
+    return isinstance(node, ast.Attribute) and node.attr == "T" and isinstance(node.value, ast.Attribute) and \
+        isinstance(node.value.value, ast.Name) and node.value.value.id == "self"
+
+
+def multiplies_by_own_matrix_T(source: str) -> bool:
+    """Does what a class of the module runs multiply by self.<matrix>.T (v1's (d_in, d_out) matrices transposed)?"""
+    return any(_is_own_matrix_T(operand) for function in _run_by(source, ())
+               for operand in _matmul_right_operands(function))
 
 
 def multiplies_by_weight(source: str) -> bool:
@@ -214,4 +366,8 @@ def raised_cause(kind: str, message: str, source: str) -> str:
     nn.Linear's untransposed weight. kind, message: the error's class name and text, only classified."""
     if kind == "RuntimeError" and any(w in message.lower() for w in SHAPE_WORDS) and multiplies_by_weight(source):
         return WEIGHT_NOT_TRANSPOSED
+    if kind == "RuntimeError" and any(w in message.lower() for w in SHAPE_WORDS) and out_proj_from_d_in(source):
+        return OUT_PROJ_FROM_D_IN
+    if kind == "RuntimeError" and any(w in message.lower() for w in SHAPE_WORDS) and multiplies_by_own_matrix_T(source):
+        return MATRIX_TRANSPOSED
     return ""

@@ -163,7 +163,7 @@ def test_causal_attention_book_example(student, book):
     drawn = helpers.drawn_linears(123, helpers.qkv_layers(3, 2, False))
     helpers.judge_seeded(answer(), book["causal_attention_seed123"],
                          "torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch)", attn, drawn, 123,
-                         causal_mistakes(book.batch, drawn), book=True, reveal=True)
+                         causal_mistakes(book.batch, drawn), book=True, reveal=True, part=PART)
 
 
 def judge_seeded_causal(student, rng, d_in, d_out, ctx, T, b, bias):
@@ -176,7 +176,7 @@ def judge_seeded_causal(student, rng, d_in, d_out, ctx, T, b, bias):
                                             (x,))
     drawn = helpers.drawn_linears(seed, helpers.qkv_layers(d_in, d_out, bias))
     helpers.judge_seeded(run(attn, x, what, answer=answer), causal_output(x, drawn), what, attn, drawn, seed,
-                         causal_mistakes(x, drawn), case=case)
+                         causal_mistakes(x, drawn), case=case, part=PART)
 
 
 def judge_known_causal(student, rng, d_in, d_out, T, ctx, bias, b):
@@ -369,4 +369,6 @@ def test_causal_float64_and_gradients(student, rng):
         expect.fail("CausalAttention on a single token gives NaN or Inf: the first token must always see itself")
 
 
-helpers.diagnose_errors(globals(), "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias=False)")
+helpers.diagnose_errors(globals(), "CausalAttention(d_in, d_out, context_length, dropout, qkv_bias=False)",
+                        lambda check, student, error: source_mistakes.shape_error_cause(student.sources(), False, PART)
+                        if error.kind == "RuntimeError" else "")

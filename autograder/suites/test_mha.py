@@ -411,7 +411,8 @@ def test_mha_book_example(student, book):
     drawn = helpers.drawn_linears(123, mha_layers(3, 2, False))
     helpers.judge_seeded(answer(), book["mha_seed123"],
                          "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)", mha, drawn, 123,
-                         multi_head_mistakes(book.batch, drawn, 2), book=True, reveal=True, order_hint=MHA_ORDER)
+                         multi_head_mistakes(book.batch, drawn, 2), book=True, reveal=True, order_hint=MHA_ORDER,
+                         part=PART)
 
 
 def judge_seeded_mha(student, rng, d_in, d_out, ctx, h, T, b, bias):
@@ -424,7 +425,7 @@ def judge_seeded_mha(student, rng, d_in, d_out, ctx, h, T, b, bias):
                                            {"num_heads": h, **options}, seed, (x,))
     drawn = helpers.drawn_linears(seed, mha_layers(d_in, d_out, bias))
     helpers.judge_seeded(run(mha, x, what, answer=answer), reference.multi_head(x, drawn, h), what, mha, drawn, seed,
-                         multi_head_mistakes(x, drawn, h), order_hint=MHA_ORDER, case=case)
+                         multi_head_mistakes(x, drawn, h), order_hint=MHA_ORDER, case=case, part=PART)
 
 
 def judge_known_mha(student, rng, d_in, d_out, ctx, h, T, b, bias, what="MultiHeadAttention with known weights",
@@ -654,4 +655,6 @@ def test_mha_float64_and_gradients(student, rng):
                           atol=1e-6)
 
 
-helpers.diagnose_errors(globals(), lambda check: WRAPPER_SIGNATURE if check.startswith("test_wrapper") else MHA_SIGNATURE)
+helpers.diagnose_errors(globals(), lambda check: WRAPPER_SIGNATURE if check.startswith("test_wrapper") else MHA_SIGNATURE,
+                        lambda check, student, error: "" if check.startswith("test_wrapper") or error.kind != "RuntimeError"
+                        else source_mistakes.shape_error_cause(student.sources(), True, PART))

@@ -7,7 +7,7 @@ without the output projection, and parameter counts for several model sizes.
 import numpy as np
 import torch
 
-from autograder.suites import expect, helpers, part_marker, reference
+from autograder.suites import expect, helpers, part_marker, reference, source_mistakes
 from autograder.suites.misconceptions import NO_KEEPDIMS, attention_mistakes, deferred, judge
 
 pytestmark = part_marker("numpy_attention")
@@ -39,6 +39,7 @@ def softmax_mistakes(z, axis):
         shifted = np.exp(z - z.max())
         global_max = shifted / shifted.sum(axis=axis, keepdims=True)
         last = np.exp(z - z.max(axis=-1, keepdims=True))
+        numerator_only = np.exp(z - z.max(axis=axis, keepdims=True)) / np.exp(z).sum(axis=axis, keepdims=True)
         try:  # without keepdims: wrong values where the shapes happen to broadcast (raises elsewhere)
             dropped = np.exp(z - z.max(axis=axis))
             dropped = [(t(dropped / dropped.sum(axis=axis)), NO_KEEPDIMS)]
@@ -51,6 +52,9 @@ def softmax_mistakes(z, axis):
                         "(np.max(z, axis=axis, keepdims=True)), or a slice of very negative scores underflows to 0 / 0"),
         (t(last / last.sum(axis=-1, keepdims=True)), "it ignores the axis argument: pass axis=axis (and keepdims=True) "
                                                      "to the max and the sum"),
+        (t(numerator_only), "the max is subtracted in the numerator only: the sum must be of the same shifted "
+                            "exponentials (e = np.exp(z - max); e / e.sum(axis=axis, keepdims=True)), or it overflows "
+                            "as before"),
     ]
 
 
@@ -141,7 +145,14 @@ def block_mistakes(d_model, d_ff):
                                                  "and d_ff x d_model"),
         (3 * d_model * d_model + 2 * d_model * d_ff, "W_o (the output projection) is left out: attention has four "
                                                      "d_model x d_model matrices"),
+        *[(4 * d_model * d_model + 2 * d_model * d_ff + biases, BIASES_COUNTED)
+          for biases in (4 * d_model + d_ff + d_model, 4 * d_model, d_ff + d_model, 3 * d_model + d_ff + d_model)],
     ]
+
+
+# the biases of the projections (4 * d_model, or 3 without W_o's) or of the feed-forward (d_ff + d_model) added in
+BIASES_COUNTED = ("the biases are counted too: block_param_count counts the weight matrices only (biases left out), "
+                  "4 * d_model * d_model for attention and 2 * d_model * d_ff for the feed-forward")
 
 
 def judge_count(got, want, what, mistakes, reveal=False):
@@ -151,7 +162,7 @@ def judge_count(got, want, what, mistakes, reveal=False):
         return
     for wrong, why in mistakes:
         if float(got) == float(wrong):
-            expect.fail(f"{what} is wrong: {why}")
+            expect.fail(f"{what} is wrong: {why}", cause=why)
     expect.fail(f"{what} is wrong" + (f": expected {want:,}, got {got:,}" if reveal else "") +
                          ". Count W_q, W_k, W_v, W_o (d_model x d_model each) and the feed-forward's two matrices; "
                          "the attention weights do not depend on the context length")
@@ -172,4 +183,5 @@ def test_numpy_block_params_other_sizes(student, rng):
                     block_mistakes(d_model, d_ff))
 
 
-helpers.diagnose_errors(globals())
+helpers.diagnose_errors(globals(), shape_cause=lambda check, student, error: source_mistakes.arrays_dot_T(
+    student.source(PART), error.kind, error.where, PART))

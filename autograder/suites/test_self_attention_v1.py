@@ -48,7 +48,7 @@ def test_v1_book_example(student, book):
     sa, answer = helpers.built_and_called(student.module(PART).SelfAttention_v1, (3, 2), {}, 123, (book.inputs,))
     drawn = {name: book[f"{name}_seed123"] for name in QKV}
     helpers.judge_seeded(answer(), book["sa_v1_seed123"], "torch.manual_seed(123); SelfAttention_v1(3, 2)(inputs)",
-                         sa, drawn, 123, v1_mistakes(book.inputs, drawn), book=True, reveal=True)
+                         sa, drawn, 123, v1_mistakes(book.inputs, drawn), book=True, reveal=True, part=PART)
 
 
 def test_v1_unseen_seeds_and_sizes(student, rng):
@@ -59,7 +59,7 @@ def test_v1_unseen_seeds_and_sizes(student, rng):
         drawn = helpers.drawn_matrices(seed, d_in, d_out)
         helpers.judge_seeded(answer(), v1_output(x, drawn), "SelfAttention_v1 made after another seed, with other sizes",
                              sa, drawn, seed, v1_mistakes(x, drawn),
-                             case=f"seed {seed}, SelfAttention_v1({d_in}, {d_out}) on {T} tokens")
+                             case=f"seed {seed}, SelfAttention_v1({d_in}, {d_out}) on {T} tokens", part=PART)
 
 
 def test_v1_math_with_loaded_weights(student, rng):

@@ -68,7 +68,7 @@ def test_v2_book_example(student, book):
     sa, answer = helpers.built_and_called(student.module(PART).SelfAttention_v2, (3, 2), {}, 789, (book.inputs,))
     drawn = helpers.drawn_linears(789, helpers.qkv_layers(3, 2, False))
     helpers.judge_seeded(answer(), book["sa_v2_seed789"], "torch.manual_seed(789); SelfAttention_v2(3, 2)(inputs)",
-                         sa, drawn, 789, v2_mistakes(book.inputs, drawn), book=True, reveal=True)
+                         sa, drawn, 789, v2_mistakes(book.inputs, drawn), book=True, reveal=True, part=PART)
 
 
 def judge_seeded_v2(student, rng, d_in, d_out, T, bias):
@@ -79,7 +79,7 @@ def judge_seeded_v2(student, rng, d_in, d_out, T, bias):
     drawn = helpers.drawn_linears(seed, helpers.qkv_layers(d_in, d_out, bias))
     helpers.judge_seeded(answer(), v2_output(x, drawn), "SelfAttention_v2 made after another seed, with other sizes"
                          + (" and qkv_bias=True" if bias else ""), sa, drawn, seed, v2_mistakes(x, drawn),
-                         case=f"seed {seed}, SelfAttention_v2({d_in}, {d_out}, qkv_bias={bias}) on {T} tokens")
+                         case=f"seed {seed}, SelfAttention_v2({d_in}, {d_out}, qkv_bias={bias}) on {T} tokens", part=PART)
 
 
 def judge_known_v2(student, rng, d_in, d_out, T, bias):

@@ -15,6 +15,7 @@ Everything here uses the public examples only.
 """
 import ast
 import contextlib
+import dis
 import inspect
 import math
 import sys
@@ -281,6 +282,78 @@ MASK_OVERWRITTEN = ("after one call, the (context_length, context_length) mask i
                     "slice in a local variable (mask = self.mask[:num_tokens, :num_tokens])")
 
 
+SLICE = ("the mask is (context_length, context_length): use its first num_tokens rows and columns, "
+         "self.mask[:num_tokens, :num_tokens], whenever an input is shorter than the context")
+FULL_LENGTH_FAILS = ("it raises on context_length tokens too, so it is already wrong (the module's other tests say how)")
+
+
+GLOBAL_READ = ("forward reads a variable set at the top of the module ({names}: a notebook's variable?) instead of "
+               "its input's size or self.<name>: for inputs shorter than the context, slice the mask with the "
+               "input's num_tokens")
+
+
+def _globals_read(code, namespace):
+    """The names a code object (and those nested in it: comprehensions, inner functions) reads as globals that
+    namespace binds to data: not a module, class or function, nor a name written in capitals (a constant)."""
+    found = set()
+    for instruction in dis.get_instructions(code):
+        name = instruction.argval
+        if instruction.opname == "LOAD_GLOBAL" and isinstance(name, str) and name in namespace \
+                and not name.isupper() and not callable(namespace[name]) and not inspect.ismodule(namespace[name]):
+            found.add(name)
+    for const in code.co_consts:
+        if inspect.iscode(const):
+            found |= _globals_read(const, namespace)
+    return found
+
+
+@torch.no_grad()
+def shorter_inputs_hint(module, d_in, context_length):
+    """Why a module that raised a shape error on fewer tokens than its context did: SLICE where it takes
+    context_length tokens (the mask used whole), GLOBAL_READ where its methods read a variable of the module's
+    top level (a notebook's context_length), else FULL_LENGTH_FAILS (another mistake, named elsewhere)."""
+    state = torch.random.get_rng_state()
+    try:
+        module(torch.rand(1, context_length, d_in))
+    except RuntimeError:
+        return FULL_LENGTH_FAILS
+    finally:
+        torch.random.set_rng_state(state)
+    read = set()
+    for cls in type(module).__mro__:
+        if cls.__module__.split(".")[0] in ("torch", "builtins"):
+            continue
+        for value in vars(cls).values():
+            if inspect.isfunction(value):
+                read |= _globals_read(value.__code__, value.__globals__)
+    return GLOBAL_READ.format(names=", ".join(sorted(read))) if read else SLICE
+
+
+ARRAYS_DOT_T = ("k.T on a batch reverses every axis of the 3-D keys ((B, T, m) becomes (m, T, B)), and the "
+                "product of the scores fails: swap the last two axes only, k.transpose(0, 2, 1) or "
+                "k.swapaxes(-1, -2), or write the product with np.einsum")
+
+
+def batch_transpose_hint(function):
+    """ARRAYS_DOT_T where the function's code multiplies by the .T of a variable it computed (k = x @ wk; not an
+    argument such as a 2-D weight), else ''."""
+    try:
+        tree = ast.parse(inspect.cleandoc("\n" + inspect.getsource(function)))
+    except (OSError, TypeError, SyntaxError, IndentationError):
+        return ""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            arguments = {a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]}
+            for product in ast.walk(node):
+                right = product.right if isinstance(product, ast.BinOp) and isinstance(product.op, ast.MatMult) \
+                    else product.args[1] if isinstance(product, ast.Call) and isinstance(product.func, ast.Attribute) \
+                    and product.func.attr in ("matmul", "dot") and len(product.args) == 2 else None
+                if isinstance(right, ast.Attribute) and right.attr == "T" and isinstance(right.value, ast.Name) \
+                        and right.value.id not in arguments:
+                    return ARRAYS_DOT_T
+    return ""
+
+
 def square_buffers(module, size):
     """How many of the module's registered buffers are (size, size) matrices (leading dims of 1 allowed)."""
     return sum(1 for b in module.buffers()
@@ -477,10 +550,19 @@ def _transposes_1_2(node):
         and sorted(a.value for a in node.args) == [1, 2]
 
 
+OUT_PROJ = ("out_proj takes the merged heads, d_out values per token, not the inputs: make it nn.Linear(d_out, d_out), "
+            "not nn.Linear(d_in, d_out)")
+
+
 def head_split_hint(module):
-    """The likely cause of a shape error in MultiHeadAttention: HEADS_SWAPPED where the code of its class,
-    or of a base class it inherits from (a forward written there), multiplies by something.transpose(1, 2)
-    (right for 3-D keys, wrong for 4-D ones), else HEAD_DIM."""
+    """The likely cause of a shape error in MultiHeadAttention: OUT_PROJ where out_proj is made from d_in (its
+    weight shaped as W_query's, not (d_out, d_out)); HEADS_SWAPPED where the code of its class, or of a base
+    class it inherits from (a forward written there), multiplies by something.transpose(1, 2) (right for 3-D
+    keys, wrong for 4-D ones); else HEAD_DIM."""
+    out_proj, query = getattr(module, "out_proj", None), getattr(module, "W_query", None)
+    if isinstance(out_proj, torch.nn.Linear) and isinstance(query, torch.nn.Linear) \
+            and out_proj.in_features != query.out_features and out_proj.in_features == query.in_features:
+        return OUT_PROJ
     for cls in type(module).__mro__:
         if cls.__module__.split(".")[0] in ("torch", "builtins"):
             continue
@@ -575,17 +657,23 @@ class Check:
             self.fail(f"{what}: {problem}")
 
     @contextlib.contextmanager
-    def shape_errors(self, what, hint):
-        """Run the block; a RuntimeError about shapes in it fails as '<what> raised ...: <hint>'."""
+    def shape_errors(self, what, hint, errors=(RuntimeError,)):
+        """Run the block; an error of `errors` about shapes in it (torch's RuntimeError; NumPy's ValueError where
+        asked) fails as '<what> raised ...: <hint>' (hint: the words, or a function giving them, asked only
+        then; where it gives none, the error is raised as it is)."""
         __tracebackhide__ = True
         try:
             yield
             return
-        except RuntimeError as e:
+        except errors as e:
             if not any(word in str(e) for word in SHAPE_WORDS):
                 raise
             said = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        self.fail(f"{what} raised RuntimeError ({said}): {hint}")
+            why = hint() if callable(hint) else hint
+            if not why:
+                raise
+            kind = type(e).__name__
+        self.fail(f"{what} raised {kind} ({said}): {why}")
 
     @staticmethod
     def diagnosis(got, expected, mistakes):
@@ -605,7 +693,7 @@ class Check:
         expected = np.asarray(expected)
         if got.shape != expected.shape:
             self.fail(f"{what}: expected shape {expected.shape}, got {got.shape}")
-        if not np.allclose(got, expected, atol=1e-4, rtol=0):
+        if not np.allclose(got, expected, atol=1e-4, rtol=0, equal_nan=True):  # NaN where expected has NaN: no difference
             why = self.diagnosis(torch.as_tensor(got), torch.as_tensor(expected), mistakes)
             if why:
                 self.fail(f"{what} is wrong: {why}")

@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from _diagnose import (BOOL_INDEX, FLOAT_CAST, IN_PLACE, dropout_problem, gradient_problem, linear_head_mistakes,
-                       mask_buffer_problem, mask_problem, softmax_weights, square_buffers, weight_mistakes)
+                       mask_buffer_problem, mask_problem, shorter_inputs_hint, softmax_weights, square_buffers,
+                       weight_mistakes)
 
 pytestmark = pytest.mark.causal
 
@@ -59,8 +60,10 @@ def test_shorter_inputs_and_no_look_ahead(load, check):
     attn = load("causal").CausalAttention(3, 2, 6, 0.0)
     masks = square_buffers(attn, 6)
     x = torch.rand(2, 4, 3)
-    out = attn(x)
-    check.shape(out, (2, 4, 2), "CausalAttention(3, 2, context_length=6, 0.0) on 4 tokens")
+    what = "CausalAttention(3, 2, context_length=6, 0.0) on 4 tokens"
+    with check.shape_errors(what, lambda: shorter_inputs_hint(attn, 3, 6)):
+        out = attn(x)
+    check.shape(out, (2, 4, 2), what)
     check.no_problem(mask_buffer_problem(attn, 6, masks), "CausalAttention(3, 2, context_length=6, 0.0) after 4 tokens")
     changed = x.clone()
     changed[:, 2:] = torch.rand(2, 2, 3)
@@ -74,10 +77,10 @@ def test_shorter_inputs_and_no_look_ahead(load, check):
 def test_gradients_reach_the_weights_and_float64_stays_float64(load, check):
     torch.manual_seed(0)
     attn = load("causal").CausalAttention(3, 2, 6, 0.0)
-    check.no_problem(gradient_problem(attn, attn(torch.rand(2, 4, 3))), "CausalAttention(3, 2, 6, 0.0) on 4 tokens, then backward()")
+    check.no_problem(gradient_problem(attn, attn(torch.rand(2, 6, 3))), "CausalAttention(3, 2, 6, 0.0) on 6 tokens, then backward()")
     attn.double()
     try:
-        out = attn(torch.rand(2, 4, 3).double())
+        out = attn(torch.rand(2, 6, 3).double())
     except RuntimeError as e:
         if "dtype" not in str(e) and "Double" not in str(e) and "Float" not in str(e):
             raise

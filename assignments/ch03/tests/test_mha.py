@@ -69,5 +69,8 @@ def test_multi_head_attention_drops_attention_weights_in_training_mode(load, che
     # one head of 12 dims, out_proj set to the identity: as in test_causal, each output row shows the
     # token's attention weights twice, and 400 training-mode outputs show where dropout acts
     torch.manual_seed(0)
-    mha = load("mha").MultiHeadAttention(6, 12, 6, 0.5, num_heads=1)
-    check.no_problem(dropout_problem(mha, 0.5, 6), "MultiHeadAttention(6, 12, 6, dropout=0.5, num_heads=1) in training mode")
+    heads = load("mha").MultiHeadAttention(6, 12, 6, 0.5, num_heads=1)
+    what = "MultiHeadAttention(6, 12, 6, dropout=0.5, num_heads=1) in training mode"
+    with check.shape_errors(what, head_split_hint(heads)):
+        problem = dropout_problem(heads, 0.5, 6)
+    check.no_problem(problem, what)

@@ -1,7 +1,7 @@
 """numpy_attention.py: the same attention in NumPy with einsum."""
 import numpy as np
 import pytest
-from _diagnose import GLOBAL_MAX, IN_PLACE, keepdims_mistakes
+from _diagnose import GLOBAL_MAX, IN_PLACE, batch_transpose_hint, keepdims_mistakes
 
 pytestmark = pytest.mark.numpy_attention
 
@@ -41,15 +41,21 @@ def test_softmax_sums_to_one_along_axis(load, check, axis):
 
 def test_attention_head_reproduces_self_attention_v1(load, book, check):
     x = book["inputs"].numpy()[None]  # a batch of one sequence: (1, 6, 3)
-    out = load("numpy_attention").attention_head(x, *book_weights(book), causal=False)
-    check.array_close(out, book["sa_v1_seed123"].numpy()[None], "attention_head(inputs, seed-123 weights, causal=False)",
+    head = load("numpy_attention").attention_head
+    what = "attention_head(inputs, seed-123 weights, causal=False)"
+    with check.shape_errors(what, lambda: batch_transpose_hint(head), errors=(ValueError,)):
+        out = head(x, *book_weights(book), causal=False)
+    check.array_close(out, book["sa_v1_seed123"].numpy()[None], what,
                       mistakes=lambda: keepdims_mistakes(x, *book_weights(book)))
 
 
 def test_causal_head_first_token_sees_only_itself(load, book, check):
     x = book["inputs"].numpy()[None]
     wq, wk, wv = book_weights(book)
-    out = load("numpy_attention").attention_head(x, wq, wk, wv, causal=True)
+    head = load("numpy_attention").attention_head
+    with check.shape_errors("attention_head(inputs, seed-123 weights, causal=True)", lambda: batch_transpose_hint(head),
+                            errors=(ValueError,)):
+        out = head(x, wq, wk, wv, causal=True)
     check.array_close(out[:, 0], x[:, 0] @ wv, "the causal output of the first token (its own value vector)")
 
 
