@@ -309,6 +309,19 @@ def _switches():
     )
 
 
+def kernels():
+    """The operator kernels and definitions registered from Python (torch.library: its Library objects' impl and
+    define, the functional torch.library.impl, which keeps its Library for good), as a fingerprint. Such a
+    kernel is torch's dispatcher's, not a namespace restore() reads: self_attention_v2.py registering its own
+    CPU kernel for aten::_softmax at import made every softmax of the parts graded after it in the same child
+    wrong (causal 4 of 22: tests/test_left_by_another_part.py). A registration left after the part retires the
+    child (reset), and one a probed part leaves makes it "leaves" (child.leftovers)."""
+    library = sys.modules.get("torch.library")
+    registries = [getattr(library, name, None) for name in ("_impls", "_defs", "_keep_alive")]
+    return tuple((len(found), hash(frozenset(map(str, found)))) if isinstance(found, (set, list)) else None
+                 for found in registries)
+
+
 def _umask():
     mask = os.umask(0o022)
     os.umask(mask)
@@ -341,7 +354,8 @@ def snapshot(also_watched=()):
     also = tuple(also_watched)
     watched = {getattr(space, "__name__", "") for space in _watched(also)}
     return {"modules": set(sys.modules), "watched": {name: id(sys.modules.get(name)) for name in watched},
-            "namespaces": _namespaces(also), "switches": _switches(), "around": _processes_and_files(),
+            "namespaces": _namespaces(also), "switches": _switches(), "kernels": kernels(),
+            "around": _processes_and_files(),
             "rss": _resident(), "restore": _restorable(), "versions": _version_views(_namespaces(also))}
 
 
@@ -508,6 +522,8 @@ def reset(before, workspace, memory_mb):
         why.append("a function or class of torch, NumPy or the standard library was replaced")
     if _switches() != before["switches"]:
         why.append("a global setting changed")
+    if kernels() != before["kernels"]:
+        why.append("an operator's kernel was registered with torch.library")
     if _processes_and_files() != before["around"]:
         why.append("threads, processes, open files or temporary files were left behind")
     if _resident() - before["rss"] > GROWTH_LIMIT * (int(memory_mb) << 20):
