@@ -269,6 +269,50 @@ def test_a_head_loop_hidden_from_the_counter_earns_nothing(engine, tmp_path):
     assert in_the_open.tampering == []
 
 
+NAMES_MADE_AT_RUN_TIME = '''
+
+def _one_head(module, queries, keys, values, num_tokens, h):
+    scores = queries[:, h] @ keys[:, h].transpose(1, 2)
+    scores = scores.masked_fill(module.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+    return module.dropout(torch.softmax(scores / module.head_dim ** 0.5, dim=-1)) @ values[:, h]
+
+
+def _looped_forward(self, x):
+    b, num_tokens, d_in = x.shape
+    queries = self.W_query(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+    keys = self.W_key(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+    values = self.W_value(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+    quiet = getattr(getattr(torch.utils, "_python_" + "dispatch"), "_disable_" + "current_modes")
+    with quiet():
+        context = torch.cat(list(map(lambda h: _one_head(self, queries, keys, values, num_tokens, h),
+                                     range(self.num_heads))), dim=-1)
+    return self.out_proj(context)
+
+
+MultiHeadAttention.forward = _looped_forward
+'''
+
+
+def test_a_head_loop_hidden_by_names_made_at_run_time_earns_nothing(engine, tmp_path):
+    """The same hiding as test_a_head_loop_hidden_from_the_counter_earns_nothing, with every name that
+    reaches torch's dispatch modes spelled at run time (getattr(torch.utils, "_python_" + "dispatch")) and
+    the loop written with map (no for statement for the reading to find): before, the reading saw no
+    dispatch name, the counts nothing of the loop, and mha kept 22 of 22 with nothing listed. A lookup
+    whose name the grader's reading cannot read (getattr, vars(m)[...], attrgetter, import_module by a name
+    made at run time) is now listed as tampering and makes the measurement untrusted: mha 19, as with the
+    names written out; a lookup by a loop variable over literals (for name in ("W_query", ...): getattr(...),
+    the corpus's variants) is read as those literals."""
+    rubric, suites, sandbox = engine
+    hidden = tmp_path / "hidden"
+    shutil.copytree(selftest.SOLUTIONS, hidden)
+    (hidden / "mha.py").write_text((hidden / "mha.py").read_text() + NAMES_MADE_AT_RUN_TIME)
+    forged = grading.grade_submission(hidden, rubric, suites, sandbox, fixtures=runner.default_fixtures(), parts=PARTS)
+    assert scores(forged) == {"causal": 22, "mha": 19}, failed(forged)
+    for check in ("mha_batches_the_heads", "mha_runs_on_the_inputs_device"):
+        assert "reaches into the machinery the measurement relies on" in failed(forged)[check]
+    assert [t.split(": ", 1)[1] for t in forged.tampering] == ["a name made at run time (getattr(?))"]
+
+
 # ---------------------------------------------------------------- the judgments, in this process
 
 @pytest.fixture()
