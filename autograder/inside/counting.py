@@ -71,8 +71,8 @@ class Elsewhere:
     The child runs torch with one thread and starts no thread or process of its own; so CPU time used during
     the forward by threads of this process other than the counting one (getrusage: RUSAGE_SELF, every
     thread, ended ones included, less RUSAGE_THREAD) or by children it waited for (RUSAGE_CHILDREN), or any
-    other process of the part's uid alive before or after it (a child not waited for, a helper forked at
-    import, one handed to another parent: /proc), is work outside the count. The functions are bound
+    other process of the part alive before or after it (a child not waited for, a helper forked at import,
+    one orphaned to the session's leader: _processes), is work outside the count. The functions are bound
     here, in the fork server, before any student code: replacing resource.getrusage or open later changes
     nothing here."""
 
@@ -101,7 +101,7 @@ class Elsewhere:
 
 _getrusage, _SELF, _THREAD, _CHILDREN = resource.getrusage, resource.RUSAGE_SELF, resource.RUSAGE_THREAD, \
     resource.RUSAGE_CHILDREN
-_listdir, _getpid, _getppid, _getuid, _open = os.listdir, os.getpid, os.getppid, os.getuid, open
+_listdir, _getpid, _getppid, _open = os.listdir, os.getpid, os.getppid, open
 
 
 def _cpu_us(usage):
@@ -109,19 +109,29 @@ def _cpu_us(usage):
 
 
 def _processes():
-    """The pids of the processes of this process's uid it can see, itself and its parent (the session's
-    leader) left out: running, or ended and not waited for."""
-    mine, found = f"{_getuid()}", set()
+    """The pids of the part's other processes: this process's descendants and those of its parent, the
+    session's leader (a subreaper: a process the part orphans, a double fork's, comes back to it), running or
+    ended and not waited for. Read from every process's parent in /proc, whatever their uid: the same in the
+    room, container mode and --unsafe-no-sandbox."""
+    children: dict[str, list] = {}
     for entry in _listdir("/proc"):
-        if not entry.isdigit() or int(entry) in (_getpid(), _getppid()):
+        if not entry.isdigit():
             continue
         try:
-            with _open(f"/proc/{entry}/status") as f:
-                uid = next((line.split()[1] for line in f if line.startswith("Uid:")), "")
-        except (OSError, IndexError):  # a process that ended meanwhile
+            with _open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            parent = stat[stat.rindex(")") + 2:].split()[1]  # (the name, in parentheses, may hold spaces)
+        except (OSError, ValueError, IndexError):  # a process that ended meanwhile
             continue
-        if uid == mine:
-            found.add(entry)
+        children.setdefault(parent, []).append(entry)
+    own, leader = f"{_getpid()}", f"{_getppid()}"
+    found: set[str] = set()
+    todo = [own, leader]
+    while todo:
+        for pid in children.get(todo.pop(), ()):
+            if pid not in found and pid not in (own, leader):
+                found.add(pid)
+                todo.append(pid)
     return found
 
 
