@@ -143,3 +143,25 @@ def test_an_operator_kernel_registered_by_causal_costs_mha_nothing(engine, tmp_p
     result = grade(engine, with_causal_appended(tmp_path, FLAT_SOFTMAX_KERNEL), ["causal", "mha"])
     assert scores(result)["mha"] == PART["mha"], failed(result, "mha")
     assert "causal_attention_unseen_seeds" in failed(result, "causal")
+
+
+SAVED_TENSOR_HOOKS = '''
+
+import torch.autograd.graph as _graph
+
+_graph.saved_tensors_hooks(lambda t: t, lambda t: t * 0.5).__enter__()
+'''
+
+
+def test_hooks_on_saved_tensors_entered_by_one_part_are_gone_for_the_next(engine, tmp_path):
+    """self_attention_v2.py enters, at import and for good, autograd's default hooks on saved tensors, which
+    halve every tensor a backward reads: causal, right and graded after it in the same child, lost its
+    gradients check (21 of 22, with a diagnosis about its mask) and v2 its own (8 of 10). The hooks are
+    autograd's state, no namespace's; now they are popped before every operation, as a dispatch mode pushed
+    at import is (part_reset._saved_hooks), and the child is retired after the part: full marks for both."""
+    folder = submission(tmp_path)
+    with open(folder / "self_attention_v2.py", "a", encoding="utf-8") as f:
+        f.write(SAVED_TENSOR_HOOKS)
+    result = grade(engine, folder, ["self_attention_v2", "causal"])
+    assert scores(result) == {"self_attention_v2": PART["self_attention_v2"], "causal": PART["causal"]}, \
+        failed(result, "causal")

@@ -45,6 +45,7 @@ import threading
 import traceback
 import types
 import warnings
+from typing import Any
 
 import numpy as np
 import torch
@@ -356,7 +357,8 @@ def snapshot(also_watched=()):
     return {"modules": set(sys.modules), "watched": {name: id(sys.modules.get(name)) for name in watched},
             "namespaces": _namespaces(also), "switches": _switches(), "kernels": kernels(),
             "around": _processes_and_files(),
-            "rss": _resident(), "restore": _restorable(), "versions": _version_views(_namespaces(also))}
+            "rss": _resident(), "restore": _restorable(), "versions": _version_views(_namespaces(also)),
+            "saved_hooks": _saved_hooks()}
 
 
 def _version_views(saved):
@@ -454,11 +456,40 @@ def restore(before):
         if entry[2] is None and not _namespaces_as_before([entry]):
             undone = True
             _restore_namespace(entry)
+    if _saved_hooks() != before.get("saved_hooks", _saved_hooks()):
+        undone = True
+        _put_saved_hooks_back(before["saved_hooks"])
     if undone:
         before["undone"] = True
 
 
 _GUARDS: list = []  # the guards restore() entered for this child's life (it is retired after the part)
+
+
+def _saved_hooks():
+    """autograd's default hooks on saved tensors (torch.autograd.graph.saved_tensors_hooks, save_on_cpu): the
+    innermost pair, as objects, and whether they are switched on (disable_saved_tensors_hooks). A module that
+    enters saved_tensors_hooks at import and never leaves changes what every later backward reads: a
+    self_attention_v2.py halving each saved tensor cost causal, graded after it in the same child, its
+    gradients check (tests/test_left_by_another_part.py)."""
+    autograd: Any = torch._C._autograd  # (torch's stubs lack _saved_tensors_hooks_is_enabled)
+    top = autograd._top_saved_tensors_default_hooks(False)
+    return (tuple(map(id, top)) if top else None, autograd._saved_tensors_hooks_is_enabled())
+
+
+def _put_saved_hooks_back(saved):
+    """Pop the default hooks on saved tensors pushed since the snapshot, and switch them back on or off."""
+    autograd: Any = torch._C._autograd
+    for _ in range(1 << 16):
+        top = autograd._top_saved_tensors_default_hooks(False)
+        if not top or tuple(map(id, top)) == saved[0]:
+            break
+        autograd._pop_saved_tensors_default_hooks()
+    if autograd._saved_tensors_hooks_is_enabled() != saved[1]:
+        if saved[1]:
+            autograd._saved_tensors_hooks_enable()
+        else:
+            autograd._saved_tensors_hooks_disable(autograd._saved_tensors_hooks_get_disabled_error_message() or "")
 
 
 def _pop_function_modes(depth):
