@@ -101,7 +101,7 @@ def tampering_in(folder: str | Path) -> list[str]:
     sources = {}
     for path in sorted(Path(folder).glob("*.py"))[:64]:
         try:
-            sources[path.stem] = path.read_text(encoding="utf-8", errors="replace")
+            sources[path.stem] = source_reading.module_text(path)
         except OSError:
             continue
     return source_reading.tampering(sources)

@@ -4,8 +4,10 @@ What the child reports of itself (its count of operations, its run on the emulat
 by code that reaches into the grader's machinery; what the source says cannot be changed by
 running it. A check that judges efficiency or devices passes only when both agree (efficiency.py).
 Every function here takes source text and returns plain data; text that does not parse says nothing.
+The text is the one Python runs (module_text: decoded by the file's own coding declaration).
 """
 import ast
+import importlib.util
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -19,6 +21,22 @@ TENSOR_FACTORIES = {"ones", "zeros", "empty", "full", "arange", "eye", "rand", "
 # a 0-dim CPU tensor meets a GPU tensor without error
 LIKE = {"ones_like", "zeros_like", "empty_like", "full_like"}  # these take the device of the tensor they copy
 HEAD_WORDS = ("head",)  # a loop over range(self.num_heads) / self.heads / ... in forward
+
+
+def module_text(path: Any) -> str:
+    """The text of a submitted module as Python compiles it when the child imports it: the file's bytes
+    decoded by its own coding declaration (PEP 263: `# coding: utf-7` on one of its first two lines, or a
+    BOM), with universal newlines (importlib.util.decode_source, as the import system decodes). Read as
+    UTF-8 instead, a module declaring utf-7 showed the grader comments where the child ran code (`#+AAo-`
+    is a line break in utf-7): a head loop hidden from the counter there kept 22 of 22 with nothing listed.
+    A declaration Python refuses leaves the module unimportable: then UTF-8, errors replaced. Raises OSError
+    when the file cannot be read."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return importlib.util.decode_source(data)
+    except (SyntaxError, UnicodeError, LookupError, ValueError):
+        return data.decode("utf-8", errors="replace")
 
 
 # the trees of the submission being graded, by the text parsed (per_submission); None: none kept

@@ -313,6 +313,33 @@ def test_a_head_loop_hidden_by_names_made_at_run_time_earns_nothing(engine, tmp_
     assert [t.split(": ", 1)[1] for t in forged.tampering] == ["a name made at run time (getattr(?))"]
 
 
+def test_code_in_a_comment_of_a_utf_7_module_is_read_as_python_runs_it(engine, tmp_path):
+    """mha.py declares `# coding: utf-7` and writes, in what UTF-8 reads as one comment line, a head loop run
+    inside torch's _disable_current_modes() put in place of MultiHeadAttention.forward (its __wrapped__ the
+    batched forward, so the child's pointer names the batched forward's line): in utf-7, `+AAo-` is a line
+    break. Before, the grader read the file as UTF-8, found the batched class and no dispatch name, the
+    counter nothing of the loop: mha 22 of 22, nothing listed. The grader now reads each module as Python
+    decodes it (source_reading.module_text): the dispatch mode is listed and the measured checks earn
+    nothing (19), as with the same code written plainly (test_a_head_loop_hidden_from_the_counter_earns_nothing)."""
+    rubric, suites, sandbox = engine
+    hidden = tmp_path / "hidden"
+    shutil.copytree(selftest.SOLUTIONS, hidden)
+    plain = (hidden / "mha.py").read_text()
+    assert "+" not in plain and plain.encode().decode("utf-7") == plain  # the same text in utf-7
+    loop = HIDDEN_LOOP + "\n_looped_forward.__wrapped__ = _batched_forward\n"
+    loop = loop.replace("\n\nMultiHeadAttention.forward = _looped_forward",
+                        "\n\n_batched_forward = MultiHeadAttention.forward\nMultiHeadAttention.forward = _looped_forward")
+    assert "+" not in loop
+    (hidden / "mha.py").write_text("# coding: utf-7\n" + plain + "\n#" + loop.replace("\n", "+AAo-") + "\n")
+    assert "_disable_current_modes" not in "".join(line for line in (hidden / "mha.py").read_text().splitlines()
+                                                   if not line.startswith("#"))
+    forged = grading.grade_submission(hidden, rubric, suites, sandbox, fixtures=runner.default_fixtures(), parts=PARTS)
+    assert scores(forged) == {"causal": 22, "mha": 19}, failed(forged)
+    for check in ("mha_batches_the_heads", "mha_runs_on_the_inputs_device"):
+        assert "reaches into the machinery the measurement relies on" in failed(forged)[check]
+    assert [t.split(": ", 1)[1] for t in forged.tampering] == ["a dispatch mode (_python_dispatch)"]
+
+
 # ---------------------------------------------------------------- the judgments, in this process
 
 @pytest.fixture()
