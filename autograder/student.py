@@ -233,7 +233,7 @@ class Student:
         the grader's reading follows a class name through the modules that bind it (source_reading.Reading)."""
         if self._sources is None:
             self._sources = {}
-            for path in sorted(Path(self.folder).glob("*.py"))[:64] if self.folder is not None else ():
+            for path in sorted(Path(self.folder).glob("*.py"))[:source_reading.MAX_MODULES] if self.folder is not None else ():
                 try:
                     self._sources[path.stem] = source_reading.module_text(path)
                 except OSError:
