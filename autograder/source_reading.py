@@ -640,11 +640,17 @@ GRADER_HOOKS = {  # what the code names (an identifier it reads, calls, imports 
     "stack frames": r"^(?:_getframe|currentframe|inspect\.stack|f_back|f_locals|f_globals|tb_frame|gi_frame|cr_frame)$",
     "the garbage collector's objects": r"^(?:get_referrers|get_referents|get_objects)$",
     "builtins": r"^(?:builtins|__builtins__)$",
-    # (the import system's finders, the grader's among them, and a function's module namespace: how code reaches
-    # the child's own machinery, inside/, without naming it)
-    "the grader's modules": r"^autograder\b|^sys\.modules$|^meta_path$|^__globals__$",
+    # (the import system's finders and loaders, the grader's among them, and a function's module namespace: how
+    # code reaches the child's own machinery, inside/, without naming it)
+    "the grader's modules": r"^autograder\b|^sys\.modules$|^meta_path$|^path_hooks$|^__globals__$|^__loader__$",
     "the counting machinery": r"^(?:count_ops|Counter\.__\w+)$",
-    "code made from text": r"^(?:exec|eval|compile)\(\)$",
+    # exec, eval and compile; and every other way Python makes code from data the reading never sees: a loader of
+    # any file (a staged notes.txt run with SourceFileLoader kept 22 of 22 with a head loop hidden in it),
+    # marshal, runpy, code objects built or replaced, pickle (which calls what its data names), ctypes
+    "code made from text": r"^(?:exec|eval|compile)\(\)$|^(?:marshal|runpy|run_path|run_module|exec_module|"
+                           r"load_module|source_to_code|get_code|SourceFileLoader|SourcelessFileLoader|FileLoader|"
+                           r"spec_from_file_location|spec_from_loader|module_from_spec|CodeType|co_code|codeop|"
+                           r"InteractiveInterpreter|InteractiveConsole|pickle|_pickle|cloudpickle|dill|ctypes|cffi)$",
     # an attribute or module named by a string made as the code runs ("_python_" + "dispatch"), which the reading
     # cannot follow to what it reaches: every kind above, unread (RUN_TIME_NAME, _find_identifiers)
     "a name made at run time": r"\(\?\)$",

@@ -340,6 +340,41 @@ def test_code_in_a_comment_of_a_utf_7_module_is_read_as_python_runs_it(engine, t
     assert [t.split(": ", 1)[1] for t in forged.tampering] == ["a dispatch mode (_python_dispatch)"]
 
 
+LOADS_NOTES = '''
+
+import importlib.machinery as _machinery
+import importlib.util as _util
+import os as _os
+
+_path = _os.path.join(_os.path.dirname(__file__), "notes.txt")
+_spec = _util.spec_from_loader("_notes", _machinery.SourceFileLoader("_notes", _path))
+_notes = _util.module_from_spec(_spec)
+_spec.loader.exec_module(_notes)
+_notes._looped_forward.__wrapped__ = MultiHeadAttention.forward
+MultiHeadAttention.forward = _notes._looped_forward
+'''
+
+
+def test_a_head_loop_in_a_staged_text_file_run_as_code_earns_nothing(engine, tmp_path):
+    """mha.py runs notes.txt (a file staging copies, as it copies .json and .md: the child may read it) as a
+    module with importlib's SourceFileLoader and puts its forward, a head loop hidden from the counter with
+    _disable_current_modes, in place of MultiHeadAttention.forward (its __wrapped__ the batched forward, so
+    the child's pointer agrees). The grader reads the .py modules only: before, mha kept 22 of 22 with nothing
+    listed. Making code from data the reading never sees (a loader of a file, marshal, runpy, code objects
+    built, pickle, ctypes; as exec, eval and compile) is now code made from text: listed, and the measured
+    checks earn nothing (19)."""
+    rubric, suites, sandbox = engine
+    hidden = tmp_path / "hidden"
+    shutil.copytree(selftest.SOLUTIONS, hidden)
+    (hidden / "notes.txt").write_text("import torch\n" + HIDDEN_LOOP.split("\n\nMultiHeadAttention.forward")[0] + "\n")
+    (hidden / "mha.py").write_text((hidden / "mha.py").read_text() + LOADS_NOTES)
+    forged = grading.grade_submission(hidden, rubric, suites, sandbox, fixtures=runner.default_fixtures(), parts=PARTS)
+    assert scores(forged) == {"causal": 22, "mha": 19}, failed(forged)
+    for check in ("mha_batches_the_heads", "mha_runs_on_the_inputs_device"):
+        assert "reaches into the machinery the measurement relies on" in failed(forged)[check]
+    assert [t.split(": ", 1)[1] for t in forged.tampering] == ["code made from text (spec_from_loader)"]
+
+
 # ---------------------------------------------------------------- the judgments, in this process
 
 @pytest.fixture()
