@@ -28,7 +28,7 @@ def count_ops(module, args, kwargs, device=None):
     with counter, WholeAttention(counter):
         output = module(*args, **kwargs)
     answer = {"counts": dict(counter.counts), "mixed_devices": [], "output": output,
-              "elsewhere": before.ran()}
+              "elsewhere": before.ran() or counter.left}
     if isinstance(output, torch.Tensor):
         answer.update(device=output.device.type, dtype=str(output.dtype).replace("torch.", ""),
                       shape=list(output.shape))
@@ -142,6 +142,7 @@ class Counter(TorchDispatchMode):
         super().__init__()
         self.counts: dict[str, int] = {}
         self.paused = 0
+        self.left = ""  # 'outside torch': the forward read a tensor's values out as NumPy's or Python's (LEAVES_TORCH)
 
     @classmethod
     def _should_skip_dynamo(cls):
@@ -172,6 +173,8 @@ class WholeAttention(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = WHOLE.get(func)
         if name is None:
+            if getattr(func, "__name__", "") in LEAVES_TORCH:
+                self.counter.left = self.counter.left or "outside torch"
             return func(*args, **(kwargs or {}))
         counts = self.counter.counts
         counts[name] = counts.get(name, 0) + 1
@@ -180,6 +183,14 @@ class WholeAttention(TorchFunctionMode):
             return func(*args, **(kwargs or {}))
         finally:
             self.counter.paused -= 1
+
+
+# the Tensor methods (by name, as a function mode sees them) that hand a tensor's values to something other than
+# torch: what NumPy or Python computes with them issues no operation the counter sees. A head loop in NumPy
+# (x.detach().numpy(), np.matmul per head, torch.from_numpy) counted only the projections and earned the
+# batching check (tests/test_adversarial.py::test_a_head_loop_run_outside_the_counted_thread_earns_nothing[numpy])
+LEAVES_TORCH = frozenset({"numpy", "__array__", "tolist", "untyped_storage", "storage", "_typed_storage", "data_ptr",
+                          "__dlpack__"})
 
 
 # the calls counted whole, by their count's name (suites/efficiency.ATTENTION_KERNEL matches each):
