@@ -91,8 +91,10 @@ class Elsewhere:
         return every - last, every - first
 
     def ran(self):
-        """'' or where work ran outside the counting thread since this was made: 'thread' or 'process'."""
-        if self._others()[0] - self.others > ELSEWHERE_NOISE_US:
+        """'' or where work ran outside the counting thread since this was made: 'thread' or 'process'.
+        Where CUDA runs (grade --device cuda), its driver's own threads use CPU time of their own: there the
+        threads' time is not read (a thread's work stays unseen on a GPU; processes and NumPy are still seen)."""
+        if self._others()[0] - self.others > ELSEWHERE_NOISE_US and not _cuda_started():
             return "thread"
         if self.processes or _cpu_us(_getrusage(_CHILDREN)) > self.children or _processes():
             return "process"
@@ -102,6 +104,13 @@ class Elsewhere:
 _getrusage, _SELF, _THREAD, _CHILDREN = resource.getrusage, resource.RUSAGE_SELF, resource.RUSAGE_THREAD, \
     resource.RUSAGE_CHILDREN
 _listdir, _getpid, _getppid, _open = os.listdir, os.getpid, os.getppid, open
+
+
+def _cuda_started():
+    try:
+        return torch.cuda.is_initialized()
+    except Exception:  # a torch built without CUDA
+        return False
 
 
 def _cpu_us(usage):
