@@ -99,9 +99,9 @@ def tampering_in(folder: str | Path) -> list[str]:
     from autograder import source_reading
 
     sources = {}
-    for path in sorted(Path(folder).glob("*.py"))[:64]:
+    for path in sorted(Path(folder).glob("*.py"))[:source_reading.MAX_MODULES]:
         try:
-            sources[path.stem] = path.read_text(encoding="utf-8", errors="replace")
+            sources[path.stem] = source_reading.module_text(path)
         except OSError:
             continue
     return source_reading.tampering(sources)

@@ -26,7 +26,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from autograder import text
+from autograder import source_reading, text
 from autograder.inside import demo_lines
 
 
@@ -137,7 +137,7 @@ def demo_note(skipped: Collection[tuple[str, int, str]], part: str, folder: str 
     if not lines:
         return ""
     try:
-        source = (Path(folder) / f"{part}.py").read_text(encoding="utf-8", errors="replace")
+        source = source_reading.module_text(Path(folder) / f"{part}.py")
         tree = ast.parse(source)
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return ""

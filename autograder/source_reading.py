@@ -4,13 +4,19 @@ What the child reports of itself (its count of operations, its run on the emulat
 by code that reaches into the grader's machinery; what the source says cannot be changed by
 running it. A check that judges efficiency or devices passes only when both agree (efficiency.py).
 Every function here takes source text and returns plain data; text that does not parse says nothing.
+The text is the one Python runs (module_text: decoded by the file's own coding declaration).
 """
 import ast
+import importlib.util
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, NamedTuple, Union, cast
 
+# the Python modules of a submission: staging refuses more (submission.stage), so the grader's reading holds every
+# module the child can import. Read 64 at most while staging copied any number, a submission's 66th module,
+# which the reading never saw, hid a head loop from the counter with _disable_current_modes: 22 of 22
+MAX_MODULES = 64
 LIMIT = 8 << 20  # characters of a module read at most: the whole of any staged module (submission.MAX_BYTES);
 # a longer text says nothing (read whole or not at all: nothing can hide past the part read)
 
@@ -19,6 +25,22 @@ TENSOR_FACTORIES = {"ones", "zeros", "empty", "full", "arange", "eye", "rand", "
 # a 0-dim CPU tensor meets a GPU tensor without error
 LIKE = {"ones_like", "zeros_like", "empty_like", "full_like"}  # these take the device of the tensor they copy
 HEAD_WORDS = ("head",)  # a loop over range(self.num_heads) / self.heads / ... in forward
+
+
+def module_text(path: Any) -> str:
+    """The text of a submitted module as Python compiles it when the child imports it: the file's bytes
+    decoded by its own coding declaration (PEP 263: `# coding: utf-7` on one of its first two lines, or a
+    BOM), with universal newlines (importlib.util.decode_source, as the import system decodes). Read as
+    UTF-8 instead, a module declaring utf-7 showed the grader comments where the child ran code (`#+AAo-`
+    is a line break in utf-7): a head loop hidden from the counter there kept 22 of 22 with nothing listed.
+    A declaration Python refuses leaves the module unimportable: then UTF-8, errors replaced. Raises OSError
+    when the file cannot be read."""
+    with open(path, "rb") as f:
+        data = f.read()
+    try:
+        return importlib.util.decode_source(data)
+    except (SyntaxError, UnicodeError, LookupError, ValueError):
+        return data.decode("utf-8", errors="replace")
 
 
 # the trees of the submission being graded, by the text parsed (per_submission); None: none kept
@@ -618,9 +640,20 @@ GRADER_HOOKS = {  # what the code names (an identifier it reads, calls, imports 
     "stack frames": r"^(?:_getframe|currentframe|inspect\.stack|f_back|f_locals|f_globals|tb_frame|gi_frame|cr_frame)$",
     "the garbage collector's objects": r"^(?:get_referrers|get_referents|get_objects)$",
     "builtins": r"^(?:builtins|__builtins__)$",
-    "the grader's modules": r"^autograder\b|^sys\.modules$",
+    # (the import system's finders and loaders, the grader's among them, and a function's module namespace: how
+    # code reaches the child's own machinery, inside/, without naming it)
+    "the grader's modules": r"^autograder\b|^sys\.modules$|^meta_path$|^path_hooks$|^__globals__$|^__loader__$",
     "the counting machinery": r"^(?:count_ops|Counter\.__\w+)$",
-    "code made from text": r"^(?:exec|eval|compile)\(\)$",
+    # exec, eval and compile; and every other way Python makes code from data the reading never sees: a loader of
+    # any file (a staged notes.txt run with SourceFileLoader kept 22 of 22 with a head loop hidden in it),
+    # marshal, runpy, code objects built or replaced, pickle (which calls what its data names), ctypes
+    "code made from text": r"^(?:exec|eval|compile)\(\)$|^(?:marshal|runpy|run_path|run_module|exec_module|"
+                           r"load_module|source_to_code|get_code|SourceFileLoader|SourcelessFileLoader|FileLoader|"
+                           r"spec_from_file_location|spec_from_loader|module_from_spec|CodeType|co_code|codeop|"
+                           r"InteractiveInterpreter|InteractiveConsole|pickle|_pickle|cloudpickle|dill|ctypes|cffi)$",
+    # an attribute or module named by a string made as the code runs ("_python_" + "dispatch"), which the reading
+    # cannot follow to what it reaches: every kind above, unread (RUN_TIME_NAME, _find_identifiers)
+    "a name made at run time": r"\(\?\)$",
     # the device checks run the code on an emulated GPU (inside/emulated_gpu.py): code that asks whether
     # its tensors are fake or meta can behave there unlike on a GPU
     "the device emulation": r"^(?:FakeTensor\w*|fake_tensor|_subclasses|is_fake|is_meta|in_kernel_invocation_manager)$",
@@ -629,13 +662,22 @@ _HOOK_PATTERNS = [(what, re.compile(pattern, re.IGNORECASE if what == "a dispatc
                   for what, pattern in GRADER_HOOKS.items()]
 LOOKUPS = {"getattr", "setattr", "delattr", "hasattr"}  # f(obj, "name"): the literal is an attribute's name
 IMPORTERS = {"import_module", "__import__"}  # f("module"): the literal is a module's name
+RUN_TIME_NAME = "{}(?)"  # what the reading names a lookup whose name it cannot read: getattr(?), vars(?)
+# lookups by a name given as a value: attrgetter("x")(obj), getattr_static(obj, "x"), obj.__getattribute__("x")
+NAMED_LOOKUPS = {"attrgetter", "getattr_static", "__getattribute__", "__getattr__"}
+NAMESPACE_GETS = {"get", "pop", "setdefault", "__getitem__"}  # a name looked up in a table of them
 
 
 def identifiers(tree: ast.Module) -> list:
     """[(line, column, text)] of what the code names, in the order of the text: names, attributes
     (x.attr, and sys.modules / Counter.__x__ as such), the modules and names of imports, the names
     given as literals to getattr & co., import_module, __import__ or sys.modules[...], and calls of
-    exec, eval and compile as 'exec()'. Comments and other strings (docstrings) are never read."""
+    exec, eval and compile as 'exec()'. Comments and other strings (docstrings) are never read.
+    A name such a lookup is given that the reading cannot read (made as the code runs: "_python_" +
+    "dispatch", a parameter; or getattr passed as a value, vars(m)[k], m.__dict__[k], attrgetter(k),
+    getattr_static) is 'getattr(?)' & co.: it could reach any of GRADER_HOOKS' kinds unseen (mha.py spelling
+    torch.utils._python_dispatch._disable_current_modes so kept 22 of 22 with a head loop hidden from the
+    counter). A loop variable over string literals reads as each of them."""
     return _read_once("identifiers", tree, _find_identifiers)
 
 
@@ -656,10 +698,35 @@ def _find_identifiers(tree: ast.Module) -> list:
     def add(node, text):
         found.append((getattr(node, "lineno", 0), getattr(node, "col_offset", 0), text))
 
+    literal_loops = _names_of_literal_loops(every)
+
+    def add_name(node, where, how):
+        """The name a lookup or import (how: getattr, vars, ...) is given: a literal; a loop variable over
+        literals (each of them: for name in ("W_query", "W_key"): getattr(self, name)); else a name made at
+        run time."""
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            for part in node.value.split("."):
+                add(where, part)
+        elif isinstance(node, ast.Name) and node.id in literal_loops:
+            for value in literal_loops[node.id]:
+                for part in value.split("."):
+                    add(where, part)
+        else:
+            add(where, RUN_TIME_NAME.format(how))
+
+    called = {id(node.func) for node in every if isinstance(node, ast.Call)}
+    # the namespaces read by a name (the subscript's or the get's, read above): vars(m)[k], m.__dict__.get(k)
+    by_name = {id(node.value) for node in every if isinstance(node, ast.Subscript)} | \
+        {id(node.func.value) for node in every if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+         and node.func.attr in NAMESPACE_GETS}
     for node in every:
         if isinstance(node, ast.Name):
             add(node, node.id)
+            if node.id in LOOKUPS | IMPORTERS and id(node) not in called:  # reduce(getattr, names, torch)
+                add(node, RUN_TIME_NAME.format(node.id))
         elif isinstance(node, ast.Attribute):
+            if _namespace_of(node) and id(node) not in by_name:
+                add(node, RUN_TIME_NAME.format("__dict__"))  # m.__dict__.items(), passed on, ...
             base = node.value.id if isinstance(node.value, ast.Name) else ""
             if base in aliases["sys"] and node.attr == "modules":
                 add(node, "sys.modules")
@@ -678,25 +745,76 @@ def _find_identifiers(tree: ast.Module) -> list:
         elif isinstance(node, ast.Call):
             name = node.func.id if isinstance(node.func, ast.Name) else \
                 node.func.attr if isinstance(node.func, ast.Attribute) else ""
-            literal = [a.value for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
             if name in ("exec", "eval", "compile") and isinstance(node.func, ast.Name):
                 add(node, f"{name}()")
-            elif name in LOOKUPS and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and \
-                    isinstance(node.args[1].value, str):
-                add(node.args[1], node.args[1].value)
-            elif name in IMPORTERS and literal:
-                for part in literal[0].split("."):
-                    add(node, part)
-            elif name == "get" and isinstance(node.func, ast.Attribute) and literal and \
-                    isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "modules":
-                for part in literal[0].split("."):
-                    add(node, part)
-        elif isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and \
-                node.value.attr == "modules" and isinstance(node.slice, ast.Constant) and \
-                isinstance(node.slice.value, str):
-            for part in node.slice.value.split("."):
-                add(node, part)
+            elif name in LOOKUPS and len(node.args) >= 2:
+                add_name(node.args[1], node.args[1], name)
+            elif name in LOOKUPS | IMPORTERS and (not node.args or isinstance(node.args[0], ast.Starred)):
+                add(node, RUN_TIME_NAME.format(name))  # getattr(*args)
+            elif name in IMPORTERS:
+                add_name(node.args[0], node, name)
+            elif name in NAMED_LOOKUPS:
+                given = node.args[1] if name == "getattr_static" and len(node.args) >= 2 else \
+                    node.args[0] if node.args and name != "getattr_static" else None
+                if given is None:
+                    add(node, RUN_TIME_NAME.format(name))
+                else:
+                    add_name(given, node, name)
+            elif name in NAMESPACE_GETS and isinstance(node.func, ast.Attribute) and _by_name(node.func.value):
+                # sys.modules.get("m"), vars(m).get(k), m.__dict__.pop(k)
+                if node.args:
+                    add_name(node.args[0], node, _by_name(node.func.value))
+                else:
+                    add(node, RUN_TIME_NAME.format(_by_name(node.func.value)))
+            elif name in ("getmembers", "getmembers_static"):  # every name and value, none written
+                add(node, RUN_TIME_NAME.format(name))
+            if _namespace_of(node) and id(node) not in by_name:  # vars(m) iterated, passed on, ...
+                add(node, RUN_TIME_NAME.format("vars"))
+        elif isinstance(node, ast.Subscript) and _by_name(node.value):  # sys.modules["m"], vars(m)[k], m.__dict__[k]
+            add_name(node.slice, node, _by_name(node.value))
     return sorted(found, key=lambda entry: entry[:2])  # (stable: an import's module before its names)
+
+
+def _names_of_literal_loops(every: list) -> dict:
+    """{name: its string literals} for each name the code binds only as the variable of a for loop (or
+    comprehension) over a tuple or list of string literals: a lookup by such a name reads one of them."""
+    loops: dict[str, set] = {}
+    targets: set[int] = set()  # the loop variables' own nodes
+    for node in every:
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and isinstance(node.target, ast.Name) and \
+                isinstance(node.iter, (ast.Tuple, ast.List)) and node.iter.elts and \
+                all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.iter.elts):
+            loops.setdefault(node.target.id, set()).update(cast(ast.Constant, e).value for e in node.iter.elts)
+            targets.add(id(node.target))
+    other: set[str] = set()  # names bound any other way
+    for node in every:
+        if isinstance(node, ast.Name) and not isinstance(node.ctx, ast.Load) and id(node) not in targets:
+            other.add(node.id)
+        elif isinstance(node, ast.arg):
+            other.add(node.arg)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            other.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            other.add(node.name)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            other.update(node.names)
+        elif isinstance(node, ast.NamedExpr):
+            other.add(node.target.id)
+    return {name: sorted(values) for name, values in loops.items() if name not in other}
+
+
+def _by_name(node: ast.AST) -> str:
+    """'' or what node is, when it is a table of names to objects: 'modules' (sys.modules, under any name),
+    'vars' (vars(m)) or '__dict__' (m.__dict__)."""
+    if isinstance(node, ast.Attribute) and node.attr == "modules":
+        return "modules"
+    return ("vars" if isinstance(node, ast.Call) else "__dict__") if _namespace_of(node) else ""
+
+
+def _namespace_of(node: ast.AST) -> bool:
+    """node is a namespace's dict: vars(x) (not vars() of the code's own scope) or x.__dict__."""
+    return isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "vars" and \
+        bool(node.args) or isinstance(node, ast.Attribute) and node.attr == "__dict__"
 
 
 def tampering(sources: Mapping[str, str]) -> list:

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from autograder import stand_ins, text
+from autograder import source_reading, stand_ins, text
 from autograder.authoring.stubs import HINTS
 from autograder.import_failure import SYNTAX_KINDS, cell_place, shown_file
 from autograder.inside import protocol
@@ -132,7 +132,7 @@ def source_attributes(folder: str | Path, limit: int = 200) -> frozenset[str]:
     names = set()
     for path in sorted(Path(folder).glob("*.py")):
         try:
-            source = path.read_text(encoding="utf-8", errors="replace")
+            source = source_reading.module_text(path)
         except OSError:
             continue
         for found in SELF_ATTRIBUTE.finditer(source):
@@ -211,8 +211,6 @@ class Student:
         """{(module, class): (its parameter names, the contract's)} for the chapter's classes whose __init__
         takes the contract's names in another order (read from the source here)."""
         if self._reordered is None:
-            from autograder import source_reading
-
             self._reordered = {}
             for (module, name), contract in CONSTRUCTORS.items():
                 names = source_reading.reordered(self.sources(), name, contract, module)
@@ -226,7 +224,7 @@ class Student:
         if self.folder is None:
             return ""
         try:
-            return (Path(self.folder) / f"{module}.py").read_text(encoding="utf-8", errors="replace")
+            return source_reading.module_text(Path(self.folder) / f"{module}.py")
         except OSError:
             return ""
 
@@ -235,9 +233,9 @@ class Student:
         the grader's reading follows a class name through the modules that bind it (source_reading.Reading)."""
         if self._sources is None:
             self._sources = {}
-            for path in sorted(Path(self.folder).glob("*.py"))[:64] if self.folder is not None else ():
+            for path in sorted(Path(self.folder).glob("*.py"))[:source_reading.MAX_MODULES] if self.folder is not None else ():
                 try:
-                    self._sources[path.stem] = path.read_text(encoding="utf-8", errors="replace")
+                    self._sources[path.stem] = source_reading.module_text(path)
                 except OSError:
                     continue
         return self._sources

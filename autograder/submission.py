@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePath, PurePosixPath
 from typing import IO
 
-from autograder import scratch, text
+from autograder import scratch, source_reading, text
 
 MAX_FILES = 200                   # notebooks read from one submission
 MAX_ENTRIES = 20_000              # files and folders walked in a submission folder
@@ -113,6 +113,10 @@ def stage(path: str | Path, into: str | Path, parts: tuple[str, ...] | list[str]
             raise SubmissionError(f"{shown(path.name)}: not a folder, .zip or .ipynb")
     except OSError as e:  # unreadable files, a disk that is full: the grader's side, said without its paths
         raise SubmissionError(f"the submission could not be staged ({e.strerror or type(e).__name__})") from None
+    modules = sum(1 for _ in into.glob("*.py"))
+    if modules > source_reading.MAX_MODULES:  # the grader reads each module the child may import, all of them
+        raise SubmissionError(f"more than {source_reading.MAX_MODULES} Python modules ({modules}): hand in the "
+                              f"chapter's modules and the helpers they import")
     staged.found = sorted(p for p in staged.parts if (into / f"{p}.py").is_file())
     return staged
 

@@ -484,6 +484,26 @@ def test_heads_changed_by_mha_py_are_charged_to_mha(engine, tmp_path):
         assert grade.parts["mha"].score <= PART["mha"] - 3, (attack, grade.parts["mha"])
 
 
+@pytest.mark.parametrize("attack", ["thread", "fork", "orphan", "helper", "numpy"])
+def test_a_head_loop_run_outside_the_counted_thread_earns_nothing(engine, tmp_path, attack):
+    """Threat: MultiHeadAttention loops over its heads (a matmul and a softmax per head) where the batching
+    check's counter, a dispatch mode torch keeps per thread, sees none of its operations: in another thread,
+    in a process it forks (waited for or not), in a helper process forked twice at import (whose parent is
+    the session's leader), or in NumPy on its tensors' values; written with map, so the grader's reading of
+    mha.py finds no loop either. Before, each earned mha_batches_the_heads (mha 22 of 22 with the thread, 19
+    with a process or NumPy: the loop cut off from autograd). The child now tells work done outside the
+    counting thread during the forward (inside/counting.Elsewhere: other threads' CPU time, children waited
+    for, any other process of the part) and values read out of torch (counting.LEAVES_TORCH: .numpy(),
+    __array__, .tolist(), ...): the check fails and names it, as the same loop run in forward itself fails it."""
+    grade = engine.grade(build("mha_head_loop_elsewhere", tmp_path, attack), ["mha"], "mha")
+    checks = {c.name: c for c in part_checks(grade, "mha")}
+    assert not checks["mha_batches_the_heads"].passed, grade.parts["mha"]
+    assert "runs work in another thread or process" in checks["mha_batches_the_heads"].message
+    baseline = engine.grade(build("mha_head_loop_elsewhere", tmp_path, "off"), ["mha"], "mha")
+    assert {c.name for c in part_checks(baseline, "mha") if not c.passed} == {"mha_batches_the_heads"}
+    assert grade.parts["mha"].score <= baseline.parts["mha"].score == PART["mha"] - 2
+
+
 def test_grader_detection_with_book_outputs(engine, tmp_path):
     """Threat: recognise the book's inputs and return the book's printed outputs, garbage
     otherwise. The checks that replay a printed example do pass as such, but each earns its points

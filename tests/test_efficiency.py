@@ -269,6 +269,112 @@ def test_a_head_loop_hidden_from_the_counter_earns_nothing(engine, tmp_path):
     assert in_the_open.tampering == []
 
 
+NAMES_MADE_AT_RUN_TIME = '''
+
+def _one_head(module, queries, keys, values, num_tokens, h):
+    scores = queries[:, h] @ keys[:, h].transpose(1, 2)
+    scores = scores.masked_fill(module.mask.bool()[:num_tokens, :num_tokens], -torch.inf)
+    return module.dropout(torch.softmax(scores / module.head_dim ** 0.5, dim=-1)) @ values[:, h]
+
+
+def _looped_forward(self, x):
+    b, num_tokens, d_in = x.shape
+    queries = self.W_query(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+    keys = self.W_key(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+    values = self.W_value(x).view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+    quiet = getattr(getattr(torch.utils, "_python_" + "dispatch"), "_disable_" + "current_modes")
+    with quiet():
+        context = torch.cat(list(map(lambda h: _one_head(self, queries, keys, values, num_tokens, h),
+                                     range(self.num_heads))), dim=-1)
+    return self.out_proj(context)
+
+
+MultiHeadAttention.forward = _looped_forward
+'''
+
+
+def test_a_head_loop_hidden_by_names_made_at_run_time_earns_nothing(engine, tmp_path):
+    """The same hiding as test_a_head_loop_hidden_from_the_counter_earns_nothing, with every name that
+    reaches torch's dispatch modes spelled at run time (getattr(torch.utils, "_python_" + "dispatch")) and
+    the loop written with map (no for statement for the reading to find): before, the reading saw no
+    dispatch name, the counts nothing of the loop, and mha kept 22 of 22 with nothing listed. A lookup
+    whose name the grader's reading cannot read (getattr, vars(m)[...], attrgetter, import_module by a name
+    made at run time) is now listed as tampering and makes the measurement untrusted: mha 19, as with the
+    names written out; a lookup by a loop variable over literals (for name in ("W_query", ...): getattr(...),
+    the corpus's variants) is read as those literals."""
+    rubric, suites, sandbox = engine
+    hidden = tmp_path / "hidden"
+    shutil.copytree(selftest.SOLUTIONS, hidden)
+    (hidden / "mha.py").write_text((hidden / "mha.py").read_text() + NAMES_MADE_AT_RUN_TIME)
+    forged = grading.grade_submission(hidden, rubric, suites, sandbox, fixtures=runner.default_fixtures(), parts=PARTS)
+    assert scores(forged) == {"causal": 22, "mha": 19}, failed(forged)
+    for check in ("mha_batches_the_heads", "mha_runs_on_the_inputs_device"):
+        assert "reaches into the machinery the measurement relies on" in failed(forged)[check]
+    assert [t.split(": ", 1)[1] for t in forged.tampering] == ["a name made at run time (getattr(?))"]
+
+
+def test_code_in_a_comment_of_a_utf_7_module_is_read_as_python_runs_it(engine, tmp_path):
+    """mha.py declares `# coding: utf-7` and writes, in what UTF-8 reads as one comment line, a head loop run
+    inside torch's _disable_current_modes() put in place of MultiHeadAttention.forward (its __wrapped__ the
+    batched forward, so the child's pointer names the batched forward's line): in utf-7, `+AAo-` is a line
+    break. Before, the grader read the file as UTF-8, found the batched class and no dispatch name, the
+    counter nothing of the loop: mha 22 of 22, nothing listed. The grader now reads each module as Python
+    decodes it (source_reading.module_text): the dispatch mode is listed and the measured checks earn
+    nothing (19), as with the same code written plainly (test_a_head_loop_hidden_from_the_counter_earns_nothing)."""
+    rubric, suites, sandbox = engine
+    hidden = tmp_path / "hidden"
+    shutil.copytree(selftest.SOLUTIONS, hidden)
+    plain = (hidden / "mha.py").read_text()
+    assert "+" not in plain and plain.encode().decode("utf-7") == plain  # the same text in utf-7
+    loop = HIDDEN_LOOP + "\n_looped_forward.__wrapped__ = _batched_forward\n"
+    loop = loop.replace("\n\nMultiHeadAttention.forward = _looped_forward",
+                        "\n\n_batched_forward = MultiHeadAttention.forward\nMultiHeadAttention.forward = _looped_forward")
+    assert "+" not in loop
+    (hidden / "mha.py").write_text("# coding: utf-7\n" + plain + "\n#" + loop.replace("\n", "+AAo-") + "\n")
+    assert "_disable_current_modes" not in "".join(line for line in (hidden / "mha.py").read_text().splitlines()
+                                                   if not line.startswith("#"))
+    forged = grading.grade_submission(hidden, rubric, suites, sandbox, fixtures=runner.default_fixtures(), parts=PARTS)
+    assert scores(forged) == {"causal": 22, "mha": 19}, failed(forged)
+    for check in ("mha_batches_the_heads", "mha_runs_on_the_inputs_device"):
+        assert "reaches into the machinery the measurement relies on" in failed(forged)[check]
+    assert [t.split(": ", 1)[1] for t in forged.tampering] == ["a dispatch mode (_python_dispatch)"]
+
+
+LOADS_NOTES = '''
+
+import importlib.machinery as _machinery
+import importlib.util as _util
+import os as _os
+
+_path = _os.path.join(_os.path.dirname(__file__), "notes.txt")
+_spec = _util.spec_from_loader("_notes", _machinery.SourceFileLoader("_notes", _path))
+_notes = _util.module_from_spec(_spec)
+_spec.loader.exec_module(_notes)
+_notes._looped_forward.__wrapped__ = MultiHeadAttention.forward
+MultiHeadAttention.forward = _notes._looped_forward
+'''
+
+
+def test_a_head_loop_in_a_staged_text_file_run_as_code_earns_nothing(engine, tmp_path):
+    """mha.py runs notes.txt (a file staging copies, as it copies .json and .md: the child may read it) as a
+    module with importlib's SourceFileLoader and puts its forward, a head loop hidden from the counter with
+    _disable_current_modes, in place of MultiHeadAttention.forward (its __wrapped__ the batched forward, so
+    the child's pointer agrees). The grader reads the .py modules only: before, mha kept 22 of 22 with nothing
+    listed. Making code from data the reading never sees (a loader of a file, marshal, runpy, code objects
+    built, pickle, ctypes; as exec, eval and compile) is now code made from text: listed, and the measured
+    checks earn nothing (19)."""
+    rubric, suites, sandbox = engine
+    hidden = tmp_path / "hidden"
+    shutil.copytree(selftest.SOLUTIONS, hidden)
+    (hidden / "notes.txt").write_text("import torch\n" + HIDDEN_LOOP.split("\n\nMultiHeadAttention.forward")[0] + "\n")
+    (hidden / "mha.py").write_text((hidden / "mha.py").read_text() + LOADS_NOTES)
+    forged = grading.grade_submission(hidden, rubric, suites, sandbox, fixtures=runner.default_fixtures(), parts=PARTS)
+    assert scores(forged) == {"causal": 22, "mha": 19}, failed(forged)
+    for check in ("mha_batches_the_heads", "mha_runs_on_the_inputs_device"):
+        assert "reaches into the machinery the measurement relies on" in failed(forged)[check]
+    assert [t.split(": ", 1)[1] for t in forged.tampering] == ["code made from text (spec_from_loader)"]
+
+
 # ---------------------------------------------------------------- the judgments, in this process
 
 @pytest.fixture()

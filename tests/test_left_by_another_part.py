@@ -108,3 +108,60 @@ def test_a_torch_layer_class_replaced_by_one_part_is_back_for_the_next(engine, t
     result = grade(engine, folder, ["self_attention_v2", "causal"])
     assert scores(result) == {"self_attention_v2": PART["self_attention_v2"], "causal": PART["causal"]}, \
         failed(result, "causal")
+
+
+FLAT_SOFTMAX_KERNEL = '''
+
+import torch.library as _library
+
+
+@_library.impl("aten::_softmax", "CPU")
+def _flat_softmax(x, dim, half_to_float):
+    return torch.full_like(x, 1.0 / x.shape[dim])
+'''
+
+
+def test_an_operator_kernel_registered_by_one_part_is_gone_for_the_next(engine, tmp_path):
+    """self_attention_v2.py registers, at import, its own CPU kernel for aten::_softmax (torch.library.impl,
+    which keeps it for good): every softmax is flat. That is v2's own bug (it loses every check of its outputs);
+    causal, right and graded after it, keeps full marks. Before, causal lost 18 of 22 points: the kernel lives
+    in torch's dispatcher, which no namespace part_reset reads holds, so the child was not retired; now a
+    registration left after a part retires it (part_reset.kernels)."""
+    folder = submission(tmp_path)
+    with open(folder / "self_attention_v2.py", "a", encoding="utf-8") as f:
+        f.write(FLAT_SOFTMAX_KERNEL)
+    result = grade(engine, folder, ["self_attention_v2", "causal"])
+    assert scores(result)["causal"] == PART["causal"], failed(result, "causal")
+    assert "v2_unseen_seeds_and_sizes" in failed(result, "self_attention_v2")
+
+
+def test_an_operator_kernel_registered_by_causal_costs_mha_nothing(engine, tmp_path):
+    """causal.py registers the same flat softmax kernel at import: causal loses its output checks (its own
+    bug), mha, whose code is right, keeps every point: the dependency probe sees the registration causal.py
+    left (child.leftovers reads part_reset.kernels) and mha gets the grader's stand-ins in a fresh child.
+    Before, mha lost the checks of its own outputs to causal.py's kernel."""
+    result = grade(engine, with_causal_appended(tmp_path, FLAT_SOFTMAX_KERNEL), ["causal", "mha"])
+    assert scores(result)["mha"] == PART["mha"], failed(result, "mha")
+    assert "causal_attention_unseen_seeds" in failed(result, "causal")
+
+
+SAVED_TENSOR_HOOKS = '''
+
+import torch.autograd.graph as _graph
+
+_graph.saved_tensors_hooks(lambda t: t, lambda t: t * 0.5).__enter__()
+'''
+
+
+def test_hooks_on_saved_tensors_entered_by_one_part_are_gone_for_the_next(engine, tmp_path):
+    """self_attention_v2.py enters, at import and for good, autograd's default hooks on saved tensors, which
+    halve every tensor a backward reads: causal, right and graded after it in the same child, lost its
+    gradients check (21 of 22, with a diagnosis about its mask) and v2 its own (8 of 10). The hooks are
+    autograd's state, no namespace's; now they are popped before every operation, as a dispatch mode pushed
+    at import is (part_reset._saved_hooks), and the child is retired after the part: full marks for both."""
+    folder = submission(tmp_path)
+    with open(folder / "self_attention_v2.py", "a", encoding="utf-8") as f:
+        f.write(SAVED_TENSOR_HOOKS)
+    result = grade(engine, folder, ["self_attention_v2", "causal"])
+    assert scores(result) == {"self_attention_v2": PART["self_attention_v2"], "causal": PART["causal"]}, \
+        failed(result, "causal")

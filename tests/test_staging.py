@@ -390,3 +390,23 @@ def test_staging_a_notebook_bomb_stays_within_a_small_memory_limit(tmp_path):
 def test_real_notebooks_pass_the_json_bounds():
     for path in (PROJECT_ROOT / "source" / "ch03").glob("*.ipynb"):
         assert submission.json_shape_problem(path.read_bytes()) == "", path
+
+
+def test_more_modules_than_the_grader_reads_are_refused(tmp_path):
+    """The grader reads every module of a submission itself (source_reading: tampering, loops, devices) but
+    read the first 64 by name, while staging copied any number and the child could import them all: mha.py
+    importing its head loop, hidden from the counter with _disable_current_modes, from a 66th module sorted
+    after 64 others (zz00.py ... zz64.py, zz_quiet.py) kept mha 22 of 22 with nothing listed. Staging now
+    refuses more modules than the grader reads (source_reading.MAX_MODULES), saying so; as many is staged."""
+    from autograder import source_reading
+
+    folder = modules(tmp_path / "many")
+    extra = source_reading.MAX_MODULES - len(list(folder.glob("*.py")))
+    for i in range(extra):
+        (folder / f"zz{i:02d}.py").write_text(f"X = {i}\n")
+    staged = stage(folder, tmp_path / "staged")
+    assert len(list(staged.folder.glob("*.py"))) == source_reading.MAX_MODULES
+    (folder / "zz_quiet.py").write_text("X = 'one too many'\n")
+    message = staging_error(folder, tmp_path / "second")
+    assert message == (f"more than {source_reading.MAX_MODULES} Python modules ({source_reading.MAX_MODULES + 1}): "
+                       f"hand in the chapter's modules and the helpers they import")

@@ -457,6 +457,7 @@ def leftovers():
     found = [f"{name}={len(value)}" for name, value in sorted(vars(hooks).items())
              if name.startswith("_global_") and isinstance(value, dict)]
     found += [f"meta_path={[id(f) for f in sys.meta_path]}", f"path_hooks={[id(h) for h in sys.path_hooks]}"]
+    found.append(f"kernels={part_reset.kernels()}")  # an operator's kernel registered with torch.library
     for name in sorted(WORKSPACE_NAMES):
         module = sys.modules.get(name)
         if module is not None and name not in SUBSTITUTED and NAMESPACES.get(name) is not getattr(module, "__dict__", None):

@@ -6,6 +6,8 @@ efficiency checks). With device=EMULATED it runs the module on the emulated GPU 
 on the CPU meeting the inputs raises the error a GPU raises (the device checks; issue 35 replaced
 the `meta` stand-in they used, which code could tell from a GPU with `x.is_meta`).
 """
+import os
+import resource
 from typing import Any
 
 import torch
@@ -22,9 +24,11 @@ def count_ops(module, args, kwargs, device=None):
     if device == emulated_gpu.EMULATED:
         return emulated_run(module, args, kwargs)
     counter = Counter()
+    before = Elsewhere()
     with counter, WholeAttention(counter):
         output = module(*args, **kwargs)
-    answer = {"counts": dict(counter.counts), "mixed_devices": [], "output": output}
+    answer = {"counts": dict(counter.counts), "mixed_devices": [], "output": output,
+              "elsewhere": before.ran() or counter.left}
     if isinstance(output, torch.Tensor):
         answer.update(device=output.device.type, dtype=str(output.dtype).replace("torch.", ""),
                       shape=list(output.shape))
@@ -54,6 +58,92 @@ def emulated_run(module, args, kwargs):
     return answer
 
 
+# microseconds of CPU time the process's other threads may seem to use while one thread reads its clocks: the
+# reads are bounded from below exactly (Elsewhere.ran), so only each reading's truncation to a microsecond is left
+ELSEWHERE_NOISE_US = 8
+
+
+class Elsewhere:
+    """Did the forward run work where the counter cannot see it? A dispatch mode counts the operations of
+    the thread that pushed it only (torch keeps the mode stack per thread), so a head loop run in another
+    thread, or in a process it forks, issues operations no count holds: such a forward looked batched and
+    earned the batching check (tests/test_adversarial.py::test_a_head_loop_run_outside_the_counted_thread_earns_nothing).
+    The child runs torch with one thread and starts no thread or process of its own; so CPU time used during
+    the forward by threads of this process other than the counting one (getrusage: RUSAGE_SELF, every
+    thread, ended ones included, less RUSAGE_THREAD) or by children it waited for (RUSAGE_CHILDREN), or any
+    other process of the part alive before or after it (a child not waited for, a helper forked at import,
+    one orphaned to the session's leader: _processes), is work outside the count. The functions are bound
+    here, in the fork server, before any student code: replacing resource.getrusage or open later changes
+    nothing here."""
+
+    def __init__(self):
+        self.others = self._others()[1]
+        self.children = _cpu_us(_getrusage(_CHILDREN))
+        self.processes = _processes()
+
+    @staticmethod
+    def _others():
+        """(least, most) CPU microseconds of the other threads so far: RUSAGE_SELF read between two reads of
+        this thread's own time, which only grows, bounds them on both sides."""
+        first = _cpu_us(_getrusage(_THREAD))
+        every = _cpu_us(_getrusage(_SELF))
+        last = _cpu_us(_getrusage(_THREAD))
+        return every - last, every - first
+
+    def ran(self):
+        """'' or where work ran outside the counting thread since this was made: 'thread' or 'process'.
+        Where CUDA runs (grade --device cuda), its driver's own threads use CPU time of their own: there the
+        threads' time is not read (a thread's work stays unseen on a GPU; processes and NumPy are still seen)."""
+        if self._others()[0] - self.others > ELSEWHERE_NOISE_US and not _cuda_started():
+            return "thread"
+        if self.processes or _cpu_us(_getrusage(_CHILDREN)) > self.children or _processes():
+            return "process"
+        return ""
+
+
+_getrusage, _SELF, _THREAD, _CHILDREN = resource.getrusage, resource.RUSAGE_SELF, resource.RUSAGE_THREAD, \
+    resource.RUSAGE_CHILDREN
+_listdir, _getpid, _getppid, _open = os.listdir, os.getpid, os.getppid, open
+
+
+def _cuda_started():
+    try:
+        return torch.cuda.is_initialized()
+    except Exception:  # a torch built without CUDA
+        return False
+
+
+def _cpu_us(usage):
+    return round((usage.ru_utime + usage.ru_stime) * 1e6)
+
+
+def _processes():
+    """The pids of the part's other processes: this process's descendants and those of its parent, the
+    session's leader (a subreaper: a process the part orphans, a double fork's, comes back to it), running or
+    ended and not waited for. Read from every process's parent in /proc, whatever their uid: the same in the
+    room, container mode and --unsafe-no-sandbox."""
+    children: dict[str, list] = {}
+    for entry in _listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with _open(f"/proc/{entry}/stat") as f:
+                stat = f.read()
+            parent = stat[stat.rindex(")") + 2:].split()[1]  # (the name, in parentheses, may hold spaces)
+        except (OSError, ValueError, IndexError):  # a process that ended meanwhile
+            continue
+        children.setdefault(parent, []).append(entry)
+    own, leader = f"{_getpid()}", f"{_getppid()}"
+    found: set[str] = set()
+    todo = [own, leader]
+    while todo:
+        for pid in children.get(todo.pop(), ()):
+            if pid not in found and pid not in (own, leader):
+                found.add(pid)
+                todo.append(pid)
+    return found
+
+
 class Counter(TorchDispatchMode):
     """Counts operations by name (none while `paused`: inside a call counted whole)."""
 
@@ -61,6 +151,7 @@ class Counter(TorchDispatchMode):
         super().__init__()
         self.counts: dict[str, int] = {}
         self.paused = 0
+        self.left = ""  # 'outside torch': the forward read a tensor's values out as NumPy's or Python's (LEAVES_TORCH)
 
     @classmethod
     def _should_skip_dynamo(cls):
@@ -91,6 +182,8 @@ class WholeAttention(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = WHOLE.get(func)
         if name is None:
+            if getattr(func, "__name__", "") in LEAVES_TORCH:
+                self.counter.left = self.counter.left or "outside torch"
             return func(*args, **(kwargs or {}))
         counts = self.counter.counts
         counts[name] = counts.get(name, 0) + 1
@@ -99,6 +192,14 @@ class WholeAttention(TorchFunctionMode):
             return func(*args, **(kwargs or {}))
         finally:
             self.counter.paused -= 1
+
+
+# the Tensor methods (by name, as a function mode sees them) that hand a tensor's values to something other than
+# torch: what NumPy or Python computes with them issues no operation the counter sees. A head loop in NumPy
+# (x.detach().numpy(), np.matmul per head, torch.from_numpy) counted only the projections and earned the
+# batching check (tests/test_adversarial.py::test_a_head_loop_run_outside_the_counted_thread_earns_nothing[numpy])
+LEAVES_TORCH = frozenset({"numpy", "__array__", "tolist", "untyped_storage", "storage", "_typed_storage", "data_ptr",
+                          "__dlpack__"})
 
 
 # the calls counted whole, by their count's name (suites/efficiency.ATTENTION_KERNEL matches each):

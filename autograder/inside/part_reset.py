@@ -45,6 +45,7 @@ import threading
 import traceback
 import types
 import warnings
+from typing import Any
 
 import numpy as np
 import torch
@@ -309,6 +310,19 @@ def _switches():
     )
 
 
+def kernels():
+    """The operator kernels and definitions registered from Python (torch.library: its Library objects' impl and
+    define, the functional torch.library.impl, which keeps its Library for good), as a fingerprint. Such a
+    kernel is torch's dispatcher's, not a namespace restore() reads: self_attention_v2.py registering its own
+    CPU kernel for aten::_softmax at import made every softmax of the parts graded after it in the same child
+    wrong (causal 4 of 22: tests/test_left_by_another_part.py). A registration left after the part retires the
+    child (reset), and one a probed part leaves makes it "leaves" (child.leftovers)."""
+    library = sys.modules.get("torch.library")
+    registries = [getattr(library, name, None) for name in ("_impls", "_defs", "_keep_alive")]
+    return tuple((len(found), hash(frozenset(map(str, found)))) if isinstance(found, (set, list)) else None
+                 for found in registries)
+
+
 def _umask():
     mask = os.umask(0o022)
     os.umask(mask)
@@ -341,8 +355,10 @@ def snapshot(also_watched=()):
     also = tuple(also_watched)
     watched = {getattr(space, "__name__", "") for space in _watched(also)}
     return {"modules": set(sys.modules), "watched": {name: id(sys.modules.get(name)) for name in watched},
-            "namespaces": _namespaces(also), "switches": _switches(), "around": _processes_and_files(),
-            "rss": _resident(), "restore": _restorable(), "versions": _version_views(_namespaces(also))}
+            "namespaces": _namespaces(also), "switches": _switches(), "kernels": kernels(),
+            "around": _processes_and_files(),
+            "rss": _resident(), "restore": _restorable(), "versions": _version_views(_namespaces(also)),
+            "saved_hooks": _saved_hooks()}
 
 
 def _version_views(saved):
@@ -440,11 +456,40 @@ def restore(before):
         if entry[2] is None and not _namespaces_as_before([entry]):
             undone = True
             _restore_namespace(entry)
+    if _saved_hooks() != before.get("saved_hooks", _saved_hooks()):
+        undone = True
+        _put_saved_hooks_back(before["saved_hooks"])
     if undone:
         before["undone"] = True
 
 
 _GUARDS: list = []  # the guards restore() entered for this child's life (it is retired after the part)
+
+
+def _saved_hooks():
+    """autograd's default hooks on saved tensors (torch.autograd.graph.saved_tensors_hooks, save_on_cpu): the
+    innermost pair, as objects, and whether they are switched on (disable_saved_tensors_hooks). A module that
+    enters saved_tensors_hooks at import and never leaves changes what every later backward reads: a
+    self_attention_v2.py halving each saved tensor cost causal, graded after it in the same child, its
+    gradients check (tests/test_left_by_another_part.py)."""
+    autograd: Any = torch._C._autograd  # (torch's stubs lack _saved_tensors_hooks_is_enabled)
+    top = autograd._top_saved_tensors_default_hooks(False)
+    return (tuple(map(id, top)) if top else None, autograd._saved_tensors_hooks_is_enabled())
+
+
+def _put_saved_hooks_back(saved):
+    """Pop the default hooks on saved tensors pushed since the snapshot, and switch them back on or off."""
+    autograd: Any = torch._C._autograd
+    for _ in range(1 << 16):
+        top = autograd._top_saved_tensors_default_hooks(False)
+        if not top or tuple(map(id, top)) == saved[0]:
+            break
+        autograd._pop_saved_tensors_default_hooks()
+    if autograd._saved_tensors_hooks_is_enabled() != saved[1]:
+        if saved[1]:
+            autograd._saved_tensors_hooks_enable()
+        else:
+            autograd._saved_tensors_hooks_disable(autograd._saved_tensors_hooks_get_disabled_error_message() or "")
 
 
 def _pop_function_modes(depth):
@@ -508,6 +553,8 @@ def reset(before, workspace, memory_mb):
         why.append("a function or class of torch, NumPy or the standard library was replaced")
     if _switches() != before["switches"]:
         why.append("a global setting changed")
+    if kernels() != before["kernels"]:
+        why.append("an operator's kernel was registered with torch.library")
     if _processes_and_files() != before["around"]:
         why.append("threads, processes, open files or temporary files were left behind")
     if _resident() - before["rss"] > GROWTH_LIMIT * (int(memory_mb) << 20):

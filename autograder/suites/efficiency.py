@@ -57,6 +57,10 @@ def read_counts(answer, what):
     if not isinstance(counts, dict) or not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
                                                and v >= 0 for k, v in counts.items()):
         expect.fail(f"{what}: the operations of the forward pass could not be counted")
+    if answer.get("elsewhere"):  # inside/counting.Elsewhere, LEAVES_TORCH: work no count holds
+        expect.fail(f"{what}: its forward runs work in another thread or process, or on its tensors' values outside "
+                    f"torch (NumPy, Python lists), where the operations it issues cannot be counted: compute in "
+                    f"forward itself, with torch ({LOOP_HINT})")
     return counts
 
 
