@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from autograder.inside import demo_lines, gpu, part_reset, protocol, stand_in
+from autograder.inside import counting, demo_lines, gpu, part_reset, protocol, stand_in
 from autograder.inside.counting import count_ops
 from autograder.inside.demo_lines import NAMESPACES, compiled_from
 
@@ -518,6 +518,7 @@ def serve(requests_fd, replies_fd, workspace, protections=(), device="cpu", memo
     CUDA itself and caps its GPU memory at memory_mb, gpu.py)."""
     global WORKSPACE, WORKSPACE_NAMES, DEVICE
     DEVICE = device
+    counting.LEADER[:] = [str(os.getppid())]  # this part's session leader (inside/counting._processes)
     if device == "cuda":
         try:
             protections = list(protections) + [gpu.claim(memory_mb)]

@@ -103,7 +103,11 @@ class Elsewhere:
 
 _getrusage, _SELF, _THREAD, _CHILDREN = resource.getrusage, resource.RUSAGE_SELF, resource.RUSAGE_THREAD, \
     resource.RUSAGE_CHILDREN
-_listdir, _getpid, _getppid, _open = os.listdir, os.getpid, os.getppid, open
+_listdir, _getpid, _open = os.listdir, os.getpid, open
+# the part's session leader, as child.serve found it (its parent) before any student code ran: its other
+# descendants are the part's too. Empty where count_ops runs outside a part's child (the benchmarks' in-process
+# floor, whose parent's other children, a test runner's fork servers, are nobody's part)
+LEADER: list[str] = []
 
 
 def _cuda_started():
@@ -118,9 +122,9 @@ def _cpu_us(usage):
 
 
 def _processes():
-    """The pids of the part's other processes: this process's descendants and those of its parent, the
-    session's leader (a subreaper: a process the part orphans, a double fork's, comes back to it), running or
-    ended and not waited for. Read from every process's parent in /proc, whatever their uid: the same in the
+    """The pids of the part's other processes: this process's descendants and those of its session leader
+    (LEADER; a subreaper: a process the part orphans, a double fork's, comes back to it), running or ended
+    and not waited for. Read from every process's parent in /proc, whatever their uid: the same in the
     room, container mode and --unsafe-no-sandbox."""
     children: dict[str, list] = {}
     for entry in _listdir("/proc"):
@@ -133,12 +137,12 @@ def _processes():
         except (OSError, ValueError, IndexError):  # a process that ended meanwhile
             continue
         children.setdefault(parent, []).append(entry)
-    own, leader = f"{_getpid()}", f"{_getppid()}"
+    own = f"{_getpid()}"
     found: set[str] = set()
-    todo = [own, leader]
+    todo = [own, *LEADER]
     while todo:
         for pid in children.get(todo.pop(), ()):
-            if pid not in found and pid not in (own, leader):
+            if pid not in found and pid != own and pid not in LEADER:
                 found.add(pid)
                 todo.append(pid)
     return found
