@@ -56,6 +56,9 @@ CAUSES = {
     "gradients-off": [r"switched gradients off"],
     "no-gradient": [r"no gradient (reached|can flow back)"],
     "dropout-reseeded": [r"same positions on every call"],
+    "gpt2-heads": [r"GPT-2 small has 12 heads"],
+    "gpt2-context": [r"GPT-2 small's context length is 1024"],
+    "gpt2-dropout": [r"the exercise asks for dropout=0\.0"],
 }
 NAMES_NONE = [r" is wrong at ", r" is wrong$", r"expected shape", r"^(\w+Error|DID NOT RAISE)",
               r"already wrong \(the module's other tests say how\)", r"not implemented yet", r"could not be imported",

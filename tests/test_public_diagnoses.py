@@ -220,6 +220,15 @@ CASES = {
         "mha", "self.heads = nn.ModuleList(", "self.heads = list(",
         {"test_wrapper_registers_its_heads": "MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2) has no parameters: "
                                              "PyTorch sees none of its heads"}),
+    "Exercise 3.3 with 8 heads (the same parameter count)": (
+        "exercises", "num_heads=12)", "num_heads=8)",
+        {"test_exercise_3_3_twelve_heads_the_whole_context_and_no_dropout":
+         "gpt2_small_attention(): it computes with num_heads=8, where GPT-2 small has 12 heads"}),
+    "Exercise 3.3 with GPT-2's drop rate": (
+        "exercises", "dropout=0.0, num_heads=12)", "dropout=0.1, num_heads=12)",
+        {"test_exercise_3_3_twelve_heads_the_whole_context_and_no_dropout":
+         "gpt2_small_attention(): it drops attention weights (nn.Dropout with p=0.1), where the exercise asks for "
+         "dropout=0.0"}),
     "NumPy softmax shifted by the max of the whole array": (
         "numpy_attention", "shifted = z - np.max(z, axis=axis, keepdims=True)", "shifted = z - np.max(z)",
         {"test_softmax_leaves_its_input_and_takes_the_max_of_each_row":

@@ -567,6 +567,36 @@ def multi_head_output(module, x, num_heads, split="transpose", merge="transpose"
     return module.out_proj(context) if project else context
 
 
+GPT2_HEADS = "it computes with num_heads={found}, where GPT-2 small has 12 heads (head_dim 64)"
+GPT2_CONTEXT = "its mask is {size} x {size}, where GPT-2 small's context length is 1024 tokens"
+GPT2_DROPOUT = "it drops attention weights (nn.Dropout with p={p}), where the exercise asks for dropout=0.0"
+
+
+@torch.no_grad()
+def gpt2_problem(module, mha):
+    """'' when gpt2_small_attention()'s module shows GPT-2 small's heads and context and no dropout; else which is
+    off. Only what the module shows against the student's own MultiHeadAttention built with GPT-2 small's
+    settings is said (a dropout or a mask size that class has anyway is its own tests' to tell), and a head count
+    only where the output is exactly what that many heads give with the module's own layers."""
+    own = mha.MultiHeadAttention(768, 768, 1024, 0.0, num_heads=12)
+    dropping = [m.p for m in module.modules() if isinstance(m, torch.nn.Dropout) and m.p > 0]
+    if dropping and not any(isinstance(m, torch.nn.Dropout) and m.p > 0 for m in own.modules()):
+        return GPT2_DROPOUT.format(p=dropping[0])
+    sizes = [b.shape[0] for b in module.buffers() if b.dim() == 2 and b.shape[0] == b.shape[1]]
+    if sizes and sizes[0] != 1024 and [b.shape[0] for b in own.buffers() if b.dim() == 2][:1] == [1024]:
+        return GPT2_CONTEXT.format(size=sizes[0])
+    module.eval()
+    x = torch.rand(1, 5, 768)
+    try:
+        out = module(x)
+        if same(out, multi_head_output(module, x, 12)):
+            return ""
+        found = [k for k in (1, 2, 3, 4, 6, 8, 16, 24, 32) if same(out, multi_head_output(module, x, k))]
+    except Exception:  # layers named otherwise, a forward that raises: the other tests say what is wrong
+        return ""
+    return GPT2_HEADS.format(found=found[0]) if found else ""
+
+
 SPLIT_AND_MERGE = ("the heads are split and merged without a transpose: view the projections as (b, num_tokens, "
                    "num_heads, head_dim) and .transpose(1, 2) them; after the attention .transpose(1, 2) the context "
                    "back before the .contiguous().view(b, num_tokens, d_out)")

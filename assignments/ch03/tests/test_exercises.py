@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-from _diagnose import DROPOUT_IGNORED, waits_for
+from _diagnose import DROPOUT_IGNORED, gpt2_problem, waits_for
 
 pytestmark = pytest.mark.exercises
 
@@ -43,3 +43,8 @@ def test_exercise_3_3_gpt2_small_parameter_count(load, book):
 def test_exercise_3_3_output_shape(load, check):
     mha = load("exercises").gpt2_small_attention()
     check.shape(mha(torch.rand(1, 4, 768)), (1, 4, 768), "gpt2_small_attention() on (1, 4, 768)")
+
+
+def test_exercise_3_3_twelve_heads_the_whole_context_and_no_dropout(load, check):
+    torch.manual_seed(0)
+    check.no_problem(gpt2_problem(load("exercises").gpt2_small_attention(), load("mha")), "gpt2_small_attention()")
