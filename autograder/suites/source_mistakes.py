@@ -161,18 +161,19 @@ def _top_functions(tree: ast.Module) -> list:
     return found
 
 
+def _called(call: ast.AST) -> str:
+    """The bare name a call calls (torch.manual_seed(...) and manual_seed(...): 'manual_seed'); '' for any other
+    node, or a call of something else (a subscript, a call's result)."""
+    func = call.func if isinstance(call, ast.Call) else None
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+
+
 def calls_sdpa(source: str) -> bool:
     """Does the module call scaled_dot_product_attention (F.scaled_dot_product_attention, or the name imported)?"""
     tree = _parse(source)
     if tree is None:
         return False
-    for node in source_reading.nodes(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if name == "scaled_dot_product_attention":
-                return True
-    return False
+    return any(_called(node) == "scaled_dot_product_attention" for node in source_reading.nodes(tree))
 
 
 def seeds_in_init(source: str) -> bool:
@@ -184,10 +185,7 @@ def seeds_in_init(source: str) -> bool:
         if isinstance(node, ast.ClassDef):
             for item in node.body:
                 if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "__init__" and any(
-                        isinstance(call, ast.Call) and (isinstance(call.func, ast.Attribute) and call.func.attr ==
-                                                        "manual_seed" or isinstance(call.func, ast.Name)
-                                                        and call.func.id == "manual_seed")
-                        for call in source_reading.nodes(item)):
+                        _called(call) == "manual_seed" for call in source_reading.nodes(item)):
                     return True
     return False
 
@@ -275,9 +273,8 @@ def _out_proj_from_d_in(function: ast.AST) -> bool:
     for node in source_reading.nodes(function):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and node.value.args and any(
                 isinstance(t, ast.Attribute) and t.attr == "out_proj" for t in node.targets):
-            func, first = node.value.func, node.value.args[0]
-            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if name == "Linear" and isinstance(first, ast.Name) and first.id == params[1]:
+            first = node.value.args[0]
+            if _called(node.value) == "Linear" and isinstance(first, ast.Name) and first.id == params[1]:
                 return True
     return False
 
