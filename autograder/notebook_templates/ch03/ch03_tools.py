@@ -103,18 +103,18 @@ def _other_cells_names(module, user_ns):
     IPython keeps each cell's code in linecache): in the kernel they are there, but when the notebook is graded
     only the solution cells are read (with the imports above them and the functions and classes of earlier solution
     cells), so the graded module would raise NameError."""
-    files = {code.co_filename for value in vars(module).values() for code in _code_objects(value)[:1]}
-    _SOLUTION_CELLS.update(files)
-    if len(files) > 1:  # a function written again in a cell of its own, after the solution cell: the kernel runs it
-        cells = {}
-        for name, value in vars(module).items():
-            for code in _code_objects(value)[:1]:
-                cells.setdefault(code.co_filename, []).append(name)
-        shown = "; ".join(", ".join(names) for names in cells.values())
-        print(f"note: {module.__name__}'s functions and classes come from {len(files)} cells ({shown}): when the "
-              f"notebook is graded only the solution cell is read; keep your code for {module.__name__} in it")
-    bound = set().union(*[_bound_by(file) for file in files]) if files else set()
+    cells = {}  # the cell (its file name) each published function or class comes from -> their names
+    for name, value in vars(module).items():
+        for code in _code_objects(value)[:1]:
+            cells.setdefault(code.co_filename, []).append(name)
+    _SOLUTION_CELLS.update(cells)
     notes = []
+    if len(cells) > 1:  # a function written again in a cell of its own, after the solution cell: the kernel runs it
+        shown = "; ".join(", ".join(names) for names in cells.values())
+        notes.append(f"note: {module.__name__}'s functions and classes come from {len(cells)} cells ({shown}): when "
+                     f"the notebook is graded only the solution cell is read; keep your code for {module.__name__} in it")
+    bound = set().union(*map(_bound_by, cells))
+    known = all(linecache.getlines(file) for file in cells)  # the solution cells' code, where IPython keeps it
     for name, value in vars(module).items():
         if name.startswith("__"):
             continue
@@ -129,7 +129,7 @@ def _other_cells_names(module, user_ns):
                     if getattr(used, "__module__", None) != user_ns.get("__name__") or not cell or \
                             cell[0] in _SOLUTION_CELLS:
                         continue
-                elif isinstance(used, types.ModuleType) or not all(linecache.getlines(file) for file in files):
+                elif isinstance(used, types.ModuleType) or not known:
                     continue  # an import (a cell above gives it when graded), or a cell whose code is unknown
                 note = (f"note: {module.__name__}.{name} uses {read}, which another cell of this notebook gives it: "
                         f"when the notebook is graded only the solution cells are read, so {read} would be missing "
