@@ -1,18 +1,20 @@
 """The grader's end of the stand-ins (inside/stand_in.py): the reference solutions, run here.
 
 Where a check of one part needs another part that is not right on its own, the child holds a
-StandIn of each of that part's classes: their layout and tensors, none of their code. Building one,
-its forward and its backward are questions the child sends as data; they are answered here, in the
-grader's process, with the classes of solutions/ch03 themselves (one source of truth: no second copy
-of the reference, nothing compiled in the child).
+StandIn of each of that part's classes: their layout and tensors, none of their code; and a stand-in
+of each of its functions (causal_mask, masked_attention_weights: a student's mha.py may import them).
+Building one, its forward and its backward, a function's call and its backward, are questions the child
+sends as data; they are answered here, in the grader's process, with solutions/ch03 itself (one source
+of truth: no second copy of the reference, nothing compiled in the child), with the operations the
+answer issued (the child's operation count holds them, inside/counting.add).
 
 A question is data from the student's process: its numbers are bounded before anything is built
 (constructor arguments, the elements a module holds, the size of a forward), and every answer is
 plain tensors and numbers.
 
 Who may ask (issue 37.2): only the child of a part the grader gave stand-ins, and only about the
-classes it substituted (`allowed`: each substituted module's classes and the grader's classes they
-hold, as a wrapper holds CausalAttention heads). Any other question is refused as NotGiven and
+classes and functions it substituted (`allowed`: each substituted module's classes and functions and
+the grader's classes they hold, as a wrapper holds CausalAttention heads). Any other question is refused as NotGiven and
 recorded in the part's Ledger: the runner fails every check of that part and lists it for the
 instructor as tampering. The work is bounded per question and per part: before anything runs, the
 question runs on the meta device (no memory, no arithmetic) under a FLOP counter and a byte counter;
@@ -41,6 +43,7 @@ from torch.utils._pytree import tree_leaves
 from torch.utils.flop_counter import FlopCounterMode
 
 from autograder import chapter, text
+from autograder.inside import counting
 
 MODULES = ("self_attention_v1", "self_attention_v2", "causal", "mha")  # in import order
 MAX_ARGUMENT = 4096          # any whole number given to a constructor
@@ -69,12 +72,14 @@ class Ledger:
 
 
 def allowed(modules) -> frozenset[tuple[str, str]]:
-    """The (module, class) pairs a child given stand-ins for `modules` may ask about: each module's own
-    classes and the grader's classes it holds (mha's wrapper builds causal's CausalAttention)."""
-    found = set()
+    """The (module, class or function) pairs a child given stand-ins for `modules` may ask about: each
+    module's own classes and functions, and the grader's classes it holds (mha's wrapper builds causal's
+    CausalAttention)."""
+    found: set[tuple[str, str]] = set()
     for module in modules:
         if module not in MODULES:
             continue
+        found.update((module, name) for name in functions(module))
         for value in vars(solutions()[module]).values():
             if isinstance(value, type) and issubclass(value, torch.nn.Module) and \
                     value.__module__.startswith("_ch03_reference_"):
@@ -151,14 +156,32 @@ def classes(module: str) -> dict[str, list]:
     solution = solutions()[module]
     for name, value in vars(solution).items():
         if isinstance(value, type) and issubclass(value, torch.nn.Module) and value.__module__ == solution.__name__:
-            found[name] = [[p.name] if p.default is inspect.Parameter.empty else [p.name, p.default]
-                           for p in list(inspect.signature(value).parameters.values())]
+            found[name] = _parameters(value)
     return found
 
 
-def substitutes(modules) -> dict[str, dict[str, list]]:
-    """{module: {class: signature}} for the child's substitute request, in import order."""
-    return {module: classes(module) for module in MODULES if module in modules}
+def functions(module: str) -> dict[str, list]:
+    """{function name: [[parameter, default?], ...]} of the plain functions the solution module defines
+    (causal.py's causal_mask and masked_attention_weights, which a student's mha.py may import)."""
+    solution = solutions()[module]
+    return {name: _parameters(value) for name, value in vars(solution).items()
+            if inspect.isfunction(value) and value.__module__ == solution.__name__ and not name.startswith("_")}
+
+
+def _parameters(callable_) -> list:
+    return [[p.name] if p.default is inspect.Parameter.empty else [p.name, _default(p.default)]
+            for p in inspect.signature(callable_).parameters.values()]
+
+
+def _default(value):
+    return value if isinstance(value, (bool, int, float, str, type(None))) else None
+
+
+def substitutes(modules) -> dict[str, dict[str, dict[str, list]]]:
+    """{module: {"classes": {class: signature}, "functions": {function: signature}}} for the child's
+    substitute request, in import order."""
+    return {module: {"classes": classes(module), "functions": functions(module)}
+            for module in MODULES if module in modules}
 
 
 def answer(question: Any, tensors: list, given: frozenset = frozenset(), ledger: Ledger | None = None,
@@ -173,13 +196,15 @@ def answer(question: Any, tensors: list, given: frozenset = frozenset(), ledger:
     where = question.get("where")
     if not (isinstance(where, list) and len(where) == 2 and tuple(map(str, where)) in given):
         said = ".".join(text.identifier(w, 40) for w in where[:2]) if isinstance(where, list) else "?"
-        ledger.refused.append(f"asked the grader to compute {said}, a class it was not given")
+        ledger.refused.append(f"asked the grader to compute {said}, a class or function it was not given")
         raise NotGiven("the grader answers only the stand-ins it gave this part")
-    cls = _class(where)
     arguments = _arguments(question.get("arguments"))
     limit = MAX_BYTES if memory_mb is None else min(MAX_BYTES, int(memory_mb) << 20)
     clock = time.process_time()
     try:
+        if question.get("do") in ("call", "call_backward"):
+            return _call(_function(where), arguments, question, tensors, ledger, limit)
+        cls = _class(where)
         if question.get("do") == "construct":
             return _construct(cls, arguments, question.get("dtype"), tensors, limit)
         if question.get("do") in ("forward", "backward"):
@@ -196,6 +221,89 @@ def _class(where):
     if not (isinstance(cls, type) and issubclass(cls, torch.nn.Module)):
         raise Refused("not one of the grader's classes")
     return cls
+
+
+def _function(where):
+    function = getattr(solutions()[where[0]], str(where[1]), None) if where[0] in MODULES else None
+    if not (inspect.isfunction(function) and str(where[1]) in functions(where[0])):
+        raise Refused("not one of the grader's functions")
+    return function
+
+
+def _call(function, arguments, question, tensors, ledger, limit=MAX_BYTES):
+    """A call of the solution's function (or its backward) on the child's numbers and tensors (at
+    question["tensor_at"] among the arguments; a backward's upstream gradient last), measured first on
+    the meta device as a forward is (_measure) and refused when it would cost too much."""
+    places, backward = question.get("tensor_at"), question.get("do") == "call_backward"
+    if not (isinstance(places, list) and len(set(places)) == len(places) and
+            all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i < len(arguments) for i in places)):
+        raise Refused("malformed question")
+    if "shapes" in question and not backward and not tensors:  # the emulated GPU's call: the answer's shape only
+        tensors = _shaped(question["shapes"], len(places))
+        try:
+            with torch.device("meta"):
+                output = function(*[tensors.pop(0) if i in places else a for i, a in enumerate(arguments)])
+        except Exception as e:  # the shapes do not fit: the real function's error
+            raise Refused(text.excerpt(str(e), 200)) from None
+        if not isinstance(output, torch.Tensor):
+            raise Refused("the grader's function gave no tensor")
+        return {"shape": list(output.shape), "dtype": str(output.dtype).replace("torch.", "")}, []
+    if len(tensors) != len(places) + backward or any(t.numel() > MAX_ELEMENTS for t in tensors):
+        raise Refused("malformed question" if len(tensors) != len(places) + backward else
+                      "the input is larger than the grader's stand-in takes")
+    wanted = question.get("wanted") if backward else [False] * len(places)
+    if not (isinstance(wanted, list) and len(wanted) == len(places)):
+        raise Refused("malformed question")
+
+    def called(given, device=None):
+        values = list(arguments)
+        for place, tensor in zip(places, given, strict=True):
+            values[place] = tensor
+        with torch.device(device) if device else contextlib.nullcontext():
+            return function(*values)
+
+    counter, made = FlopCounterMode(display=False), _Bytes()
+    try:
+        with counter, made:
+            called([torch.empty(t.shape, dtype=t.dtype, device="meta") for t in tensors[:len(places)]], "meta")
+    except Exception:  # what fails on shapes fails in the real run too: that says why
+        pass
+    flops = counter.get_total_flops() * (3 if backward else 1)
+    held = sum(t.numel() * t.element_size() for t in tensors)
+    if flops > MAX_FLOPS:
+        raise Refused("the grader's stand-in answers at most a small forward per call")
+    if ledger.flops + flops > MAX_PART_FLOPS:
+        raise Refused("this part has asked the grader's stand-in for all the work it answers")
+    if made.total * (2 if backward else 1) + held > limit:
+        raise Refused("the grader's stand-in would use more memory than the part may use")
+    ledger.flops += flops
+    inputs = [t.detach().requires_grad_(bool(w) and t.is_floating_point()) for t, w in zip(tensors, wanted, strict=False)]
+    with torch.enable_grad():
+        with counting.Counter() as counter:  # what the child's operation count holds for this call
+            output = called(inputs)
+        if not isinstance(output, torch.Tensor):
+            raise Refused("the grader's function gave no tensor")
+        if not backward:
+            return {"counts": counter.counts}, [output.detach()]
+        want = [t for t in inputs if t.requires_grad]
+        grads = torch.autograd.grad(output, want, tensors[-1], allow_unused=True) if want and output.requires_grad \
+            else [None] * len(want)
+    return {}, [g if g is not None else torch.zeros_like(t) for g, t in zip(grads, want, strict=True)]
+
+
+def _shaped(shapes, count):
+    """[meta tensors] of the [[shape, dtype], ...] a call on the emulated GPU gives, bounded as tensors are."""
+    if not (isinstance(shapes, list) and len(shapes) == count):
+        raise Refused("malformed question")
+    made = []
+    for entry in shapes:
+        shape, dtype = entry if isinstance(entry, list) and len(entry) == 2 else (None, None)
+        if not (isinstance(shape, list) and len(shape) <= 8 and dtype in DTYPES and
+                all(isinstance(n, int) and not isinstance(n, bool) and 0 <= n <= MAX_ELEMENTS for n in shape)
+                and math.prod(shape) <= MAX_ELEMENTS):
+            raise Refused("malformed question")
+        made.append(torch.empty(shape, dtype=DTYPES[dtype], device="meta"))
+    return made
 
 
 def _arguments(arguments):
@@ -317,11 +425,12 @@ def _run(cls, arguments, question, tensors, ledger=None, limit=MAX_BYTES):
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(int(question.get("seed") or 0) % 2**63)
         with torch.enable_grad():
-            output = module(*inputs_)
+            with counting.Counter() as counter:  # what the child's operation count holds for this forward
+                output = module(*inputs_)
             if not isinstance(output, torch.Tensor):
                 raise Refused("the grader's class gave no tensor")
             if not backward:
-                return {}, [output.detach()]
+                return {"counts": counter.counts}, [output.detach()]
             leaves = list(given.values()) + inputs_
             want = [t for t in leaves if t.requires_grad]
             grads = torch.autograd.grad(output, want, tensors[-1], allow_unused=True)

@@ -50,6 +50,62 @@ def test_causal_bugs_cost_the_wrapper_nothing(engine, tmp_path, edit):
     assert scores(result) == {"mha": 22, "exercises": 8}
 
 
+# mha.py written with causal.py's functions (the course's helpers, which the mha stub does not import)
+MHA_USES_CAUSAL_S_FUNCTIONS = (
+    ("mha", "from causal import CausalAttention\n",
+     "from causal import CausalAttention, causal_mask, masked_attention_weights\n"),
+    ("mha", "        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)\n"
+            "        attn_weights = torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)\n",
+     "        attn_scores = attn_scores.masked_fill(causal_mask(num_tokens, x.device), -torch.inf)\n"
+     "        attn_weights = masked_attention_weights(attn_scores, self.head_dim)\n"))
+
+
+@pytest.mark.parametrize("edit, lost", [
+    (("causal", "diagonal=1)\n    ### END SOLUTION", "diagonal=0)\n    ### END SOLUTION"),
+     {"causal_mask_marks_the_future", "causal_mask_unseen_sizes", "masked_weights_book_example",
+      "masked_weights_unseen_scores", "causal_inputs_left_unchanged"}),
+    (("causal", "    return torch.softmax(masked / d_k**0.5, dim=-1)", "    return torch.softmax(masked, dim=-1)"),
+     {"masked_weights_book_example", "masked_weights_unseen_scores", "causal_inputs_left_unchanged"}),
+    (("causal", "    num_tokens = scores.shape[-1]\n", "    num_tokens = scores.shape[-1]\n    raise NotImplementedError\n"),
+     {"masked_weights_book_example", "masked_weights_unseen_scores", "causal_inputs_left_unchanged"}),
+], ids=["mask-off-by-one", "weights-unscaled", "weights-not-written"])
+def test_causal_s_functions_wrong_cost_an_mha_that_uses_them_nothing(engine, tmp_path, edit, lost):
+    """The dependency probe tries causal.py's functions as well as its class (a causal_mask off by one cost
+    an mha.py that imports it 17 of 22 points); found wrong, they are the grader's in mha's checks (stand-in
+    functions: stand_ins.py), batched and on the emulated GPU as the student's mha runs them. Causal loses
+    the checks of the functions, and only those."""
+    folder = submission(tmp_path, *MHA_USES_CAUSAL_S_FUNCTIONS, edit)
+    result = grade(engine, folder, ["causal", "mha"])
+    assert scores(result)["mha"] == PART["mha"], failed(result, "mha")
+    assert set(failed(result, "causal")) == lost
+
+
+def test_mha_s_own_bugs_are_still_charged_when_causal_s_functions_stand_in(engine, tmp_path):
+    """With causal.py's functions the grader's, mha.py's own mistakes around them still cost mha: the heads
+    left unscaled by head_dim (a d_k of 1 given to masked_attention_weights), a per-head loop over the
+    stand-in function (its calls counted as the operations the grader ran for them: more softmaxes with
+    more heads), and a plain-attribute tensor that stays on the CPU (the stand-in answers the emulated GPU
+    with the answer's shape: the mixed devices are seen)."""
+    wrong_mask = ("causal", "diagonal=1)\n    ### END SOLUTION", "diagonal=0)\n    ### END SOLUTION")
+    unscaled = submission(tmp_path / "unscaled", *MHA_USES_CAUSAL_S_FUNCTIONS, wrong_mask,
+                          ("mha", "masked_attention_weights(attn_scores, self.head_dim)", "masked_attention_weights(attn_scores, 1)"))
+    assert "mha_scales_by_head_dim" in failed(grade(engine, unscaled, ["mha"]), "mha")
+    per_head = submission(tmp_path / "loop", *MHA_USES_CAUSAL_S_FUNCTIONS, wrong_mask,
+                          ("mha", "attn_weights = masked_attention_weights(attn_scores, self.head_dim)\n",
+                           "attn_weights = torch.stack([masked_attention_weights(attn_scores[:, h], self.head_dim)\n"
+                           "                                    for h in range(self.num_heads)], dim=1)\n"))
+    result = grade(engine, per_head, ["mha"])
+    assert "once per head" in failed(result, "mha").get("mha_batches_the_heads", ""), failed(result, "mha")
+    stays = submission(tmp_path / "stays", *MHA_USES_CAUSAL_S_FUNCTIONS, wrong_mask,
+                       ("mha", "        self.head_dim = d_out // num_heads\n",
+                        "        self.head_dim = d_out // num_heads\n        self.temperature = torch.ones(1, 1)\n"),
+                       ("mha", "masked_attention_weights(attn_scores, self.head_dim)\n",
+                        "masked_attention_weights(attn_scores, self.head_dim) * self.temperature\n"))
+    result = grade(engine, stays, ["mha"])
+    assert set(failed(result, "mha")) == {"mha_runs_on_the_inputs_device"}
+    assert "mixes devices" in failed(result, "mha")["mha_runs_on_the_inputs_device"]
+
+
 def test_a_hanging_causal_costs_the_wrapper_nothing(engine, tmp_path):
     folder = submission(tmp_path, ("causal", "        b, num_tokens, d_in = x.shape\n",
                                    "        b, num_tokens, d_in = x.shape\n        while True:\n            pass\n"))

@@ -94,6 +94,69 @@ def test_the_stand_ins_draw_compute_and_differentiate_as_the_solutions_do(channe
     assert seen == set(ARGUMENTS)
 
 
+def test_the_stand_in_functions_answer_and_differentiate_as_the_solutions_do(channel):
+    """causal.py's functions, which a student's mha.py may import, stand in too when causal is not right
+    on its own: the same signature, masks and weights (on a batch of heads, as mha gives them, and with
+    d_k given as a tensor), the same gradients, and the answer put on the device asked for."""
+    made = stand_in.make_module("causal", stand_ins.classes("causal"), stand_ins.functions("causal"))
+    solution = stand_ins.solutions()["causal"]
+    assert sorted(stand_ins.functions("causal")) == ["causal_mask", "masked_attention_weights"]
+    for name in stand_ins.functions("causal"):
+        assert str(inspect.signature(getattr(made, name))) == str(inspect.signature(getattr(solution, name))), name
+        assert ("causal", name) in GIVEN
+    for n in (1, 4, 9):
+        assert torch.equal(made.causal_mask(n), solution.causal_mask(n)) and made.causal_mask(n).dtype == torch.bool
+    assert made.causal_mask(3, device="meta").device.type == "meta"
+    assert made.causal_mask(3, torch.device("cpu")).device.type == "cpu"
+    scores = torch.rand(2, 3, 5, 5, dtype=torch.float64)
+    ours, theirs = scores.clone().requires_grad_(), scores.clone().requires_grad_()
+    got, want = made.masked_attention_weights(ours, torch.tensor(4)), solution.masked_attention_weights(theirs, 4)
+    assert got.dtype == torch.float64 and torch.allclose(got, want, atol=1e-12)
+    upstream = torch.rand_like(want)
+    (got * upstream).sum().backward()
+    (want * upstream).sum().backward()
+    assert torch.allclose(ours.grad, theirs.grad, atol=1e-12)
+    with pytest.raises(TypeError):
+        made.masked_attention_weights(scores)  # a missing argument: the real function's TypeError
+
+
+def test_the_stand_in_functions_on_the_emulated_gpu_answer_shapes_where_the_solutions_would(channel):
+    """On the emulated GPU (fake tensors: no data to send) a stand-in function asks for its answer's shape
+    and dtype only, and gives it on the device the solution would: the scores' device, or the device asked
+    for; causal_mask without one on the CPU, as the solution's does (a GPU bug of the caller's, seen there)."""
+    from autograder.inside import emulated_gpu
+
+    made = stand_in.make_module("causal", {}, stand_ins.functions("causal"))
+    with emulated_gpu.EmulatedGPU() as gpu:
+        scores = gpu.tensor(torch.empty(2, 3, 5, 5, dtype=torch.float64))
+        weights = made.masked_attention_weights(scores, 4)
+        mask_here, mask_there = made.causal_mask(5), made.causal_mask(5, scores.device)
+        assert (weights.device, tuple(weights.shape), weights.dtype) == (emulated_gpu.CUDA, (2, 3, 5, 5), torch.float64)
+        assert (mask_here.device.type, mask_there.device, mask_there.dtype) == ("cpu", emulated_gpu.CUDA, torch.bool)
+        with pytest.raises(ValueError):
+            made.masked_attention_weights(gpu.tensor(torch.empty(2, 3, 5, 4)), 4)  # the solution's own shape error
+        with pytest.raises(RuntimeError, match="device"):
+            scores.masked_fill(mask_here, 0.0)
+
+
+def test_function_questions_too_large_or_not_given_are_refused(channel):
+    """A call is bounded as a forward is (its numbers and the memory its tensors make); a function of a
+    module the child was not given is never answered."""
+    made = stand_in.make_module("causal", {}, stand_ins.functions("causal"))
+    with pytest.raises(ValueError, match="whole numbers from 0 to 4096"):
+        made.causal_mask(5000)
+    with pytest.raises(ValueError, match="larger than the grader's stand-in takes"):
+        made.masked_attention_weights(torch.empty(1 << 26, 1, 1), 2)
+    ledger = stand_ins.Ledger()
+    with pytest.raises(stand_ins.NotGiven):
+        stand_ins.answer({"do": "call", "where": ["causal", "causal_mask"], "arguments": [3, None], "tensor_at": []},
+                         [], stand_ins.allowed(["mha"]), ledger)
+    assert ledger.refused == ["asked the grader to compute causal.causal_mask, a class or function it was not given"]
+    with pytest.raises(stand_ins.Refused, match="not one of the grader's functions"):
+        stand_ins.answer({"do": "call", "where": ["causal", "CausalAttention"], "arguments": [], "tensor_at": []},
+                         [], frozenset({("causal", "CausalAttention")}))
+
+
 def test_a_changed_stand_in_computes_with_the_child_s_tensors(channel):
     """Weights set from outside (as a transfer does) are the ones the grader computes with; a bias
     set to None is left out, as the class itself would leave it out."""
@@ -244,11 +307,13 @@ def test_student_code_finds_nothing_of_the_grader_s_code_behind_a_stand_in(engin
 # ---------------------------------------------------------------- issue 37.2: who may ask, and what it costs
 
 def test_a_child_is_answered_only_about_the_classes_it_was_given():
-    """A child given causal's stand-ins is answered about CausalAttention (and nothing else): a question
-    about mha's classes, or one no child was given, is refused as NotGiven and kept in the ledger."""
+    """A child given causal's stand-ins is answered about CausalAttention and causal's two functions (and
+    nothing else): a question about mha's classes, or one no child was given, is refused as NotGiven and
+    kept in the ledger. A child given mha's is answered about the wrapper's heads, not causal's functions."""
     given, ledger = stand_ins.allowed(["causal"]), stand_ins.Ledger()
-    assert given == {("causal", "CausalAttention")}
+    assert given == {("causal", "CausalAttention"), ("causal", "causal_mask"), ("causal", "masked_attention_weights")}
     assert ("causal", "CausalAttention") in stand_ins.allowed(["mha"])  # the wrapper's heads are the grader's
+    assert ("causal", "causal_mask") not in stand_ins.allowed(["mha"])
     state = torch.get_rng_state()
     question = {"do": "construct", "where": ["causal", "CausalAttention"], "arguments": [3, 4, 6, 0.0, False]}
     answer, tensors = stand_ins.answer(question, [state], given, ledger)

@@ -315,9 +315,9 @@ LOADED: dict[tuple[str, ...], dict[str, Any]] = {}
 
 
 def substitute(stand_ins):
-    """The grader's classes (as stand-ins: data and a door to the grader, stand_in.py) for each module
-    of stand_ins ({module name: {class name: signature}}, in import order) from now on, in place of
-    the student's; {} gives the student's back. Every student module leaves sys.modules first, so
+    """The grader's classes and functions (as stand-ins: data and a door to the grader, stand_in.py) for
+    each module of stand_ins ({module name: {"classes": {name: signature}, "functions": {name: signature}}},
+    in import order) from now on, in place of the student's; {} gives the student's back. Every student module leaves sys.modules first, so
     that those imported next import the modules in place now; the modules loaded under this set of
     stand-ins before (LOADED) come back as they were."""
     leaving = {id(m) for m in student_modules()}
@@ -327,8 +327,9 @@ def substitute(stand_ins):
         del sys.modules[name]
     SUBSTITUTED.clear()
     kept = LOADED.get(tuple(sorted(stand_ins)), {})
-    for name, classes in stand_ins.items():
-        sys.modules[name] = kept[name] if name in kept else stand_in.make_module(name, classes)
+    for name, given in stand_ins.items():
+        sys.modules[name] = kept[name] if name in kept else \
+            stand_in.make_module(name, given.get("classes", {}), given.get("functions", {}))
         SUBSTITUTED.add(name)
     sys.modules.update({n: m for n, m in kept.items() if n not in SUBSTITUTED})
     return sorted(SUBSTITUTED)

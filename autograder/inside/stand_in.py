@@ -19,22 +19,26 @@ import types
 
 import torch
 
-from autograder.inside import protocol
+from autograder.inside import counting, protocol
 
 CHANNEL: dict[str, int] = {}  # {"requests": fd, "replies": fd}: set by child.serve
 PLAIN = (bool, int, float, str, type(None))
 
 
 def ask(question, tensors=()):
-    """One question to the grader -> (answer dict, its tensors); the grader's refusal is raised here."""
-    structure, buffers = protocol.encode({"question": question, "tensors": list(tensors)})
-    protocol.send(CHANNEL["replies"], {"stand_in": structure}, buffers)
-    header, payload = protocol.receive(CHANNEL["requests"])
-    if header.get("op") != "stand_in_answer":
-        raise RuntimeError("the grader did not answer the stand-in's question")
-    if "error" in header:
-        raise _error(header["error"])
-    answer = protocol.decode(header["input"], payload)
+    """One question to the grader -> (answer dict, its tensors); the grader's refusal is raised here.
+    Under an operation count (inside/counting.py) the question counts as the operations the grader's run
+    of it issued, and the child's own side of it (writing and reading the tensors) as none."""
+    with counting.uncounted():
+        structure, buffers = protocol.encode({"question": question, "tensors": list(tensors)})
+        protocol.send(CHANNEL["replies"], {"stand_in": structure}, buffers)
+        header, payload = protocol.receive(CHANNEL["requests"])
+        if header.get("op") != "stand_in_answer":
+            raise RuntimeError("the grader did not answer the stand-in's question")
+        if "error" in header:
+            raise _error(header["error"])
+        answer = protocol.decode(header["input"], payload)
+    counting.add(answer.pop("counts", None))
     return answer, answer.pop("tensors", [])
 
 
@@ -45,13 +49,56 @@ def _error(error):
     return cls(str(error.get("message", "")) if isinstance(error, dict) else "")
 
 
-def make_module(name, classes):
-    """The child's module `name`: one StandIn class per {class name: signature} of the grader's."""
+def make_module(name, classes, functions=None):
+    """The child's module `name`: one StandIn class per {class name: signature} of the grader's, and
+    one stand-in function per {function name: signature} (causal.py's causal_mask, used by a
+    student's mha.py, is the grader's too when causal is not right on its own)."""
     module = types.ModuleType(name)
     module.__file__ = f"<the grader's {name}.py>"
     for class_name, signature in classes.items():
         setattr(module, class_name, stand_in_class(name, class_name, signature))
+    for function_name, signature in (functions or {}).items():
+        setattr(module, function_name, stand_in_function(name, function_name, signature))
     return module
+
+
+def stand_in_function(module, name, signature):
+    """The grader's function module.name as a stand-in: a call is a question (its numbers as data, its
+    tensors), answered by the reference solution in the grader's process; a device argument (a
+    torch.device or a string) is where the answer is put here (the grader computes on its CPU), else
+    the first tensor argument's device. Differentiable: a backward is a question too."""
+    spec = _signature(signature)
+
+    def function(*args, **kwargs):
+        bound = spec.bind(*args, **kwargs)  # a TypeError, as the real function gives
+        bound.apply_defaults()
+        arguments: list = []
+        tensors: list[torch.Tensor] = []
+        places: list[int] = []
+        device = None
+        for value in bound.arguments.values():
+            if isinstance(value, torch.Tensor):
+                places.append(len(arguments))
+                tensors.append(value)
+                arguments.append(None)
+            elif isinstance(value, (torch.device, str)):
+                device = torch.device(value)
+                arguments.append(None)
+            else:
+                arguments.append(_number(value))
+        if device is None:
+            device = tensors[0].device if tensors else torch.device("cpu")
+        question = {"where": [module, name], "arguments": arguments, "tensor_at": places}
+        if any(_fake(t) for t in tensors):  # on the emulated GPU (emulated_gpu.py): no data, so only the answer's shape
+            question["shapes"] = [[list(t.shape), str(t.dtype).replace("torch.", "")] for t in tensors]
+            answer, _ = ask({"do": "call", **question})
+            return torch.empty(answer["shape"], dtype=getattr(torch, answer["dtype"]), device=device)
+        return _RemoteCall.apply(question, device, *tensors)
+
+    function.__name__ = function.__qualname__ = name
+    function.__module__ = module
+    function.__signature__ = spec  # type: ignore[attr-defined]  # inspect.signature reads it
+    return function
 
 
 _CLASSES: dict = {}
@@ -171,3 +218,29 @@ class _Remote(torch.autograd.Function):
         given = iter(grads)
         out = [next(given).to(t.device) if w else None for t, w in zip(tensors, wanted, strict=False)]  # wanted: maybe shorter
         return (None, *out)
+
+
+def _fake(tensor):
+    from torch._subclasses.fake_tensor import FakeTensor
+
+    return isinstance(tensor, FakeTensor)
+
+
+class _RemoteCall(torch.autograd.Function):
+    """A stand-in function's call, and its backward, computed by the grader on the arguments' tensors."""
+
+    @staticmethod
+    def forward(ctx, question, device, *tensors):
+        ctx.question = question
+        ctx.save_for_backward(*tensors)
+        answer, outputs = ask({"do": "call", **question}, [t.detach().cpu() for t in tensors])
+        return outputs[0].to(device)
+
+    @staticmethod
+    def backward(ctx, grad_output):
+        tensors = ctx.saved_tensors
+        wanted = [bool(w) for w in ctx.needs_input_grad[2:]]
+        answer, grads = ask({"do": "call_backward", "wanted": wanted, **ctx.question},
+                            [t.detach().cpu() for t in tensors] + [grad_output.detach().cpu()])
+        given = iter(grads)
+        return (None, None, *[next(given).to(t.device) if w else None for t, w in zip(tensors, wanted, strict=True)])

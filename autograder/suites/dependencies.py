@@ -113,7 +113,10 @@ LEAVES = "leaves"
 # every probe's sizes, (batch, tokens, d_in, d_out, context[, heads]; the wrapper's d_out per head): no two
 # equal, so a mixup of two dimensions changes a shape or a value; the probes and their expected answers are
 # built from these (tests/test_probe_sizes.py). The wrapper and MultiHeadAttention take the same inputs.
-SIZES_APART = {"causal": (2, 4, 3, 5, 6), "wrapper": (6, 5, 3, 2, 9, 4), "mha": (6, 5, 3, 8, 9, 2)}
+# masked_attention_weights takes (batch, heads, tokens, tokens) scores, as a student's mha.py may give them, and d_k
+SIZES_APART = {"causal": (2, 4, 3, 5, 6), "wrapper": (6, 5, 3, 2, 9, 4), "mha": (6, 5, 3, 8, 9, 2),
+               "masked": (2, 3, 4, 5)}
+MASK_SIZES = (1, 5)  # causal_mask's: 5 tells an inverted mask, an off-by-one and a wrong size apart
 
 
 def close(got, want):
@@ -143,6 +146,8 @@ def expected():
     mha = helpers.drawn_linears(SEED, helpers.qkv_layers(mha_in_d, mha_d, False) + [("out_proj", mha_d, mha_d, True)])
     x2, x3 = torch.rand(5, 3, generator=rng), torch.rand(*causal_in, d_in, generator=rng)
     x4 = torch.rand(*wrapper_in, wrapper_in_d, generator=rng)  # the wrapper's inputs and MultiHeadAttention's
+    *heads_shape, tokens, masked_d_k = SIZES_APART["masked"]
+    scores = (torch.rand(*heads_shape, tokens, tokens, generator=rng, dtype=torch.float64) - 0.5) * 6
     per_head = [{k.split(".", 1)[1]: v for k, v in heads.items() if k.startswith(f"{i}.")} for i in range(wrapper_heads)]
     return {
         "v1": (v1, x2, reference.attention(*(x2 @ v1[k] for k in helpers.QKV), causal=False)),  # type: ignore[misc]  # a star of 3
@@ -150,6 +155,7 @@ def expected():
         "causal": (x3, reference.single_head(x3, head)),
         "wrapper": (x4, torch.cat([reference.single_head(x4, h) for h in per_head], dim=-1)),
         "mha": (x4, reference.multi_head(x4, mha, mha_heads)),
+        "masked": (scores, masked_d_k, reference.weights_from_scores(scores, masked_d_k, causal=True)),
     }
 
 
@@ -166,7 +172,17 @@ def probe_causal(student):
     """Seeded weights (with biases), inputs shorter than the context: dropout off in eval mode, and
     dropout=0.0 in training mode (a head that ignores its dropout argument, such as a hard-coded
     nn.Dropout(0.5), drops weights in the wrapper's dropout-free checks): each output judged against
-    the grader's math on the weights the seed gives (names are free here)."""
+    the grader's math on the weights the seed gives (names are free here). Then the module's functions,
+    which a student's mha.py may import (a causal_mask off by one cost mha 17 of 22 points with mha.py
+    right): the masks of MASK_SIZES, and the weights of float64 scores of a batch of heads, in their dtype."""
+    causal = student.module("causal")
+    for n in MASK_SIZES:
+        mask = causal.causal_mask(n)
+        require(isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and
+                torch.equal(mask, torch.ones(n, n, dtype=torch.bool).triu(1)))
+    scores, d_k, weights = expected()["masked"]
+    got = causal.masked_attention_weights(scores.clone(), d_k)
+    require(close(got, weights) and got.dtype == scores.dtype)
     x, want = expected()["causal"]
     _, _, d_in, d_k, context = SIZES_APART["causal"]
     head = student.module("causal").CausalAttention(d_in, d_k, context, 0.5, qkv_bias=True, _seed=SEED)

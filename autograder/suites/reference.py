@@ -18,7 +18,12 @@ def attention(q, k, v, causal):
 
 
 def attention_weights(q, k, causal):
-    scores = q @ k.transpose(-2, -1) / math.sqrt(k.shape[-1])
+    return weights_from_scores(q @ k.transpose(-2, -1), k.shape[-1], causal)
+
+
+def weights_from_scores(scores, d_k, causal):
+    """Raw scores (..., T, T) -> attention weights: scaled by 1/sqrt(d_k), the future hidden when causal."""
+    scores = scores / math.sqrt(d_k)
     if causal:
         T = scores.shape[-1]
         scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
