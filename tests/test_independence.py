@@ -106,6 +106,31 @@ def test_mha_s_own_bugs_are_still_charged_when_causal_s_functions_stand_in(engin
     assert "mixes devices" in failed(result, "mha")["mha_runs_on_the_inputs_device"]
 
 
+# causal.py's CausalAttention built on SelfAttention_v2 (its three layers made by v2's __init__), a learner's way
+CAUSAL_INHERITS_V2 = (
+    ("causal", "import torch.nn as nn\n", "import torch.nn as nn\n\nfrom self_attention_v2 import SelfAttention_v2\n"),
+    ("causal", "class CausalAttention(nn.Module):", "class CausalAttention(SelfAttention_v2):"),
+    ("causal", "        super().__init__()\n        ### BEGIN SOLUTION\n        self.d_out = d_out\n"
+               "        self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+               "        self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)\n"
+               "        self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)\n",
+     "        super().__init__(d_in, d_out, qkv_bias)\n        ### BEGIN SOLUTION\n        self.d_out = d_out\n"))
+
+
+@pytest.mark.parametrize("edit", [
+    ("self_attention_v2", "self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)", "self.W_query = nn.Linear(d_in, d_out, bias=False)"),
+    ("self_attention_v2", "keys.shape[-1] ** 0.5", "keys.shape[-1]"),
+    ("self_attention_v2", "        super().__init__()\n", "        super().__init__()\n        raise KeyError(1)\n"),
+], ids=["bias-ignored", "unscaled-forward", "raises-when-built"])
+def test_a_v2_bug_costs_a_causal_that_inherits_v2_nothing(engine, tmp_path, edit):
+    """The dependency probe tries v2 for causal too, with qkv_bias and without (a v2 that ignored qkv_bias cost
+    an inheriting CausalAttention its bias check): found wrong, the grader's v2 is the base class in causal's
+    checks (a stand-in class subclassed by the student's)."""
+    result = grade(engine, submission(tmp_path, *CAUSAL_INHERITS_V2, edit), ["self_attention_v2", "causal"])
+    assert scores(result)["causal"] == PART["causal"], failed(result, "causal")
+    assert scores(result)["self_attention_v2"] < PART["self_attention_v2"]
+
+
 def test_a_hanging_causal_costs_the_wrapper_nothing(engine, tmp_path):
     folder = submission(tmp_path, ("causal", "        b, num_tokens, d_in = x.shape\n",
                                    "        b, num_tokens, d_in = x.shape\n        while True:\n            pass\n"))

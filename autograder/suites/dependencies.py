@@ -1,7 +1,8 @@
 """Which other parts a part's checks use, and whether the student's own code for them may be used.
 
 weight_transfer hands the student's SelfAttention_v1 and _v2 to the student's transfer function,
-mha's wrapper builds the student's CausalAttention, exercises build mha's classes. Such a check is
+a CausalAttention may inherit SelfAttention_v2, mha's wrapper builds the student's CausalAttention,
+exercises build mha's classes. Such a check is
 about the interaction, and may cost points only when the other part is right on its own. That is
 judged here, on data, once per submission and before any hidden input reaches the child: a short
 probe builds the other part's classes after a seed the grader knows and compares their weights and
@@ -24,8 +25,10 @@ from autograder.stand_ins import MODULES
 from autograder.student import SessionDied, Student, StudentError
 from autograder.suites import helpers, reference
 
-DEPENDS = {"weight_transfer": ("self_attention_v1", "self_attention_v2"), "mha": ("causal",),
-           "exercises": ("causal", "mha")}
+# causal uses v2 where a student's CausalAttention inherits SelfAttention_v2 (its layers built by v2's __init__: a
+# v2 that ignored qkv_bias cost causal its bias check)
+DEPENDS = {"weight_transfer": ("self_attention_v1", "self_attention_v2"), "causal": ("self_attention_v2",),
+           "mha": ("causal",), "exercises": ("causal", "mha")}
 PROBE_SECONDS = 2  # of CPU time per remote call of a probe: a part that runs longer is replaced
 SEED = 2024
 
@@ -135,6 +138,7 @@ def expected():
     rng = torch.Generator().manual_seed(SEED)
     v1 = helpers.drawn_matrices(SEED, 3, 4)
     v2 = helpers.drawn_linears(SEED, helpers.qkv_layers(3, 4, False))
+    v2_bias = helpers.drawn_linears(SEED, helpers.qkv_layers(3, 4, True))
     # no two of a probe's sizes equal (SIZES_APART): d_k == num_tokens let a head scaled by sqrt(num_tokens)
     # pass as right (then mha's checks used it), batch == num_heads hides heads and batch mixed up
     *causal_in, d_in, d_k, _ = SIZES_APART["causal"]
@@ -152,6 +156,7 @@ def expected():
     return {
         "v1": (v1, x2, reference.attention(*(x2 @ v1[k] for k in helpers.QKV), causal=False)),  # type: ignore[misc]  # a star of 3
         "v2": (v2, x2, reference.single_head(x2, v2, causal=False)),
+        "v2_bias": (v2_bias, x2, reference.single_head(x2, v2_bias, causal=False)),
         "causal": (x3, reference.single_head(x3, head)),
         "wrapper": (x4, torch.cat([reference.single_head(x4, h) for h in per_head], dim=-1)),
         "mha": (x4, reference.multi_head(x4, mha, mha_heads)),
@@ -159,13 +164,19 @@ def expected():
     }
 
 
-def probe_self_attention(student, module, name, key):
+def probe_self_attention(student, module, name, key, *options):
     """SelfAttention_v1 or _v2 after the seed: its parameters (by the contract's names) and its output."""
     drawn, x, want = expected()[key]
-    attention = getattr(student.module(module), name)(3, 4, _seed=SEED)
+    attention = getattr(student.module(module), name)(3, 4, *options, _seed=SEED)
     state = helpers.state_of(attention, "probe")
     require(sorted(state) == sorted(drawn) and all(close(state[k], drawn[k]) for k in drawn))
     require(close(attention(x), want))
+
+
+def probe_v2(student):
+    """SelfAttention_v2 without and with qkv_bias (a CausalAttention that inherits it passes qkv_bias on)."""
+    probe_self_attention(student, "self_attention_v2", "SelfAttention_v2", "v2")
+    probe_self_attention(student, "self_attention_v2", "SelfAttention_v2", "v2_bias", True)
 
 
 def probe_causal(student):
@@ -204,6 +215,5 @@ def probe_mha(student):
 
 PROBES: dict[str, Callable[..., Any]] = {"self_attention_v1": functools.partial(probe_self_attention, module="self_attention_v1",
                                                    name="SelfAttention_v1", key="v1"),
-          "self_attention_v2": functools.partial(probe_self_attention, module="self_attention_v2",
-                                                   name="SelfAttention_v2", key="v2"),
+          "self_attention_v2": probe_v2,
           "causal": probe_causal, "mha": probe_mha}
