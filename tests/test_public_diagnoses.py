@@ -242,6 +242,18 @@ DIAGONAL_RUN = ((("causal", CAUSAL_BUFFER, CAUSAL_BUFFER.replace("diagonal=1", "
                 "causal or mha or exercises", True)
 
 
+# an mha.py built on causal.py's own functions, with causal_mask off by one (corpus mutant
+# learner-causal-mask-off-by-one-used-by-mha): the grader keeps mha's 22 points
+MHA_ON_CAUSAL_S_FUNCTIONS_RUN = (
+    (("mha", "from causal import CausalAttention", "from causal import CausalAttention, causal_mask, masked_attention_weights"),
+     ("mha", "        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, :num_tokens], -torch.inf)\n"
+             "        attn_weights = torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)\n",
+      "        attn_scores = attn_scores.masked_fill(causal_mask(num_tokens, x.device), -torch.inf)\n"
+      "        attn_weights = masked_attention_weights(attn_scores, self.head_dim)\n"),
+     ("causal", "dtype=torch.bool, device=device), diagonal=1)", "dtype=torch.bool, device=device), diagonal=0)")),
+    "mha", True)
+
+
 def case_run(case):
     """The run of the public tests that test_a_common_bug_fails_locally_naming_the_misconception reads for case."""
     module, find, replace, _ = CASES[case]
@@ -263,6 +275,8 @@ def run_of(item):
     """The run of the public tests a test of this module reads."""
     if item.originalname == "test_one_mistake_in_causal_fails_only_causal_s_tests_without_tensor_dumps":
         return DIAGONAL_RUN
+    if item.originalname == "test_an_mha_built_on_causal_s_functions_waits_for_them":
+        return MHA_ON_CAUSAL_S_FUNCTIONS_RUN
     case = item.callspec.params["case"]
     return case_run(case) if item.originalname == "test_a_common_bug_fails_locally_naming_the_misconception" \
         else notebook_run(case)
@@ -311,6 +325,20 @@ def test_one_mistake_in_causal_fails_only_causal_s_tests_without_tensor_dumps(pu
                                "test_wrapper_book_example"], output
     assert all("builds on your CausalAttention" in m and "fix causal.py first" in m for m in waiting.values())
     assert "tensor(" not in output and "got\n" not in output, output
+
+
+def test_an_mha_built_on_causal_s_functions_waits_for_them(public):
+    """causal_mask off by one, used by MultiHeadAttention: the grader keeps mha's points (the function is the
+    grader's in mha's checks), and the public tests of MultiHeadAttention agree: they wait for causal.py,
+    naming the function, instead of failing mha; the wrapper's tests, which use no function of causal's, pass."""
+    output, outcomes, _ = public[MHA_ON_CAUSAL_S_FUNCTIONS_RUN]
+    waiting = {name: m for name, m in outcomes.items() if m is not None}
+    assert sorted(waiting) == ["test_multi_head_attention_book_example",
+                               "test_multi_head_attention_drops_attention_weights_in_training_mode",
+                               "test_multi_head_attention_shape", "test_multi_head_attention_with_three_dims_per_head"], output
+    assert all(m == "skipped: not checked yet: MultiHeadAttention uses your causal_mask from causal.py, which is not right "
+                    "yet: fix causal.py first, its own tests say what is wrong" for m in waiting.values()), waiting
+    assert outcomes["test_wrapper_book_example"] is None and outcomes["test_d_out_must_be_divisible_by_num_heads"] is None
 
 
 @pytest.mark.parametrize("case", CASES)
