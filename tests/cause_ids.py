@@ -38,6 +38,7 @@ CAUSES = {
                            r"dropout seems to act on the values or the output"],
     "heads-swapped": [r"swaps heads and tokens"],
     "dropout-before-softmax": [r"dropout acts before the softmax", r"not on the scores"],
+    "dropout-in-place": [r"nn\.Dropout is made with inplace=True", r"nn\.Dropout\(inplace=True\) overwrites"],
     "dropout-on-masked-scores": [r"dropout acts on the masked scores", r"dropout seems to act on the masked scores"],
     "dropout-before-mask": [r"mask the scores before the softmax and dropout", r"dropout must come after the causal mask"],
     "dropout-not-rescaled": [r"not scaled up by 1/\(1 - p\)", r"weights dropout keeps are not rescaled"],

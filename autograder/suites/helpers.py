@@ -399,6 +399,30 @@ def dropped_out(got, reference, p):
         bool(((got[kept] - reference[kept] / (1 - p)).abs() <= 1e-4 / (1 - p)).all())
 
 
+INPLACE_DROPOUT = ("its nn.Dropout is made with inplace=True: it overwrites the attention weights, which the "
+                   "softmax's backward needs, so a forward works and training fails; use nn.Dropout(p), which "
+                   "returns new weights")
+
+
+def trains(module, x, out_shape, what):
+    """A forward and a backward in training mode, dropout on: they must run (nn.Dropout(inplace=True) on the
+    softmax's output passes every forward and every eval-mode backward, and breaks training). The module's
+    dropout layers' inplace flags are read from the module (its children, then each one's `inplace`) to
+    name the cause; what the child's error says is not read."""
+    module.train()
+    try:
+        module.grads(x, grad_output=torch.ones(out_shape), _seed=11)
+    except StudentError as error:
+        described = module.describe()
+        children = described.get("children", []) if isinstance(described, dict) else []
+        layers = [c[0] for c in children if isinstance(c, (list, tuple)) and len(c) == 2 and c[1] == "Dropout"]
+        if any(module.get(f"{name}.inplace") is True for name in layers if isinstance(name, str)):
+            fail(f"{what}: {INPLACE_DROPOUT}", f"a backward pass in training mode: {error.explain()}",
+                 cause=INPLACE_DROPOUT)
+        fail(f"{what}: a backward pass in training mode raises an exception: the forward must stay differentiable "
+             f"with dropout on", error.explain(), error=error)
+
+
 def dropout_verdict(train, reference, p, what, lower_triangle=None, again=None):
     """Judge training-mode weights against the eval weights: every weight 0 or eval / (1 - p), a
     fresh mask per sequence and per call (again: the same call repeated), and about a fraction p of

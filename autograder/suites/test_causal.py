@@ -293,6 +293,7 @@ def test_causal_dropout_in_training_mode(student, rng):
     if not torch.allclose(out, out[..., :1].expand_as(out), atol=1e-5):
         expect.fail(f"{what} in training mode: dropout seems to act on the values or the output, not on the "
                     f"attention weights (apply self.dropout to attn_weights, before multiplying by the values)")
+    helpers.trains(attn, x[:2], (2, T, T), what)
 
 
 def test_causal_mask_is_a_registered_buffer(student):

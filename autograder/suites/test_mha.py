@@ -553,6 +553,7 @@ def test_mha_causal_and_dropout(student, rng):
         expect.fail(f"{name} in training mode: dropout acts on the values or the context vectors (or twice): "
                     f"apply it once, to the attention weights, after the softmax and before they multiply the values")
     helpers.dropout_verdict(train, eval_weights, p, name, again=again)
+    helpers.trains(mha, x[:2], (2, T, d), name)
 
 
 def eval_dropout_hint(plain, x, want, what):

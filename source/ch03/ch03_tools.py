@@ -757,7 +757,26 @@ def dropout_problem(attn, p, num_tokens, copies=400):
     if abs(dropped - p) > 0.05:
         return (f"{dropped:.0%} of the attention weights are dropped in training mode, expected about {p:.0%}: "
                 "pass the dropout rate to nn.Dropout(dropout)")
-    return ""
+    return backward_problem(attn, n)
+
+
+DROPOUT_IN_PLACE = ("nn.Dropout(inplace=True) overwrites the softmax's output, and the softmax's backward pass needs "
+                    "it: every forward pass is right, yet training stops at its first backward pass; make it "
+                    "nn.Dropout(dropout)")
+
+
+def backward_problem(attn, n):
+    """'' when a forward and a backward run in training mode (dropout on), else why not: nn.Dropout(inplace=True)
+    passes every forward and breaks training."""
+    attn.train()
+    try:
+        with torch.set_grad_enabled(True):
+            attn(torch.rand(2, n, n)).sum().backward()
+        return ""
+    except RuntimeError as error:
+        if any(isinstance(m, torch.nn.Dropout) and m.inplace for m in attn.modules()):
+            return DROPOUT_IN_PLACE
+        return f"a backward pass in training mode raises {type(error).__name__}: {error}"
 
 
 # --- shape errors, named as the mistakes they are -----------------------------------------------------
