@@ -270,15 +270,16 @@ class Student:
             return StudentError("ProtocolError", f"the answer could not be read back ({exc})",
                                 after_hidden=self.saw_hidden)
 
-    def plan(self, steps):
+    def plan(self, steps, one_limit=False):
         """Several requests in one exchange with the child (issue 38.7): steps (Step) run there in order,
         each as its own request would, until the first that fails -> [each step's answer, or the
         StudentError its request would have raised (then the last)]; shorter when a step refers to an
         earlier step's answer (Step.on) that is not a module, for the caller to go on as it would have
         after that answer. Only steps the grader would send unconditionally once the earlier ones
         answered (stopping at an exception) belong in one plan; a hidden input travels in the plan whose
-        step uses it. Where one call has a time limit of its own (call_limit), the steps go one by one."""
-        if self.call_limit is not None or len(steps) < 2:
+        step uses it. Where one call has a time limit of its own (call_limit), the steps go one by one, unless
+        one_limit: then the limit is the whole plan's (a dependency probe's: stricter, never charged)."""
+        if self.call_limit is not None and not one_limit or len(steps) < 2:
             return self._one_by_one(steps)
         messages, header_steps = [], []
         for step in steps:

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from autograder.stand_ins import MODULES
-from autograder.student import SessionDied, Student, StudentError
+from autograder.student import SessionDied, Step, Student, StudentError, outcome
 from autograder.suites import helpers, reference
 
 # causal uses v2 where a student's CausalAttention inherits SelfAttention_v2 (its layers built by v2's __init__: a
@@ -165,12 +165,15 @@ def expected():
 
 
 def probe_self_attention(student, module, name, key, *options):
-    """SelfAttention_v1 or _v2 after the seed: its parameters (by the contract's names) and its output."""
+    """SelfAttention_v1 or _v2 after the seed: its parameters (by the contract's names) and its output, asked in
+    one exchange (the probe's time limit is the exchange's)."""
     drawn, x, want = expected()[key]
-    attention = getattr(student.module(module), name)(3, 4, *options, _seed=SEED)
-    state = helpers.state_of(attention, "probe")
-    require(sorted(state) == sorted(drawn) and all(close(state[k], drawn[k]) for k in drawn))
-    require(close(attention(x), want))
+    answers = student.plan([getattr(student.module(module), name).as_step(3, 4, *options, _seed=SEED),
+                            Step("call", Step.on(0, "state_dict")), Step("call", Step.on(0), (x,))], one_limit=True)
+    require(len(answers) == 3)
+    state, output = outcome(answers[1]), outcome(answers[2])
+    require(isinstance(state, dict) and sorted(state) == sorted(drawn) and all(close(state[k], drawn[k]) for k in drawn))
+    require(close(output, want))
 
 
 def probe_v2(student):
@@ -186,13 +189,16 @@ def probe_causal(student):
     the grader's math on the weights the seed gives (names are free here). Then the module's functions,
     which a student's mha.py may import (a causal_mask off by one cost mha 17 of 22 points with mha.py
     right): the masks of MASK_SIZES, and the weights of float64 scores of a batch of heads, in their dtype."""
-    causal = student.module("causal")
-    for n in MASK_SIZES:
-        mask = causal.causal_mask(n)
+    scores, d_k, weights = expected()["masked"]
+    answers = student.plan([Step("call", {"module": "causal", "attr": "causal_mask"}, (n,)) for n in MASK_SIZES] +
+                           [Step("call", {"module": "causal", "attr": "masked_attention_weights"}, (scores, d_k))],
+                           one_limit=True)
+    require(len(answers) == len(MASK_SIZES) + 1)
+    for n, answer in zip(MASK_SIZES, answers, strict=False):
+        mask = outcome(answer)
         require(isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and
                 torch.equal(mask, torch.ones(n, n, dtype=torch.bool).triu(1)))
-    scores, d_k, weights = expected()["masked"]
-    got = causal.masked_attention_weights(scores.clone(), d_k)
+    got = outcome(answers[-1])
     require(close(got, weights) and got.dtype == scores.dtype)
     x, want = expected()["causal"]
     _, _, d_in, d_k, context = SIZES_APART["causal"]

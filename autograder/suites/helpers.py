@@ -413,14 +413,22 @@ def trains(module, x, out_shape, what):
     breaks training; a backward that fails in eval mode too is the gradient checks' to charge). The cause is
     named from the module (its Dropout children's `inplace` flags), never from what the child's error says."""
     grad_output = torch.ones(out_shape)
-    module.eval()
+    if isinstance(module, RemoteObject):  # one exchange; it stops at the first step that raises
+        grads = Step("grads", {"handle": module._id}, (x,), {"grad_output": grad_output}, 11)
+        answers = module._student.plan([module.eval.as_step(), grads, module.train.as_step(), grads])
+    else:
+        answers = []
+        for step in (module.eval, lambda: module.grads(x, grad_output=grad_output, _seed=11), module.train,
+                     lambda: module.grads(x, grad_output=grad_output, _seed=11)):
+            try:
+                answers.append(step())
+            except StudentError as error:
+                answers.append(error)
+                break
+    if len(answers) < 4 or not isinstance(answers[3], StudentError):
+        return  # ran, or raised in eval mode (the gradient checks') or before
     try:
-        module.grads(x, grad_output=grad_output, _seed=11)
-    except StudentError:
-        return
-    module.train()
-    try:
-        module.grads(x, grad_output=grad_output, _seed=11)
+        outcome(answers[3])
     except StudentError as error:
         described = module.describe()
         children = described.get("children", []) if isinstance(described, dict) else []
