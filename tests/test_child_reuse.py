@@ -91,8 +91,9 @@ WITHOUT_LEFTOVERS = 1  # one child: the visible turns, the pictures, the hidden 
 # questions on where a class is bound in three plans instead of six requests; 2026-11-29: 329 for 67
 # checks, 4.91 a check, with the check of the mask kept whole on a longer input after a shorter one (one
 # plan), causal_mask_unseen_sizes (its sizes in one request) and the dependency probe's reading of what
-# a probed module left behind (one request per probe); a change that adds a round trip to every check,
-# or takes a plan apart, fails here)
+# a probed module left behind (one request per probe); still 329 with the training-mode backward of the two
+# dropout checks (one plan each) and the probes each asked in one plan; a change that adds a round trip to every
+# check, or takes a plan apart, fails here)
 ROUND_TRIPS_PER_CHECK = 5.0
 
 

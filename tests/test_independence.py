@@ -131,6 +131,32 @@ def test_a_v2_bug_costs_a_causal_that_inherits_v2_nothing(engine, tmp_path, edit
     assert scores(result)["self_attention_v2"] < PART["self_attention_v2"]
 
 
+# the trainable attentions written with simple_attention's attention_weights (3.3.2's softmax over the last dim)
+V1_ON_SIMPLE = (("self_attention_v1", "import torch.nn as nn\n",
+                 "import torch.nn as nn\n\nfrom simple_attention import attention_weights\n"),
+                ("self_attention_v1", "attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)",
+                 "attn_weights = attention_weights(attn_scores / keys.shape[-1] ** 0.5)"))
+CAUSAL_ON_SIMPLE = (("causal", "import torch.nn as nn\n", "import torch.nn as nn\n\nimport simple_attention\n"),
+                    ("causal", "attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)",
+                     "attn_weights = simple_attention.attention_weights(attn_scores / keys.shape[-1] ** 0.5)"))
+
+
+@pytest.mark.parametrize("edit", [
+    ("simple_attention", "return torch.softmax(scores, dim=-1)", "return torch.softmax(scores, dim=0)"),
+    ("simple_attention", "return torch.softmax(scores, dim=-1)", "raise NotImplementedError"),
+    ("simple_attention", "import torch\n", "import torch\n\nraise RuntimeError('half done')\n"),
+], ids=["weights-over-dim-0", "weights-not-written", "raises-on-import"])
+def test_a_simple_attention_bug_costs_the_attentions_that_call_it_nothing(engine, tmp_path, edit):
+    """The dependency probe tries simple_attention's functions for v1, v2, causal and mha (a v1 or a
+    CausalAttention calling its attention_weights lost the points of a bug that is simple_attention's);
+    found wrong, they are the grader's in those parts' checks (stand-in functions)."""
+    folder = submission(tmp_path, *V1_ON_SIMPLE, *CAUSAL_ON_SIMPLE, edit)
+    result = grade(engine, folder, ["simple_attention", "self_attention_v1", "causal"])
+    assert scores(result)["self_attention_v1"] == PART["self_attention_v1"], failed(result, "self_attention_v1")
+    assert scores(result)["causal"] == PART["causal"], failed(result, "causal")
+    assert scores(result)["simple_attention"] < PART["simple_attention"]
+
+
 def test_a_hanging_causal_costs_the_wrapper_nothing(engine, tmp_path):
     folder = submission(tmp_path, ("causal", "        b, num_tokens, d_in = x.shape\n",
                                    "        b, num_tokens, d_in = x.shape\n        while True:\n            pass\n"))
@@ -171,7 +197,8 @@ def test_a_wrong_exercise_still_costs_points_when_mha_is_renamed(engine, tmp_pat
 @pytest.mark.quick
 def test_a_part_never_receives_its_own_reference():
     everything_wrong = {module: "wrong" for module in MODULES}
-    for part, uses in dependencies.DEPENDS.items():
+    for part in set(dependencies.DEPENDS) | set(dependencies.MAY_USE):
+        uses = dependencies.DEPENDS.get(part, ()) + dependencies.MAY_USE.get(part, ())
         given = dependencies.substitutes({m: everything_wrong[m] for m in uses})
         assert part not in given and set(given) <= set(uses)
     assert dependencies.substitutes({"causal": ""}) == []
@@ -222,8 +249,8 @@ def test_the_probes_find_the_reference_right_on_its_own(engine, tmp_path, monkey
     seen = []
     original = dependencies.verdicts
 
-    def recording(student, part, known):
-        found = original(student, part, known)
+    def recording(student, part, known, used=None):
+        found = original(student, part, known, used)
         seen.append((part, dict(found)))
         return found
 
@@ -231,5 +258,6 @@ def test_the_probes_find_the_reference_right_on_its_own(engine, tmp_path, monkey
     result = grade(engine, submission(tmp_path), ["weight_transfer", "mha", "exercises"])
     assert scores(result) == {"weight_transfer": 8, "mha": 22, "exercises": 8}
     probed = {module for _, found in seen for module in found}
+    # the reference imports no simple_attention and CausalAttention no v2 (MAY_USE): those are not probed
     assert probed == {"self_attention_v1", "self_attention_v2", "causal", "mha"}, seen
     assert all(verdict == "" for _, found in seen for verdict in found.values()), seen

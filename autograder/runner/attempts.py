@@ -163,10 +163,11 @@ def with_dependencies(place: Place, part: str, limits: Limits,
     submission, child = place.submission, place.child
     assert child is not None
     student = _student_on(child, submission)
-    if part not in dependencies.DEPENDS or child.died:
+    used = dependencies.uses(student, part) if not child.died else []
+    if not used:
         return student, {}
-    probed = [module for module in dependencies.DEPENDS[part] if module not in submission.known]
-    found = dependencies.verdicts(student, part, submission.known)
+    probed = [module for module in used if module not in submission.known]
+    found = dependencies.verdicts(student, part, submission.known, used)
     if child.died or any(found.get(module) == dependencies.LEAVES for module in probed):  # its thread still runs here
         place.end_child()
         child = place.fresh_child(limits)

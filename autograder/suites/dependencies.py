@@ -2,7 +2,7 @@
 
 weight_transfer hands the student's SelfAttention_v1 and _v2 to the student's transfer function,
 a CausalAttention may inherit SelfAttention_v2, mha's wrapper builds the student's CausalAttention,
-exercises build mha's classes. Such a check is
+exercises build mha's classes, the trainable attentions may call simple_attention's functions. Such a check is
 about the interaction, and may cost points only when the other part is right on its own. That is
 judged here, on data, once per submission and before any hidden input reaches the child: a short
 probe builds the other part's classes after a seed the grader knows and compares their weights and
@@ -21,14 +21,20 @@ from typing import Any
 
 import torch
 
+from autograder import source_reading
 from autograder.stand_ins import MODULES
 from autograder.student import SessionDied, Step, Student, StudentError, outcome
 from autograder.suites import helpers, reference
 
-# causal uses v2 where a student's CausalAttention inherits SelfAttention_v2 (its layers built by v2's __init__: a
-# v2 that ignored qkv_bias cost causal its bias check)
-DEPENDS = {"weight_transfer": ("self_attention_v1", "self_attention_v2"), "causal": ("self_attention_v2",),
-           "mha": ("causal",), "exercises": ("causal", "mha")}
+# the parts a part's checks build, always probed for it
+DEPENDS = {"weight_transfer": ("self_attention_v1", "self_attention_v2"), "mha": ("causal",),
+           "exercises": ("causal", "mha")}
+# the parts a part's module may use, probed for it where the grader's reading of the submission finds the module
+# importing them, directly or through its other modules, or cannot tell (uses): a CausalAttention that inherits
+# SelfAttention_v2 (a v2 that ignored qkv_bias cost it its bias check), attentions that call simple_attention's
+# attention_weights for their softmax (its dim-0 bug cost v1 9 of 10 points)
+MAY_USE = {"self_attention_v1": ("simple_attention",), "self_attention_v2": ("simple_attention",),
+           "causal": ("simple_attention", "self_attention_v2"), "mha": ("simple_attention",)}
 PROBE_SECONDS = 2  # of CPU time per remote call of a probe: a part that runs longer is replaced
 SEED = 2024
 
@@ -37,15 +43,31 @@ class Wrong(Exception):
     """The probed part is not right on its own."""
 
 
-def verdicts(student: Student, part: str, known: dict[str, str]) -> dict[str, str]:
-    """{module: '' (right on its own), 'wrong', 'raises', 'hangs' or 'leaves' (LEAVES)} for the parts `part` uses;
-    known: the submission's verdicts so far (filled in here). A probe that ran past its time ends
-    the child: the caller starts another."""
+def uses(student: Student, part: str) -> list[str]:
+    """The parts `part`'s checks use (DEPENDS) and those its module may use (MAY_USE) that the grader's reading
+    of the submitted sources finds it importing, directly or through the submission's other modules; every
+    one of MAY_USE where the reading cannot tell: a module that does not parse, or code that imports by a name
+    made at run time or reaches into the import machinery (source_reading.tampering). In import order. A
+    module the part's code does not import is not probed in its child (a probe would import it there)."""
+    optional = MAY_USE.get(part, ())
+    sources = student.sources() if optional else {}
+    chain = source_reading.imported_modules(sources, part) if part in sources else []
+    unreadable = not chain or any(source_reading.parse(sources[m]) is None for m in chain) or \
+        bool(source_reading.tampering({m: sources[m] for m in chain}))
+    wanted = set(DEPENDS.get(part, ())) | {m for m in optional if unreadable or m in chain}
+    return [module for module in MODULES if module in wanted]
+
+
+def verdicts(student: Student, part: str, known: dict[str, str], used: list[str] | None = None) -> dict[str, str]:
+    """{module: '' (right on its own), 'wrong', 'raises', 'hangs' or 'leaves' (LEAVES)} for the parts `part` uses
+    (used, default uses()); known: the submission's verdicts so far (filled in here). A probe that ran past its
+    time ends the child: the caller starts another."""
+    used = uses(student, part) if used is None else used
     left: list[list[str]] = []  # what the child held that no operation puts back, read once between two probes
-    for module in DEPENDS.get(part, ()):
+    for module in used:
         if module not in known and not student.session.died:
             known[module] = probe(student, module, left)
-    return {module: known.get(module, "hangs") for module in DEPENDS.get(part, ())}
+    return {module: known.get(module, "hangs") for module in used}
 
 
 def substitutes(found: dict[str, str]) -> list[str]:
@@ -118,7 +140,7 @@ LEAVES = "leaves"
 # built from these (tests/test_probe_sizes.py). The wrapper and MultiHeadAttention take the same inputs.
 # masked_attention_weights takes (batch, heads, tokens, tokens) scores, as a student's mha.py may give them, and d_k
 SIZES_APART = {"causal": (2, 4, 3, 5, 6), "wrapper": (6, 5, 3, 2, 9, 4), "mha": (6, 5, 3, 8, 9, 2),
-               "masked": (2, 3, 4, 5)}
+               "masked": (2, 3, 4, 5), "simple": (5, 3)}  # simple_attention's: (tokens, d_in)
 MASK_SIZES = (1, 5)  # causal_mask's: 5 tells an inverted mask, an off-by-one and a wrong size apart
 
 
@@ -150,6 +172,8 @@ def expected():
     mha = helpers.drawn_linears(SEED, helpers.qkv_layers(mha_in_d, mha_d, False) + [("out_proj", mha_d, mha_d, True)])
     x2, x3 = torch.rand(5, 3, generator=rng), torch.rand(*causal_in, d_in, generator=rng)
     x4 = torch.rand(*wrapper_in, wrapper_in_d, generator=rng)  # the wrapper's inputs and MultiHeadAttention's
+    tokens_simple, d_simple = SIZES_APART["simple"]
+    inputs = torch.rand(tokens_simple, d_simple, generator=rng)
     *heads_shape, tokens, masked_d_k = SIZES_APART["masked"]
     scores = (torch.rand(*heads_shape, tokens, tokens, generator=rng, dtype=torch.float64) - 0.5) * 6
     per_head = [{k.split(".", 1)[1]: v for k, v in heads.items() if k.startswith(f"{i}.")} for i in range(wrapper_heads)]
@@ -161,6 +185,11 @@ def expected():
         "wrapper": (x4, torch.cat([reference.single_head(x4, h) for h in per_head], dim=-1)),
         "mha": (x4, reference.multi_head(x4, mha, mha_heads)),
         "masked": (scores, masked_d_k, reference.weights_from_scores(scores, masked_d_k, causal=True)),
+        "simple": (inputs, {"softmax_naive": ((inputs[:, 0],), torch.softmax(inputs[:, 0], dim=0)),
+                            "context_vector": ((inputs, 2), torch.softmax(inputs @ inputs[2], dim=0) @ inputs),
+                            "attention_scores": ((inputs,), inputs @ inputs.T),
+                            "attention_weights": ((inputs @ inputs.T,), torch.softmax(inputs @ inputs.T, dim=-1)),
+                            "context_vectors": ((inputs,), torch.softmax(inputs @ inputs.T, dim=-1) @ inputs)}),
     }
 
 
@@ -174,6 +203,17 @@ def probe_self_attention(student, module, name, key, *options):
     state, output = outcome(answers[1]), outcome(answers[2])
     require(isinstance(state, dict) and sorted(state) == sorted(drawn) and all(close(state[k], drawn[k]) for k in drawn))
     require(close(output, want))
+
+
+def probe_simple(student):
+    """simple_attention's functions on tokens of the probe's own, each against the grader's math, in one
+    exchange (a function a trainable attention may call: attention_weights, softmax_naive, ...)."""
+    _, calls = expected()["simple"]
+    answers = student.plan([Step("call", {"module": "simple_attention", "attr": name}, args)
+                            for name, (args, _) in calls.items()], one_limit=True)
+    require(len(answers) == len(calls))
+    for answer, (_, want) in zip(answers, calls.values(), strict=True):
+        require(close(outcome(answer), want))
 
 
 def probe_v2(student):
@@ -222,4 +262,4 @@ def probe_mha(student):
 PROBES: dict[str, Callable[..., Any]] = {"self_attention_v1": functools.partial(probe_self_attention, module="self_attention_v1",
                                                    name="SelfAttention_v1", key="v1"),
           "self_attention_v2": probe_v2,
-          "causal": probe_causal, "mha": probe_mha}
+          "causal": probe_causal, "mha": probe_mha, "simple_attention": probe_simple}
