@@ -185,9 +185,18 @@ def enter_part(request, in_namespaces):
         syscalls.install(bytes.fromhex(request["seccomp"]))
         protections.append("seccomp system-call allow-list")
     os.environ.clear()
-    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
-                       "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"})
+    os.environ.update(CHILD_ENVIRONMENT)
     return protections
+
+
+# the part child's whole environment. TORCHINDUCTOR_CACHE_DIR: torch.compile asks for inductor's cache folder
+# on every call (its bisector's status file; zygote.compile_eagerly: nothing is compiled), making it if missing
+# and writing its name into the environment: without one named, /tmp/torchinductor_<user>, which every part that
+# called torch.compile left in its /tmp, with a changed environment, and was retired for (tests/test_compiled_code.py).
+# /tmp exists wherever a child runs (the part's own in the room), and asking for it writes nothing
+CHILD_ENVIRONMENT = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
+                     "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
+                     "TORCHINDUCTOR_CACHE_DIR": "/tmp", "TORCH_COMPILE_DISABLE": "1"}
 
 
 def _drop_to(uid, root):

@@ -51,12 +51,20 @@ LOOP_HINT = ("a Python loop over the heads: batch the heads with .view(b, num_to
              ".transpose(1, 2), then one matmul for all heads' scores and one for their context vectors, as in 3.6.2")
 
 
+OWN_KERNEL = "an operator of its own"  # inside/counting.OWN_KERNEL: an answer's "elsewhere" when the forward called one
+
+
 def read_counts(answer, what):
     """The {op name: calls} an answer of count_ops holds (checked: it comes from the student's process)."""
     counts = answer.get("counts") if isinstance(answer, dict) else None
     if not isinstance(counts, dict) or not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
                                                and v >= 0 for k, v in counts.items()):
         expect.fail(f"{what}: the operations of the forward pass could not be counted")
+    if answer.get("elsewhere") == OWN_KERNEL:  # inside/counting.own_kernels
+        expect.fail(f"{what}: its forward calls an operator whose kernel the submission registered itself "
+                    f"(torch.library: a custom op, or a kernel of its own for one of torch's operators), which runs "
+                    f"operations the count cannot see: compute in forward itself, with torch's own operations "
+                    f"({LOOP_HINT})")
     if answer.get("elsewhere"):  # inside/counting.Elsewhere, LEAVES_TORCH: work no count holds
         expect.fail(f"{what}: its forward runs work in another thread or process, or on its tensors' values outside "
                     f"torch (NumPy, Python lists), where the operations it issues cannot be counted: compute in "
@@ -153,6 +161,11 @@ def device_problem(module, x, want_shape, class_name, mask_is_plain_attribute):
         answer = module.count_ops(x, device=EMULATED)
     except StudentError:
         return ""  # raised outside the emulated forward (what it raises inside is in the answer): not about devices
+    if isinstance(answer, dict) and answer.get("elsewhere") == OWN_KERNEL:  # inside/counting.own_kernels
+        return (f"{class_name}.forward calls an operator whose kernel the submission registered itself (torch.library: "
+                f"a custom op, or a kernel of its own for one of torch's operators): where that kernel makes its "
+                f"tensors cannot be checked without a GPU; compute in forward itself, with torch's own operations, "
+                f"making tensors with device=x.device")
     if isinstance(answer, dict) and answer.get("not_about_devices"):
         return ""  # e.g. a value read with .item() (a fake tensor holds none; fine on a GPU): nothing to charge here
     mixed = answer.get("mixed_devices") if isinstance(answer, dict) else None
