@@ -652,12 +652,13 @@ GRADER_HOOKS = {  # what the code names (an identifier it reads, calls, imports 
                            r"spec_from_file_location|spec_from_loader|module_from_spec|CodeType|co_code|codeop|"
                            r"InteractiveInterpreter|InteractiveConsole|pickle|_pickle|cloudpickle|dill|ctypes|cffi)$",
     # an operator's kernel of the code's own (torch.library: custom_op, Library, torch.library.impl; a compiled
-    # library loaded into torch): torch's dispatcher runs it below the counter's dispatch mode (which counts the
-    # call once, none of what the kernel does) and runs its fake version on the emulated GPU, never its own: a
+    # library loaded into torch; inductor's compiled kernels, AOTInductor's packages): torch's dispatcher runs it
+    # below the counter's dispatch mode (which counts the call once, none of what the kernel does) and runs its
+    # fake version on the emulated GPU, never its own; compiled kernels run outside the dispatcher altogether: a
     # head loop in a custom op called as torch.ops.learner.heads earned the batching check
     # (tests/test_compiled_code.py)
     "an operator kernel of its own": r"^(?:library|_library|custom_op|triton_op|Library|load_library|cpp_extension|"
-                                     r"load_inline)$",
+                                     r"load_inline|_inductor|aoti_\w+|AOTI\w*)$",
     # an attribute or module named by a string made as the code runs ("_python_" + "dispatch"), which the reading
     # cannot follow to what it reaches: every kind above, unread (RUN_TIME_NAME, _find_identifiers)
     "a name made at run time": r"\(\?\)$",

@@ -4,7 +4,7 @@
 A learner may wrap a forward or a helper in torch.compile, or script or trace a helper: the code is still
 theirs, and correct code keeps full marks. The room cannot compile (inductor wants a C++ compiler, worker
 processes and a cache folder): the fork server sets torch.compile to run the code as written
-(inside/zygote.compile_eagerly). TorchScript runs in the room as it is; its operations go through torch's
+(inside/part_reset.compile_eagerly, put back before every operation). TorchScript runs in the room as it is; its operations go through torch's
 dispatcher, which the batching check's counter and the emulated GPU see.
 
 An operator whose kernel the submission registers itself (torch.library.custom_op, a Library's impl) runs
@@ -72,6 +72,27 @@ def test_compiled_or_scripted_learner_code_keeps_full_marks(engine, tmp_path, va
     result = grade(engine, submission(tmp_path, *LEARNER_VARIANTS[variant]), PARTS)
     assert scores(result) == FULL, [(c.name, c.message) for c in result.checks if not c.passed]
     assert result.tampering == []
+
+
+SWITCHED_BACK_ON = """
+
+import torch._dynamo  # noqa: E402
+
+torch._dynamo.config.disable = False
+torch.compiler.set_stance("default")
+"""
+
+
+def test_a_module_that_switches_compiling_back_on_compiles_no_call_of_another_part(engine, tmp_path):
+    """causal.py switches torch.compile back on at import (torch._dynamo.config.disable = False, the default
+    stance); mha.py, which imports it, compiles its forward with @torch.compile. Expected: causal 22 and mha 22
+    (the switch is put back before every operation, part_reset.restore). Before, mha's every call raised
+    inductor's error (no C++ compiler in the room): another part's code cost mha its marks."""
+    folder = submission(tmp_path, *LEARNER_VARIANTS["compile_decorates_forward"],
+                        ("causal", "        return attn_weights @ values\n        ### END SOLUTION\n",
+                         "        return attn_weights @ values\n        ### END SOLUTION\n" + SWITCHED_BACK_ON))
+    result = grade(engine, folder, PARTS)
+    assert scores(result) == FULL, [(c.name, c.message) for c in result.checks if not c.passed]
 
 
 COMPILE_IN_THE_ROOM = '''import os
@@ -170,6 +191,33 @@ def test_a_head_loop_in_an_operator_of_its_own_earns_no_measured_point(engine, t
     assert "reaches into the machinery the measurement relies on" in failed["mha_runs_on_the_inputs_device"].message
     assert "(mha.py, line 18: an operator kernel of its own)" in failed["mha_runs_on_the_inputs_device"].detail
     assert result.tampering == ["mha.py, line 18: an operator kernel of its own (custom_op)"]
+
+
+SCRIPTED_FROM_TEXT = '''
+
+_scripted = torch.jit.CompilationUnit("""
+def scores_per_head(queries, keys):
+    heads = []
+    for h in range(queries.shape[1]):
+        heads.append(torch.matmul(queries[:, h], keys[:, h].transpose(1, 2)))
+    return torch.stack(heads, 1)
+""")
+'''
+
+
+def test_a_head_loop_in_torchscript_made_from_text_loses_the_batching_point(engine, tmp_path):
+    """mha.py computes each head's scores in a loop written in a TorchScript string (torch.jit.CompilationUnit),
+    which the grader's reading cannot see into. Expected: mha 20, the batching check failed for growing matmuls:
+    TorchScript's operations go through torch's dispatcher, which the counter sees (passed before too: a guard)."""
+    folder = submission(tmp_path, ("mha", "from causal import CausalAttention\n",
+                                   "from causal import CausalAttention\n" + SCRIPTED_FROM_TEXT),
+                        ("mha", "        attn_scores = queries @ keys.transpose(2, 3)",
+                         "        attn_scores = _scripted.scores_per_head(queries, keys)"))
+    result = grade(engine, folder, PARTS)
+    failed = {c.name: c.message for c in result.checks if not c.passed}
+    assert scores(result) == {"causal": 22, "mha": 20}, failed
+    assert list(failed) == ["mha_batches_the_heads"]
+    assert "more matrix multiplications" in failed["mha_batches_the_heads"]
 
 
 OWN_MASKING = '''import torch.nn as nn

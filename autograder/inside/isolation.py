@@ -190,7 +190,7 @@ def enter_part(request, in_namespaces):
 
 
 # the part child's whole environment. TORCHINDUCTOR_CACHE_DIR: torch.compile asks for inductor's cache folder
-# on every call (its bisector's status file; zygote.compile_eagerly: nothing is compiled), making it if missing
+# on every call (its bisector's status file; part_reset.compile_eagerly: nothing is compiled), making it if missing
 # and writing its name into the environment: without one named, /tmp/torchinductor_<user>, which every part that
 # called torch.compile left in its /tmp, with a changed environment, and was retired for (tests/test_compiled_code.py).
 # /tmp exists wherever a child runs (the part's own in the room), and asking for it writes nothing

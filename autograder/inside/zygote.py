@@ -23,7 +23,6 @@ import socket
 import sys
 import tempfile
 import time
-from typing import Any
 
 import numpy as np  # imported once here, inherited by every child
 import torch
@@ -40,9 +39,9 @@ def main(control_fd, grader_pid):
     torch.set_num_threads(1)
     config, _ = protocol.receive_message(control)  # sent at once by the grader: read before the warm-up
     CONFIG.update(config)
-    os.environ[NO_COMPILING] = "1"  # before the warm-up's import of torch._dynamo, which reads it (compile_eagerly)
+    os.environ[part_reset.NO_COMPILING] = "1"  # before the warm-up's import of torch._dynamo, which reads it
     warm_up(autograd=not cuda_reachable(config))
-    compile_eagerly()
+    part_reset.compile_eagerly()  # torch.compile runs the code as written: nothing is compiled in the room
     counting.settle()  # torch's own kernels registered from Python, before any student code
     part_reset.prepare(also=(protocol, child))  # the watched namespaces as every child starts with them
     gc.freeze()  # what is here now is never collected by a child: a collection there copies no page of it
@@ -225,30 +224,6 @@ def cuda_reachable(config):
     """Whether this server could reach a CUDA driver: a CUDA build of torch (a build flag, no call
     into the driver) with the NVIDIA devices at hand (--device cuda, or no room to hide them)."""
     return torch.backends.cuda.is_built() and (config.get("device") == "cuda" or not config.get("namespaces"))
-
-
-# torch's own switch that makes torch.compile run the code it is given as written (torch._dynamo.config.disable)
-NO_COMPILING = "TORCH_COMPILE_DISABLE"
-
-
-def compile_eagerly():
-    """torch.compile (and torch._dynamo.optimize, a compiled nn.Module's forward, fullgraph=True or not) runs
-    the student's code as written, in the child, under the grader's counting and its emulated GPU, with nothing
-    compiled. Compiling is not something the room can do: inductor wants a C++ compiler (none is on the
-    allow-list: a compiler writes and loads code the grader never reads, and its kernels run where the batching
-    check's counter does not see), worker processes and a cache folder, and spends seconds of the part's CPU
-    time before it fails. Before, a correct MultiHeadAttention whose forward was wrapped in torch.compile scored 5 of 22:
-    every call raised InductorError (no working C++ compiler) and the part timed out "looking for a loop that
-    never ends" (tests/test_compiled_code.py). Set in the fork server, before any student code: every child
-    inherits it. Code that sets it back compiles its own calls only, and gets inductor's error. (torch.compile
-    still asks for inductor's cache folder on every call: the child's environment names its own /tmp,
-    isolation.CHILD_ENVIRONMENT.)"""
-    os.environ[NO_COMPILING] = "1"
-    dynamo_config: Any = importlib.import_module("torch._dynamo.config")  # (a config module: no stubs)
-    dynamo_config.disable = True
-    # and torch.compile's own "ignore every torch.compile" stance: with the switch alone, torch.compile(f,
-    # fullgraph=True) raised "found no compiled frames" on every call
-    torch.compiler.set_stance("force_eager")
 
 
 def warm_up(autograd=True):
