@@ -4,14 +4,16 @@
 A learner may wrap a forward or a helper in torch.compile, or script or trace a helper: the code is still
 theirs, and correct code keeps full marks. The room cannot compile (inductor wants a C++ compiler, worker
 processes and a cache folder): the fork server sets torch.compile to run the code as written
-(inside/part_reset.compile_eagerly, put back before every operation). TorchScript runs in the room as it is; its operations go through torch's
-dispatcher, which the batching check's counter and the emulated GPU see.
+(inside/part_reset.compile_eagerly, put back before every operation). TorchScript runs in the room as it is;
+its operations go through torch's dispatcher, which the batching check's counter and the emulated GPU see.
 
 An operator whose kernel the submission registers itself (torch.library.custom_op, a Library's impl) runs
 below the counter's dispatch mode and, on the emulated GPU, only as its fake version: it could hide a head loop
 from the batching check and a CPU tensor from the device check. The child names such a call
 (inside/counting.own_kernels) and the grader's reading lists the registration as tampering
-(source_reading.GRADER_HOOKS, "an operator kernel of its own"): the measured checks earn nothing.
+(source_reading.GRADER_HOOKS, "an operator kernel of its own"): the measured checks earn nothing. A value read in
+forward cuts the emulated run short (not charged), so the reading must name a tensor put on the CPU by name
+(device="cpu", .cpu()) itself.
 
 Each grading test grades a copy of the solutions with edits (tests/part_edits.py) in the parts causal and mha,
 and states the scores, the failed checks and their messages.
@@ -20,6 +22,7 @@ import pytest
 import torch
 from part_edits import grade, run_one, scores, submission
 
+from autograder import source_reading
 from autograder.inside import counting
 from autograder.inside.emulated_gpu import EMULATED
 from autograder.suites import efficiency
@@ -322,3 +325,48 @@ def test_a_kernel_of_its_own_for_one_of_torch_s_operators_is_named_too(own_opera
         assert counting.own_kernels({torch.ops.aten.bmm.default}) == ""
     finally:
         torch.library._impls.discard("aten/_softmax/CPU")
+
+
+VALUE_READ_THEN_CPU_MASK = """        if float(attn_scores.abs().max()) >= 0:
+            future = torch.triu(torch.ones(num_tokens, num_tokens, device="cpu"), diagonal=1).bool()
+        attn_scores.masked_fill_(future, -torch.inf)
+"""
+
+
+def test_a_mask_made_on_the_cpu_by_name_costs_the_device_point(engine, tmp_path):
+    """causal.py reads a value in forward (float(...): the emulated GPU cannot answer it, a fake tensor holds no
+    value, and such an error is not charged) and makes its mask with device="cpu" written out: on a GPU the mask
+    meets the scores on the GPU and forward fails. Before: causal 22 of 22 (the reading took device= as following
+    the inputs, and the emulation was cut short by the value read). Expected: causal 21, its device check failed,
+    naming the CPU tensor; mha 22."""
+    folder = submission(tmp_path, ("causal", "        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, "
+                                   ":num_tokens], -torch.inf)\n", VALUE_READ_THEN_CPU_MASK))
+    result = grade(engine, folder, PARTS)
+    failed = {c.name: c for c in result.checks if not c.passed}
+    assert scores(result) == {"causal": 21, "mha": 22}, {n: c.message for n, c in failed.items()}
+    assert list(failed) == ["causal_runs_on_the_inputs_device"]
+    assert "with device='cpu' (causal.py, line" in failed["causal_runs_on_the_inputs_device"].detail
+
+
+CPU_BY_NAME = """import torch
+
+
+class A(torch.nn.Module):
+    def forward(self, x):
+        a = torch.ones(3, device=torch.device("cpu"))
+        b = x.cpu()
+        c = x.to("cpu")
+        d = torch.zeros(3, device="cpu:0")
+        e = torch.ones(3, device="cpu").to(x.device)
+        f = x.to(x.device) + torch.zeros(2, device=x.device) + x.to(device=x.device)
+        return a, b, c, d, e, f
+"""
+
+
+@pytest.mark.quick
+def test_the_reading_names_tensors_put_on_the_cpu_by_name():
+    """Expected: the reading lists a factory given the CPU written out (device="cpu", "cpu:0",
+    torch.device("cpu")) and a move to the CPU (.cpu(), .to("cpu")); not a CPU tensor moved on to x.device,
+    nor anything made or moved to x.device."""
+    assert source_reading.cpu_tensors({"m": CPU_BY_NAME}, "A", "m") == [
+        ("m", 6, "torch.ones"), ("m", 7, ".cpu"), ("m", 8, ".to"), ("m", 9, "torch.zeros")]

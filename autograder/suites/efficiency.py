@@ -291,8 +291,12 @@ def source_device_problem(sources, class_name, module, pointer=None):
         expect.fail(unread(class_name, module), cause=UNREAD)
     if found:
         where, line, call = found[0]
+        if call.startswith("."):  # source_reading._to_the_cpu: .cpu(), .to("cpu")
+            return (f"{class_name} moves a tensor to the CPU when it runs: {call}(...) ({where}.py, line {line}); "
+                    f"that works on a CPU and fails on a GPU, where it meets the inputs on the GPU. Keep every tensor "
+                    f"on x.device")
         return (f"{class_name} makes a tensor on the default device (the CPU) when it runs: {call}(...) without "
-                f"device= ({where}.py, line {line}); that works on a CPU and fails on a GPU. Create tensors with "
-                f"device=x.device (and dtype=x.dtype where it matters), or slice the registered mask buffer, which "
-                f"moves with the module")
+                f"device= or with device='cpu' ({where}.py, line {line}); that works on a CPU and fails on a GPU. "
+                f"Create tensors with device=x.device (and dtype=x.dtype where it matters), or slice the registered "
+                f"mask buffer, which moves with the module")
     return ""
