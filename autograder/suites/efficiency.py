@@ -23,7 +23,8 @@ The counts and the emulated run come from the student's own process, which could
 head loop run inside torch's _disable_current_modes() hides its operations from the counter). So
 the grader also reads the submitted source itself (source_reading.py: parsed with ast here,
 never run): no Python loop over the heads in what MultiHeadAttention runs, no tensor made in forward
-without device=. A check passes only when the child's measurement and the grader's reading both
+without device= or on the CPU by name (device="cpu", .cpu(): a value read in forward stops the emulated run,
+uncharged, before it could see one). A check passes only when the child's measurement and the grader's reading both
 do; code that reaches into the grader's machinery is reported to the instructor as tampering
 (grading.Grade.tampering). The checks also require the right output from the same module on the
 same inputs before they judge anything, so their diagnosis is about code that computes the right thing.
@@ -281,7 +282,8 @@ def source_loop_problem(sources, class_name, module, pointer=None):
 
 
 def source_device_problem(sources, class_name, module, pointer=None):
-    """'' when nothing class_name runs makes a tensor without device= (the grader's own reading) and
+    """'' when nothing class_name runs makes a tensor without device= or puts one on the CPU by name (the grader's
+    own reading) and
     nothing the module imports reaches into the measurement (untrusted)."""
     problem = untrusted(sources, module)
     if problem:
