@@ -186,7 +186,9 @@ def own_kernels(operators):
     if any(op.namespace not in TORCH_OPERATORS["namespaces"] for op in operators):
         return OWN_KERNEL
     if TORCH_OPERATORS["kernels"] is not None:
-        added = {tuple(key.split("/")[:2]) for key in _registered() - TORCH_OPERATORS["kernels"]}
+        # (a key names the operator as its impl was given it: "masked_fill.Tensor", an overload, or "masked_fill")
+        added = {(key.split("/")[0], key.split("/")[1].split(".")[0]) for key in _registered() - TORCH_OPERATORS["kernels"]
+                 if key.count("/") == 2}
         if any((op.namespace, op._opname) in added for op in operators):
             return OWN_KERNEL
     return ""
