@@ -359,7 +359,7 @@ def snapshot(also_watched=()):
             "namespaces": _namespaces(also), "switches": _switches(), "kernels": kernels(),
             "around": _processes_and_files(),
             "rss": _resident(), "restore": _restorable(), "versions": _version_views(_namespaces(also)),
-            "saved_hooks": _saved_hooks()}
+            "saved_hooks": _saved_hooks(), "compiling_eagerly": _compiling_eagerly()}
 
 
 def _version_views(saved):
@@ -460,9 +460,9 @@ def restore(before):
     if _saved_hooks() != before.get("saved_hooks", _saved_hooks()):
         undone = True
         _put_saved_hooks_back(before["saved_hooks"])
-    if not _compiling_eagerly():  # torch.compile switched back on (compile_eagerly)
+    if before.get("compiling_eagerly") and not _compiling_eagerly():  # torch.compile switched back on (compile_eagerly)
         undone = True
-        compile_eagerly()
+        _eager_stance()
     if undone:
         before["undone"] = True
 
@@ -482,11 +482,15 @@ def compile_eagerly():
     time before it fails. Before, a correct MultiHeadAttention whose forward was wrapped in torch.compile scored
     5 of 22: every call raised InductorError (no working C++ compiler) and the part timed out "looking for a
     loop that never ends" (tests/test_compiled_code.py). Set in the fork server (zygote.main), before any student
-    code: every child inherits it; and put back before every operation (restore, _compiling_eagerly), so that a
-    module that sets it back (causal.py at import) compiles none of another part's calls. torch.compile still
-    asks for inductor's cache folder on every call: the child's environment names its own /tmp
-    (isolation.CHILD_ENVIRONMENT)."""
+    code: every child inherits it; and put back before every operation where the snapshot has it (restore,
+    _compiling_eagerly: a child's, not a test process's), so that a module that sets it back (causal.py at
+    import) compiles none of another part's calls. torch.compile still asks for inductor's cache folder on every
+    call: the child's environment names its own /tmp (isolation.CHILD_ENVIRONMENT)."""
     os.environ[NO_COMPILING] = "1"
+    _eager_stance()
+
+
+def _eager_stance():
     config: Any = importlib.import_module("torch._dynamo.config")  # (a config module: no stubs)
     config.disable = True
     # and torch.compile's own "ignore every torch.compile" stance: with the switch alone, torch.compile(f,
