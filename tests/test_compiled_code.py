@@ -371,3 +371,40 @@ def test_the_reading_names_tensors_put_on_the_cpu_by_name():
     nor anything made or moved to x.device."""
     assert source_reading.cpu_tensors({"m": CPU_BY_NAME}, "A", "m") == [
         ("m", 6, "torch.ones"), ("m", 7, ".cpu"), ("m", 8, ".to"), ("m", 9, "torch.zeros")]
+
+
+NATIVE_FROM_TMP = '''import importlib
+import importlib.util
+import os
+import shutil
+import sys
+
+
+def work():
+    # a small extension module of Python's own, copied to /tmp as a submission would write one from its data
+    for name in ("xxlimited_35", "xxlimited", "_uuid", "_crypt", "_bisect", "_json"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin and spec.origin.endswith(".so"):
+            break
+    else:
+        return "done"  # (a Python with every extension built in: nothing to copy)
+    shutil.copy(spec.origin, os.path.join("/tmp", os.path.basename(spec.origin)))
+    sys.path.insert(0, "/tmp")
+    sys.modules.pop(name, None)
+    try:
+        loaded = importlib.import_module(name)
+    except ImportError as e:
+        return "done" if "failed to map segment" in str(e) else repr(e)
+    return "native code loaded from " + loaded.__file__
+'''
+
+
+@pytest.mark.quick
+def test_no_native_code_of_the_submission_s_own_runs_in_the_room(engine, tmp_path):
+    """A shared object written into the part's /tmp (here a copy of one of Python's own extension modules; a
+    submission would write its own from base64 in a module or a .txt) and imported from there: expected refused
+    by the kernel ("failed to map segment": /tmp is noexec), the check passes. Before, the import loaded it and ran
+    its native code, which neither the reading nor the counter sees (an extension built for this Python, written
+    from a string, no name the reading lists)."""
+    run = run_one(engine, tmp_path, NATIVE_FROM_TMP, timeout=5)
+    assert [r.passed for r in run.results] == [True], [(r.message, r.student_text) for r in run.results]
