@@ -531,11 +531,23 @@ def _index_only(node: ast.AST) -> bool:
 
 
 def _device_given(call: ast.Call) -> bool:
-    return any(k.arg == "device" or k.arg is None for k in call.keywords)  # device=..., or **options
+    """device= given (or **options), and not the CPU written out (_names_the_cpu)."""
+    return any(k.arg is None or k.arg == "device" and not _names_the_cpu(k.value) for k in call.keywords)
+
+
+def _names_the_cpu(node: ast.AST) -> bool:
+    """'cpu' (or 'cpu:0') written out, or torch.device('cpu'): a device no GPU run changes. With a value read in
+    the same forward (which the emulated GPU cannot answer: a fake tensor holds no value, and such an error is not
+    charged), torch.ones(T, T, device="cpu") passed both the reading and the emulation, and failed on a GPU
+    (tests/test_compiled_code.py::test_a_mask_made_on_the_cpu_by_name_costs_the_device_point)."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "device" and \
+            node.args and not node.keywords:
+        node = node.args[0]
+    return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.split(":")[0] == "cpu"
 
 
 def _cpu_factory(node: ast.AST) -> bool:
-    """torch.<factory>(...) without device=: a tensor made on the default device (the CPU)."""
+    """torch.<factory>(...) without device= (or with the CPU's): a tensor made on the CPU."""
     if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and
             isinstance(node.func.value, ast.Name) and node.func.value.id == "torch" and
             node.func.attr in TENSOR_FACTORIES - LIKE and not _device_given(node)):
@@ -543,6 +555,16 @@ def _cpu_factory(node: ast.AST) -> bool:
     if node.func.attr in ("tril", "triu"):  # torch.triu(scores) keeps its argument's device
         return bool(node.args) and _cpu_factory(node.args[0])
     return True
+
+
+def _to_the_cpu(node: ast.AST) -> bool:
+    """x.cpu(), x.to('cpu'), x.to(device='cpu'), x.to(torch.device('cpu')): a tensor moved to the CPU."""
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
+        return False
+    if node.func.attr == "cpu":
+        return not node.args
+    return node.func.attr == "to" and (any(_names_the_cpu(a) for a in node.args[:1]) or
+                                       any(k.arg == "device" and _names_the_cpu(k.value) for k in node.keywords))
 
 
 def cpu_tensors(source: Sources, class_name: str, module: str = "", pointer: dict | None = None) \
@@ -562,13 +584,16 @@ def cpu_tensors(source: Sources, class_name: str, module: str = "", pointer: dic
 
 
 def _cpu_calls(function: ast.AST) -> list:
-    """[(line, 'torch.ones')] of the function's tensor factories called without device= and not moved."""
+    """[(line, 'torch.ones')] of the function's tensor factories called without device= (or with the CPU's) and
+    not moved, and [(line, '.cpu')] of its moves to the CPU (.cpu(), .to('cpu'))."""
     moved = _moved(function)
     made = []
     for node in nodes(function):
         if _cpu_factory(node) and id(node) not in moved:
             call = cast(ast.Call, node)  # _cpu_factory: a call of torch.<factory>
             made.append((call.lineno, f"torch.{cast(ast.Attribute, call.func).attr}"))
+        elif _to_the_cpu(node) and id(node) not in moved:
+            made.append((cast(ast.Call, node).lineno, f".{cast(ast.Attribute, cast(ast.Call, node).func).attr}"))
     return made
 
 
@@ -577,9 +602,10 @@ MOVES = {"to", "type_as"}  # .to(x.device), .type_as(x): the tensor follows the 
 
 def _moved(function: ast.AST) -> set:
     """ids of the nodes whose tensor is moved to another device before use: inside the receiver of
-    .to(...) / .type_as(...), or assigned to a name that is moved so in the same function."""
+    .to(...) / .type_as(...) (but .to('cpu'): _to_the_cpu), or assigned to a name that is moved so in the
+    same function."""
     receivers = [n.func.value for n in nodes(function) if isinstance(n, ast.Call)
-                 and isinstance(n.func, ast.Attribute) and n.func.attr in MOVES]
+                 and isinstance(n.func, ast.Attribute) and n.func.attr in MOVES and not _to_the_cpu(n)]
     names = {r.id for r in receivers if isinstance(r, ast.Name)}
     moved = {id(sub) for r in receivers for sub in ast.walk(r)}
     for node in nodes(function) if names else ():
@@ -651,6 +677,14 @@ GRADER_HOOKS = {  # what the code names (an identifier it reads, calls, imports 
                            r"load_module|source_to_code|get_code|SourceFileLoader|SourcelessFileLoader|FileLoader|"
                            r"spec_from_file_location|spec_from_loader|module_from_spec|CodeType|co_code|codeop|"
                            r"InteractiveInterpreter|InteractiveConsole|pickle|_pickle|cloudpickle|dill|ctypes|cffi)$",
+    # an operator's kernel of the code's own (torch.library: custom_op, Library, torch.library.impl; a compiled
+    # library loaded into torch; inductor's compiled kernels, AOTInductor's packages): torch's dispatcher runs it
+    # below the counter's dispatch mode (which counts the call once, none of what the kernel does) and runs its
+    # fake version on the emulated GPU, never its own; compiled kernels run outside the dispatcher altogether: a
+    # head loop in a custom op called as torch.ops.learner.heads earned the batching check
+    # (tests/test_compiled_code.py)
+    "an operator kernel of its own": r"^(?:library|_library|custom_op|triton_op|Library|load_library|cpp_extension|"
+                                     r"load_inline|_inductor|aoti_\w+|AOTI\w*)$",
     # an attribute or module named by a string made as the code runs ("_python_" + "dispatch"), which the reading
     # cannot follow to what it reaches: every kind above, unread (RUN_TIME_NAME, _find_identifiers)
     "a name made at run time": r"\(\?\)$",

@@ -9,6 +9,7 @@ the `meta` stand-in they used, which code could tell from a GPU with `x.is_meta`
 import contextlib
 import os
 import resource
+import sys
 from typing import Any
 
 import torch
@@ -33,7 +34,7 @@ def count_ops(module, args, kwargs, device=None):
     finally:
         ACTIVE.remove(counter)
     answer = {"counts": dict(counter.counts), "mixed_devices": [], "output": output,
-              "elsewhere": before.ran() or counter.left}
+              "elsewhere": before.ran() or counter.left or own_kernels(counter.operators)}
     if isinstance(output, torch.Tensor):
         answer.update(device=output.device.type, dtype=str(output.dtype).replace("torch.", ""),
                       shape=list(output.shape))
@@ -45,18 +46,24 @@ def emulated_run(module, args, kwargs):
     and buffers and the tensor arguments on cuda:0 as fake tensors -> {"counts": {}, "mixed_devices":
     [the error's type] when a tensor on the CPU met one on cuda, "not_about_devices": the error's
     type when the code raised anything else (a value read: a fake tensor holds none), "device",
-    "dtype", "shape": the output tensor's; "output": None (no data)}."""
+    "dtype", "shape": the output tensor's; "output": None (no data); "elsewhere": own_kernels' word on the
+    operators it called}."""
     answer: dict[str, Any] = {"counts": {}, "mixed_devices": [], "output": None}
     with emulated_gpu.EmulatedGPU() as gpu:
         if isinstance(module, torch.nn.Module):
             gpu.module(module)
         args, kwargs = gpu.convert(list(args)), gpu.convert(dict(kwargs))
+        seen = Counter()  # which operators the forward called (own_kernels): inside the fake mode, which runs them
         try:
-            output = module(*args, **kwargs)
+            with seen:
+                output = module(*args, **kwargs)
         except Exception as e:  # what the student's code raised is the measurement
             key = "mixed_devices" if emulated_gpu.classify(e) == emulated_gpu.MIXED else "not_about_devices"
             answer[key] = [type(e).__name__] if key == "mixed_devices" else type(e).__name__
+            answer["elsewhere"] = own_kernels(seen.operators)
             return answer
+        # an operator of its own runs its fake version here, never its kernel: what the kernel does on a GPU is unseen
+        answer["elsewhere"] = own_kernels(seen.operators)
         if isinstance(output, torch.Tensor):
             answer.update(device=output.device.type, dtype=str(output.dtype).replace("torch.", ""),
                           shape=list(output.shape))
@@ -181,12 +188,53 @@ def add(counts):
                     counter.counts[name] = counter.counts.get(name, 0) + calls
 
 
+OWN_KERNEL = "an operator of its own"  # (suites/efficiency.OWN_KERNEL: the same words, the grader's)
+# torch's own operators as they were when the fork server was ready, before any student code (settle): the
+# namespaces its dispatcher knows ("aten", "prims", "profiler", ...; "prim", TorchScript's, which the emulated GPU
+# meets as prim::device) and torch.library's registry of the kernels registered from Python ("namespace/name/
+# dispatch key": its meta functions, decompositions, ...). Empty where no fork server settled them (the grader's
+# own count of the reference): torch's core namespaces then, and no registry to compare with
+TORCH_OPERATORS: dict = {"namespaces": frozenset({"aten", "prim", "prims"}), "kernels": None}
+
+
+def settle():
+    """Remember torch's own operators (the fork server, after its warm-up and before any student code)."""
+    names = getattr(torch._C, "_dispatch_get_all_op_names", lambda: ())()
+    TORCH_OPERATORS.update(namespaces=TORCH_OPERATORS["namespaces"] | {name.split("::")[0] for name in names},
+                           kernels=frozenset(_registered()))
+
+
+def _registered():
+    return set(getattr(sys.modules.get("torch.library"), "_impls", ()) or ())
+
+
+def own_kernels(operators):
+    """'' or OWN_KERNEL: the forward called an operator that is not torch's own (a namespace torch did not have
+    when the fork server settled), or one of torch's whose kernel was registered from Python since (torch.library:
+    Library.impl, custom_op, torch.library.impl). Such a kernel runs below the dispatch mode, which counts the call
+    once and none of the operations the kernel issues, and on the emulated GPU only its fake version runs: a head
+    loop in a torch.library.custom_op called as torch.ops.learner.heads counted one 'heads' and no per-head matmul,
+    and earned the batching check; a mask made on the CPU in one passed the device check
+    (tests/test_compiled_code.py)."""
+    if any(op.namespace not in TORCH_OPERATORS["namespaces"] for op in operators):
+        return OWN_KERNEL
+    if TORCH_OPERATORS["kernels"] is not None:
+        # (a key names the operator as its impl was given it: "masked_fill.Tensor", an overload, or "masked_fill")
+        added = {(key.split("/")[0], key.split("/")[1].split(".")[0]) for key in _registered() - TORCH_OPERATORS["kernels"]
+                 if key.count("/") == 2}
+        if any((op.namespace, op._opname) in added for op in operators):
+            return OWN_KERNEL
+    return ""
+
+
 class Counter(TorchDispatchMode):
-    """Counts operations by name (none while `paused`: inside a call counted whole)."""
+    """Counts operations by name (none while `paused`: inside a call counted whole), and keeps which
+    operators it saw (`operators`: own_kernels reads them)."""
 
     def __init__(self):
         super().__init__()
         self.counts: dict[str, int] = {}
+        self.operators: set = set()
         self.paused = 0
         self.left = ""  # 'outside torch': the forward read a tensor's values out as NumPy's or Python's (LEAVES_TORCH)
 
@@ -200,6 +248,7 @@ class Counter(TorchDispatchMode):
         if not self.paused:
             name = func.overloadpacket.__name__
             self.counts[name] = self.counts.get(name, 0) + 1
+        self.operators.add(func)  # (inside a call counted whole too: a kernel of its own may hide there)
         return func(*args, **(kwargs or {}))
 
 

@@ -107,6 +107,14 @@ def _write_tree(files, folder):
 
 # ---------------------------------------------------------------- the leader's walls
 
+# Native code: every folder a part child can write to, and the submission's, is mounted noexec, so no shared object
+# the submission brings (as data: base64 in a module or a .txt, written out) can be mapped executable and run.
+# Before, the part's own /tmp was not: a Python extension written there from a string and imported
+# (sys.path.insert(0, "/tmp"); import own_ext) ran native code in the child, code neither the grader's reading nor
+# the counter sees, with no name the reading lists
+# (tests/test_compiled_code.py::test_no_native_code_of_the_submission_s_own_runs_in_the_room).
+
+
 def enter_session(request, submission_fd, in_namespaces):
     """Build the session's walls around this process (the leader, which never runs student
     code and keeps its privileges inside them) -> (workspace, protections)."""
@@ -119,9 +127,10 @@ def enter_session(request, submission_fd, in_namespaces):
         _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
         _cover_key_lists()
         workspace = WORKSPACE
-        _mount("tmpfs", workspace, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=32m")
+        # no execution from it either (Native code, above): a submitted file holding a shared object
+        _mount("tmpfs", workspace, "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755,size=32m")
         _write_tree(files, workspace)
-        _mount(None, workspace, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV, "mode=755")
+        _mount(None, workspace, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755")
         protections += ["allow-list file system (Python and its packages read-only, nothing else of the host)",
                         "pid, mount, network, IPC and UTS namespaces", "submission read-only"]
     else:
@@ -158,7 +167,7 @@ def enter_part(request, in_namespaces):
     protections = []
     if in_namespaces:
         _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC), "unshare")
-        _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777,size=64m")
+        _mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=64m")  # Native code
         if os.path.isdir("/dev/shm"):
             _mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=16m")
         protections.append("a fresh /tmp, /dev/shm, IPC and network for each part")
@@ -185,9 +194,18 @@ def enter_part(request, in_namespaces):
         syscalls.install(bytes.fromhex(request["seccomp"]))
         protections.append("seccomp system-call allow-list")
     os.environ.clear()
-    os.environ.update({"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
-                       "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1"})
+    os.environ.update(CHILD_ENVIRONMENT)
     return protections
+
+
+# the part child's whole environment. TORCHINDUCTOR_CACHE_DIR: torch.compile asks for inductor's cache folder
+# on every call (its bisector's status file; part_reset.compile_eagerly: nothing is compiled), making it if missing
+# and writing its name into the environment: without one named, /tmp/torchinductor_<user>, which every part that
+# called torch.compile left in its /tmp, with a changed environment, and was retired for (tests/test_compiled_code.py).
+# /tmp exists wherever a child runs (the part's own in the room), and asking for it writes nothing
+CHILD_ENVIRONMENT = {"PATH": "/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8", "TMPDIR": "/tmp",
+                     "OMP_NUM_THREADS": "1", "PYTHONHASHSEED": "0", "PYTHONDONTWRITEBYTECODE": "1",
+                     "TORCHINDUCTOR_CACHE_DIR": "/tmp", "TORCH_COMPILE_DISABLE": "1"}
 
 
 def _drop_to(uid, root):

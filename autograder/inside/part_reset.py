@@ -14,8 +14,9 @@ dependency's probe runs causal's forward in mha's child): inference mode, every 
 (`_settings()`: each zero-argument torch._C._get_X with a _set_X, found by name, and the public ones
 beside them), the torch function and dispatch modes pushed since (a default device among them), NumPy's
 error handling, the warnings filters, the recursion limit, the trace and profile functions, the
-collector's switch, the interval timers (signal.alarm, setitimer: cancelled), and every function or
-class of a watched namespace replaced or removed (`restore()`). So no operation depends on what a
+collector's switch, the interval timers (signal.alarm, setitimer: cancelled), torch.compile's eager
+stance (`compile_eagerly`), and every function or class of a watched namespace replaced or removed
+(`restore()`). So no operation depends on what a
 module did at import or an earlier operation did; a child that had anything put back is still
 retired after the part.
 
@@ -358,7 +359,7 @@ def snapshot(also_watched=()):
             "namespaces": _namespaces(also), "switches": _switches(), "kernels": kernels(),
             "around": _processes_and_files(),
             "rss": _resident(), "restore": _restorable(), "versions": _version_views(_namespaces(also)),
-            "saved_hooks": _saved_hooks()}
+            "saved_hooks": _saved_hooks(), "compiling_eagerly": _compiling_eagerly()}
 
 
 def _version_views(saved):
@@ -459,11 +460,52 @@ def restore(before):
     if _saved_hooks() != before.get("saved_hooks", _saved_hooks()):
         undone = True
         _put_saved_hooks_back(before["saved_hooks"])
+    if before.get("compiling_eagerly") and not _compiling_eagerly():  # torch.compile switched back on (compile_eagerly)
+        undone = True
+        _eager_stance()
     if undone:
         before["undone"] = True
 
 
 _GUARDS: list = []  # the guards restore() entered for this child's life (it is retired after the part)
+
+# torch's own switch that makes torch.compile run the code it is given as written (torch._dynamo.config.disable)
+NO_COMPILING = "TORCH_COMPILE_DISABLE"
+
+
+def compile_eagerly():
+    """torch.compile (and torch._dynamo.optimize, a compiled nn.Module's forward, fullgraph=True or not) runs
+    the student's code as written, in the child, under the grader's counting and its emulated GPU, with nothing
+    compiled. Compiling is not something the room can do: inductor wants a C++ compiler (none is on the
+    allow-list: a compiler writes and loads code the grader never reads, and its kernels run where the batching
+    check's counter does not see), worker processes and a cache folder, and spends seconds of the part's CPU
+    time before it fails. Before, a correct MultiHeadAttention whose forward was wrapped in torch.compile scored
+    5 of 22: every call raised InductorError (no working C++ compiler) and the part timed out "looking for a
+    loop that never ends" (tests/test_compiled_code.py). Set in the fork server (zygote.main), before any student
+    code: every child inherits it; and put back before every operation where the snapshot has it (restore,
+    _compiling_eagerly: a child's, not a test process's), so that a module that sets it back (causal.py at
+    import) compiles none of another part's calls. torch.compile still asks for inductor's cache folder on every
+    call: the child's environment names its own /tmp (isolation.CHILD_ENVIRONMENT)."""
+    os.environ[NO_COMPILING] = "1"
+    _eager_stance()
+
+
+def _eager_stance():
+    config: Any = importlib.import_module("torch._dynamo.config")  # (a config module: no stubs)
+    config.disable = True
+    # and torch.compile's own "ignore every torch.compile" stance: with the switch alone, torch.compile(f,
+    # fullgraph=True) raised "found no compiled frames" on every call
+    set_stance = getattr(torch.compiler, "set_stance", None)  # (torch 2.6 and later; pyproject allows 2.2)
+    if set_stance is not None:
+        set_stance("force_eager")
+
+
+def _compiling_eagerly():
+    """True when torch.compile's stance is compile_eagerly's (or torch._dynamo was never imported). The stance
+    alone decides: under force_eager no frame is compiled whatever the switch says (reading the switch, a config
+    module's attribute, cost 2 us an operation)."""
+    frames = sys.modules.get("torch._dynamo.eval_frame")
+    return frames is None or getattr(getattr(frames, "_stance", None), "stance", "force_eager") == "force_eager"
 
 
 def _saved_hooks():

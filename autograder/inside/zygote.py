@@ -39,7 +39,10 @@ def main(control_fd, grader_pid):
     torch.set_num_threads(1)
     config, _ = protocol.receive_message(control)  # sent at once by the grader: read before the warm-up
     CONFIG.update(config)
+    os.environ[part_reset.NO_COMPILING] = "1"  # before the warm-up's import of torch._dynamo, which reads it
     warm_up(autograd=not cuda_reachable(config))
+    part_reset.compile_eagerly()  # torch.compile runs the code as written: nothing is compiled in the room
+    counting.settle()  # torch's own kernels registered from Python, before any student code
     part_reset.prepare(also=(protocol, child))  # the watched namespaces as every child starts with them
     gc.freeze()  # what is here now is never collected by a child: a collection there copies no page of it
     _give_back_free_memory()

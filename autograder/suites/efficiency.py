@@ -23,7 +23,8 @@ The counts and the emulated run come from the student's own process, which could
 head loop run inside torch's _disable_current_modes() hides its operations from the counter). So
 the grader also reads the submitted source itself (source_reading.py: parsed with ast here,
 never run): no Python loop over the heads in what MultiHeadAttention runs, no tensor made in forward
-without device=. A check passes only when the child's measurement and the grader's reading both
+without device= or on the CPU by name (device="cpu", .cpu(): a value read in forward stops the emulated run,
+uncharged, before it could see one). A check passes only when the child's measurement and the grader's reading both
 do; code that reaches into the grader's machinery is reported to the instructor as tampering
 (grading.Grade.tampering). The checks also require the right output from the same module on the
 same inputs before they judge anything, so their diagnosis is about code that computes the right thing.
@@ -51,12 +52,20 @@ LOOP_HINT = ("a Python loop over the heads: batch the heads with .view(b, num_to
              ".transpose(1, 2), then one matmul for all heads' scores and one for their context vectors, as in 3.6.2")
 
 
+OWN_KERNEL = "an operator of its own"  # inside/counting.OWN_KERNEL: an answer's "elsewhere" when the forward called one
+
+
 def read_counts(answer, what):
     """The {op name: calls} an answer of count_ops holds (checked: it comes from the student's process)."""
     counts = answer.get("counts") if isinstance(answer, dict) else None
     if not isinstance(counts, dict) or not all(isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool)
                                                and v >= 0 for k, v in counts.items()):
         expect.fail(f"{what}: the operations of the forward pass could not be counted")
+    if answer.get("elsewhere") == OWN_KERNEL:  # inside/counting.own_kernels
+        expect.fail(f"{what}: its forward calls an operator whose kernel the submission registered itself "
+                    f"(torch.library: a custom op, or a kernel of its own for one of torch's operators), which runs "
+                    f"operations the count cannot see: compute in forward itself, with torch's own operations "
+                    f"({LOOP_HINT})")
     if answer.get("elsewhere"):  # inside/counting.Elsewhere, LEAVES_TORCH: work no count holds
         expect.fail(f"{what}: its forward runs work in another thread or process, or on its tensors' values outside "
                     f"torch (NumPy, Python lists), where the operations it issues cannot be counted: compute in "
@@ -153,6 +162,11 @@ def device_problem(module, x, want_shape, class_name, mask_is_plain_attribute):
         answer = module.count_ops(x, device=EMULATED)
     except StudentError:
         return ""  # raised outside the emulated forward (what it raises inside is in the answer): not about devices
+    if isinstance(answer, dict) and answer.get("elsewhere") == OWN_KERNEL:  # inside/counting.own_kernels
+        return (f"{class_name}.forward calls an operator whose kernel the submission registered itself (torch.library: "
+                f"a custom op, or a kernel of its own for one of torch's operators): where that kernel makes its "
+                f"tensors cannot be checked without a GPU; compute in forward itself, with torch's own operations, "
+                f"making tensors with device=x.device")
     if isinstance(answer, dict) and answer.get("not_about_devices"):
         return ""  # e.g. a value read with .item() (a fake tensor holds none; fine on a GPU): nothing to charge here
     mixed = answer.get("mixed_devices") if isinstance(answer, dict) else None
@@ -268,7 +282,8 @@ def source_loop_problem(sources, class_name, module, pointer=None):
 
 
 def source_device_problem(sources, class_name, module, pointer=None):
-    """'' when nothing class_name runs makes a tensor without device= (the grader's own reading) and
+    """'' when nothing class_name runs makes a tensor without device= or puts one on the CPU by name (the grader's
+    own reading) and
     nothing the module imports reaches into the measurement (untrusted)."""
     problem = untrusted(sources, module)
     if problem:
@@ -278,8 +293,12 @@ def source_device_problem(sources, class_name, module, pointer=None):
         expect.fail(unread(class_name, module), cause=UNREAD)
     if found:
         where, line, call = found[0]
+        if call.startswith("."):  # source_reading._to_the_cpu: .cpu(), .to("cpu")
+            return (f"{class_name} moves a tensor to the CPU when it runs: {call}(...) ({where}.py, line {line}); "
+                    f"that works on a CPU and fails on a GPU, where it meets the inputs on the GPU. Keep every tensor "
+                    f"on x.device")
         return (f"{class_name} makes a tensor on the default device (the CPU) when it runs: {call}(...) without "
-                f"device= ({where}.py, line {line}); that works on a CPU and fails on a GPU. Create tensors with "
-                f"device=x.device (and dtype=x.dtype where it matters), or slice the registered mask buffer, which "
-                f"moves with the module")
+                f"device= or with device='cpu' ({where}.py, line {line}); that works on a CPU and fails on a GPU. "
+                f"Create tensors with device=x.device (and dtype=x.dtype where it matters), or slice the registered "
+                f"mask buffer, which moves with the module")
     return ""
