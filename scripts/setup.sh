@@ -115,6 +115,13 @@ main() {
   report_torch .venv/bin/python
   echo "setup: installing the course package with its test tools (nbgrader, check-jsonschema, zizmor)"
   "${pip[@]}" -e ".[notebooks,dev]"
+  # rfc3987-syntax comes with jupyter-events (jsonschema[format-nongpl]) and only adds jsonschema's checks of
+  # the "iri" formats, which no schema validated here uses (nbformat's, jupyter-events', GitHub's workflow
+  # schema in check-jsonschema). jsonschema imports it whenever it is installed, and that import builds an
+  # Earley parser from its grammar: about 2 s of CPU in every process that imports nbformat or jsonschema (each
+  # nbgrader command: `import nbgrader.apps, nbformat` 2.9-3.4 s of CPU with it, 1.1-1.2 s without, this
+  # 2-core machine, 2026-11-29; issue 38 item 6). Removed after the install, which brings it back on a rerun.
+  .venv/bin/python -m pip uninstall --yes --quiet rfc3987-syntax
   if [[ -n "$fresh" ]]; then
     compile_installed .venv/bin/python
   fi

@@ -3,7 +3,8 @@
 Each case copies the reference solutions, puts one typical bug in, runs the public tests
 (assignments/ch03/tests) on the copy and states which tests fail and what their message says:
 the misconception in one message, without a traceback or pytest's fixture listing. Every run is made
-in one process by the module fixture `public` (pytest.main once per buggy copy, tests/public_verdicts.py).
+in one process by the module fixture `public` (pytest.main once per buggy copy, tests/public_verdicts.py),
+the runs of the tests that write their own folders (OWN_RUNS) with them.
 """
 import importlib.util
 import json
@@ -287,10 +288,12 @@ def public(request, tmp_path_factory):
     """Every run of the public tests this module's selected tests read (`-m quick` selects one), each
     on its own buggy copy of the solutions, in one process (tests/public_verdicts.py: pytest.main once
     per run, torch imported once; a student's own pytest is one such run): {run: (what pytest printed,
-    {test: failure message or None}, the folder)}. A bug both kinds of test read is run once."""
+    {test: failure message or None}, the folder)}. A bug both kinds of test read is run once. The tests
+    that write their folders themselves (OWN_RUNS) have theirs in the same process, keyed "test name:key"
+    (issue 38 item 6: each started a process of its own, importing torch and pytest again)."""
     here = Path(__file__).resolve()
-    runs = list(dict.fromkeys(run_of(item) for item in request.session.items
-                              if item.path == here and "public" in item.fixturenames))
+    selected = [item for item in request.session.items if item.path == here and "public" in item.fixturenames]
+    runs = list(dict.fromkeys(run_of(item) for item in selected if item.originalname not in OWN_RUNS))
     base = tmp_path_factory.mktemp("public")
     folders = {}
     for at, (edits, _, _) in enumerate(runs):
@@ -298,15 +301,23 @@ def public(request, tmp_path_factory):
         for module, find, replace in edits:
             folder = buggy_copy(base / f"run{at}", module, find, replace, folder)
         folders[at] = folder
+    asked_runs = {str(at): {"folder": str(folders[at]), "marker": marker, "skipped": skipped}
+                  for at, (_, marker, skipped) in enumerate(runs)}
+    own = {}
+    for name in dict.fromkeys(item.originalname for item in selected if item.originalname in OWN_RUNS):
+        for key, run in OWN_RUNS[name](base / name).items():
+            own[f"{name}:{key}"] = run
+    asked_runs.update(own)
     asked = base / "runs.json"
-    asked.write_text(json.dumps({str(at): {"folder": str(folders[at]), "marker": marker, "skipped": skipped}
-                                 for at, (_, marker, skipped) in enumerate(runs)}))
+    asked.write_text(json.dumps(asked_runs))
     out = base / "out.json"
     done = subprocess.run([sys.executable, str(ROOT / "tests" / "public_verdicts.py"), "--folders", str(asked), str(out)],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     found = json.loads(out.read_text())
-    return {run: (found[str(at)]["output"], found[str(at)]["outcomes"], folders[at]) for at, run in enumerate(runs)}
+    read = {run: (found[str(at)]["output"], found[str(at)]["outcomes"], folders[at]) for at, run in enumerate(runs)}
+    read.update({key: (found[key]["output"], found[key]["outcomes"], Path(run["folder"])) for key, run in own.items()})
+    return read
 
 
 @pytest.mark.quick
@@ -441,8 +452,19 @@ OVERWRITTEN_MASK = {"learner-causal-mask-buffer-sliced-in-forward": "test_shorte
                     "learner-mha-mask-buffer-sliced-in-forward": "test_multi_head_attention_shape"}
 
 
-def test_the_book_s_assert_and_its_demo_lines_pass_and_an_overwritten_mask_is_named(tmp_path):
-    """The public tests of the entries' own parts (tests/public_verdicts.py, one process):
+def book_assert_runs(base):
+    """The runs test_the_book_s_assert_and_its_demo_lines_pass_and_an_overwritten_mask_is_named reads (`public`):
+    each entry applied to a copy of the solutions and run with the public tests of its part, as
+    tests/public_verdicts.py's verdicts() runs a corpus entry."""
+    from autograder import selftest
+
+    entries = {entry.id: entry for entry in selftest.corpus()}
+    return {key: {"folder": str(selftest.apply(entries[key], base / key)), "marker": entries[key].part}
+            for key in (*RIGHT_BUT_FAILED, *OVERWRITTEN_MASK)}
+
+
+def test_the_book_s_assert_and_its_demo_lines_pass_and_an_overwritten_mask_is_named(public):
+    """The public tests of the entries' own parts (in the module's one process, `public`):
     - MultiHeadAttention rejecting an indivisible d_out with the book's `assert d_out % num_heads == 0` (two
       variants) passes: the test wanted a ValueError only ("AssertionError: d_out must be divisible by
       num_heads"), where the grader accepts both;
@@ -454,15 +476,13 @@ def test_the_book_s_assert_and_its_demo_lines_pass_and_an_overwritten_mask_is_na
       naming it (both passed before: every test fed one module one length)."""
     from cause_ids import ids
 
-    out = tmp_path / "public.json"
-    done = subprocess.run([sys.executable, str(ROOT / "tests" / "public_verdicts.py"), str(out),
-                           *RIGHT_BUT_FAILED, *OVERWRITTEN_MASK], cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    public = json.loads(out.read_text())
-    assert {entry: public[entry] for entry in RIGHT_BUT_FAILED} == {entry: {} for entry in RIGHT_BUT_FAILED}
+    name = "test_the_book_s_assert_and_its_demo_lines_pass_and_an_overwritten_mask_is_named"
+    failed = {entry: {test: message for test, message in public[f"{name}:{entry}"][1].items() if message is not None}
+              for entry in (*RIGHT_BUT_FAILED, *OVERWRITTEN_MASK)}
+    assert {entry: failed[entry] for entry in RIGHT_BUT_FAILED} == {entry: {} for entry in RIGHT_BUT_FAILED}
     for entry, test in OVERWRITTEN_MASK.items():
-        assert list(public[entry]) == [test], public[entry]
-        assert ids(public[entry][test]) == {"mask-overwritten"}, public[entry][test]
+        assert list(failed[entry]) == [test], failed[entry]
+        assert ids(failed[entry][test]) == {"mask-overwritten"}, failed[entry][test]
 
 
 # correct variants whose module raises when imported (a demo line of the book's, a package the grader lacks):
@@ -474,29 +494,31 @@ RAISE_AT_IMPORT = {"learner-v1-book-demo-inputs-undefined": ("self_attention_v1.
 CAUSAL_END = "return attn_weights @ values\n        ### END SOLUTION\n"
 
 
-def test_demo_lines_that_raise_at_import_pass_with_a_note_as_in_the_grader(tmp_path):
+def demo_line_runs(base):
+    """The runs test_demo_lines_that_raise_at_import_pass_with_a_note_as_in_the_grader reads (`public`): the four
+    entries' folders with all the public tests, and causal.py raising at its top level in two ways."""
+    from autograder import selftest
+
+    entries = {entry.id: entry for entry in selftest.corpus()}
+    folders = {key: selftest.apply(entries[key], base / key) for key in RAISE_AT_IMPORT}
+    own_raise = buggy_copy(base / "own-raise", "causal", CAUSAL_END,
+                           CAUSAL_END + '\n\nraise RuntimeError("run this file as a script")\n')
+    class_raises = buggy_copy(base / "class-raises", "causal", "class CausalAttention(nn.Module):",
+                              "class CausalAttention(nn.Module):\n    size = undefined_size")
+    return {**{key: {"folder": str(folder), "marker": ""} for key, folder in folders.items()},
+            "own-raise": {"folder": str(own_raise), "marker": "causal"},
+            "class-raises": {"folder": str(class_raises), "marker": "causal"}}
+
+
+def test_demo_lines_that_raise_at_import_pass_with_a_note_as_in_the_grader(public):
     """The four correct variants whose module raises when imported got full marks from the grader and failed
     every public test of their modules ("causal.py could not be imported: RuntimeError: mat1 and mat2 shapes
     cannot be multiplied"). The public tests now import as the grader does: each passes, and the run ends with a
     note naming the line, what it raised and that `import` stops there. What the grader does not skip fails the
     import here too: a `raise` of the module's own and a class statement that raises."""
-    from autograder import selftest
-
-    entries = {entry.id: entry for entry in selftest.corpus()}
-    folders = {key: selftest.apply(entries[key], tmp_path / key) for key in RAISE_AT_IMPORT}
-    own_raise = buggy_copy(tmp_path / "own-raise", "causal", CAUSAL_END,
-                           CAUSAL_END + '\n\nraise RuntimeError("run this file as a script")\n')
-    class_raises = buggy_copy(tmp_path / "class-raises", "causal", "class CausalAttention(nn.Module):",
-                              "class CausalAttention(nn.Module):\n    size = undefined_size")
-    runs = {**{key: {"folder": str(folder), "marker": ""} for key, folder in folders.items()},
-            "own-raise": {"folder": str(own_raise), "marker": "causal"},
-            "class-raises": {"folder": str(class_raises), "marker": "causal"}}
-    asked, out = tmp_path / "runs.json", tmp_path / "out.json"
-    asked.write_text(json.dumps(runs))
-    done = subprocess.run([sys.executable, str(ROOT / "tests" / "public_verdicts.py"), "--folders", str(asked), str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(out.read_text())
+    name = "test_demo_lines_that_raise_at_import_pass_with_a_note_as_in_the_grader"
+    found = {key.split(":", 1)[1]: {"output": output, "outcomes": outcomes} for key, (output, outcomes, _) in public.items()
+             if isinstance(key, str) and key.startswith(f"{name}:")}
     for key, (where, raised) in RAISE_AT_IMPORT.items():
         failed = {test: message for test, message in found[key]["outcomes"].items() if message is not None}
         assert failed == {}, (key, failed)
@@ -509,3 +531,9 @@ def test_demo_lines_that_raise_at_import_pass_with_a_note_as_in_the_grader(tmp_p
                        ("class-raises", "NameError: name 'undefined_size' is not defined")):
         messages = [m for m in found[key]["outcomes"].values() if m is not None]
         assert messages and all(m == f"causal.py could not be imported: {error}" for m in messages), (key, messages)
+
+
+# the tests whose runs write their folders themselves: test name -> function(folder) -> {key: run}, run in
+# `public`'s one process with the others
+OWN_RUNS = {"test_the_book_s_assert_and_its_demo_lines_pass_and_an_overwritten_mask_is_named": book_assert_runs,
+            "test_demo_lines_that_raise_at_import_pass_with_a_note_as_in_the_grader": demo_line_runs}

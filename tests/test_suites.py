@@ -225,18 +225,22 @@ def test_corpus_errors_name_the_entry(tmp_path):
         selftest.load(bad, "mutant")
 
 
-def test_selftest_command_reports_the_kill_rate(capsys):
+def test_selftest_command_reports_the_kill_rate(engine, capsys):
+    """`selftest` as cli.main with the same arguments, grading in the session's fork server (tests/in_process.py:
+    the command's own engine opened on it, instead of a fork server started for two entries)."""
+    from in_process import run_command
+
     from autograder import cli
 
-    status = cli.main(["selftest", "--only", "numpy-block-feed-forward-once", "--only", "numpy-matmul-and-tril"])
-    out = capsys.readouterr().out
+    status, out, _ = run_command(engine, ["selftest", "--only", "numpy-block-feed-forward-once",
+                                          "--only", "numpy-matmul-and-tril"])
     assert status == 0
     assert "kill rate: 1/1 mutants caught" in out and "variants: 1/1 kept full marks" in out
     assert cli.main(["selftest", "--only", "no-such-entry"]) == 2
 
 
-def test_selftest_command_fails_when_a_mutant_survives(capsys, monkeypatch):
-    from autograder import cli
+def test_selftest_command_fails_when_a_mutant_survives(engine, monkeypatch):
+    from in_process import run_command
 
     real = selftest.corpus
 
@@ -248,8 +252,8 @@ def test_selftest_command_fails_when_a_mutant_survives(capsys, monkeypatch):
         return [e for e in real(parts) if e.id == "numpy-block-feed-forward-once"] + [harmless]
 
     monkeypatch.setattr(selftest, "corpus", with_a_harmless_mutant)
-    assert cli.main(["selftest"]) == 1
-    out = capsys.readouterr().out
+    status, out, _ = run_command(engine, ["selftest"])  # in the session's fork server, as above
+    assert status == 1
     assert "SURVIVED mutant  harmless" in out and "kill rate: 1/2" in out
 
 
