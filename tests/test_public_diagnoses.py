@@ -352,6 +352,21 @@ def test_an_mha_built_on_causal_s_functions_waits_for_them(public):
     assert outcomes["test_wrapper_book_example"] is None and outcomes["test_d_out_must_be_divisible_by_num_heads"] is None
 
 
+def test_only_a_call_of_causal_s_function_makes_a_class_wait_for_it():
+    """The public tests' reading of which of causal's functions a class uses (names_used, in ch03_tools as in
+    _diagnose.py): a call of the function, imported or through the module, counts; a buffer of the class's own
+    named causal_mask (self.causal_mask) does not, so such a MultiHeadAttention is tested, not kept waiting."""
+    tools = types.ModuleType("ch03_tools")
+    exec(compile(notebooks.support_text(), "ch03_tools.py", "exec"), tools.__dict__)
+    namespace: dict = {}
+    exec("import types\ncausal = types.ModuleType('causal')\n"
+         "class Imported:\n    def forward(self, s):\n        return masked_attention_weights(s.masked_fill(causal_mask(3), 0), 2)\n"
+         "class Through:\n    def forward(self, s):\n        return [causal.causal_mask(n) for n in range(3)]\n"
+         "class Own:\n    def forward(self, s):\n        return s.masked_fill(self.causal_mask[:3, :3], 0)\n", namespace)
+    used = {name: tools.names_used(namespace[name], tools.CAUSAL_FUNCTIONS) for name in ("Imported", "Through", "Own")}
+    assert used == {"Imported": ["causal_mask", "masked_attention_weights"], "Through": ["causal_mask"], "Own": []}
+
+
 @pytest.mark.parametrize("case", CASES)
 def test_a_common_bug_fails_locally_naming_the_misconception(public, case):
     expected = CASES[case][3]

@@ -135,14 +135,21 @@ def _book_output(make, book, key):
         return False
 
 
-def names_used(cls, names):
-    """Those of `names` that the methods of cls read (as globals or attributes: their code's names)."""
-    found, todo = set(), [getattr(f, "__code__", None) for f in vars(cls).values()]
+def names_used(cls, names, module="causal"):
+    """Those of `names` that the methods of cls read as globals (causal_mask, imported from causal.py or
+    defined in a notebook cell above), or as attributes where they also read the global `module`
+    (causal.causal_mask): not an attribute of their own of that name (self.causal_mask, a buffer)."""
+    found, todo = set(), [getattr(getattr(f, "__func__", f), "__code__", None) for f in vars(cls).values()]
     while todo:
         code = todo.pop()
-        if code is not None:
-            found.update(code.co_names)
-            todo.extend(c for c in code.co_consts if hasattr(c, "co_names"))
+        if code is None:
+            continue
+        instructions = list(dis.get_instructions(code))
+        loaded = {i.argval for i in instructions if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+        found |= loaded
+        if module in loaded:
+            found |= {i.argval for i in instructions if i.opname in ("LOAD_ATTR", "LOAD_METHOD")}
+        todo.extend(c for c in code.co_consts if hasattr(c, "co_names"))
     return [name for name in names if name in found]
 
 
