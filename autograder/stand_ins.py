@@ -224,8 +224,11 @@ def _class(where):
 
 
 def _function(where):
-    function = getattr(solutions()[where[0]], str(where[1]), None) if where[0] in MODULES else None
-    if not (inspect.isfunction(function) and str(where[1]) in functions(where[0])):
+    """The solution module's own public function where names (functions() lists the same), else Refused."""
+    solution = solutions()[where[0]] if where[0] in MODULES else None
+    function = getattr(solution, str(where[1]), None)
+    if not (inspect.isfunction(function) and function.__module__ == getattr(solution, "__name__", None)
+            and not str(where[1]).startswith("_")):
         raise Refused("not one of the grader's functions")
     return function
 
@@ -268,15 +271,8 @@ def _call(function, arguments, question, tensors, ledger, limit=MAX_BYTES):
             called([torch.empty(t.shape, dtype=t.dtype, device="meta") for t in tensors[:len(places)]], "meta")
     except Exception:  # what fails on shapes fails in the real run too: that says why
         pass
-    flops = counter.get_total_flops() * (3 if backward else 1)
-    held = sum(t.numel() * t.element_size() for t in tensors)
-    if flops > MAX_FLOPS:
-        raise Refused("the grader's stand-in answers at most a small forward per call")
-    if ledger.flops + flops > MAX_PART_FLOPS:
-        raise Refused("this part has asked the grader's stand-in for all the work it answers")
-    if made.total * (2 if backward else 1) + held > limit:
-        raise Refused("the grader's stand-in would use more memory than the part may use")
-    ledger.flops += flops
+    _charge(counter.get_total_flops(), made.total, sum(t.numel() * t.element_size() for t in tensors), backward,
+            ledger, limit)
     inputs = [t.detach().requires_grad_(bool(w) and t.is_floating_point()) for t, w in zip(tensors, wanted, strict=False)]
     with torch.enable_grad():
         with counting.Counter() as counter:  # what the child's operation count holds for this call
@@ -470,14 +466,21 @@ def _measure(cls, arguments, module, given, inputs, training, backward, ledger, 
         raise
     except Exception:  # what fails on shapes fails in the real run too: that says why
         return
-    factor = 3 if backward else 1
-    flops = counter.get_total_flops() * factor
     held = sum(t.numel() * t.element_size() for t in given.values()) + sum(x.numel() * x.element_size() for x in inputs)
+    _charge(counter.get_total_flops(), made.total, held, backward, ledger, limit)
+
+
+def _charge(flops, made, held, backward, ledger, limit):
+    """A question's forward as measured on the meta device (flops, the bytes of the tensors it made) and the
+    bytes of the tensors given (held): refused when it passes MAX_FLOPS (a backward counts three forwards),
+    the part passes MAX_PART_FLOPS, or the bytes (made twice for a backward) pass `limit`; else its FLOPs
+    are added to the part's ledger. A class's forward (_measure) and a function's call (_call) alike."""
+    flops *= 3 if backward else 1
     if flops > MAX_FLOPS:
         raise Refused("the grader's stand-in answers at most a small forward per call")
     if ledger.flops + flops > MAX_PART_FLOPS:
         raise Refused("this part has asked the grader's stand-in for all the work it answers")
-    if made.total * (2 if backward else 1) + held > limit:
+    if made * (2 if backward else 1) + held > limit:
         raise Refused("the grader's stand-in would use more memory than the part may use")
     ledger.flops += flops
 

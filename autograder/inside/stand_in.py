@@ -211,13 +211,18 @@ class _Remote(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        tensors = ctx.saved_tensors
-        wanted = [bool(w) for w in ctx.needs_input_grad[1:]]
-        answer, grads = ask({"do": "backward", "wanted": wanted, **ctx.question},
-                            [t.detach().cpu() for t in tensors] + [grad_output.detach().cpu()])
-        given = iter(grads)
-        out = [next(given).to(t.device) if w else None for t, w in zip(tensors, wanted, strict=False)]  # wanted: maybe shorter
-        return (None, *out)
+        return (None, *_grads(ctx, "backward", ctx.needs_input_grad[1:], grad_output))
+
+
+def _grads(ctx, do, needed, grad_output):
+    """The gradients of a remote forward's saved tensors, asked of the grader (question `do`), each on its
+    tensor's device; None where autograd needs none (needed: ctx.needs_input_grad for the saved tensors)."""
+    tensors = ctx.saved_tensors
+    wanted = [bool(w) for w in needed]
+    answer, grads = ask({"do": do, "wanted": wanted, **ctx.question},
+                        [t.detach().cpu() for t in tensors] + [grad_output.detach().cpu()])
+    given = iter(grads)
+    return [next(given).to(t.device) if w else None for t, w in zip(tensors, wanted, strict=False)]  # wanted: maybe shorter
 
 
 def _fake(tensor):
@@ -238,9 +243,4 @@ class _RemoteCall(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        tensors = ctx.saved_tensors
-        wanted = [bool(w) for w in ctx.needs_input_grad[2:]]
-        answer, grads = ask({"do": "call_backward", "wanted": wanted, **ctx.question},
-                            [t.detach().cpu() for t in tensors] + [grad_output.detach().cpu()])
-        given = iter(grads)
-        return (None, None, *[next(given).to(t.device) if w else None for t, w in zip(tensors, wanted, strict=True)])
+        return (None, None, *_grads(ctx, "call_backward", ctx.needs_input_grad[2:], grad_output))
