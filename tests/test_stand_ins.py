@@ -152,6 +152,11 @@ def test_function_questions_too_large_or_not_given_are_refused(channel):
         stand_ins.answer({"do": "call", "where": ["causal", "causal_mask"], "arguments": [3, None], "tensor_at": []},
                          [], stand_ins.allowed(["mha"]), ledger)
     assert ledger.refused == ["asked the grader to compute causal.causal_mask, a class or function it was not given"]
+    given = stand_ins.allowed(["causal"])
+    for shapes in ([[[1 << 40], "float32"]], [[[2, 4, 4], "complex64"]], [[[-1, 4], "float32"]], [[[4, 4]]], "x", []):
+        with pytest.raises(stand_ins.Refused, match="malformed question"):  # an emulated GPU's call, malformed
+            stand_ins.answer({"do": "call", "where": ["causal", "masked_attention_weights"], "arguments": [None, 2],
+                              "tensor_at": [0], "shapes": shapes}, [], given)
     with pytest.raises(stand_ins.Refused, match="not one of the grader's functions"):
         stand_ins.answer({"do": "call", "where": ["causal", "CausalAttention"], "arguments": [], "tensor_at": []},
                          [], frozenset({("causal", "CausalAttention")}))
