@@ -5,7 +5,8 @@
 
 The first writes {entry id: {public test: its failure message}} for the named mutants and variants of
 autograder/selftest/ (mutants.yml, variants.yml), each applied to a fresh copy of the solutions and tested with the
-public tests of its part; test_suites.test_public_tests_and_grader_agree compares these with the
+public tests of its part and of the parts that build on it (dependents: a failure of theirs is named
+"<their file>::<test>"); test_suites.test_public_tests_and_grader_agree compares these with the
 grader's diagnoses. The second runs the public tests on the folders RUNS.json names ({key: {"folder":
 DIR, "marker": a -m expression, "skipped": whether a skipped test's message counts}}) and writes {key:
 {"output": what pytest printed, "outcomes": {public test: its failure message, "skipped: <message>",
@@ -32,9 +33,18 @@ PUBLIC_TESTS = Path(__file__).resolve().parents[1] / "assignments" / "ch03" / "t
 QUIET_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:unraisableexception", "-p", "no:xdist", "-p", "no:anyio")
 
 
-def public_run(folder, marker, skipped=False):
+def dependents(part):
+    """The parts whose public tests build on `part`'s code (the grader's dependencies.DEPENDS and MAY_USE, read
+    the other way): a mistake in `part` must fail none of their tests (they wait for it, or pass)."""
+    from autograder.suites.dependencies import DEPENDS, MAY_USE
+
+    return sorted({user for table in (DEPENDS, MAY_USE) for user, used in table.items() if part in used})
+
+
+def public_run(folder, marker, skipped=False, own=None):
     """The public tests of `marker` on the modules of `folder` -> (what pytest printed, {test name:
-    failure message or None}); skipped: a skipped test's message too, as "skipped: <message>"."""
+    failure message or None}); skipped: a skipped test's message too, as "skipped: <message>"; own: a part,
+    whose tests are named by their name, the others' as "<their file>::<name>"."""
     # the notes a run prints at its end (conftest.NOTES) are its own, as in a student's one run: pytest keeps the
     # public tests' conftest imported from one run to the next in this process, and its list with it
     notes = getattr(sys.modules.get("conftest"), "NOTES", None)
@@ -50,13 +60,16 @@ def public_run(folder, marker, skipped=False):
         for case in ET.parse(junit).iter("testcase"):
             failures = [child.get("message", "") for child in case if child.tag in ("failure", "error")]
             failures += [f"skipped: {child.get('message', '')}" for child in case if skipped and child.tag == "skipped"]
-            outcomes[case.get("name")] = failures[0].removeprefix("Failed: ") if failures else None
+            file = case.get("classname", "").rsplit(".", 1)[-1]
+            name = case.get("name") if own is None or file == f"test_{own}" else f"{file}.py::{case.get('name')}"
+            outcomes[name] = failures[0].removeprefix("Failed: ") if failures else None
         return printed.getvalue(), outcomes
 
 
 def verdicts(entry):
     with tempfile.TemporaryDirectory() as tmp:
-        _, outcomes = public_run(selftest.apply(entry, Path(tmp) / "submission"), entry.part)
+        _, outcomes = public_run(selftest.apply(entry, Path(tmp) / "submission"),
+                                 " or ".join([entry.part, *dependents(entry.part)]), own=entry.part)
         return {name: message for name, message in outcomes.items() if message is not None}
 
 

@@ -271,6 +271,33 @@ def notebook_run(case):
     edit = SAME_IN_THE_NOTEBOOK[case][0]
     return (edit,), edit[0], False
 
+V1_SOFTMAX = "attn_weights = torch.softmax(attn_scores / keys.shape[-1] ** 0.5, dim=-1)"
+# SelfAttention_v1's softmax down the columns: the transfer's tests wait for it
+TRANSFER_ON_A_WRONG_V1_RUN = ((("self_attention_v1", V1_SOFTMAX, V1_SOFTMAX.replace("dim=-1", "dim=0")),),
+                              "self_attention_v1 or weight_transfer", True)
+# simple_attention's attention_weights over dim 0, called by SelfAttention_v1 (imported under another name) and by
+# CausalAttention (through the module); CausalAttention inheriting an unscaled SelfAttention_v2
+ON_SIMPLE_ATTENTION_RUN = (
+    (("self_attention_v1", "import torch.nn as nn\n", "import torch.nn as nn\n\nfrom simple_attention import attention_weights as aw\n"),
+     ("self_attention_v1", V1_SOFTMAX, "attn_weights = aw(attn_scores / keys.shape[-1] ** 0.5)"),
+     ("causal", "import torch.nn as nn\n", "import torch.nn as nn\n\nimport simple_attention as sa\n"),
+     ("causal", V1_SOFTMAX, "attn_weights = sa.attention_weights(attn_scores / keys.shape[-1] ** 0.5)"),
+     ("simple_attention", "return torch.softmax(scores, dim=-1)", "return torch.softmax(scores, dim=0)")),
+    "simple_attention or self_attention_v1 or causal", True)
+ON_A_WRONG_V2_BASE_RUN = (
+    (("causal", "import torch.nn as nn\n", "import torch.nn as nn\n\nfrom self_attention_v2 import SelfAttention_v2\n"),
+     ("causal", "class CausalAttention(nn.Module):", "class CausalAttention(SelfAttention_v2):"),
+     ("self_attention_v2", V1_SOFTMAX, "attn_weights = torch.softmax(attn_scores, dim=-1)")),
+    "self_attention_v2 or causal", True)
+# CausalAttention's forward switches gradients off for good; SelfAttention_v1's tests run after causal's
+GRADIENTS_LEFT_OFF_RUN = ((("causal", "        b, num_tokens, d_in = x.shape\n",
+                            "        torch.set_grad_enabled(False)\n        b, num_tokens, d_in = x.shape\n"),),
+                          "causal or mha or self_attention_v1", False)  # the wrapper's test leaves them off
+WAITING_RUNS = {"test_weight_transfer_waits_for_a_wrong_self_attention_v1": TRANSFER_ON_A_WRONG_V1_RUN,
+                "test_attentions_wait_for_simple_attention_s_functions_they_call": ON_SIMPLE_ATTENTION_RUN,
+                "test_a_causal_attention_that_inherits_a_wrong_v2_waits_for_it": ON_A_WRONG_V2_BASE_RUN,
+                "test_gradients_left_off_by_one_part_fail_no_other_part_s_tests": GRADIENTS_LEFT_OFF_RUN}
+
 
 def run_of(item):
     """The run of the public tests a test of this module reads."""
@@ -278,6 +305,8 @@ def run_of(item):
         return DIAGONAL_RUN
     if item.originalname == "test_an_mha_built_on_causal_s_functions_waits_for_them":
         return MHA_ON_CAUSAL_S_FUNCTIONS_RUN
+    if item.originalname in WAITING_RUNS:
+        return WAITING_RUNS[item.originalname]
     case = item.callspec.params["case"]
     return case_run(case) if item.originalname == "test_a_common_bug_fails_locally_naming_the_misconception" \
         else notebook_run(case)
@@ -352,19 +381,97 @@ def test_an_mha_built_on_causal_s_functions_waits_for_them(public):
     assert outcomes["test_wrapper_book_example"] is None and outcomes["test_d_out_must_be_divisible_by_num_heads"] is None
 
 
-def test_only_a_call_of_causal_s_function_makes_a_class_wait_for_it():
-    """The public tests' reading of which of causal's functions a class uses (names_used, in ch03_tools as in
-    _diagnose.py): a call of the function, imported or through the module, counts; a buffer of the class's own
-    named causal_mask (self.causal_mask) does not, so such a MultiHeadAttention is tested, not kept waiting."""
+def test_weight_transfer_waits_for_a_wrong_self_attention_v1(public):
+    """SelfAttention_v1's softmax over dim 0: v1's book example fails, naming it; the transfer's two tests, which
+    compare outputs of v1 after the transfer, wait for v1 (the grader grades the transfer with the course's v1)."""
+    output, outcomes, _ = public[TRANSFER_ON_A_WRONG_V1_RUN]
+    failed = {name: m for name, m in outcomes.items() if m is not None and not m.startswith("skipped: ")}
+    assert sorted(failed) == ["test_book_example_with_seed_123"] and "wrong dim" in failed["test_book_example_with_seed_123"], output
+    waiting = {name: m for name, m in outcomes.items() if m is not None and m.startswith("skipped: ")}
+    assert waiting == dict.fromkeys(["test_book_example_after_the_transfer",
+                                     "test_outputs_agree_on_other_inputs_and_sa_v2_is_untouched"],
+                                    "skipped: not checked yet: transfer_v2_to_v1 builds on your SelfAttention_v1, which does "
+                                    "not give the book's output yet (torch.manual_seed(123); SelfAttention_v1(3, 2)(inputs)): "
+                                    "fix self_attention_v1.py first, its own tests say what is wrong"), output
+
+
+def test_attentions_wait_for_simple_attention_s_functions_they_call(public):
+    """attention_weights over dim 0, called by SelfAttention_v1 (imported as aw) and CausalAttention (as
+    sa.attention_weights): simple_attention's test of it fails; the class tests of v1 and CausalAttention wait,
+    naming the function; v1's scaling_statistics and causal's functions, which do not call it, are tested."""
+    output, outcomes, _ = public[ON_SIMPLE_ATTENTION_RUN]
+    failed = {name: m for name, m in outcomes.items() if m is not None and not m.startswith("skipped: ")}
+    assert sorted(failed) == ["test_attention_weights_rows_sum_to_one", "test_context_vectors_of_all_tokens"], output
+    waiting = {name: m for name, m in outcomes.items() if m is not None and m.startswith("skipped: ")}
+    v1 = ["test_book_example_with_seed_123", "test_output_shape", "test_weights_are_three_d_in_by_d_out_parameters"]
+    causal = ["test_causal_attention_book_example", "test_dropout_drops_attention_weights_in_training_mode",
+              "test_gradients_reach_the_weights_and_float64_stays_float64", "test_no_dropout_in_eval_mode",
+              "test_shorter_inputs_and_no_look_ahead"]
+    assert sorted(waiting) == sorted(v1 + causal), output
+    for name in v1 + causal:
+        what = "SelfAttention_v1" if name in v1 else "CausalAttention"
+        assert waiting[name] == (f"skipped: not checked yet: {what} uses your attention_weights from simple_attention.py, "
+                                 "which is not right yet: fix simple_attention.py first, its own tests say what is wrong")
+    assert outcomes["test_scaling_statistics_on_the_books_tokens"] is None
+    assert outcomes["test_masked_attention_weights_book_example"] is None
+
+
+def test_a_causal_attention_that_inherits_a_wrong_v2_waits_for_it(public):
+    """CausalAttention(SelfAttention_v2) with v2's scores unscaled: v2's book example fails; CausalAttention's
+    tests wait for SelfAttention_v2, naming its example; causal's functions are tested."""
+    output, outcomes, _ = public[ON_A_WRONG_V2_BASE_RUN]
+    failed = {name: m for name, m in outcomes.items() if m is not None and not m.startswith("skipped: ")}
+    assert sorted(failed) == ["test_book_example_with_seed_789"], output
+    waiting = {name: m for name, m in outcomes.items() if m is not None and m.startswith("skipped: ")}
+    assert len(waiting) == 5 and set(waiting.values()) == {
+        "skipped: not checked yet: CausalAttention builds on your SelfAttention_v2, which does not give the book's "
+        "output yet (torch.manual_seed(789); SelfAttention_v2(3, 2)(inputs)): fix self_attention_v2.py first, its own "
+        "tests say what is wrong"}, output
+    assert outcomes["test_masked_attention_weights_book_example"] is None
+
+
+def test_gradients_left_off_by_one_part_fail_no_other_part_s_tests(public):
+    """CausalAttention's forward calls torch.set_grad_enabled(False) and leaves it so: causal's gradient test
+    fails, naming it; SelfAttention_v1's tests, which run after causal's and mha's in the same pytest run (the
+    wrapper's test calls CausalAttention outside torch.no_grad() and leaves gradients off), start with
+    gradients on (the public conftest restores torch's defaults before each test) and pass."""
+    output, outcomes, _ = public[GRADIENTS_LEFT_OFF_RUN]
+    failed = {name: m for name, m in outcomes.items() if m is not None}
+    assert "test_gradients_reach_the_weights_and_float64_stays_float64" in failed, output
+    assert "switched gradients off" in failed["test_gradients_reach_the_weights_and_float64_stays_float64"]
+    assert not {"test_weights_are_three_d_in_by_d_out_parameters", "test_book_example_with_seed_123",
+                "test_output_shape", "test_scaling_statistics_on_the_books_tokens"} & set(failed), output
+
+
+def test_only_what_a_class_calls_or_inherits_of_another_part_makes_it_wait(monkeypatch):
+    """The public tests' reading of what a class or function uses of other parts (uses, in ch03_tools as in
+    _diagnose.py): a function of causal.py or simple_attention.py it calls, imported under any name, through
+    the module under any name, or inside a helper of its own module; a class of self_attention_v2.py it inherits.
+    A buffer of its own named causal_mask (self.causal_mask) is not the function, and a module's own
+    functions are not another part's."""
     tools = types.ModuleType("ch03_tools")
     exec(compile(notebooks.support_text(), "ch03_tools.py", "exec"), tools.__dict__)
-    namespace: dict = {}
-    exec("import types\ncausal = types.ModuleType('causal')\n"
-         "class Imported:\n    def forward(self, s):\n        return masked_attention_weights(s.masked_fill(causal_mask(3), 0), 2)\n"
+    parts = {}
+    for name, code in (("causal", "def causal_mask(n): pass\ndef masked_attention_weights(s, d): pass\n"),
+                       ("simple_attention", "def attention_weights(s): pass\ndef softmax_naive(x): pass\n"),
+                       ("self_attention_v2", "class SelfAttention_v2: pass\n")):
+        parts[name] = types.ModuleType(name)
+        exec(code, parts[name].__dict__)
+        monkeypatch.setitem(sys.modules, name, parts[name])
+    causal, simple, v2 = parts.values()
+    namespace = {"__name__": "mha", "causal": causal, "sa": simple, "mask": causal.causal_mask,
+                 "weights": simple.attention_weights, "Base": v2.SelfAttention_v2}
+    exec("def helper(s):\n    return weights(s)\n"
+         "class Imported:\n    def forward(self, s):\n        return sa.attention_weights(s.masked_fill(mask(3), 0))\n"
          "class Through:\n    def forward(self, s):\n        return [causal.causal_mask(n) for n in range(3)]\n"
-         "class Own:\n    def forward(self, s):\n        return s.masked_fill(self.causal_mask[:3, :3], 0)\n", namespace)
-    used = {name: tools.names_used(namespace[name], tools.CAUSAL_FUNCTIONS) for name in ("Imported", "Through", "Own")}
-    assert used == {"Imported": ["causal_mask", "masked_attention_weights"], "Through": ["causal_mask"], "Own": []}
+         "class Own:\n    def forward(self, s):\n        return s.masked_fill(self.causal_mask[:3, :3], 0)\n"
+         "class Helped:\n    @staticmethod\n    def forward(s):\n        return helper(s)\n"
+         "class Inherits(Base):\n    pass\n", namespace)
+    used = {name: tools.uses(namespace[name]) for name in ("Imported", "Through", "Own", "Helped", "Inherits")}
+    assert used == {"Imported": [(simple, "attention_weights"), (causal, "causal_mask")],
+                    "Through": [(causal, "causal_mask")], "Own": [], "Helped": [(simple, "attention_weights")],
+                    "Inherits": [(v2, "SelfAttention_v2")]}
+    assert tools.uses(causal.causal_mask) == [] and tools.uses(simple.softmax_naive) == []
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -272,80 +272,193 @@ def first_difference(got, expected):
             f"(largest difference {float(diff.max()):.4g}, tolerance {TOLERANCE:g})")
 
 
-CAUSAL_FIRST = ("not checked yet: {what} builds on your CausalAttention, which does not give the book's output yet "
-                "(torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch)): fix causal.py first, its own "
-                "tests say what is wrong")
-WRAPPER_FIRST = ("not checked yet: {what} builds on your MultiHeadAttentionWrapper, which does not give the book's "
-                 "output yet: fix mha.py first, its own tests say what is wrong")
-CAUSAL_FUNCTION_FIRST = ("not checked yet: {what} uses your {name} from causal.py, which is not right yet: fix "
-                         "causal.py first, its own tests say what is wrong")
-CAUSAL_FUNCTIONS = ("causal_mask", "masked_attention_weights")
+# --- Waiting for another part: one mistake fails its own part's tests only ------------------------------------------
+# A test of a part that builds on another part (a class it is made of, a class it inherits, a function of another
+# module it calls) waits for that part while that part does not give the book's outputs: it is skipped, naming the
+# part to fix first, instead of failing with numbers that are the other part's (the grader does the same: it
+# grades such a part with the course's version of the other one).
+
+CHAPTER_MODULES = ("simple_attention", "self_attention_v1", "self_attention_v2", "weight_transfer", "causal", "mha",
+                   "exercises", "numpy_attention")
+CLASS_FIRST = ("not checked yet: {what} builds on your {name}, which does not give the book's output yet ({example}): "
+               "fix {module}.py first, its own tests say what is wrong")
+FUNCTION_FIRST = ("not checked yet: {what} uses your {name} from {module}.py, which is not right yet: fix {module}.py "
+                  "first, its own tests say what is wrong")
+HEADS_FIRST = ("not checked yet: {what} builds on your MultiHeadAttention, which is not right yet ({problem}): fix "
+               "mha.py first, its own tests say what is wrong")
 
 
-def _book_output(make, book, key):
-    """Does make() (built right after torch.manual_seed(123)) give the book's output on its batch? Code
-    not implemented yet counts as giving it: the test then says what is missing, as every test does."""
+def _book_example(book, module, name):
+    """The book's example of a class another part builds on: (what is run, make, the inputs' key, the output's key)."""
+    return {("self_attention_v1", "SelfAttention_v1"):
+            ("torch.manual_seed(123); SelfAttention_v1(3, 2)(inputs)", 123, lambda: module.SelfAttention_v1(3, 2),
+             "inputs", "sa_v1_seed123"),
+            ("self_attention_v2", "SelfAttention_v2"):
+            ("torch.manual_seed(789); SelfAttention_v2(3, 2)(inputs)", 789, lambda: module.SelfAttention_v2(3, 2),
+             "inputs", "sa_v2_seed789"),
+            ("causal", "CausalAttention"):
+            ("torch.manual_seed(123); CausalAttention(3, 2, 6, 0.0)(batch)", 123,
+             lambda: module.CausalAttention(3, 2, 6, 0.0), "batch", "causal_attention_seed123"),
+            ("mha", "MultiHeadAttentionWrapper"):
+            ("torch.manual_seed(123); MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)", 123,
+             lambda: module.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2), "batch", "mha_wrapper_seed123"),
+            }[module.__name__, name]
+
+
+def _gives_the_book_s_output(book, module, name):
+    """'' when the class `name` of `module`, made right after the book's seed, gives the book's output on its
+    inputs, else the example it does not give. Code not implemented yet counts as giving it: the test then says
+    what is missing, as every test does."""
+    example, book_seed, make, inputs, key = _book_example(book, module, name)
+    try:
+        torch.manual_seed(book_seed)
+        with torch.no_grad():
+            out = make()(book[inputs])
+        return "" if isinstance(out, torch.Tensor) and same(out.detach(), book[key]) else example
+    except NotImplementedError:
+        return ""
+    except Exception:  # whatever it raises: the other part's own tests say what
+        return example
+
+
+def _function_examples(book, module):
+    """{function name: [(call, expected)]}: the book's examples of the functions of `module` another part may call
+    (masked_attention_weights also on a batch of heads, as a multi-head forward gives them)."""
+    if module.__name__ == "causal":
+        printed = book["attn_scores_sa_v2"]  # the book's (6, 6) scores, then as 2 x 3 heads of them
+        return {"causal_mask": [(lambda n=n: module.causal_mask(n), torch.ones(n, n, dtype=torch.bool).triu(1))
+                                for n in (1, 5)],
+                "masked_attention_weights": [
+                    (lambda: module.masked_attention_weights(printed, 2), book["causal_attn_weights"]),
+                    (lambda: module.masked_attention_weights(printed.expand(2, 3, 6, 6).clone(), 2),
+                     book["causal_attn_weights"].expand(2, 3, 6, 6))]}
+    if module.__name__ == "simple_attention":
+        return {"softmax_naive": [(lambda: module.softmax_naive(book["attn_scores_2"]), book["attn_weights_2"])],
+                "context_vector": [(lambda: module.context_vector(book["inputs"], 1), book["context_vec_2"])],
+                "attention_scores": [(lambda: module.attention_scores(book["inputs"]), book["attn_scores"])],
+                "attention_weights": [(lambda: module.attention_weights(book["attn_scores"]), book["attn_weights"])],
+                "context_vectors": [(lambda: module.context_vectors(book["inputs"]), book["all_context_vecs"])]}
+    return {}
+
+
+def _function_right(book, module, name):
+    """Does the function `name` of `module` give the book's outputs? Code not implemented yet counts as right."""
+    try:
+        for call, expected in _function_examples(book, module)[name]:
+            got = call()
+            if not isinstance(got, torch.Tensor) or (got.dtype == torch.bool) != (expected.dtype == torch.bool):
+                return False
+            if not (torch.equal(got, expected) if expected.dtype == torch.bool else same(got.detach(), expected)):
+                return False
+        return True
+    except NotImplementedError:
+        return True
+    except Exception:  # whatever it raises: the function's own tests say what
+        return False
+
+
+def _code_of(built):
+    """[(code, globals)] of a function, or of the methods of a class and of the classes of the chapter it inherits."""
+    owners = [c for c in built.__mro__ if c.__module__ in (*CHAPTER_MODULES, "__main__")] \
+        if isinstance(built, type) else [None]
+    values = [v for c in owners for v in vars(c).values()] if isinstance(built, type) else [built]
+    found = []
+    for value in values:
+        for function in (getattr(value, "__func__", None), getattr(value, "fget", None), value):
+            try:
+                function = inspect.unwrap(function) if function is not None else None
+            except ValueError:  # a chain of __wrapped__ that loops
+                continue
+            if isinstance(getattr(function, "__code__", None), types.CodeType) and \
+                    isinstance(getattr(function, "__globals__", None), dict):
+                found.append((function.__code__, function.__globals__))
+                break
+    return found
+
+
+def uses(built):
+    """What `built` (a class or a function of a part) uses of the other parts, read from its code: [(module, name)],
+    the functions of causal.py and simple_attention.py it calls (imported under any name, through the module, or
+    defined in a notebook cell above; also inside the functions of the chapter it calls) and the classes of
+    self_attention_v2.py it inherits. A name of its own (self.causal_mask, a buffer) is not the function."""
+    modules = [sys.modules[m] for m in ("simple_attention", "causal", "self_attention_v2") if m in sys.modules]
+    own = [m for m in modules if getattr(m, getattr(built, "__name__", ""), None) is built]
+    modules = [m for m in modules if m not in own]
+    found = []
+    if isinstance(built, type):
+        v2 = [m for m in modules if m.__name__ == "self_attention_v2"]
+        if v2 and isinstance(getattr(v2[0], "SelfAttention_v2", None), type) and issubclass(built, v2[0].SelfAttention_v2):
+            found.append((v2[0], "SelfAttention_v2"))
+    functions = {id(getattr(m, name)): (m, name) for m in modules for name in ("causal_mask", "masked_attention_weights",
+                 "softmax_naive", "context_vector", "attention_scores", "attention_weights", "context_vectors")
+                 if callable(getattr(m, name, None))}
+    todo, seen = _code_of(built), set()
+    while todo:
+        code, space = todo.pop()
+        if id(code) in seen:
+            continue
+        seen.add(id(code))
+        instructions = list(dis.get_instructions(code))
+        for instruction in instructions:
+            if instruction.opname not in ("LOAD_GLOBAL", "LOAD_NAME"):
+                continue
+            value = space.get(instruction.argval)
+            if id(value) in functions and functions[id(value)] not in found:
+                found.append(functions[id(value)])
+            elif any(value is m for m in modules):  # causal.causal_mask: the attributes this code reads
+                read = {i.argval for i in instructions if i.opname in ("LOAD_ATTR", "LOAD_METHOD")}
+                found += [(value, name) for name in sorted(read) if id(getattr(value, name, None)) in functions
+                          and (value, name) not in found]
+            elif isinstance(value, types.FunctionType) and value.__module__ in (*CHAPTER_MODULES, "__main__"):
+                todo.append((value.__code__, value.__globals__))  # a function of the chapter's it calls
+        todo += [(c, space) for c in code.co_consts if isinstance(c, types.CodeType)]
+    return found
+
+
+def _heads_problem(book, module):
+    """'' when MultiHeadAttention looks right from outside (the book's example, inputs shorter than its context
+    that see no future token, the parameters of its four layers), else what is not."""
     try:
         torch.manual_seed(123)
         with torch.no_grad():
-            out = make()(book["batch"])
-        return isinstance(out, torch.Tensor) and same(out.detach(), book[key])
-    except NotImplementedError:
-        return True
-    except Exception:  # whatever it raises: the other part's own tests say what
-        return False
-
-
-def names_used(cls, names, module="causal"):
-    """Those of `names` that the methods of cls read as globals (causal_mask, imported from causal.py or
-    defined in a notebook cell above), or as attributes where they also read the global `module`
-    (causal.causal_mask): not an attribute of their own of that name (self.causal_mask, a buffer)."""
-    found, todo = set(), [getattr(getattr(f, "__func__", f), "__code__", None) for f in vars(cls).values()]
-    while todo:
-        code = todo.pop()
-        if code is None:
-            continue
-        instructions = list(dis.get_instructions(code))
-        loaded = {i.argval for i in instructions if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
-        found |= loaded
-        if module in loaded:
-            found |= {i.argval for i in instructions if i.opname in ("LOAD_ATTR", "LOAD_METHOD")}
-        todo.extend(c for c in code.co_consts if hasattr(c, "co_names"))
-    return [name for name in names if name in found]
-
-
-def _causal_function_right(causal, name, book):
-    """Is causal.py's function `name` right on the book's scores (masked_attention_weights: also on a batch of
-    heads, as a multi-head forward gives them)? Code not implemented yet counts as right, as in _book_output."""
-    try:
-        if name == "causal_mask":
-            return all(torch.equal(causal.causal_mask(n), torch.ones(n, n, dtype=torch.bool).triu(1)) for n in (1, 5))
-        printed = book["attn_scores_sa_v2"]  # the book's (6, 6) scores, then as 2 x 3 heads of them
-        one = causal.masked_attention_weights(printed, 2)
-        heads = causal.masked_attention_weights(printed.expand(2, 3, 6, 6).clone(), 2)
-        return same(one, book["causal_attn_weights"]) and same(heads, book["causal_attn_weights"].expand(2, 3, 6, 6))
-    except NotImplementedError:
-        return True
-    except Exception:  # whatever it raises: causal's own tests say what
-        return False
-
-
-def waits_for(book, what, causal=None, mha=None, built=None):
-    """'' when the parts `what` builds on give the book's outputs (causal: CausalAttention; mha: the
-    wrapper too), else why the test waits for them: one mistake fails its own part's tests only.
-    built: the class being tested, when causal is given: it waits only for causal's functions it uses."""
-    if causal is not None and built is not None:
-        for name in names_used(built, CAUSAL_FUNCTIONS):
-            if not _causal_function_right(causal, name, book):
-                return CAUSAL_FUNCTION_FIRST.format(what=what, name=name)
+            out = module.MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(book["batch"])
+        if not isinstance(out, torch.Tensor) or not same(out, book["mha_seed123"]):
+            return "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)"
+        heads = module.MultiHeadAttention(4, 6, 8, 0.0, num_heads=3)
+        x = torch.rand(2, 5, 4)
+        later = torch.cat([x[:, :3], torch.rand(2, 2, 4)], dim=1)
+        with torch.no_grad():
+            out, other = heads(x), heads(later)
+        if tuple(out.shape) != (2, 5, 6) or not same(out[:, :3], other[:, :3]):
+            return "MultiHeadAttention(4, 6, 8, 0.0, num_heads=3) on 5 tokens"
+        if sum(p.numel() for p in heads.parameters()) != 3 * 4 * 6 + 6 * 6 + 6:
+            return "the parameters of MultiHeadAttention(4, 6, 8, 0.0, num_heads=3)"
         return ""
-    if causal is not None and not _book_output(lambda: causal.CausalAttention(3, 2, 6, 0.0), book,
-                                               "causal_attention_seed123"):
-        return CAUSAL_FIRST.format(what=what)
-    if mha is not None and not _book_output(lambda: mha.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2), book,
-                                            "mha_wrapper_seed123"):
-        return WRAPPER_FIRST.format(what=what)
-    return ""
+    except NotImplementedError:
+        return ""
+    except Exception:  # whatever it raises: mha's own tests say what
+        return "MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)"
+
+
+def waits_for(book, what, built=None, causal=None, mha=None, v1=None, v2=None, heads=None):
+    """'' when what `what` builds on is right, else why its test waits: one mistake fails its own part's tests only.
+    built: the class or function tested: it waits for what it uses of other parts (uses: functions it calls, a
+    class it inherits); causal / mha / v1 / v2: the modules whose CausalAttention / MultiHeadAttentionWrapper /
+    SelfAttention_v1 / SelfAttention_v2 it is made of; heads: the module whose MultiHeadAttention it is made of."""
+    for module, name in uses(built) if built is not None else []:
+        if isinstance(getattr(module, name), type):
+            example = _gives_the_book_s_output(book, module, name)
+            if example:
+                return CLASS_FIRST.format(what=what, name=name, example=example, module=module.__name__)
+        elif not _function_right(book, module, name):
+            return FUNCTION_FIRST.format(what=what, name=name, module=module.__name__)
+    for module, name in ((v1, "SelfAttention_v1"), (v2, "SelfAttention_v2"), (causal, "CausalAttention"),
+                         (mha, "MultiHeadAttentionWrapper")):
+        example = _gives_the_book_s_output(book, module, name) if module is not None else ""
+        if example:
+            return CLASS_FIRST.format(what=what, name=name, example=example, module=module.__name__)
+    problem = _heads_problem(book, heads) if heads is not None else ""
+    return HEADS_FIRST.format(what=what, problem=problem) if problem else ""
 
 
 TOKENS_BY_DIMS = ("these are the dot products of the embedding dimensions with each other (inputs.T @ inputs, "

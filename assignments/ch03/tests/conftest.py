@@ -342,6 +342,10 @@ def check():
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item):
+    # what code run by an earlier test left switched (gradients off: torch.set_grad_enabled(False) in another
+    # part's forward; float64 as the default dtype) is not this test's: each test starts from torch's defaults
+    torch.set_grad_enabled(True)
+    torch.set_default_dtype(torch.float32)
     try:
         return (yield)
     except NotImplementedError as e:

@@ -33,18 +33,27 @@ def test_exercise_3_2_passes_its_dropout_on(load, book, check):
         check.fail(f"two_dim_wrapper(3, 6, 0.5) gives in training mode what it gives in eval mode: {DROPOUT_IGNORED}")
 
 
-def test_exercise_3_3_gpt2_small_parameter_count(load, book):
-    mha = load("exercises").gpt2_small_attention()
-    count = sum(p.numel() for p in mha.parameters())
+def test_exercise_3_3_gpt2_small_parameter_count(load, book, check):
+    mha = load("mha")
+    if check.waits(waits_for(book, "gpt2_small_attention", heads=mha)):
+        return
+    gpt2_heads = load("exercises").gpt2_small_attention()
+    count = sum(p.numel() for p in gpt2_heads.parameters())
     assert count == book["ex33_param_count"], \
         f"gpt2_small_attention() parameters: expected {book['ex33_param_count']:,}, got {count:,}"
 
 
-def test_exercise_3_3_output_shape(load, check):
+def test_exercise_3_3_output_shape(load, book, check):
+    mha = load("mha")
+    if check.waits(waits_for(book, "gpt2_small_attention", heads=mha)):
+        return
     mha = load("exercises").gpt2_small_attention()
     check.shape(mha(torch.rand(1, 4, 768)), (1, 4, 768), "gpt2_small_attention() on (1, 4, 768)")
 
 
-def test_exercise_3_3_twelve_heads_the_whole_context_and_no_dropout(load, check):
+def test_exercise_3_3_twelve_heads_the_whole_context_and_no_dropout(load, book, check):
+    mha = load("mha")
+    if check.waits(waits_for(book, "gpt2_small_attention", heads=mha)):
+        return
     torch.manual_seed(0)
     check.no_problem(gpt2_problem(load("exercises").gpt2_small_attention(), load("mha")), "gpt2_small_attention()")

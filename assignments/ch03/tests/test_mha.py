@@ -18,15 +18,21 @@ def test_wrapper_book_example(load, book, check):
                 "torch.manual_seed(123); MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)")
 
 
-def test_wrapper_registers_its_heads(load, check):
-    wrapper = load("mha").MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
+def test_wrapper_registers_its_heads(load, book, check):
+    causal, mha = load("causal"), load("mha")
+    try:
+        wrapper = mha.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)
+    except Exception:  # where CausalAttention cannot be built, causal.py is the one to fix first
+        if check.waits(waits_for(book, "MultiHeadAttentionWrapper", causal=causal)):
+            return
+        raise
     if not list(wrapper.parameters()):
         check.fail(f"MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2) has no parameters: {MODULE_LIST}")
 
 
 def test_multi_head_attention_book_example(load, book, check):
-    causal, mha = load("causal"), load("mha")
-    if check.waits(waits_for(book, "MultiHeadAttention", causal=causal, built=mha.MultiHeadAttention)):
+    mha = load("mha")
+    if check.waits(waits_for(book, "MultiHeadAttention", built=mha.MultiHeadAttention)):
         return
     torch.manual_seed(123)
     heads = mha.MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)
@@ -38,8 +44,8 @@ def test_multi_head_attention_book_example(load, book, check):
 
 
 def test_multi_head_attention_shape(load, book, check):
-    causal, mha = load("causal"), load("mha")
-    if check.waits(waits_for(book, "MultiHeadAttention", causal=causal, built=mha.MultiHeadAttention)):
+    mha = load("mha")
+    if check.waits(waits_for(book, "MultiHeadAttention", built=mha.MultiHeadAttention)):
         return
     heads = mha.MultiHeadAttention(4, 6, 8, 0.0, num_heads=3)
     masks = square_buffers(heads, 8)
@@ -60,8 +66,8 @@ def test_d_out_must_be_divisible_by_num_heads(load):
 
 
 def test_multi_head_attention_with_three_dims_per_head(load, book, check):
-    causal, mha = load("causal"), load("mha")
-    if check.waits(waits_for(book, "MultiHeadAttention", causal=causal, built=mha.MultiHeadAttention)):
+    mha = load("mha")
+    if check.waits(waits_for(book, "MultiHeadAttention", built=mha.MultiHeadAttention)):
         return
     # the book's example has head_dim = 1, where scaling by 1/sqrt(head_dim) changes nothing
     torch.manual_seed(5)
@@ -75,8 +81,8 @@ def test_multi_head_attention_with_three_dims_per_head(load, book, check):
 
 
 def test_multi_head_attention_drops_attention_weights_in_training_mode(load, book, check):
-    causal, mha = load("causal"), load("mha")
-    if check.waits(waits_for(book, "MultiHeadAttention", causal=causal, built=mha.MultiHeadAttention)):
+    mha = load("mha")
+    if check.waits(waits_for(book, "MultiHeadAttention", built=mha.MultiHeadAttention)):
         return
     # one head of 12 dims, out_proj set to the identity: as in test_causal, each output row shows the
     # token's attention weights twice, and 400 training-mode outputs show where dropout acts
