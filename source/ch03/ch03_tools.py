@@ -445,7 +445,11 @@ def waits_for(book, what, built=None, causal=None, mha=None, v1=None, v2=None, h
     built: the class or function tested: it waits for what it uses of other parts (uses: functions it calls, a
     class it inherits); causal / mha / v1 / v2: the modules whose CausalAttention / MultiHeadAttentionWrapper /
     SelfAttention_v1 / SelfAttention_v2 it is made of; heads: the module whose MultiHeadAttention it is made of."""
-    for module, name in uses(built) if built is not None else []:
+    try:
+        used = uses(built) if built is not None else []
+    except Exception:  # code this reading cannot follow: the test goes on, and says what it finds
+        used = []
+    for module, name in used:
         if isinstance(getattr(module, name), type):
             example = _gives_the_book_s_output(book, module, name)
             if example:
