@@ -444,7 +444,14 @@ def waits_for(book, what, built=None, causal=None, mha=None, v1=None, v2=None, h
     """'' when what `what` builds on is right, else why its test waits: one mistake fails its own part's tests only.
     built: the class or function tested: it waits for what it uses of other parts (uses: functions it calls, a
     class it inherits); causal / mha / v1 / v2: the modules whose CausalAttention / MultiHeadAttentionWrapper /
-    SelfAttention_v1 / SelfAttention_v2 it is made of; heads: the module whose MultiHeadAttention it is made of."""
+    SelfAttention_v1 / SelfAttention_v2 it is made of; heads: the module whose MultiHeadAttention it is made of.
+    The random numbers the test draws next are those it drew without this look (the examples' seeds are set
+    inside a fork of the generator)."""
+    with torch.random.fork_rng(devices=[]):
+        return _waits_for(book, what, built, causal, mha, v1, v2, heads)
+
+
+def _waits_for(book, what, built, causal, mha, v1, v2, heads):
     try:
         used = uses(built) if built is not None else []
     except Exception:  # code this reading cannot follow: the test goes on, and says what it finds
