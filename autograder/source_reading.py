@@ -537,9 +537,10 @@ def _device_given(call: ast.Call) -> bool:
 
 def _names_the_cpu(node: ast.AST) -> bool:
     """'cpu' (or 'cpu:0') written out, or torch.device('cpu'): a device no GPU run changes. With a value read in
-    the same forward (which the emulated GPU cannot answer: a fake tensor holds no value, and such an error is not
-    charged), torch.ones(T, T, device="cpu") passed both the reading and the emulation, and failed on a GPU
-    (tests/test_compiled_code.py::test_a_mask_made_on_the_cpu_by_name_costs_the_device_point)."""
+    the same forward (which the emulated GPU could not answer before its fake tensors had real twins,
+    inside/emulated_gpu.Twins), torch.ones(T, T, device="cpu") passed both the reading and the emulation, and
+    failed on a GPU (tests/test_compiled_code.py::test_a_mask_made_on_the_cpu_by_name_costs_the_device_point); the
+    emulation now observes it, and the reading, which must agree, names it too."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "device" and \
             node.args and not node.keywords:
         node = node.args[0]

@@ -259,7 +259,8 @@ def warm_up(autograd=True):
 
 # what the emulated GPU's first use imports (FakeTensorMode: sympy, torch._dynamo, the symbolic
 # shapes): seconds of CPU that every child running a device check would pay again
-EMULATION_IMPORTS = ("sympy", "torch._dynamo", "torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes")
+EMULATION_IMPORTS = ("sympy", "torch._dynamo", "torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes",
+                     "torch._subclasses.schema_check_mode")  # (the last: _disable_current_modes, emulated_gpu.Twins)
 
 
 def _warm_up_counting(layer, x):
