@@ -20,6 +20,7 @@ import pytest
 import torch
 from part_edits import grade, scores, submission
 
+from autograder import source_reading
 from autograder.inside import counting
 from autograder.inside.emulated_gpu import EMULATED
 
@@ -115,7 +116,7 @@ def test_value_reads_with_tensors_on_the_inputs_device_keep_full_marks(engine, t
 def test_the_twins_answer_value_reads_with_the_inputs_values():
     """Expected: on the emulated GPU a value read gives the value the CPU gives (the twin's), an output whose shape
     depends on values gets its real shape on cuda, and a CPU tensor made after a value read meets cuda as mixed
-    devices; the grader's tensor is left as it was."""
+    devices, from an FX graph made by hand too; the grader's tensor is left as it was."""
     x = torch.tensor([[1.0, -2.0], [3.0, 0.0]])
     seen = {}
 
@@ -133,3 +134,54 @@ def test_the_twins_answer_value_reads_with_the_inputs_values():
     ones = torch.ones
     after_a_read = counting.count_ops(lambda t: t + ones(2, 2) if t.max().item() > 0 else t, [x], {}, device=EMULATED)
     assert after_a_read["mixed_devices"] == ["FakeTensorDeviceMismatchError"]
+    graph = torch.fx.Graph()  # torch.ones called from an FX graph made by hand: the reading sees no call of it
+    n = graph.placeholder("n")
+    graph.output(graph.call_function(torch.ones, (n, n)))
+    make = torch.fx.GraphModule(torch.nn.Module(), graph)
+    in_a_graph = counting.count_ops(lambda t: t + make(2) if t.max().item() > 0 else t, [x], {}, device=EMULATED)
+    assert in_a_graph["mixed_devices"] == ["FakeTensorDeviceMismatchError"]
+
+
+PROFILE_HOOK = '''import sys
+SHAPE = []
+
+
+def _hook(frame, event, arg):
+    if event == "return" and frame.f_code.co_name == "count_ops" and isinstance(arg, dict):
+        arg.update(mixed_devices=[], device="cuda", shape=list(SHAPE[-1]))
+        arg.pop("not_about_devices", None)
+        sys.setprofile(None)
+
+
+ones = torch.ones
+'''
+HOOKED_FORWARD = ("        SHAPE.append((b, num_tokens, self.d_out))\n        sys.setprofile(_hook)\n"
+                  "        future = ones(num_tokens, num_tokens).triu(1).bool()\n" + MASKED)
+
+
+def test_a_hook_on_the_interpreter_s_calls_earns_no_measured_point(engine, tmp_path):
+    """forward sets a profile hook (sys.setprofile) that sees the child's count_ops return its answer and rewrites it
+    (no mixed devices, on cuda, the right shape), and makes its mask on the CPU. Before: causal 22 of 22 (the child's
+    answer forged, the reading saw neither the hook nor the aliased factory). Expected: causal 21, the device check
+    failed as not evidence, the hook listed for the instructor as tampering."""
+    folder = submission(tmp_path, ("causal", CAUSAL_IMPORTS, CAUSAL_IMPORTS + PROFILE_HOOK),
+                        ("causal", CAUSAL_MASK, HOOKED_FORWARD))
+    result = grade(engine, folder, ["causal"])
+    failed = {c.name: c.message for c in result.checks if not c.passed}
+    assert scores(result) == {"causal": 21}, failed
+    assert list(failed) == ["causal_runs_on_the_inputs_device"]
+    assert "reaches into the machinery the measurement relies on" in failed["causal_runs_on_the_inputs_device"]
+    assert result.tampering == ["causal.py, line 12: a hook on the interpreter's calls (setprofile)"]
+
+
+@pytest.mark.quick
+def test_the_reading_lists_hooks_on_the_interpreter_s_calls():
+    """Expected: sys.setprofile, threading.settrace, a literal getattr of settrace, sys.monitoring and dynamo's
+    set_eval_frame are each listed as a hook on the interpreter's calls; inspect.getargvalues (a frame's locals) as
+    stack frames."""
+    for code in ("sys.setprofile(h)", "threading.settrace(h)", "getattr(sys, 'settrace')(h)",
+                 "sys.monitoring.register_callback(1, 2, h)", "torch._dynamo.eval_frame.set_eval_frame(h)"):
+        found = source_reading.tampering({"m": f"import sys, threading, torch\n\n\ndef f(h):\n    {code}\n"})
+        assert any("a hook on the interpreter's calls" in f for f in found), (code, found)
+    assert source_reading.tampering({"m": "import inspect\n\n\ndef f(frame):\n    return inspect.getargvalues(frame)\n"}) \
+        == ["m.py, line 5: stack frames (getargvalues)"]
