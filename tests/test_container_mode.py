@@ -190,7 +190,8 @@ def torch_cache():
 
 
 def installed_native():
-    import matplotlib.pyplot  # noqa: F401 (an installed package's native code: the fork server loaded it)
+    import csv  # noqa: F401 (the standard library's native code and an installed package's: the fork server
+    import matplotlib.pyplot  # noqa: F401 loaded them, zygote.preload_native)
 
 
 attempt("read_metadata", metadata)

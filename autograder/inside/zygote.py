@@ -22,7 +22,6 @@ import select
 import signal
 import socket
 import sys
-import sysconfig
 import tempfile
 import time
 
@@ -274,9 +273,8 @@ def preload_native():
     executable (inside/syscalls.compile_filter(file_exec=False): no shared object the submission writes into /tmp,
     which container mode cannot mount noexec, is loaded). Python finds a library already loaded by its path and maps
     nothing again. Failures are left: a module that cannot be imported here fails in the child as it would."""
-    folder = os.path.join(sysconfig.get_paths()["platstdlib"], "lib-dynload")
-    names = sorted({entry.split(".")[0] for entry in os.listdir(folder) if entry.endswith(".so")}) \
-        if os.path.isdir(folder) else []
+    folders = [path for path in sys.path if os.path.basename(path) == "lib-dynload" and os.path.isdir(path)]
+    names = sorted({entry.split(".")[0] for folder in folders for entry in os.listdir(folder) if entry.endswith(".so")})
     for name in [n for n in names if not n.startswith(NOT_PRELOADED)] + list(PRELOADED_PACKAGES):
         try:
             if name == "matplotlib.pyplot" and importlib.util.find_spec("matplotlib") is not None:
