@@ -667,11 +667,12 @@ GRADER_HOOKS = {  # what the code names (an identifier it reads, calls, imports 
     "stack frames": r"^(?:_getframe|currentframe|inspect\.stack|f_back|f_locals|f_globals|tb_frame|gi_frame|cr_frame|"
                     r"getargvalues)$",
     # a function the interpreter calls on every call and return (sys.setprofile, sys.settrace, threading's, Python
-    # 3.12's sys.monitoring) or that evaluates every frame (dynamo's set_eval_frame): set in forward, a profile hook
+    # 3.12's sys.monitoring), on its audit events (sys.addaudithook: never removed, so not put back between
+    # operations either) or that evaluates every frame (dynamo's set_eval_frame): set in forward, a profile hook
     # saw count_ops return its answer and rewrote it (mixed devices gone: causal 22 of 22 with a CPU mask before,
     # tests/test_device_evidence.py::test_a_hook_on_the_interpreter_s_calls_earns_no_measured_point)
-    "a hook on the interpreter's calls": r"^(?:set(?:profile|trace)(?:_all_threads)?|monitoring|_?set_eval_frame|"
-                                         r"eval_frame)$",
+    "a hook on the interpreter's calls": r"^(?:set(?:profile|trace)(?:_all_threads)?|monitoring|addaudithook|"
+                                         r"_?set_eval_frame|eval_frame)$",
     "the garbage collector's objects": r"^(?:get_referrers|get_referents|get_objects)$",
     "builtins": r"^(?:builtins|__builtins__)$",
     # (the import system's finders and loaders, the grader's among them, and a function's module namespace: how

@@ -176,11 +176,12 @@ def test_a_hook_on_the_interpreter_s_calls_earns_no_measured_point(engine, tmp_p
 
 @pytest.mark.quick
 def test_the_reading_lists_hooks_on_the_interpreter_s_calls():
-    """Expected: sys.setprofile, threading.settrace, a literal getattr of settrace, sys.monitoring and dynamo's
-    set_eval_frame are each listed as a hook on the interpreter's calls; inspect.getargvalues (a frame's locals) as
-    stack frames."""
+    """Expected: sys.setprofile, threading.settrace, a literal getattr of settrace, sys.monitoring, dynamo's
+    set_eval_frame, sys.addaudithook and vars(sys)['setprofile'] are each listed as a hook on the interpreter's
+    calls; inspect.getargvalues (a frame's locals) as stack frames."""
     for code in ("sys.setprofile(h)", "threading.settrace(h)", "getattr(sys, 'settrace')(h)",
-                 "sys.monitoring.register_callback(1, 2, h)", "torch._dynamo.eval_frame.set_eval_frame(h)"):
+                 "sys.monitoring.register_callback(1, 2, h)", "torch._dynamo.eval_frame.set_eval_frame(h)",
+                 "sys.addaudithook(h)", "vars(sys)['setprofile'](h)"):
         found = source_reading.tampering({"m": f"import sys, threading, torch\n\n\ndef f(h):\n    {code}\n"})
         assert any("a hook on the interpreter's calls" in f for f in found), (code, found)
     assert source_reading.tampering({"m": "import inspect\n\n\ndef f(frame):\n    return inspect.getargvalues(frame)\n"}) \
