@@ -537,9 +537,10 @@ def _device_given(call: ast.Call) -> bool:
 
 def _names_the_cpu(node: ast.AST) -> bool:
     """'cpu' (or 'cpu:0') written out, or torch.device('cpu'): a device no GPU run changes. With a value read in
-    the same forward (which the emulated GPU cannot answer: a fake tensor holds no value, and such an error is not
-    charged), torch.ones(T, T, device="cpu") passed both the reading and the emulation, and failed on a GPU
-    (tests/test_compiled_code.py::test_a_mask_made_on_the_cpu_by_name_costs_the_device_point)."""
+    the same forward (which the emulated GPU could not answer before its fake tensors had real twins,
+    inside/emulated_gpu.Twins), torch.ones(T, T, device="cpu") passed both the reading and the emulation, and
+    failed on a GPU (tests/test_compiled_code.py::test_a_mask_made_on_the_cpu_by_name_costs_the_device_point); the
+    emulation now observes it, and the reading, which must agree, names it too."""
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "device" and \
             node.args and not node.keywords:
         node = node.args[0]
@@ -663,7 +664,15 @@ DISPATCH = r"dispatch|_disable_current_modes|_pop_mode|_push_mode|torch_function
 GRADER_HOOKS = {  # what the code names (an identifier it reads, calls, imports or looks up) -> a pattern
     "a dispatch mode": DISPATCH,  # TorchDispatchMode, _python_dispatch, _pop_torch_dispatch_stack, ...
     "torch's private bindings": r"^_C$",
-    "stack frames": r"^(?:_getframe|currentframe|inspect\.stack|f_back|f_locals|f_globals|tb_frame|gi_frame|cr_frame)$",
+    "stack frames": r"^(?:_getframe|currentframe|inspect\.stack|f_back|f_locals|f_globals|tb_frame|gi_frame|cr_frame|"
+                    r"getargvalues)$",
+    # a function the interpreter calls on every call and return (sys.setprofile, sys.settrace, threading's, Python
+    # 3.12's sys.monitoring), on its audit events (sys.addaudithook: never removed, so not put back between
+    # operations either) or that evaluates every frame (dynamo's set_eval_frame): set in forward, a profile hook
+    # saw count_ops return its answer and rewrote it (mixed devices gone: causal 22 of 22 with a CPU mask before,
+    # tests/test_device_evidence.py::test_a_hook_on_the_interpreter_s_calls_earns_no_measured_point)
+    "a hook on the interpreter's calls": r"^(?:set(?:profile|trace)(?:_all_threads)?|monitoring|addaudithook|"
+                                         r"_?set_eval_frame|eval_frame)$",
     "the garbage collector's objects": r"^(?:get_referrers|get_referents|get_objects)$",
     "builtins": r"^(?:builtins|__builtins__)$",
     # (the import system's finders and loaders, the grader's among them, and a function's module namespace: how

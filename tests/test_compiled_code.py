@@ -11,9 +11,9 @@ An operator whose kernel the submission registers itself (torch.library.custom_o
 below the counter's dispatch mode and, on the emulated GPU, only as its fake version: it could hide a head loop
 from the batching check and a CPU tensor from the device check. The child names such a call
 (inside/counting.own_kernels) and the grader's reading lists the registration as tampering
-(source_reading.GRADER_HOOKS, "an operator kernel of its own"): the measured checks earn nothing. A value read in
-forward cuts the emulated run short (not charged), so the reading must name a tensor put on the CPU by name
-(device="cpu", .cpu()) itself.
+(source_reading.GRADER_HOOKS, "an operator kernel of its own"): the measured checks earn nothing. The reading also
+names a tensor put on the CPU by name (device="cpu", .cpu()), which the emulated GPU observes too, past a value
+read (tests/test_device_evidence.py).
 
 Each grading test grades a copy of the solutions with edits (tests/part_edits.py) in the parts causal and mha,
 and states the scores, the failed checks and their messages.
@@ -335,18 +335,20 @@ VALUE_READ_THEN_CPU_MASK = """        if float(attn_scores.abs().max()) >= 0:
 
 
 def test_a_mask_made_on_the_cpu_by_name_costs_the_device_point(engine, tmp_path):
-    """causal.py reads a value in forward (float(...): the emulated GPU cannot answer it, a fake tensor holds no
-    value, and such an error is not charged) and makes its mask with device="cpu" written out: on a GPU the mask
-    meets the scores on the GPU and forward fails. Before: causal 22 of 22 (the reading took device= as following
-    the inputs, and the emulation was cut short by the value read). Expected: causal 21, its device check failed,
-    naming the CPU tensor; mha 22."""
+    """causal.py reads a value in forward (float(...)) and makes its mask with device="cpu" written out: on a GPU the
+    mask meets the scores on the GPU and forward fails. Before: causal 22 of 22 (the reading took device= as following
+    the inputs, and the emulation was cut short by the value read, which a fake tensor cannot answer). Expected:
+    causal 21, its device check failed: the emulated run goes past the value read (the fake tensors' real twins
+    answer it, tests/test_device_evidence.py) and sees the mask meet the scores; the grader's reading names it
+    too (test_the_reading_names_tensors_put_on_the_cpu_by_name). mha 22."""
     folder = submission(tmp_path, ("causal", "        attn_scores.masked_fill_(self.mask.bool()[:num_tokens, "
                                    ":num_tokens], -torch.inf)\n", VALUE_READ_THEN_CPU_MASK))
     result = grade(engine, folder, PARTS)
     failed = {c.name: c for c in result.checks if not c.passed}
     assert scores(result) == {"causal": 21, "mha": 22}, {n: c.message for n, c in failed.items()}
     assert list(failed) == ["causal_runs_on_the_inputs_device"]
-    assert "with device='cpu' (causal.py, line" in failed["causal_runs_on_the_inputs_device"].detail
+    assert "CausalAttention.forward mixes devices" in failed["causal_runs_on_the_inputs_device"].detail
+    assert source_reading.cpu_tensors({"causal": (folder / "causal.py").read_text()}, "CausalAttention", "causal")
 
 
 CPU_BY_NAME = """import torch

@@ -45,6 +45,26 @@ def unshare():
 
 
 attempt("new_namespace", unshare)
+
+
+def native_from_tmp():
+    """An extension module written out where the uid may write (a copy of one of Python's own) and imported."""
+    import importlib.util
+    import shutil
+    import tempfile
+
+    import _uuid
+    copy = os.path.join(tempfile.mkdtemp(), os.path.basename(_uuid.__file__))
+    shutil.copy(_uuid.__file__, copy)
+    try:
+        importlib.util.module_from_spec(importlib.util.spec_from_file_location("_uuid", copy))
+    except ImportError as e:
+        if "failed to map segment" in str(e):
+            raise PermissionError(str(e)) from None
+        raise
+
+
+attempt("native_from_tmp", native_from_tmp)
 '''
 
 
@@ -94,7 +114,8 @@ def test_the_reference_passes_and_a_submission_reaches_nothing_of_the_grader(att
     assert check["passed"] and check["reference_score"] == TOTAL and not check["cached"], done.stdout[-3000:]
     walls = results["extra_data"]["protections"]
     assert walls[0] == container.PROTECTION and check["walls"][0] == container.PROTECTION
-    for wall in ("no capabilities", "no new privileges", "seccomp system-call allow-list"):
+    for wall in ("no capabilities", "no new privileges", "seccomp system-call allow-list",
+                 "no library loaded after the fork server's (no executable mapping of a file)"):
         assert wall in walls
     assert any(w.endswith("(this submission's own)") for w in walls)
     assert not any("namespaces" in w and "refused" not in w for w in walls)  # no wall claimed that did not stand
@@ -102,8 +123,13 @@ def test_the_reference_passes_and_a_submission_reaches_nothing_of_the_grader(att
     assert "OWNED" not in json.dumps(results) and results["score"] < 100
     assert results["extra_data"]["parts"]["causal"]["score"] == PART["causal"]  # the other parts are graded as ever
     attempts = attempts_of(results, "read_suite")
-    assert len(attempts) == 8, f"the attacking module was never called, or not every attempt ran: {attempts}"
+    assert len(attempts) == 9, f"the attacking module was never called, or not every attempt ran: {attempts}"
     assert int(attempts.pop("uid")) > 0
+    # no noexec /tmp in container mode: its filter maps no file executable after the fork server's (syscalls,
+    # file_exec=False), so an extension module written out cannot be loaded; an installed package's native code, loaded
+    # by the fork server (zygote.preload_native), still imports. Before, native_from_tmp loaded the copy (DONE)
+    assert attempts["native_from_tmp"] == "PermissionError", attempts
+    assert attempts_of(results, "read_metadata").get("installed_native") == "DONE"
     assert all(outcome in ("PermissionError", "FileNotFoundError") for outcome in attempts.values()), attempts
     assert sorted(os.listdir(root / "results")) == ["results.json"]
 
@@ -163,7 +189,13 @@ def torch_cache():
         raise LookupError(prefix)
 
 
+def installed_native():
+    import csv  # noqa: F401 (the standard library's native code and an installed package's: the fork server
+    import matplotlib.pyplot  # noqa: F401 loaded them, zygote.preload_native)
+
+
 attempt("read_metadata", metadata)
+attempt("installed_native", installed_native)
 attempt("read_reference_copy", reference_copy)
 attempt("torch_cache", torch_cache)
 '''

@@ -188,3 +188,59 @@ def test_a_part_cannot_signal_its_leader(mode, says):
     run = subprocess.run([sys.executable, "-c", LEADER, mode, str(PROJECT_ROOT)], capture_output=True, text=True,
                          timeout=60)
     assert says in run.stdout, (run.stdout, run.stderr[-1000:])
+
+
+NATIVE = r'''
+import ctypes, importlib.util, json, mmap, os, shutil, sys, tempfile
+sys.path.insert(0, sys.argv[2])
+from autograder.inside import syscalls
+import _uuid  # an extension module loaded before the filter, as the fork server's are (zygote.preload_native)
+if ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0) != 0:
+    sys.exit("no_new_privs")
+syscalls.install(bytes.fromhex(sys.argv[1]))
+found = {}
+
+
+def attempt(label, action):
+    try:
+        action()
+        found[label] = "done"
+    except Exception as e:
+        found[label] = type(e).__name__ + (": failed to map" if "failed to map segment" in str(e) else "")
+
+
+data = os.path.join(tempfile.mkdtemp(), "data.bin")
+with open(data, "wb") as f:
+    f.write(b"x" * 4096)
+fd = os.open(data, os.O_RDONLY)
+copy = os.path.join(tempfile.mkdtemp(), os.path.basename(_uuid.__file__))
+shutil.copy(_uuid.__file__, copy)
+attempt("anonymous executable memory", lambda: mmap.mmap(-1, 4096, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC))
+attempt("a file mapped to read", lambda: mmap.mmap(fd, 4096, prot=mmap.PROT_READ))
+attempt("a file mapped executable", lambda: mmap.mmap(fd, 4096, prot=mmap.PROT_READ | mmap.PROT_EXEC))
+attempt("an extension module written out and imported",
+        lambda: importlib.util.module_from_spec(importlib.util.spec_from_file_location("_uuid", copy)))
+attempt("an extension module loaded before", lambda: importlib.import_module("_uuid"))
+print(json.dumps(found))
+'''
+
+
+@pytest.mark.parametrize("file_exec", [True, False])
+def test_container_mode_s_filter_maps_no_file_executable(file_exec):
+    """Container mode on the CPU has no noexec /tmp: its filter (file_exec=False) refuses an executable mapping of a
+    file, so an extension module written out (here a copy of one of Python's own) cannot be loaded; an anonymous
+    executable mapping (a JIT's), a file mapped to read and an extension loaded before the filter still work.
+    Expected: with file_exec=False the copy's import raises ImportError "failed to map segment" and the file's
+    executable mapping PermissionError; with the room's filter (file_exec=True) all five work."""
+    try:
+        program = syscalls.program(file_exec=file_exec)
+    except syscalls.Unavailable as e:
+        pytest.skip(str(e))
+    run = subprocess.run([sys.executable, "-c", NATIVE, program.hex(), str(PROJECT_ROOT)], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    refused = {} if file_exec else {"a file mapped executable": "PermissionError",
+                                    "an extension module written out and imported": "ImportError: failed to map"}
+    assert json.loads(run.stdout.strip().splitlines()[-1]) == {
+        "anonymous executable memory": "done", "a file mapped to read": "done", "a file mapped executable": "done",
+        "an extension module written out and imported": "done", "an extension module loaded before": "done", **refused}

@@ -45,7 +45,7 @@ def emulated_run(module, args, kwargs):
     """module(*args, **kwargs) on the emulated GPU (inside/emulated_gpu.py): the module's parameters
     and buffers and the tensor arguments on cuda:0 as fake tensors -> {"counts": {}, "mixed_devices":
     [the error's type] when a tensor on the CPU met one on cuda, "not_about_devices": the error's
-    type when the code raised anything else (a value read: a fake tensor holds none), "device",
+    type when the code raised anything else (a value read does not raise: emulated_gpu.Twins answers it), "device",
     "dtype", "shape": the output tensor's; "output": None (no data); "elsewhere": own_kernels' word on the
     operators it called}."""
     answer: dict[str, Any] = {"counts": {}, "mixed_devices": [], "output": None}

@@ -13,10 +13,20 @@ with support for cuda devices" whatever the code. FakeTensorMode installs a no-o
 on a CUDA build without a device (torch._C._ensureCUDADeviceGuardSet); on a CPU-only build
 install_guard() puts torch's own no-op guard of the meta device in CUDA's empty slot of c10's
 guard registry (c10::impl::device_guard_impl_registry), which is all those bindings need.
-It does nothing on a CUDA build. What stays unlike a GPU: reading a value (.item(), `if
-mask.any():`) raises DataDependentOutputException (a fake tensor holds no value), and a move to
-the string 'cuda' without an index (.to('cuda'), .cuda()) lands on meta; neither is a device
-bug, and callers charge neither (`classify`).
+It does nothing on a CUDA build.
+
+A fake tensor holds no value, so reading one (.item(), float(t), `if mask.any():`, .tolist()) raised
+DataDependentOutputException, and an operation whose output's shape depends on values (nonzero,
+x[mask]) DynamicOutputShapeException. Such an error was not charged, so a value read in forward cut the
+run short before anything after it was seen: a mask made on the CPU after it (under any name: `ones =
+torch.ones`, a factory kept on self) failed on a GPU and earned the device check
+(tests/test_device_evidence.py). Each fake tensor therefore has a twin (`Twins`): a real tensor on the
+CPU computed alongside it, operation by operation, from the same inputs' values; a value read is
+answered from the twin (what a GPU answers), and an output whose shape depends on values is made, fake,
+with its twin's shape on the device the fake operation would have used. The device rules stay torch's
+own (the fake run's); the twins only answer what a fake tensor cannot. What stays unlike a GPU: a move to
+the string 'cuda' without an index (.to('cuda'), .cuda()) lands on meta, which then meets cuda:0 as
+another device.
 
 Used by the device checks in the child (counting.count_ops with device=EMULATED) and by the
 project's tests (tests/fake_cuda.py), which run the reference, every selftest variant and
@@ -28,6 +38,9 @@ import os
 import re
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
+from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils.weak import WeakTensorKeyDictionary
 
 CUDA = torch.device("cuda", 0)
 EMULATED = "emulated-cuda"  # the device name a count_ops request gives to ask for this emulation
@@ -56,10 +69,73 @@ def install_guard():
     return True
 
 
+class Twins(TorchDispatchMode):
+    """Every fake tensor's real twin on the CPU (see the module's docstring): pushed above FakeTensorMode,
+    it runs each operation twice, on the fake tensors (torch's device rules: what raises there raises) and
+    on their twins with every device put to the CPU; a value read (aten._local_scalar_dense) is answered by
+    the twin, an output whose shape depends on values is made with its twin's shape. A real tensor the code
+    meets (a module-level tensor, a plain attribute) is copied once for the twins' run, so nothing the
+    emulation does in place changes it."""
+
+    def __init__(self):
+        super().__init__()
+        self.real = WeakTensorKeyDictionary()  # fake tensor -> its twin
+        self.copies = WeakTensorKeyDictionary()  # a real tensor met -> the twins' copy of it
+
+    @classmethod
+    def _should_skip_dynamo(cls):
+        return False  # (as counting.Counter: nothing here is ever compiled, no import of torch._dynamo asked)
+
+    def pair(self, fake, real):
+        """fake's twin is real (the grader's tensors: their values)."""
+        self.real[fake] = real
+
+    def _twin(self, value):
+        from torch._subclasses.fake_tensor import FakeTensor
+
+        if isinstance(value, FakeTensor):
+            twin = self.real.get(value)
+            if twin is None:  # made where no twin was kept: its shape, no value
+                twin = self.real[value] = torch.zeros(value.shape, dtype=value.dtype)
+            return twin
+        if isinstance(value, torch.Tensor):
+            if value not in self.copies:
+                self.copies[value] = value.clone()
+            return self.copies[value]
+        if isinstance(value, torch.device) and value.type != "cpu":
+            return torch.device("cpu")
+        return value
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        from torch._subclasses.fake_tensor import DynamicOutputShapeException
+
+        kwargs = kwargs or {}
+        if func is torch.ops.aten._local_scalar_dense.default:  # a value read: the twin's value
+            return self._real_run(func, args, kwargs)
+        try:
+            fake_out = func(*args, **kwargs)
+        except DynamicOutputShapeException:  # nonzero, x[mask]: the twin's shape, on the inputs' device
+            real_out = self._real_run(func, args, kwargs)
+            device = next((a.device for a in tree_flatten((args, kwargs))[0] if isinstance(a, torch.Tensor)), CUDA)
+            fake_out = tree_map(lambda r: torch.empty_strided(r.shape, r.stride(), dtype=r.dtype, device=device)
+                                if isinstance(r, torch.Tensor) else r, real_out)
+        else:
+            real_out = self._real_run(func, args, kwargs)
+        for fake, real in zip(tree_flatten(fake_out)[0], tree_flatten(real_out)[0], strict=False):  # (a list and a tuple alike)
+            if isinstance(fake, torch.Tensor) and isinstance(real, torch.Tensor):
+                self.real[fake] = real
+        return fake_out
+
+    def _real_run(self, func, args, kwargs):
+        with _disable_current_modes():
+            real_args, real_kwargs = tree_map(self._twin, (args, kwargs))
+            return func(*real_args, **real_kwargs)
+
+
 class EmulatedGPU:
-    """`with EmulatedGPU() as gpu:` runs in FakeTensorMode without autograd; gpu.tensor(t) and
-    gpu.module(m) put the grader's tensors and a module's parameters and buffers on the
-    emulated cuda:0 (a plain attribute tensor stays where it is, as it would on .to('cuda'))."""
+    """`with EmulatedGPU() as gpu:` runs in FakeTensorMode without autograd, each fake tensor with its real
+    twin (Twins); gpu.tensor(t) and gpu.module(m) put the grader's tensors and a module's parameters and
+    buffers on the emulated cuda:0 (a plain attribute tensor stays where it is, as it would on .to('cuda'))."""
 
     def __init__(self):
         from torch._subclasses.fake_tensor import FakeTensorMode
@@ -69,6 +145,7 @@ class EmulatedGPU:
         # real tensors the code meets (a module-level or plain attribute tensor) become fake
         # tensors on their own device: a CPU one then meets cuda as it would on a GPU
         self.mode = FakeTensorMode(allow_non_fake_inputs=True)
+        self.twins = Twins()
         self._grad = None
         # FakeTensorMode logs a traceback for each operation whose shapes do not fit (the student's
         # error, raised to the caller anyway): not on the child's stderr
@@ -78,17 +155,26 @@ class EmulatedGPU:
         self._grad = torch.is_grad_enabled()
         torch.set_grad_enabled(False)  # a backward pass on fake cuda tensors would need the driver
         self.mode.__enter__()
+        try:
+            self.twins.__enter__()
+        except BaseException:
+            self.mode.__exit__(None, None, None)
+            raise
         return self
 
     def __exit__(self, *exc):
         try:
+            self.twins.__exit__(*exc)
             return self.mode.__exit__(*exc)
         finally:
             torch.set_grad_enabled(bool(self._grad))
 
     def tensor(self, value):
-        """A fake tensor on cuda:0 with value's shape, strides and dtype (inside the `with`)."""
-        return torch.empty_strided(tuple(value.shape), value.stride(), dtype=value.dtype, device=CUDA)
+        """A fake tensor on cuda:0 with value's shape, strides and dtype, its twin value's values (inside the `with`)."""
+        fake = torch.empty_strided(tuple(value.shape), value.stride(), dtype=value.dtype, device=CUDA)
+        with _disable_current_modes():
+            self.twins.pair(fake, value.detach().clone())
+        return fake
 
     def convert(self, value):
         """Tensors in value (lists, tuples, dicts walked) as fake cuda tensors; the rest as is."""
@@ -138,7 +224,8 @@ def mixes_devices(kind, text):
 
 def classify(error):
     """An exception raised under the emulation -> MIXED (what a GPU refuses: tensors on two
-    devices) or NOT_ABOUT_DEVICES (a value read, an unsupported operation: never charged)."""
+    devices) or NOT_ABOUT_DEVICES (anything else: code that raises only on a GPU, an operation the
+    emulation cannot run; the device check earns nothing on a run that did not end, suites/efficiency)."""
     return MIXED if mixes_devices(type(error).__name__, str(error)) else NOT_ABOUT_DEVICES
 
 

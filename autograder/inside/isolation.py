@@ -193,6 +193,8 @@ def enter_part(request, in_namespaces):
     if request.get("seccomp"):
         syscalls.install(bytes.fromhex(request["seccomp"]))
         protections.append("seccomp system-call allow-list")
+        if request.get("container") and request.get("device", "cpu") == "cpu":  # (syscalls: file_exec=False)
+            protections.append("no library loaded after the fork server's (no executable mapping of a file)")
     os.environ.clear()
     os.environ.update(CHILD_ENVIRONMENT)
     return protections

@@ -92,8 +92,16 @@ def missing_library(error):
             f"apt-get install libseccomp2 (Debian, Ubuntu) or dnf install libseccomp (Fedora)")
 
 
-def compile_filter():
-    """The allow-list as a seccomp BPF program (bytes), ready for prctl(PR_SET_SECCOMP)."""
+# mmap's protection and flag bits (the same on x86_64 and arm64) for file_exec=False: an executable mapping of a file
+PROT_EXEC, MAP_ANONYMOUS = 0x4, 0x20
+
+
+def compile_filter(file_exec=True):
+    """The allow-list as a seccomp BPF program (bytes), ready for prctl(PR_SET_SECCOMP). file_exec=False (container
+    mode, on the CPU): mmap of a file with PROT_EXEC refused too, so no shared object is loaded after the fork server
+    started the child (the dynamic loader maps a library's code so; an anonymous executable mapping, a JIT's, and
+    mprotect stay allowed). Container mode has no noexec /tmp to keep a submission from writing a Python extension or
+    a library there and loading it (docs/sandbox.md, "In a throw-away container")."""
     try:
         import pyseccomp as seccomp
     except ImportError as e:
@@ -105,6 +113,10 @@ def compile_filter():
     except Exception as e:
         raise Unavailable(missing_library(e)) from None
     for name in ALLOWED:
+        if name == "mmap" and not file_exec:  # allowed without PROT_EXEC, or anonymous
+            rules.add_rule(seccomp.ALLOW, name, seccomp.Arg(2, seccomp.MASKED_EQ, PROT_EXEC, 0))
+            rules.add_rule(seccomp.ALLOW, name, seccomp.Arg(3, seccomp.MASKED_EQ, MAP_ANONYMOUS, MAP_ANONYMOUS))
+            continue
         try:
             rules.add_rule(seccomp.ALLOW, name)
         except (ValueError, RuntimeError, OSError):  # not a system call of this architecture
@@ -133,11 +145,12 @@ def compile_filter():
 _CACHE: dict = {}
 
 
-def program() -> bytes:
-    """compile_filter(), once per process."""
-    if "bpf" not in _CACHE:
-        _CACHE["bpf"] = compile_filter()
-    return _CACHE["bpf"]
+def program(file_exec: bool = True) -> bytes:
+    """compile_filter(file_exec), once per process."""
+    key = "bpf" if file_exec else "bpf-no-file-exec"
+    if key not in _CACHE:
+        _CACHE[key] = compile_filter(file_exec)
+    return _CACHE[key]
 
 
 def install(bpf):

@@ -16,6 +16,7 @@ whatever it left behind before it answers.
 """
 import gc
 import importlib
+import importlib.util
 import os
 import select
 import signal
@@ -41,6 +42,8 @@ def main(control_fd, grader_pid):
     CONFIG.update(config)
     os.environ[part_reset.NO_COMPILING] = "1"  # before the warm-up's import of torch._dynamo, which reads it
     warm_up(autograd=not cuda_reachable(config))
+    if config.get("container") and config.get("device", "cpu") == "cpu":
+        preload_native()  # before the part's filter refuses to map a library's code (syscalls, file_exec=False)
     part_reset.compile_eagerly()  # torch.compile runs the code as written: nothing is compiled in the room
     counting.settle()  # torch's own kernels registered from Python, before any student code
     part_reset.prepare(also=(protocol, child))  # the watched namespaces as every child starts with them
@@ -257,9 +260,34 @@ def warm_up(autograd=True):
     torch.default_generator.manual_seed(0)  # the CPU's alone: torch.manual_seed queues CUDA's too
 
 
+# the extension modules a child may not load in container mode: the test modules of CPython's own, and those that
+# touch a terminal or a display as they are imported
+NOT_PRELOADED = ("_test", "_xx", "xx", "_ctypes_test", "readline", "_tkinter", "_curses")
+# installed packages whose native code a submission may import, loaded with them (where installed)
+PRELOADED_PACKAGES = ("numpy.fft", "matplotlib.pyplot")
+
+
+def preload_native():
+    """Container mode on the CPU: every extension module of Python's standard library (its lib-dynload) and of
+    PRELOADED_PACKAGES imported here, once, so that a child can import them after its filter refuses to map a file
+    executable (inside/syscalls.compile_filter(file_exec=False): no shared object the submission writes into /tmp,
+    which container mode cannot mount noexec, is loaded). Python finds a library already loaded by its path and maps
+    nothing again. Failures are left: a module that cannot be imported here fails in the child as it would."""
+    folders = [path for path in sys.path if os.path.basename(path) == "lib-dynload" and os.path.isdir(path)]
+    names = sorted({entry.split(".")[0] for folder in folders for entry in os.listdir(folder) if entry.endswith(".so")})
+    for name in [n for n in names if not n.startswith(NOT_PRELOADED)] + list(PRELOADED_PACKAGES):
+        try:
+            if name == "matplotlib.pyplot" and importlib.util.find_spec("matplotlib") is not None:
+                importlib.import_module("matplotlib").use("Agg")  # (no display in the room or the container)
+            importlib.import_module(name)
+        except Exception:  # not installed, or not importable here
+            continue
+
+
 # what the emulated GPU's first use imports (FakeTensorMode: sympy, torch._dynamo, the symbolic
 # shapes): seconds of CPU that every child running a device check would pay again
-EMULATION_IMPORTS = ("sympy", "torch._dynamo", "torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes")
+EMULATION_IMPORTS = ("sympy", "torch._dynamo", "torch._subclasses.fake_tensor", "torch.fx.experimental.symbolic_shapes",
+                     "torch._subclasses.schema_check_mode")  # (the last: _disable_current_modes, emulated_gpu.Twins)
 
 
 def _warm_up_counting(layer, x):

@@ -239,7 +239,10 @@ class Sandbox:
         self.baseline = 0  # baseline: the server's own memory, read once it is ready
         # its configuration now (read once it has warmed up): other doors may be attached behind it
         try:
-            protocol.send_message(self.control, {"seccomp": self.plan["seccomp"], "namespaces": self.in_room,
+            seccomp = self.plan["seccomp"]
+            if seccomp and self.container and self.device == "cpu":  # no noexec /tmp there: no library loaded later
+                seccomp = syscalls.program(file_exec=False).hex()  # (on a GPU CUDA loads its libraries as it goes)
+            protocol.send_message(self.control, {"seccomp": seccomp, "namespaces": self.in_room,
                                                  "container": self.container, "writable": self.writable,
                                                  "user_namespace": self.plan["user_namespace"], "device": self.device})
         except OSError:  # it died already (killed from outside): ready() says so, session() replaces it

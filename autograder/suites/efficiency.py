@@ -15,16 +15,16 @@ the grader's own:
   parameters, buffers and inputs on cuda:0 as fake tensors, no data). A tensor made in forward on
   the default device (torch.ones(T, T) without device=), or a mask kept as a plain attribute (it
   does not follow .to()), meets a tensor on cuda and torch raises the error a GPU raises. Code
-  that asks which device it is on (`x.is_meta`) sees cuda, as on a GPU. Reading a value (.item())
-  raises there (a fake tensor holds none): errors that have nothing to do with devices are not
-  charged.
+  that asks which device it is on (`x.is_meta`) sees cuda, as on a GPU. A value read (.item(),
+  `if mask.any():`) is answered by each fake tensor's real twin on the CPU (emulated_gpu.Twins), so the
+  run goes on past it; a forward that still raises there what it did not raise on the CPU earns
+  nothing: what it would have done after is unobserved.
 
 The counts and the emulated run come from the student's own process, which could report anything (a
 head loop run inside torch's _disable_current_modes() hides its operations from the counter). So
 the grader also reads the submitted source itself (source_reading.py: parsed with ast here,
 never run): no Python loop over the heads in what MultiHeadAttention runs, no tensor made in forward
-without device= or on the CPU by name (device="cpu", .cpu(): a value read in forward stops the emulated run,
-uncharged, before it could see one). A check passes only when the child's measurement and the grader's reading both
+without device= or on the CPU by name (device="cpu", .cpu()). A check passes only when the child's measurement and the grader's reading both
 do; code that reaches into the grader's machinery is reported to the instructor as tampering
 (grading.Grade.tampering). The checks also require the right output from the same module on the
 same inputs before they judge anything, so their diagnosis is about code that computes the right thing.
@@ -168,7 +168,15 @@ def device_problem(module, x, want_shape, class_name, mask_is_plain_attribute):
                 f"tensors cannot be checked without a GPU; compute in forward itself, with torch's own operations, "
                 f"making tensors with device=x.device")
     if isinstance(answer, dict) and answer.get("not_about_devices"):
-        return ""  # e.g. a value read with .item() (a fake tensor holds none; fine on a GPU): nothing to charge here
+        # it raised there what it did not raise on the CPU: a value read is answered (each fake tensor's twin,
+        # inside/emulated_gpu.Twins), so this is code that runs otherwise on a GPU (a branch on x.is_cuda, .numpy()
+        # of a cuda tensor) or an operation the emulation cannot run. Either way nothing after it was seen: a value
+        # read that stopped the run earned the point with a CPU mask made after it (tests/test_device_evidence.py)
+        return (f"{class_name}.forward did not run to its end on the grader's emulated GPU (its parameters, buffers "
+                f"and inputs on cuda): it raised an exception there that it did not raise on the CPU, so where its "
+                f"tensors are made could not be observed, and this point needs that observation. Code that takes "
+                f"another path when its inputs are on a GPU (x.is_cuda, x.device.type) must work there too, with "
+                f"every tensor on x.device")
     mixed = answer.get("mixed_devices") if isinstance(answer, dict) else None
     if mixed:  # a tensor on the CPU met one on cuda: the error a GPU raises
         if mask_is_plain_attribute:
