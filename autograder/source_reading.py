@@ -598,12 +598,14 @@ def _cpu_calls(function: ast.AST) -> list:
     return made
 
 
-MOVES = {"to", "type_as"}  # .to(x.device), .type_as(x): the tensor follows the inputs
+# .to(x.device), .type_as(x): the tensor follows the inputs; .cuda(): it goes to the GPU (`if x.is_cuda: mask =
+# mask.cuda()` is right on a GPU machine; an unconditional .cuda() raises on the CPU inputs of the other checks)
+MOVES = {"to", "type_as", "cuda"}
 
 
 def _moved(function: ast.AST) -> set:
     """ids of the nodes whose tensor is moved to another device before use: inside the receiver of
-    .to(...) / .type_as(...) (but .to('cpu'): _to_the_cpu), or assigned to a name that is moved so in the
+    .to(...) / .type_as(...) / .cuda() (but .to('cpu'): _to_the_cpu), or assigned to a name that is moved so in the
     same function."""
     receivers = [n.func.value for n in nodes(function) if isinstance(n, ast.Call)
                  and isinstance(n.func, ast.Attribute) and n.func.attr in MOVES and not _to_the_cpu(n)]

@@ -186,3 +186,32 @@ def test_the_reading_lists_hooks_on_the_interpreter_s_calls():
         assert any("a hook on the interpreter's calls" in f for f in found), (code, found)
     assert source_reading.tampering({"m": "import inspect\n\n\ndef f(frame):\n    return inspect.getargvalues(frame)\n"}) \
         == ["m.py, line 5: stack frames (getargvalues)"]
+
+
+def test_a_move_to_cuda_without_an_index_lands_on_the_emulated_gpu_s_device():
+    """.cuda() and .to('cuda') go to a GPU machine's current device, cuda:0. torch resolves the index through the
+    CUDA device guard, which the emulation lends meta's on a CPU-only build, so both landed on meta, met cuda:0 as
+    another device, and `if x.is_cuda: mask = mask.cuda()` (right on a GPU) lost causal's device check (21 of 22;
+    the corpus variant learner-masks-made-in-forward-moved-to-the-gpu-when-the-inputs-are-there keeps 22 now). A
+    move to the CPU stays one."""
+    from autograder.inside.emulated_gpu import EmulatedGPU
+
+    with EmulatedGPU() as gpu:
+        x = gpu.tensor(torch.rand(2, 3))
+        moved = {"cuda()": torch.ones(2).cuda(), "to('cuda')": torch.ones(2).to("cuda"),
+                 "to(device=torch.device('cuda'))": torch.ones(2).to(device=torch.device("cuda")),
+                 "to(x.device)": torch.ones(2).to(x.device), "x.cpu()": x.cpu(), "to('cpu')": torch.ones(2).to("cpu")}
+        devices = {how: str(t.device) for how, t in moved.items()}
+    assert devices == {"cuda()": "cuda:0", "to('cuda')": "cuda:0", "to(device=torch.device('cuda'))": "cuda:0",
+                       "to(x.device)": "cuda:0", "x.cpu()": "cpu", "to('cpu')": "cpu"}
+
+
+def test_the_reading_takes_cuda_as_a_move_and_a_factory_left_on_the_cpu_as_none():
+    """The grader's own reading: a mask made without device= and then moved with .cuda() (in a branch on
+    x.is_cuda) is not a tensor left on the CPU; the same mask never moved is."""
+    moved = ("import torch\nclass A:\n    def forward(self, x):\n"
+             "        mask = torch.ones(3, 3).triu(1).bool()\n        if x.is_cuda:\n            mask = mask.cuda()\n"
+             "        return x.masked_fill(mask, 0)\n")
+    left = moved.replace("        if x.is_cuda:\n            mask = mask.cuda()\n", "")
+    assert source_reading.cpu_tensors({"causal": moved}, "A", "causal") == []
+    assert source_reading.cpu_tensors({"causal": left}, "A", "causal") == [("causal", 4, "torch.ones")]

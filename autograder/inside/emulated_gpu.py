@@ -24,9 +24,12 @@ torch.ones`, a factory kept on self) failed on a GPU and earned the device check
 CPU computed alongside it, operation by operation, from the same inputs' values; a value read is
 answered from the twin (what a GPU answers), and an output whose shape depends on values is made, fake,
 with its twin's shape on the device the fake operation would have used. The device rules stay torch's
-own (the fake run's); the twins only answer what a fake tensor cannot. What stays unlike a GPU: a move to
-the string 'cuda' without an index (.to('cuda'), .cuda()) lands on meta, which then meets cuda:0 as
-another device.
+own (the fake run's); the twins only answer what a fake tensor cannot. A move to 'cuda' without an index
+(.to('cuda'), .cuda()), which torch resolves through the guard install_guard() lent CUDA (meta's), lands on
+cuda:0, the current device of a GPU machine (it landed on meta and met cuda:0 as another device: correct
+code, `if x.is_cuda: mask = mask.cuda()`, lost the device check). What stays unlike a GPU machine:
+torch.cuda.is_available() is False here, so code that picks its device from it (rather than from its
+inputs) picks the CPU, and .cuda(0) raises.
 
 Used by the device checks in the child (counting.count_ops with device=EMULATED) and by the
 project's tests (tests/fake_cuda.py), which run the reference, every selftest variant and
@@ -43,6 +46,7 @@ from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.weak import WeakTensorKeyDictionary
 
 CUDA = torch.device("cuda", 0)
+_META = torch.device("meta")
 EMULATED = "emulated-cuda"  # the device name a count_ops request gives to ask for this emulation
 _REGISTRY = "_ZN3c104impl26device_guard_impl_registryE"  # c10::impl::device_guard_impl_registry
 _CUDA_SLOT, _META_SLOT = 1, 14  # c10::DeviceType::CUDA, c10::DeviceType::Meta
@@ -110,6 +114,11 @@ class Twins(TorchDispatchMode):
         from torch._subclasses.fake_tensor import DynamicOutputShapeException
 
         kwargs = kwargs or {}
+        if func is torch.ops.aten._to_copy.default and kwargs.get("device") == _META and \
+                not any(isinstance(a, torch.Tensor) and a.device == _META for a in args):
+            # .cuda(), .to('cuda'): the index a GPU machine takes (its current device, 0) came here as meta, the
+            # device of the guard install_guard() lent CUDA (a CPU-only build has no current CUDA device)
+            kwargs = {**kwargs, "device": CUDA}
         if func is torch.ops.aten._local_scalar_dense.default:  # a value read: the twin's value
             return self._real_run(func, args, kwargs)
         try:

@@ -451,6 +451,10 @@ DTYPES_MIXED = ("float32 and float64 tensors meet in forward: a tensor cast or m
 
 
 # nn.Module.__setattr__'s words when a layer, a parameter or a buffer is assigned before nn.Module.__init__ ran
+# torch's words where code asks for CUDA by name (.cuda(), .to('cuda'), device='cuda') on a machine without a GPU
+GPU_BY_NAME = ("the code puts a tensor on the GPU by name (.cuda(), .to('cuda') or device='cuda'), and it is given inputs "
+               "on the CPU here: create and move tensors to the inputs' device (device=x.device, .to(x.device)), so the "
+               "same code runs on a CPU and on a GPU")
 NO_SUPER_INIT = ("__init__ does not call super().__init__() before it assigns layers, parameters or buffers: nn.Module's "
                  "own __init__ must run first (the first line of __init__: super().__init__())")
 # autograd's words for copy_ (or any in-place change) into an nn.Parameter outside torch.no_grad()
@@ -505,6 +509,9 @@ def error_diagnosis(error, signature=""):
                     "local variable is lost when __init__ returns)")
     if emulated_gpu.mixes_devices(error.kind, text):  # torch's words on a GPU and on the emulated one
         return DEVICES_MIXED
+    if error.kind in ("AssertionError", "RuntimeError") and re.search(r"Torch not compiled with CUDA enabled|no CUDA GPUs "
+                                                                      r"are available|Found no NVIDIA driver", text):
+        return GPU_BY_NAME
     if error.kind == "ValueError" and re.search(r"truth value of an array with more than one element", text) or \
             error.kind == "RuntimeError" and re.search(r"Boolean value of Tensor with more than one value", text):
         return ARRAY_AS_CONDITION
