@@ -192,6 +192,9 @@ def torch_cache():
 def installed_native():
     import csv  # noqa: F401 (the standard library's native code and an installed package's: the fork server
     import matplotlib.pyplot  # noqa: F401 loaded them, zygote.preload_native)
+    import numpy  # a learner's np.random and np.linalg (numpy 2 loads both on first use)
+    numpy.random.default_rng(0).normal(size=3)
+    numpy.linalg.norm(numpy.ones(3))
 
 
 attempt("read_metadata", metadata)
