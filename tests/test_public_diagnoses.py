@@ -6,7 +6,9 @@ the misconception in one message, without a traceback or pytest's fixture listin
 in one process by the module fixture `public` (pytest.main once per buggy copy, tests/public_verdicts.py),
 the runs of the tests that write their own folders (OWN_RUNS) with them.
 """
+import contextlib
 import importlib.util
+import io
 import json
 import shutil
 import subprocess
@@ -299,6 +301,13 @@ WAITING_RUNS = {"test_weight_transfer_waits_for_a_wrong_self_attention_v1": TRAN
                 "test_gradients_left_off_by_one_part_fail_no_other_part_s_tests": GRADIENTS_LEFT_OFF_RUN}
 
 
+def runs_of(item):
+    """The runs of the public tests a test of this module reads (most read one: run_of)."""
+    if item.originalname == "test_a_notebooks_check_cells_wait_as_the_public_tests_do":
+        return (TRANSFER_ON_A_WRONG_V1_RUN, ON_SIMPLE_ATTENTION_RUN)
+    return (run_of(item),)
+
+
 def run_of(item):
     """The run of the public tests a test of this module reads."""
     if item.originalname == "test_one_mistake_in_causal_fails_only_causal_s_tests_without_tensor_dumps":
@@ -322,7 +331,7 @@ def public(request, tmp_path_factory):
     (issue 38 item 6: each started a process of its own, importing torch and pytest again)."""
     here = Path(__file__).resolve()
     selected = [item for item in request.session.items if item.path == here and "public" in item.fixturenames]
-    runs = list(dict.fromkeys(run_of(item) for item in selected if item.originalname not in OWN_RUNS))
+    runs = list(dict.fromkeys(run for item in selected if item.originalname not in OWN_RUNS for run in runs_of(item)))
     base = tmp_path_factory.mktemp("public")
     folders = {}
     for at, (edits, _, _) in enumerate(runs):
@@ -527,9 +536,10 @@ SAME_IN_THE_NOTEBOOK = {
 }
 
 
-def notebook_failures(folder, notebook, cell_ids):
+def notebook_failures(folder, notebook, cell_ids, printed=None):
     """{cell id: the message its check cell fails with, or None}: the notebook's own check cells run
-    with ch03_tools (as generated) on the modules of folder, as the notebook would after each publish."""
+    with ch03_tools (as generated) on the modules of folder, as the notebook would after each publish.
+    printed: a dict given to be filled with {cell id: what the cell printed}."""
     cells = {cell.get("id"): "".join(cell["source"]) for cell in
              json.loads((ROOT / "source" / "ch03" / f"{notebook}.ipynb").read_text())["cells"]}
     import torch  # noqa: F401  (torch and numpy load once per process: imported before the modules are saved,
@@ -545,11 +555,15 @@ def notebook_failures(folder, notebook, cell_ids):
             spec.loader.exec_module(module)
         found, namespace = {}, dict(tools.__dict__)  # one namespace, as in the notebook's kernel
         for cell_id in cell_ids:  # in the notebook's order
+            out = io.StringIO()
             try:
-                exec(compile(cells[cell_id], cell_id, "exec"), namespace)
+                with contextlib.redirect_stdout(out):
+                    exec(compile(cells[cell_id], cell_id, "exec"), namespace)
                 found[cell_id] = None
             except AssertionError as e:
                 found[cell_id] = str(e)
+            if printed is not None:
+                printed[cell_id] = out.getvalue()
         return found
     finally:
         sys.modules.clear()
@@ -566,6 +580,26 @@ def test_a_notebooks_check_cell_says_what_the_public_test_says(public, case):
         assert outcomes[test] is not None and " is wrong: " in outcomes[test] or "raised" in outcomes[test] \
             or ": after the transfer" in outcomes[test] or ", then backward(): " in outcomes[test], outcomes[test]
         assert said[cell_id] == outcomes[test], (cell_id, test)
+
+
+def test_a_notebooks_check_cells_wait_as_the_public_tests_do(public):
+    """The notebook's check cells of the transfer (on a v1 whose softmax runs over dim 0) and of v1 and
+    CausalAttention (calling an attention_weights over dim 0) fail nothing and print the public tests' reason."""
+    for run, notebook, cells in ((TRANSFER_ON_A_WRONG_V1_RUN, "01_self_attention",
+                                  {"test_transfer_book_example": "test_book_example_after_the_transfer",
+                                   "test_transfer_other_inputs": "test_outputs_agree_on_other_inputs_and_sa_v2_is_untouched"}),
+                                 (ON_SIMPLE_ATTENTION_RUN, "01_self_attention",
+                                  {"test_v1_book_example": "test_book_example_with_seed_123",
+                                   "test_v1_output_shape": "test_output_shape"}),
+                                 (ON_SIMPLE_ATTENTION_RUN, "02_causal_and_multi_head",
+                                  {"test_causal_attention_book_example": "test_causal_attention_book_example",
+                                   "test_no_look_ahead": "test_shorter_inputs_and_no_look_ahead"})):
+        _, outcomes, folder = public[run]
+        printed: dict = {}
+        assert notebook_failures(folder, notebook, cells, printed) == dict.fromkeys(cells)
+        for cell_id, test in cells.items():
+            assert outcomes[test].startswith("skipped: not checked yet: ")
+            assert printed[cell_id] == outcomes[test].removeprefix("skipped: ") + "\n", (cell_id, printed[cell_id])
 
 
 # correct code the public tests failed while the grader gave it full marks, and a bug they passed (2026-11-29)

@@ -334,6 +334,13 @@ class PytestCheck(Check):
         __tracebackhide__ = True
         raise pytest.fail.Exception(message, pytrace=False) from None  # no chained error shown
 
+    @staticmethod
+    def waits(reason):
+        """A test that must wait for another part (reason, from waits_for, is not '') is skipped with the reason."""
+        if reason:
+            pytest.skip(reason)
+        return False
+
 
 @pytest.fixture
 def check():
