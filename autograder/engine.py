@@ -5,8 +5,9 @@ GradeInSandbox) builds, in one place.
         grade = engine.grade("path/to/submission")
     reports.write(grade, ...)
 
-Engine.open starts the sandbox's fork server first (it imports torch in the room while this process
-imports the grader), then reads the rubric (RubricError) and grades the reference solutions
+Engine.open reads the rubric file first (RubricError: a malformed grading.yml is refused before anything
+starts), starts the sandbox's fork server (it imports torch in the room while this process
+imports the grader), then checks the rubric against the suites (RubricError) and grades the reference solutions
 (envcheck.ensure; EnvironmentFailed: nobody is graded). What student code may see is the
 sandbox's mode, decided by the settings alone (docs/sandbox.md, "What each mode hides"): no entry
 point names folders to hide. Every Grade it makes carries the run's
@@ -60,6 +61,13 @@ class Engine:
         check, the environment checked. On any failure what was started is stopped again.
         chapter: the manifest the entry point resolved (None: this repository's, chapter.current())."""
         engine = cls(settings, rubric_path, chapter)
+        from autograder import rubric as rubric_mod  # (yaml only: no torch before the fork server starts)
+
+        try:
+            rubric_mod.load(engine.rubric_path)  # its form and values (the names of its parts and checks: the suites')
+        except rubric_mod.RubricError:
+            engine.load_rubric()  # read with the suites, as every run reads it: the error told is that reading's
+            raise
         engine.start_sandbox(slot, sandbox)
         try:
             engine.load_rubric()  # while the fork server warms up in its room

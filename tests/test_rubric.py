@@ -116,6 +116,25 @@ def test_grade_with_a_malformed_rubric_exits_2_with_that_message(tmp_path, suite
     assert err.startswith(f"error: {path}:{line}:") and words in err
 
 
+@pytest.mark.parametrize("case", ["unknown key", "missing check", "bad visibility", "bad YAML", "negative points",
+                                  "bad requires"])
+def test_a_malformed_rubric_is_refused_before_the_sandbox_starts(tmp_path, monkeypatch, case):
+    """A rubric whose form or values are wrong (what needs no suite to tell) is refused by Engine.open before it
+    starts a fork server: every entry point said the same error, after starting one and stopping it again. Where
+    that reading fails, the rubric is read again with the suites (this process's import of the grader, not a fork
+    server), whose error is the one told ("missing check": the check left out, not the gate that names it). A
+    name the suites do not know is told once they are loaded, as before (the other CASES)."""
+    from autograder.engine import Engine
+
+    path, line, words = malformed(tmp_path, case)
+    started = []
+    monkeypatch.setattr(Engine, "start_sandbox", lambda self, *args, **kwargs: started.append(args))
+    with pytest.raises(RubricError) as error:
+        Engine.open(rubric_path=path)
+    assert str(error.value).startswith(f"{path}:{line}:") and words in str(error.value)
+    assert started == []
+
+
 def test_the_cli_process_exits_2_on_a_malformed_rubric(tmp_path):
     path, line, words = malformed(tmp_path, "negative points")
     done = subprocess.run([sys.executable, "-m", "autograder", "grade", "solutions/ch03", "--rubric", str(path)],
