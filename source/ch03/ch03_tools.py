@@ -288,8 +288,9 @@ HEADS_FIRST = ("not checked yet: {what} builds on your MultiHeadAttention, which
                "mha.py first, its own tests say what is wrong")
 
 
-def _book_example(book, module, name):
-    """The book's example of a class another part builds on: (what is run, make, the inputs' key, the output's key)."""
+def _book_example(module, name):
+    """The book's example of a class another part builds on: (what is run, its seed, make, the inputs' key in the
+    book's values, the output's key)."""
     return {("self_attention_v1", "SelfAttention_v1"):
             ("torch.manual_seed(123); SelfAttention_v1(3, 2)(inputs)", 123, lambda: module.SelfAttention_v1(3, 2),
              "inputs", "sa_v1_seed123"),
@@ -309,7 +310,7 @@ def _gives_the_book_s_output(book, module, name):
     """'' when the class `name` of `module`, made right after the book's seed, gives the book's output on its
     inputs, else the example it does not give. Code not implemented yet counts as giving it: the test then says
     what is missing, as every test does."""
-    example, book_seed, make, inputs, key = _book_example(book, module, name)
+    example, book_seed, make, inputs, key = _book_example(module, name)
     try:
         torch.manual_seed(book_seed)
         with torch.no_grad():
@@ -359,9 +360,10 @@ def _function_right(book, module, name):
 
 def _code_of(built):
     """[(code, globals)] of a function, or of the methods of a class and of the classes of the chapter it inherits."""
-    owners = [c for c in built.__mro__ if c.__module__ in (*CHAPTER_MODULES, "__main__")] \
-        if isinstance(built, type) else [None]
-    values = [v for c in owners for v in vars(c).values()] if isinstance(built, type) else [built]
+    if isinstance(built, type):
+        values = [v for c in built.__mro__ if c.__module__ in (*CHAPTER_MODULES, "__main__") for v in vars(c).values()]
+    else:
+        values = [built]
     found = []
     for value in values:
         for function in (getattr(value, "__func__", None), getattr(value, "fget", None), value):
