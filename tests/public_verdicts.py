@@ -45,7 +45,7 @@ def dependents(part):
 def public_run(folder, marker, skipped=False, own=None):
     """The public tests of `marker` on the modules of `folder` -> (what pytest printed, {test name:
     failure message or None}); skipped: a skipped test's message too, as "skipped: <message>"; own: a part,
-    whose tests are named by their name, the others' as "<their file>::<name>"."""
+    whose tests are named by their name, the others' as "<their file>::<name>" ("": every test so)."""
     # the notes a run prints at its end (conftest.NOTES) are its own, as in a student's one run: pytest keeps the
     # public tests' conftest imported from one run to the next in this process, and its list with it
     notes = getattr(sys.modules.get("conftest"), "NOTES", None)
@@ -68,9 +68,16 @@ def public_run(folder, marker, skipped=False, own=None):
 
 
 def verdicts(entry):
+    """{public test: its failure message} for a corpus entry: a mutant's part's tests and its dependents' (named
+    "<their file>::<test>"); a variant's (correct code), the tests of every part it edits and of their dependents,
+    every one named "<its file>::<test>" (none may fail)."""
+    if entry.kind == "mutant":
+        parts, own = [entry.part, *dependents(entry.part)], entry.part
+    else:
+        edited = sorted({edit.module for edit in entry.edits})
+        parts, own = sorted({*edited, *(user for part in edited for user in dependents(part))}), None
     with tempfile.TemporaryDirectory() as tmp:
-        _, outcomes = public_run(selftest.apply(entry, Path(tmp) / "submission"),
-                                 " or ".join([entry.part, *dependents(entry.part)]), own=entry.part)
+        _, outcomes = public_run(selftest.apply(entry, Path(tmp) / "submission"), " or ".join(parts), own=own or "")
         return {name: message for name, message in outcomes.items() if message is not None}
 
 

@@ -144,15 +144,16 @@ def test_public_tests_and_grader_agree(outcomes, tmp_path):
     the two never tell a student different mistakes. The tests of the parts that build on the mutant's part
     (public_verdicts.dependents: weight_transfer on v1 and v2, mha on causal, ...) run too, and none of them
     fails: they wait for the part to be fixed ("not checked yet: ..."), or pass, as the grader keeps their
-    points (principle 2, on the student's side)."""
+    points (principle 2, on the student's side). And every variant passes them all."""
     import subprocess
 
     from cause_ids import ids, names_none
 
     chosen = [e for e in MUTANTS if e.part in PUBLICLY_DIAGNOSED]
+    variants = VARIANTS
     out = tmp_path / "public.json"
     done = subprocess.run([sys.executable, str(ROOT / "tests" / "public_verdicts.py"), str(out),
-                           *[e.id for e in chosen]], cwd=ROOT, capture_output=True, text=True, timeout=900)
+                           *[e.id for e in chosen + variants]], cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     public = json.loads(out.read_text())
     unnamed, disagree, others = [], [], []
@@ -169,6 +170,9 @@ def test_public_tests_and_grader_agree(outcomes, tmp_path):
         if said - graded:
             disagree.append((entry.id, sorted(said), sorted(graded)))
     assert unnamed == [] and disagree == [] and others == []
+    # every variant (correct code the grader gives full marks) passes the public tests of the parts it edits and
+    # of the parts that build on them: a student is never told a right answer is wrong
+    assert {e.id: public[e.id] for e in variants if public[e.id]} == {}
     # the mistakes of issue 34 items 5 and 6, named alike on both sides
     assert ids(public["mha-dropout-before-softmax"]["test_multi_head_attention_drops_attention_weights_in_training_mode"]) \
         == {"dropout-on-masked-scores"}
