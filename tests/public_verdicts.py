@@ -75,9 +75,9 @@ def verdicts(entry):
         parts, own = [entry.part, *dependents(entry.part)], entry.part
     else:
         edited = sorted({edit.module for edit in entry.edits})
-        parts, own = sorted({*edited, *(user for part in edited for user in dependents(part))}), None
+        parts, own = sorted({*edited, *(user for part in edited for user in dependents(part))}), ""
     with tempfile.TemporaryDirectory() as tmp:
-        _, outcomes = public_run(selftest.apply(entry, Path(tmp) / "submission"), " or ".join(parts), own=own or "")
+        _, outcomes = public_run(selftest.apply(entry, Path(tmp) / "submission"), " or ".join(parts), own=own)
         return {name: message for name, message in outcomes.items() if message is not None}
 
 

@@ -456,12 +456,15 @@ def test_only_what_a_class_calls_or_inherits_of_another_part_makes_it_wait(monke
     """The public tests' reading of what a class or function uses of other parts (uses, in ch03_tools as in
     _diagnose.py): a function of causal.py or simple_attention.py it calls, imported under any name, through
     the module under any name, or inside a helper of its own module; a class of self_attention_v2.py it inherits.
-    A buffer of its own named causal_mask (self.causal_mask) is not the function, and a module's own
-    functions are not another part's."""
+    A buffer of its own named causal_mask (self.causal_mask) is not the function, a module's own functions are
+    not another part's, and a helper of the student's in causal.py named like one of simple_attention's
+    (causal.attention_weights) is causal's own code, not a function others are given (it made MultiHeadAttention's
+    tests wait on a right causal.py)."""
     tools = types.ModuleType("ch03_tools")
     exec(compile(notebooks.support_text(), "ch03_tools.py", "exec"), tools.__dict__)
     parts = {}
-    for name, code in (("causal", "def causal_mask(n): pass\ndef masked_attention_weights(s, d): pass\n"),
+    for name, code in (("causal", "def causal_mask(n): pass\ndef masked_attention_weights(s, d): pass\n"
+                                  "def attention_weights(s, d): pass\n"),
                        ("simple_attention", "def attention_weights(s): pass\ndef softmax_naive(x): pass\n"),
                        ("self_attention_v2", "class SelfAttention_v2: pass\n")):
         parts[name] = types.ModuleType(name)
@@ -475,11 +478,13 @@ def test_only_what_a_class_calls_or_inherits_of_another_part_makes_it_wait(monke
          "class Through:\n    def forward(self, s):\n        return [causal.causal_mask(n) for n in range(3)]\n"
          "class Own:\n    def forward(self, s):\n        return s.masked_fill(self.causal_mask[:3, :3], 0)\n"
          "class Helped:\n    @staticmethod\n    def forward(s):\n        return helper(s)\n"
-         "class Inherits(Base):\n    pass\n", namespace)
-    used = {name: tools.uses(namespace[name]) for name in ("Imported", "Through", "Own", "Helped", "Inherits")}
+         "class Inherits(Base):\n    pass\n"
+         "class CausalsHelper:\n    def forward(self, s):\n        return causal.attention_weights(s, 2)\n", namespace)
+    used = {name: tools.uses(namespace[name]) for name in ("Imported", "Through", "Own", "Helped", "Inherits",
+                                                           "CausalsHelper")}
     assert used == {"Imported": [(simple, "attention_weights"), (causal, "causal_mask")],
                     "Through": [(causal, "causal_mask")], "Own": [], "Helped": [(simple, "attention_weights")],
-                    "Inherits": [(v2, "SelfAttention_v2")]}
+                    "Inherits": [(v2, "SelfAttention_v2")], "CausalsHelper": []}
     assert tools.uses(causal.causal_mask) == [] and tools.uses(simple.softmax_naive) == []
 
 

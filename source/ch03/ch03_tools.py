@@ -280,6 +280,11 @@ def first_difference(got, expected):
 
 CHAPTER_MODULES = ("simple_attention", "self_attention_v1", "self_attention_v2", "weight_transfer", "causal", "mha",
                    "exercises", "numpy_attention")
+# the functions of a part another part may call (uses() looks for these, _function_examples judges them); a helper of
+# the student's own in that module, under another name, is that module's code, not one of these
+CALLED_BY_OTHERS = {"simple_attention": ("softmax_naive", "context_vector", "attention_scores", "attention_weights",
+                                         "context_vectors"),
+                    "causal": ("causal_mask", "masked_attention_weights")}
 CLASS_FIRST = ("not checked yet: {what} builds on your {name}, which does not give the book's output yet ({example}): "
                "fix {module}.py first, its own tests say what is wrong")
 FUNCTION_FIRST = ("not checked yet: {what} uses your {name} from {module}.py, which is not right yet: fix {module}.py "
@@ -303,6 +308,9 @@ def _book_example(module, name):
             ("mha", "MultiHeadAttentionWrapper"):
             ("torch.manual_seed(123); MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2)(batch)", 123,
              lambda: module.MultiHeadAttentionWrapper(3, 2, 6, 0.0, num_heads=2), "batch", "mha_wrapper_seed123"),
+            ("mha", "MultiHeadAttention"):
+            ("torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)", 123,
+             lambda: module.MultiHeadAttention(3, 2, 6, 0.0, num_heads=2), "batch", "mha_seed123"),
             }[module.__name__, name]
 
 
@@ -347,9 +355,11 @@ def _function_right(book, module, name):
     try:
         for call, expected in _function_examples(book, module)[name]:
             got = call()
-            if not isinstance(got, torch.Tensor) or (got.dtype == torch.bool) != (expected.dtype == torch.bool):
-                return False
-            if not (torch.equal(got, expected) if expected.dtype == torch.bool else same(got.detach(), expected)):
+            if expected.dtype == torch.bool:  # a mask: exactly it, as a bool tensor
+                right = isinstance(got, torch.Tensor) and got.dtype == torch.bool and torch.equal(got, expected)
+            else:
+                right = isinstance(got, torch.Tensor) and got.dtype != torch.bool and same(got.detach(), expected)
+            if not right:
                 return False
         return True
     except NotImplementedError:
@@ -383,7 +393,7 @@ def uses(built):
     the functions of causal.py and simple_attention.py it calls (imported under any name, through the module, or
     defined in a notebook cell above; also inside the functions of the chapter it calls) and the classes of
     self_attention_v2.py it inherits. A name of its own (self.causal_mask, a buffer) is not the function."""
-    modules = [sys.modules[m] for m in ("simple_attention", "causal", "self_attention_v2") if m in sys.modules]
+    modules = [sys.modules[m] for m in (*CALLED_BY_OTHERS, "self_attention_v2") if m in sys.modules]
     own = [m for m in modules if getattr(m, getattr(built, "__name__", ""), None) is built]
     modules = [m for m in modules if m not in own]
     found = []
@@ -391,8 +401,7 @@ def uses(built):
         v2 = [m for m in modules if m.__name__ == "self_attention_v2"]
         if v2 and isinstance(getattr(v2[0], "SelfAttention_v2", None), type) and issubclass(built, v2[0].SelfAttention_v2):
             found.append((v2[0], "SelfAttention_v2"))
-    functions = {id(getattr(m, name)): (m, name) for m in modules for name in ("causal_mask", "masked_attention_weights",
-                 "softmax_naive", "context_vector", "attention_scores", "attention_weights", "context_vectors")
+    functions = {id(getattr(m, name)): (m, name) for m in modules for name in CALLED_BY_OTHERS.get(m.__name__, ())
                  if callable(getattr(m, name, None))}
     todo, seen = _code_of(built), set()
     while todo:
@@ -419,13 +428,11 @@ def uses(built):
 
 def _heads_problem(book, module):
     """'' when MultiHeadAttention looks right from outside (the book's example, inputs shorter than its context
-    that see no future token, the parameters of its four layers), else what is not."""
+    that see no future token, the parameters of its four layers), else the run that is not."""
+    example = _gives_the_book_s_output(book, module, "MultiHeadAttention")
+    if example:
+        return example
     try:
-        torch.manual_seed(123)
-        with torch.no_grad():
-            out = module.MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(book["batch"])
-        if not isinstance(out, torch.Tensor) or not same(out, book["mha_seed123"]):
-            return "torch.manual_seed(123); MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)(batch)"
         heads = module.MultiHeadAttention(4, 6, 8, 0.0, num_heads=3)
         x = torch.rand(2, 5, 4)
         later = torch.cat([x[:, :3], torch.rand(2, 2, 4)], dim=1)
@@ -439,7 +446,7 @@ def _heads_problem(book, module):
     except NotImplementedError:
         return ""
     except Exception:  # whatever it raises: mha's own tests say what
-        return "MultiHeadAttention(3, 2, 6, 0.0, num_heads=2)"
+        return "MultiHeadAttention(4, 6, 8, 0.0, num_heads=3) on 5 tokens"
 
 
 def waits_for(book, what, built=None, causal=None, mha=None, v1=None, v2=None, heads=None):
