@@ -3,7 +3,10 @@ nothing else, then graded as deployed:
 
 - the Gradescope bundle: its setup.sh (run whole, with AUTOGRADER_PYTHON pointing at the fresh
   environment; it ends with the environment check, whose verdict each submission then finds), then
-  run_autograder on the reference (full marks) and on the stubs (0, with the teaching messages);
+  run_autograder on the reference (full marks) and on the stubs (0, with the teaching messages); as
+  root, both under the restriction of Gradescope's Docker container (tests/docker_like.py: no namespaces,
+  Docker's capabilities), so the grader runs in container mode there, with the native code the fresh
+  install has, as it does on Gradescope (test_container_mode attacks that mode with the project's environment);
 - the released workflow: the install step and the grading step of the generated grade.yml,
   read from the file and run with bash as the runner would (`sudo` is the identity here: the
   tests run as root).
@@ -28,6 +31,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import venv
 from pathlib import Path
 
@@ -36,6 +40,8 @@ import yaml
 from in_process import run_plain
 from rubric_points import TOTAL, g
 
+from autograder.sandbox import container
+
 pytestmark = pytest.mark.deploy
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,6 +49,11 @@ SOLUTIONS = ROOT / "solutions" / "ch03"
 STUBS = ROOT / "assignments" / "ch03"
 TORCH = "torch==2.13.0"  # this machine's local CPU wheel (pip's configuration finds it)
 CPU_INDEX_TORCH = '"torch>=2.2,<3" --index-url https://download.pytorch.org/whl/cpu'
+# Gradescope builds its image and runs each submission in a Docker container, which refuses namespaces to
+# root: as root, setup.sh and run_autograder run under the same restriction (tests/docker_like.py), so the
+# bundle grades in container mode from a fresh install, as it does there; as another user (no capabilities
+# to drop) they run as they are, and the bundle grades in its room
+DOCKER_LIKE = [sys.executable, str(Path(__file__).with_name("docker_like.py"))] if os.geteuid() == 0 else []
 
 
 @pytest.fixture
@@ -80,7 +91,7 @@ def _run_autograder(root, python, submission, cache):
     shutil.rmtree(root / "results", ignore_errors=True)
     shutil.copytree(submission, root / "submission", ignore=shutil.ignore_patterns("tests", "__pycache__", "*.md"))
     (root / "results").mkdir()
-    done = subprocess.run([str(root / "source" / "run_autograder")], cwd=root, capture_output=True, text=True,
+    done = subprocess.run([*DOCKER_LIKE, str(root / "source" / "run_autograder")], cwd=root, capture_output=True, text=True,
                           timeout=600, env=_clean_env(AUTOGRADER_ROOT=str(root), AUTOGRADER_PYTHON=python,
                                                       CH03_ENVCHECK_CACHE=str(cache)))
     assert (root / "results" / "results.json").is_file(), done.stdout[-3000:] + done.stderr[-3000:]
@@ -92,7 +103,7 @@ def test_the_gradescope_bundle_installs_and_grades_as_deployed(fresh_venv, bundl
     python = str(fresh_venv / "bin" / "python")
     cache = tmp_path / "envcheck-cache"  # as the image's /var/cache: setup.sh's check really runs here
     def setup(**extra):
-        return subprocess.run(["bash", str(root / "source" / "setup.sh")], capture_output=True, text=True, timeout=1200,
+        return subprocess.run([*DOCKER_LIKE, "bash", str(root / "source" / "setup.sh")], capture_output=True, text=True, timeout=1200,
                               env=_clean_env(AUTOGRADER_PYTHON=python, TORCH_SPEC=TORCH, TORCH_INDEX="",
                                              CH03_ENVCHECK_CACHE=str(cache), **extra))
 
@@ -119,7 +130,10 @@ def test_the_gradescope_bundle_installs_and_grades_as_deployed(fresh_venv, bundl
     assert results.get("score") == results.get("max_score") == TOTAL, done.stdout[-3000:] + done.stderr[-3000:]
     check = results["extra_data"]["environment_check"]
     assert check["passed"] and check["reference_score"] == TOTAL and check["cached"]  # the verdict of the image build
-    assert "seccomp system-call allow-list" in results["extra_data"]["protections"]
+    walls = results["extra_data"]["protections"]
+    assert "seccomp system-call allow-list" in walls
+    # in Gradescope's Docker-like container, container mode: the container is relied on for the room
+    assert (walls[0] == container.PROTECTION) == bool(DOCKER_LIKE), walls
 
     done, results = _run_autograder(root, python, STUBS, cache)
     assert results["score"] == 0 and results["max_score"] == TOTAL, done.stderr[-3000:]
