@@ -73,6 +73,29 @@ def test_the_emulated_gpu_follows_torchs_device_rules():
     assert torch.is_grad_enabled()
 
 
+@pytest.mark.parametrize("move", [
+    lambda t, x: t.cuda(0), lambda t, x: t.cuda(x.get_device()), lambda t, x: t.cuda("cuda:0", non_blocking=True),
+    lambda t, x: t.cuda(device=torch.device("cuda", 0)), lambda t, x: t.to(x.get_device()),
+    lambda t, x: t.to(0, torch.bool), lambda t, x: t.to(device=0), lambda t, x: torch.ones_like(t, device=0)],
+    ids=["cuda(0)", "cuda(x.get_device())", "cuda('cuda:0')", "cuda(device=cuda:0)", "to(x.get_device())",
+         "to(0, dtype)", "to(device=0)", "ones_like(device=0)"])
+def test_the_first_gpu_named_by_its_index_is_cuda_0_as_on_a_one_gpu_machine(move):
+    """A CPU-only build has no current accelerator for an index to name: .cuda(0) and .to(x.get_device())
+    raised on the emulated GPU, and correct code moving its mask there lost the device point
+    (selftest variant learner-masks-moved-to-the-inputs-gpu-by-its-index). Each spelling lands on cuda:0; a
+    mask left on the CPU still mixes devices, and a second GPU, which a one-GPU machine lacks, still raises."""
+    with emulated_gpu.EmulatedGPU() as gpu:
+        x = gpu.tensor(torch.rand(2, 4, 4))
+        mask = move(torch.ones(4, 4, dtype=torch.bool).triu(1), x)
+        assert mask.device == torch.device("cuda", 0) and x.masked_fill(mask, 0.0).device == mask.device
+        with pytest.raises(Exception) as left:
+            x.masked_fill(torch.ones(4, 4, dtype=torch.bool).triu(1), 0.0)
+        assert emulated_gpu.classify(left.value) == emulated_gpu.MIXED
+        with pytest.raises(RuntimeError):
+            torch.ones(4).cuda(1)
+    assert torch.ones(2).to(torch.float64).device.type == "cpu"  # outside the emulation nothing is changed
+
+
 def test_torch_s_older_words_for_two_devices_are_a_device_bug_too(monkeypatch):
     """torch 2.11 (the GPU image's) has no FakeTensorDeviceMismatchError: a tensor on the CPU meeting one on
     the emulated cuda raises a plain RuntimeError in other words, which the emulation took for an error

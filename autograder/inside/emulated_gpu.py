@@ -27,9 +27,12 @@ with its twin's shape on the device the fake operation would have used. The devi
 own (the fake run's); the twins only answer what a fake tensor cannot. A move to 'cuda' without an index
 (.to('cuda'), .cuda()), which torch resolves through the guard install_guard() lent CUDA (meta's), lands on
 cuda:0, the current device of a GPU machine (it landed on meta and met cuda:0 as another device: correct
-code, `if x.is_cuda: mask = mask.cuda()`, lost the device check). What stays unlike a GPU machine:
-torch.cuda.is_available() is False here, so code that picks its device from it (rather than from its
-inputs) picks the CPU, and .cuda(0) raises.
+code, `if x.is_cuda: mask = mask.cuda()`, lost the device check). A device given by its index (.cuda(0),
+`.cuda(x.get_device())`, .to(0), device=0), which a CPU-only build cannot resolve (it has no current
+accelerator, and raised), is cuda:0 too, as on a machine with one GPU (OneGPU). What stays unlike a GPU
+machine: torch.cuda.is_available() is False here, so code that picks its device from the machine (rather
+than from its inputs) picks the CPU and meets cuda: charged as mixing devices, which it does on a GPU
+machine given inputs on the CPU.
 
 Used by the device checks in the child (counting.count_ops with device=EMULATED) and by the
 project's tests (tests/fake_cuda.py), which run the reference, every selftest variant and
@@ -41,6 +44,7 @@ import os
 import re
 
 import torch
+from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 from torch.utils._pytree import tree_flatten, tree_map
 from torch.utils.weak import WeakTensorKeyDictionary
@@ -141,6 +145,42 @@ class Twins(TorchDispatchMode):
             return func(*real_args, **real_kwargs)
 
 
+def _index_zero(device):
+    """Is device the first GPU named by its index (0, "cuda:0" and torch.device("cuda", 0) alike, or .cuda()'s
+    None), which this build cannot resolve by itself?"""
+    if device is None or (isinstance(device, int) and not isinstance(device, bool)):
+        return device in (None, 0)
+    if isinstance(device, (str, torch.device)):
+        try:
+            device = torch.device(device)
+        except RuntimeError:
+            return False
+        return device.type == "cuda" and device.index in (None, 0)
+    return False
+
+
+class OneGPU(TorchFunctionMode):
+    """A device given by its index, as a machine with one GPU reads it: .cuda(0) (and .cuda(i) for any spelling of
+    the first GPU) is .to(cuda:0); .to(0), device=0 are cuda:0. On a CPU-only build an index names the current
+    accelerator, and there is none: those raised, and correct code (`mask.cuda(x.get_device())` where x.is_cuda)
+    lost the device check. Any other index stays as it is and raises, as a second GPU that is not there does."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = dict(kwargs or {})
+        if func is torch.Tensor.cuda:
+            device = args[1] if len(args) > 1 else kwargs.pop("device", None)
+            if _index_zero(device):
+                rest = dict(zip(("non_blocking", "memory_format"), args[2:], strict=False))
+                return args[0].to(CUDA, **{**rest, **kwargs})
+        else:
+            if isinstance(kwargs.get("device"), int) and not isinstance(kwargs["device"], bool) \
+                    and kwargs["device"] == 0:
+                kwargs["device"] = CUDA
+            if func is torch.Tensor.to and len(args) > 1 and type(args[1]) is int and args[1] == 0:
+                args = (args[0], CUDA, *args[2:])
+        return func(*args, **kwargs)
+
+
 class EmulatedGPU:
     """`with EmulatedGPU() as gpu:` runs in FakeTensorMode without autograd, each fake tensor with its real
     twin (Twins); gpu.tensor(t) and gpu.module(m) put the grader's tensors and a module's parameters and
@@ -155,6 +195,7 @@ class EmulatedGPU:
         # tensors on their own device: a CPU one then meets cuda as it would on a GPU
         self.mode = FakeTensorMode(allow_non_fake_inputs=True)
         self.twins = Twins()
+        self.one_gpu = OneGPU()
         self._grad = None
         # FakeTensorMode logs a traceback for each operation whose shapes do not fit (the student's
         # error, raised to the caller anyway): not on the child's stderr
@@ -163,16 +204,21 @@ class EmulatedGPU:
     def __enter__(self):
         self._grad = torch.is_grad_enabled()
         torch.set_grad_enabled(False)  # a backward pass on fake cuda tensors would need the driver
-        self.mode.__enter__()
+        entered = []
         try:
-            self.twins.__enter__()
+            for mode in (self.mode, self.twins, self.one_gpu):
+                mode.__enter__()
+                entered.append(mode)
         except BaseException:
-            self.mode.__exit__(None, None, None)
+            for mode in reversed(entered):
+                mode.__exit__(None, None, None)
+            torch.set_grad_enabled(bool(self._grad))
             raise
         return self
 
     def __exit__(self, *exc):
         try:
+            self.one_gpu.__exit__(*exc)
             self.twins.__exit__(*exc)
             return self.mode.__exit__(*exc)
         finally:
