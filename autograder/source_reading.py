@@ -598,6 +598,26 @@ def _cpu_calls(function: ast.AST) -> list:
     return made
 
 
+MACHINE_QUERIES = {"is_available", "device_count", "current_device"}  # torch.cuda's: which GPU the machine has
+
+
+def asks_the_machine(source: Sources, module: str) -> int | None:
+    """The line of the module's first call of torch.cuda.is_available() (device_count(), current_device()), anywhere
+    in it: a device picked so comes from the machine, not from the inputs. None where it makes no such call (or its
+    text does not parse)."""
+    tree = reading_of(source, module).tree(module)
+    if tree is None:
+        return None
+    lines = [node.lineno for node in nodes(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+             and node.func.attr in MACHINE_QUERIES and _names_cuda(node.func.value)]
+    return min(lines, default=None)
+
+
+def _names_cuda(node: ast.AST) -> bool:
+    """torch.cuda under any name of torch (`th.cuda`), or `cuda` itself (from torch import cuda)."""
+    return (isinstance(node, ast.Attribute) and node.attr == "cuda") or (isinstance(node, ast.Name) and node.id == "cuda")
+
+
 # .to(x.device), .type_as(x): the tensor follows the inputs; .cuda(): it goes to the GPU (`if x.is_cuda: mask =
 # mask.cuda()` is right on a GPU machine; an unconditional .cuda() raises on the CPU inputs of the other checks)
 MOVES = {"to", "type_as", "cuda"}

@@ -215,3 +215,27 @@ def test_the_reading_takes_cuda_as_a_move_and_a_factory_left_on_the_cpu_as_none(
     left = moved.replace("        if x.is_cuda:\n            mask = mask.cuda()\n", "")
     assert source_reading.cpu_tensors({"causal": moved}, "A", "causal") == []
     assert source_reading.cpu_tensors({"causal": left}, "A", "causal") == [("causal", 4, "torch.ones")]
+
+
+MACHINE_MODULE = """import torch
+{top}
+class MultiHeadAttention(torch.nn.Module):
+    def forward(self, x):
+        return x + {made}
+"""
+
+
+@pytest.mark.parametrize("top, made, expected", [
+    ("dev = 'cuda' if torch.cuda.is_available() else 'cpu'", "torch.ones(3, device=dev)", ("mha", 2)),
+    ("from torch import cuda\nn = cuda.device_count()", "torch.ones(3, device=x.device)", ("mha", 3)),
+    ("print(torch.cuda.is_available())", "torch.ones(3)", None),  # a factory without device=: that message
+    ("", "torch.ones(3, device='cuda:0')", None)])
+def test_a_device_picked_from_the_machine_is_named_where_it_is_asked(top, made, expected):
+    """efficiency.machine_query: the line of the module's torch.cuda.is_available() (device_count(), current_device())
+    that picks a tensor's device from the machine, which the mixed-devices message then names (selftest mutant
+    learner-causal-mask-on-the-machine-s-device: "comes from the machine"); none where what the class runs makes a
+    tensor on the CPU by the reading, whose own message names it, or where nothing asks the machine."""
+    from autograder.suites import efficiency
+
+    sources = {"mha": MACHINE_MODULE.format(top=top, made=made)}
+    assert efficiency.machine_query(sources, "MultiHeadAttention", "mha") == expected

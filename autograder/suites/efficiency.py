@@ -154,10 +154,12 @@ def counted_output(answer, what):
 EMULATED = "emulated-cuda"  # inside/emulated_gpu.EMULATED: count_ops runs the module on the emulated GPU
 
 
-def device_problem(module, x, want_shape, class_name, mask_is_plain_attribute):
+def device_problem(module, x, want_shape, class_name, mask_is_plain_attribute, machine_query=None):
     """Run module (already right on the CPU with these inputs) on the emulated GPU (inside/emulated_gpu.py:
     its parameters, buffers and x on cuda:0 as fake tensors, which follow torch's device rules) -> ''
-    or the misconception. mask_is_plain_attribute: the module keeps a tensor 'mask' outside its buffers."""
+    or the misconception. mask_is_plain_attribute: the module keeps a tensor 'mask' outside its buffers;
+    machine_query: (module, line) of a torch.cuda.is_available() in the module that defines the class
+    (source_reading.asks_the_machine), which names the likelier mistake when devices mix."""
     try:
         answer = module.count_ops(x, device=EMULATED)
     except StudentError:
@@ -183,6 +185,13 @@ def device_problem(module, x, want_shape, class_name, mask_is_plain_attribute):
             return (f"{class_name}'s mask does not move with the module: it is a plain attribute, so after "
                     f".to('cuda') it stays on the CPU and forward fails on a GPU. Register it with "
                     f"self.register_buffer('mask', ...): buffers follow .to(device)")
+        if machine_query:
+            where, line = machine_query
+            return (f"{class_name}.forward mixes devices: a tensor's device comes from the machine "
+                    f"(torch.cuda.is_available(), {where}.py, line {line}), not from the inputs, so it lands on the "
+                    f"CPU when the inputs are on the GPU here (the grader's GPU is emulated on a CPU machine), and on the "
+                    f"GPU when a GPU machine is given inputs on the CPU. Take the device from the inputs: "
+                    f"device=x.device, .to(x.device), or slice the registered mask buffer, which moves with the module")
         return (f"{class_name}.forward mixes devices: it makes a tensor on the default device (the CPU), e.g. "
                 f"torch.ones(num_tokens, num_tokens) or torch.zeros(...) without device=, and combines it with "
                 f"the inputs; that works on a CPU and fails on a GPU. Create tensors with device=x.device (and "
@@ -192,6 +201,20 @@ def device_problem(module, x, want_shape, class_name, mask_is_plain_attribute):
         return (f"{class_name}'s output does not stay on the inputs' device: the result comes back on another device "
                 f"(a .cpu() or a tensor made on the CPU in forward?): keep every tensor on x.device")
     return ""
+
+
+def machine_query(sources, class_name, module, pointer=None):
+    """(module, line) of a torch.cuda.is_available() (device_count(), current_device()) in the module that defines
+    class_name, else in `module` (source_reading.asks_the_machine); None where neither asks the machine, or where
+    what the class runs makes a tensor on the CPU (source_reading.cpu_tensors: the usual message names that)."""
+    if source_reading.cpu_tensors(sources, class_name, module, pointer):
+        return None
+    found = source_reading.find(sources, module, class_name, pointer)
+    for where in dict.fromkeys([found.module if found else module, module]):
+        line = source_reading.asks_the_machine(sources, where)
+        if line is not None:
+            return where, line
+    return None
 
 
 def has_plain_mask(module):

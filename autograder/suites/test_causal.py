@@ -340,11 +340,12 @@ def test_causal_runs_on_the_inputs_device(student, rng):
     attn = known(student, d_in, d_out, ctx, 0.0, state)
     x = torch.rand(2, T, d_in, generator=rng)
     right_on(attn, x, state, "CausalAttention (before it is moved to another device)")
+    pointer = efficiency.where_bound(student, PART, "CausalAttention")
     problem = efficiency.untrusted(student.sources(), PART) or \
-        efficiency.device_problem(attn, x, (2, T, d_out), "CausalAttention", efficiency.has_plain_mask(attn))
+        efficiency.device_problem(attn, x, (2, T, d_out), "CausalAttention", efficiency.has_plain_mask(attn),
+                                  efficiency.machine_query(student.sources(), "CausalAttention", PART, pointer))
     # passes only when the grader's own reading of causal.py agrees with the child's emulated run
-    problem = problem or efficiency.source_device_problem(
-        student.sources(), "CausalAttention", PART, efficiency.where_bound(student, PART, "CausalAttention"))
+    problem = problem or efficiency.source_device_problem(student.sources(), "CausalAttention", PART, pointer)
     if problem:
         expect.fail(problem)
 

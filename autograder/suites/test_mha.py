@@ -627,10 +627,11 @@ def test_mha_runs_on_the_inputs_device(student, rng):
     x = torch.rand(2, T, d_in, generator=rng)
     what = f"{name} (before it is moved to another device)"
     judge(run(mha, x, what, eval_first=True), reference.multi_head(x, state, h), what, multi_head_mistakes(x, state, h))
-    problem = efficiency.untrusted(efficiency.sources_run(student), PART) or \
-        efficiency.device_problem(mha, x, (2, T, d_out), name, efficiency.has_plain_mask(mha))
-    problem = problem or efficiency.source_device_problem(efficiency.sources_run(student), name, PART,
-                                                              efficiency.where_bound(student, PART, name))
+    sources, pointer = efficiency.sources_run(student), efficiency.where_bound(student, PART, name)
+    problem = efficiency.untrusted(sources, PART) or \
+        efficiency.device_problem(mha, x, (2, T, d_out), name, efficiency.has_plain_mask(mha),
+                                  efficiency.machine_query(sources, name, PART, pointer))
+    problem = problem or efficiency.source_device_problem(sources, name, PART, pointer)
     if problem:
         expect.fail(problem)
 
