@@ -598,24 +598,102 @@ def _cpu_calls(function: ast.AST) -> list:
     return made
 
 
-MACHINE_QUERIES = {"is_available", "device_count", "current_device"}  # torch.cuda's: which GPU the machine has
+# what a machine has, asked by name (the dotted name's last parts, under any name of torch: `th.cuda.is_available`,
+# `from torch import cuda`): a device chosen from the answer follows the machine, not the inputs
+MACHINE_CALLS = {"cuda.is_available", "cuda.device_count", "cuda.current_device", "cuda.is_initialized",
+                 "cuda.get_device_name", "cuda.get_device_properties", "cuda.get_device_capability",
+                 "backends.cuda.is_built", "mps.is_available", "mps.is_built", "accelerator.is_available",
+                 "accelerator.current_accelerator", "accelerator.device_count", "accelerator.current_device_index"}
+MACHINE_VALUES = {"version.cuda", "version.hip"}  # torch.version.cuda: None on a CPU-only build
+
+
+def _dotted(node: ast.AST) -> str:
+    """'a.b.c' for a chain of names and attributes; '' for anything else."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return ""
+    return ".".join([node.id, *reversed(parts)])
+
+
+def _ends_with(dotted: str, names: set) -> bool:
+    return any(dotted == name or dotted.endswith("." + name) for name in names)
+
+
+def _asks_the_machine(node: ast.AST) -> bool:
+    """Is node a question to the machine about its devices (MACHINE_CALLS called, MACHINE_VALUES read)?"""
+    if isinstance(node, ast.Call):
+        return _ends_with(_dotted(node.func), MACHINE_CALLS)
+    return isinstance(node, ast.Attribute) and _ends_with(_dotted(node), MACHINE_VALUES)
 
 
 def asks_the_machine(source: Sources, module: str) -> int | None:
-    """The line of the module's first call of torch.cuda.is_available() (device_count(), current_device()), anywhere
-    in it: a device picked so comes from the machine, not from the inputs. None where it makes no such call (or its
-    text does not parse)."""
+    """The line of the module's first question to the machine about its devices (torch.cuda.is_available(),
+    torch.version.cuda, ...: MACHINE_CALLS, MACHINE_VALUES), anywhere in it. None where it asks none (or its text
+    does not parse)."""
     tree = reading_of(source, module).tree(module)
     if tree is None:
         return None
-    lines = [node.lineno for node in nodes(tree) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-             and node.func.attr in MACHINE_QUERIES and _names_cuda(node.func.value)]
-    return min(lines, default=None)
+    return min((node.lineno for node in nodes(tree) if _asks_the_machine(node)), default=None)
 
 
-def _names_cuda(node: ast.AST) -> bool:
-    """torch.cuda under any name of torch (`th.cuda`), or `cuda` itself (from torch import cuda)."""
-    return (isinstance(node, ast.Attribute) and node.attr == "cuda") or (isinstance(node, ast.Name) and node.id == "cuda")
+def machine_devices(source: Sources, class_name: str, module: str = "", pointer: dict | None = None) \
+        -> list | None:
+    """[(module, line)] where what class_name runs (Reading.functions) asks the machine about its devices, or reads
+    a name its module's top level bound from such a question (DEVICE = "cuda" if torch.cuda.is_available() else
+    "cpu"), or an attribute of self that an __init__ of the class or its bases set from one: a tensor put on a device
+    chosen so follows the machine, not the inputs (on a GPU machine given inputs on the CPU it meets them on the
+    GPU), and code that asks can take one path on the grader's emulated GPU (a CPU-only build) and another on a
+    GPU. None when the name is bound to no class the submission writes (find)."""
+    reading = reading_of(source, module)
+    found = find(reading, module, class_name, pointer)
+    if found is None:
+        return None
+    attributes = set()
+    for cls in reading.bases(found):
+        for init in cls.node.body:
+            if isinstance(init, (ast.FunctionDef, ast.AsyncFunctionDef)) and init.name == "__init__":
+                for node in nodes(init):
+                    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and \
+                            any(_asks_the_machine(n) for n in nodes(node.value)):
+                        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                        attributes |= {t.attr for t in targets if isinstance(t, ast.Attribute)
+                                       and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    found_at = []
+    for where, function in reading.functions(found):
+        names = _read_once("machine names", reading.tree(where), _machine_names) if reading.tree(where) else set()
+        names = names - _local_names(function)  # (a local `device = x.device` is not the module's `device`)
+        for node in nodes(function):
+            if _asks_the_machine(node) or \
+                    (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in names) or \
+                    (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and node.attr in attributes
+                     and isinstance(node.value, ast.Name) and node.value.id == "self"):
+                found_at.append((where, node.lineno))
+    return sorted(set(found_at))
+
+
+def _local_names(function: ast.AST) -> set:
+    """The names a function binds itself (its parameters, what it assigns), unless declared global."""
+    declared = {name for node in nodes(function) if isinstance(node, ast.Global) for name in node.names}
+    bound = {node.id for node in nodes(function) if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+    if isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+        arguments = function.args
+        bound |= {a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs,
+                                  *filter(None, [arguments.vararg, arguments.kwarg])]}
+    return bound - declared
+
+
+def _machine_names(tree: ast.Module) -> set:
+    """The names a module's top level binds from a question to the machine about its devices."""
+    names = set()
+    for node in _run_at_import(tree.body):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and \
+                any(_asks_the_machine(n) for n in nodes(node.value)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {n.id for t in targets for n in nodes(t) if isinstance(n, ast.Name)}
+    return names
 
 
 # .to(x.device), .type_as(x): the tensor follows the inputs; .cuda(): it goes to the GPU (`if x.is_cuda: mask =

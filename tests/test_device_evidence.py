@@ -239,3 +239,35 @@ def test_a_device_picked_from_the_machine_is_named_where_it_is_asked(top, made, 
 
     sources = {"mha": MACHINE_MODULE.format(top=top, made=made)}
     assert efficiency.machine_query(sources, "MultiHeadAttention", "mha") == expected
+
+
+READ_MODULE = """import torch
+{top}
+class CausalAttention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        {init}
+    def forward(self, x):
+        {body}
+        return x
+"""
+ASKS = "'cuda' if torch.cuda.is_available() else 'cpu'"
+
+
+@pytest.mark.parametrize("top, init, body, expected", [
+    (f"device = torch.device({ASKS})", "pass", "m = torch.ones(3, device=device)", [("causal", 8)]),
+    (f"device = torch.device({ASKS})", "pass", "device = x.device\n        m = torch.ones(3, device=device)", []),
+    ("", f"self.dev = {ASKS}", "m = torch.ones(3, device=self.dev)", [("causal", 8)]),
+    ("", f"self.dev = {ASKS}", "m = torch.ones(3, device=x.device)", []),  # asked in __init__, never used
+    ("import torch as th", "pass", "m = torch.ones(3, device='cpu' if th.version.cuda else x.device)", [("causal", 8)]),
+    (f"if __name__ == '__main__':\n    device = {ASKS}", "pass", "m = torch.ones(3, device=device)", []),  # a demo's
+    ("from torch import cuda\nn = cuda.device_count()", "pass", "m = x[:n]", [("causal", 9)]),
+    ("", "pass", "m = torch.ones(3, device=x.device)", [])])
+def test_the_reading_finds_a_device_taken_from_the_machine(top, init, body, expected):
+    """source_reading.machine_devices: where what the class runs asks the machine about its devices, or reads a name
+    the module's top level (not its __main__ demo) bound from such a question, or an attribute of self an __init__
+    set from one; a local name or an unused attribute is not such a read. The mutants
+    learner-mha-mask-device-from-a-machine-query-kept-in-init and learner-causal-mask-device-from-a-module-level-
+    machine-query kept full marks before (the emulated GPU, a CPU-only build, saw their masks follow the inputs)."""
+    source = {"causal": READ_MODULE.format(top=top, init=init, body=body)}
+    assert source_reading.machine_devices(source, "CausalAttention", "causal") == expected

@@ -24,7 +24,9 @@ The counts and the emulated run come from the student's own process, which could
 head loop run inside torch's _disable_current_modes() hides its operations from the counter). So
 the grader also reads the submitted source itself (source_reading.py: parsed with ast here,
 never run): no Python loop over the heads in what MultiHeadAttention runs, no tensor made in forward
-without device= or on the CPU by name (device="cpu", .cpu()). A check passes only when the child's measurement and the grader's reading both
+without device= or on the CPU by name (device="cpu", .cpu()), no device taken from the machine
+(torch.cuda.is_available(), torch.version.cuda: on the emulated GPU, a CPU-only build, such code can take
+another path than on a GPU; source_reading.machine_devices). A check passes only when the child's measurement and the grader's reading both
 do; code that reaches into the grader's machinery is reported to the instructor as tampering
 (grading.Grade.tampering). The checks also require the right output from the same module on the
 same inputs before they judge anything, so their diagnosis is about code that computes the right thing.
@@ -158,8 +160,8 @@ def device_problem(module, x, want_shape, class_name, mask_is_plain_attribute, m
     """Run module (already right on the CPU with these inputs) on the emulated GPU (inside/emulated_gpu.py:
     its parameters, buffers and x on cuda:0 as fake tensors, which follow torch's device rules) -> ''
     or the misconception. mask_is_plain_attribute: the module keeps a tensor 'mask' outside its buffers;
-    machine_query: (module, line) of a torch.cuda.is_available() in the module that defines the class
-    (source_reading.asks_the_machine), which names the likelier mistake when devices mix."""
+    machine_query: (module, line) of a torch.cuda.is_available() (or the like) in the module that defines the
+    class (source_reading.asks_the_machine), which names the likelier mistake when devices mix."""
     try:
         answer = module.count_ops(x, device=EMULATED)
     except StudentError:
@@ -186,12 +188,7 @@ def device_problem(module, x, want_shape, class_name, mask_is_plain_attribute, m
                     f".to('cuda') it stays on the CPU and forward fails on a GPU. Register it with "
                     f"self.register_buffer('mask', ...): buffers follow .to(device)")
         if machine_query:
-            where, line = machine_query
-            return (f"{class_name}.forward mixes devices: a tensor's device comes from the machine "
-                    f"(torch.cuda.is_available(), {where}.py, line {line}), not from the inputs, so it lands on the "
-                    f"CPU when the inputs are on the GPU here (the grader's GPU is emulated on a CPU machine), and on the "
-                    f"GPU when a GPU machine is given inputs on the CPU. Take the device from the inputs: "
-                    f"device=x.device, .to(x.device), or slice the registered mask buffer, which moves with the module")
+            return machine_message(class_name, *machine_query)
         return (f"{class_name}.forward mixes devices: it makes a tensor on the default device (the CPU), e.g. "
                 f"torch.ones(num_tokens, num_tokens) or torch.zeros(...) without device=, and combines it with "
                 f"the inputs; that works on a CPU and fails on a GPU. Create tensors with device=x.device (and "
@@ -313,9 +310,9 @@ def source_loop_problem(sources, class_name, module, pointer=None):
 
 
 def source_device_problem(sources, class_name, module, pointer=None):
-    """'' when nothing class_name runs makes a tensor without device= or puts one on the CPU by name (the grader's
-    own reading) and
-    nothing the module imports reaches into the measurement (untrusted)."""
+    """'' when nothing class_name runs makes a tensor without device= or puts one on the CPU by name, nor takes a
+    device from the machine (source_reading.machine_devices) (the grader's own reading), and nothing the module
+    imports reaches into the measurement (untrusted)."""
     problem = untrusted(sources, module)
     if problem:
         return problem
@@ -332,4 +329,18 @@ def source_device_problem(sources, class_name, module, pointer=None):
                 f"device= or with device='cpu' ({where}.py, line {line}); that works on a CPU and fails on a GPU. "
                 f"Create tensors with device=x.device (and dtype=x.dtype where it matters), or slice the registered "
                 f"mask buffer, which moves with the module")
+    asked = source_reading.machine_devices(sources, class_name, module, pointer)
+    if asked:
+        where, line = asked[0]
+        return machine_message(class_name, where, line)
     return ""
+
+
+def machine_message(class_name, where, line):
+    """What a class that picks its tensors' device from the machine is told."""
+    return (f"{class_name}.forward takes a device from the machine (torch.cuda.is_available() or the like, {where}.py, "
+            f"line {line}), not from its inputs: the tensors it puts there meet inputs on another device whenever the "
+            f"two differ (a GPU machine given inputs on the CPU; the grader's GPU, emulated on a CPU machine), and code "
+            f"that asks can take another path on a GPU than the one observed here. The device comes from the machine, "
+            f"so take it from the inputs instead: device=x.device, .to(x.device), or slice the registered mask "
+            f"buffer, which moves with the module")
