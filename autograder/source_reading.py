@@ -608,11 +608,18 @@ MACHINE_VALUES = {"version.cuda", "version.hip"}  # torch.version.cuda: None on 
 
 
 def _dotted(node: ast.AST) -> str:
-    """'a.b.c' for a chain of names and attributes; '' for anything else."""
+    """'a.b.c' for a chain of names and attributes (getattr(a, "b") read as a.b); '' for anything else."""
     parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
+    while True:
+        if isinstance(node, ast.Attribute):
+            parts.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" and \
+                len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+            parts.append(node.args[1].value)
+            node = node.args[0]
+        else:
+            break
     if not isinstance(node, ast.Name):
         return ""
     return ".".join([node.id, *reversed(parts)])

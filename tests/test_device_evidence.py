@@ -262,6 +262,7 @@ ASKS = "'cuda' if torch.cuda.is_available() else 'cpu'"
     ("import torch as th", "pass", "m = torch.ones(3, device='cpu' if th.version.cuda else x.device)", [("causal", 8)]),
     (f"if __name__ == '__main__':\n    device = {ASKS}", "pass", "m = torch.ones(3, device=device)", []),  # a demo's
     ("from torch import cuda\nn = cuda.device_count()", "pass", "m = x[:n]", [("causal", 9)]),
+    ("", "pass", "m = x if getattr(torch.cuda, 'is_available')() else x", [("causal", 8)]),
     ("", "pass", "m = torch.ones(3, device=x.device)", [])])
 def test_the_reading_finds_a_device_taken_from_the_machine(top, init, body, expected):
     """source_reading.machine_devices: where what the class runs asks the machine about its devices, or reads a name
