@@ -636,16 +636,6 @@ def _asks_the_machine(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and _ends_with(_dotted(node), MACHINE_VALUES)
 
 
-def asks_the_machine(source: Sources, module: str) -> int | None:
-    """The line of the module's first question to the machine about its devices (torch.cuda.is_available(),
-    torch.version.cuda, ...: MACHINE_CALLS, MACHINE_VALUES), anywhere in it. None where it asks none (or its text
-    does not parse)."""
-    tree = reading_of(source, module).tree(module)
-    if tree is None:
-        return None
-    return min((node.lineno for node in nodes(tree) if _asks_the_machine(node)), default=None)
-
-
 def machine_devices(source: Sources, class_name: str, module: str = "", pointer: dict | None = None) \
         -> list | None:
     """[(module, line)] where what class_name runs (Reading.functions) asks the machine about its devices, or reads

@@ -226,15 +226,16 @@ class MultiHeadAttention(torch.nn.Module):
 
 
 @pytest.mark.parametrize("top, made, expected", [
-    ("dev = 'cuda' if torch.cuda.is_available() else 'cpu'", "torch.ones(3, device=dev)", ("mha", 2)),
-    ("from torch import cuda\nn = cuda.device_count()", "torch.ones(3, device=x.device)", ("mha", 3)),
-    ("print(torch.cuda.is_available())", "torch.ones(3)", None),  # a factory without device=: that message
+    ("dev = 'cuda' if torch.cuda.is_available() else 'cpu'", "torch.ones(3, device=dev)", ("mha", 5)),
+    ("from torch import cuda\nn = cuda.device_count()", "torch.ones(3, device=x.device)[:n]", ("mha", 6)),
+    ("dev = 'cuda' if torch.cuda.is_available() else 'cpu'", "torch.ones(3)", None),  # without device=: that message
+    ("print(torch.cuda.is_available())", "torch.ones(3, device=x.device)", None),  # asked, never read by the class
     ("", "torch.ones(3, device='cuda:0')", None)])
-def test_a_device_picked_from_the_machine_is_named_where_it_is_asked(top, made, expected):
-    """efficiency.machine_query: the line of the module's torch.cuda.is_available() (device_count(), current_device())
-    that picks a tensor's device from the machine, which the mixed-devices message then names (selftest mutant
-    learner-causal-mask-on-the-machine-s-device: "comes from the machine"); none where what the class runs makes a
-    tensor on the CPU by the reading, whose own message names it, or where nothing asks the machine."""
+def test_a_device_picked_from_the_machine_is_named_where_it_is_read(top, made, expected):
+    """efficiency.machine_query: the first place where what the class runs takes a device from the machine (a name
+    bound from torch.cuda.is_available(), device_count(), ...), which the mixed-devices message then names (selftest
+    mutant learner-causal-mask-on-the-machine-s-device: "comes from the machine"); none where what the class runs
+    also makes a tensor on the CPU by the reading, whose own message names it, or where it reads no such answer."""
     from autograder.suites import efficiency
 
     sources = {"mha": MACHINE_MODULE.format(top=top, made=made)}

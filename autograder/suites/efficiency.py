@@ -160,8 +160,8 @@ def device_problem(module, x, want_shape, class_name, mask_is_plain_attribute, m
     """Run module (already right on the CPU with these inputs) on the emulated GPU (inside/emulated_gpu.py:
     its parameters, buffers and x on cuda:0 as fake tensors, which follow torch's device rules) -> ''
     or the misconception. mask_is_plain_attribute: the module keeps a tensor 'mask' outside its buffers;
-    machine_query: (module, line) of a torch.cuda.is_available() (or the like) in the module that defines the
-    class (source_reading.asks_the_machine), which names the likelier mistake when devices mix."""
+    machine_query: (module, line) where what the class runs takes a device from the machine (machine_query),
+    which names the likelier mistake when devices mix."""
     try:
         answer = module.count_ops(x, device=EMULATED)
     except StudentError:
@@ -201,17 +201,14 @@ def device_problem(module, x, want_shape, class_name, mask_is_plain_attribute, m
 
 
 def machine_query(sources, class_name, module, pointer=None):
-    """(module, line) of a torch.cuda.is_available() (device_count(), current_device()) in the module that defines
-    class_name, else in `module` (source_reading.asks_the_machine); None where neither asks the machine, or where
-    what the class runs makes a tensor on the CPU (source_reading.cpu_tensors: the usual message names that)."""
+    """(module, line) of the first place where what class_name runs takes a device from the machine
+    (source_reading.machine_devices: torch.cuda.is_available() asked there, or read through a name or attribute bound
+    from it); None where it takes none, or where it also makes a tensor on the CPU (source_reading.cpu_tensors: the
+    usual message names that)."""
     if source_reading.cpu_tensors(sources, class_name, module, pointer):
         return None
-    found = source_reading.find(sources, module, class_name, pointer)
-    for where in dict.fromkeys([found.module if found else module, module]):
-        line = source_reading.asks_the_machine(sources, where)
-        if line is not None:
-            return where, line
-    return None
+    asked = source_reading.machine_devices(sources, class_name, module, pointer)
+    return asked[0] if asked else None
 
 
 def has_plain_mask(module):
