@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any, Protocol
@@ -123,6 +124,10 @@ def _file_of(student_text: str) -> str:
 
 NOT_INSTALLED = ("is not installed where your code is graded (only Python's standard library, torch, NumPy and "
                  "the files you hand in are)")
+# a module of Python's standard library that the submission's uid could not import (container mode where the
+# grader's Python lies in a folder other users cannot read, such as a pyenv under /root): the environment's doing
+STDLIB_UNLOADABLE = ("a module of Python's standard library that the grading environment could not load for your "
+                     "code (a limit of the machine it is graded on, not a mistake of yours)")
 
 
 def demo_note(skipped: Collection[tuple[str, int, str]], part: str, folder: str | Path,
@@ -153,9 +158,15 @@ def demo_note(skipped: Collection[tuple[str, int, str]], part: str, folder: str 
         line, statement = missing[0]
         package = (statement.module if isinstance(statement, ast.ImportFrom) else
                    statement.names[0].name if isinstance(statement, ast.Import) else "") or "?"
-        said.append(f"{file}, line {line}: `{text.excerpt(code[line - 1].strip(), SOURCE_LINE)}` imports "
-                    f"{package.split('.')[0]}, which {NOT_INSTALLED}. The grader graded the rest of {file}: "
-                    f"code that uses it fails its own checks (write it with torch or NumPy).")
+        top = package.split(".")[0]
+        if top in sys.stdlib_module_names:  # there, but not importable by the submission's uid: the environment's
+            said.append(f"{file}, line {line}: `{text.excerpt(code[line - 1].strip(), SOURCE_LINE)}` imports {top}, "
+                        f"{STDLIB_UNLOADABLE}. The grader graded the rest of {file}: code that uses it fails its own "
+                        f"checks (tell your instructor; torch and NumPy do load).")
+        else:
+            said.append(f"{file}, line {line}: `{text.excerpt(code[line - 1].strip(), SOURCE_LINE)}` imports "
+                        f"{top}, which {NOT_INSTALLED}. The grader graded the rest of {file}: "
+                        f"code that uses it fails its own checks (write it with torch or NumPy).")
     if demo:
         line, kind, statement = demo[0]
         raised = f"raised {kind}" if kind else "raised an exception of its own class"

@@ -123,6 +123,31 @@ def test_the_note_is_the_grader_s_reading_of_its_own_copy(tmp_path):
                     "code that uses it fails its own checks (write it with torch or NumPy).")
 
 
+@pytest.mark.quick
+def test_a_standard_library_module_that_cannot_be_loaded_is_the_environment_s_not_the_student_s(tmp_path):
+    """In container mode the submission's uid imports what it can read: where the grader's Python lies in a folder
+    other users cannot read (a pyenv under /root), a module of the standard library the fork server did not import
+    (sqlite3) raised ModuleNotFoundError, and the note said it "is not installed" (only Python's standard library,
+    ...), which was false. Now the note and a check's diagnosis say it is the machine's limit; a package such as
+    scipy is still "not installed"."""
+    from autograder.student import StudentError
+    from autograder.suites import misconceptions
+
+    (tmp_path / "causal.py").write_text("import torch\nimport sqlite3\nfrom scipy import special\n")
+    note = import_failure.demo_note({("causal", 2, "ModuleNotFoundError")}, "causal", tmp_path)
+    assert note.startswith("causal.py, line 2: `import sqlite3` imports sqlite3, a module of Python's standard library "
+                           "that the grading environment could not load for your code (a limit of the machine")
+    assert "not installed" not in note
+    note = import_failure.demo_note({("causal", 3, "ModuleNotFoundError")}, "causal", tmp_path)
+    assert "imports scipy, which is not installed where your code is graded" in note
+
+    def said(message):
+        return misconceptions.error_diagnosis(StudentError("ModuleNotFoundError", message))
+
+    assert said("No module named 'sqlite3'") == misconceptions.STDLIB_UNLOADABLE
+    assert said("No module named 'scipy'") == said("No module named 'sqlite3x'") == misconceptions.NOT_INSTALLED
+
+
 class _Session:
     saw_hidden = False
 

@@ -10,6 +10,7 @@ the mistake only: they never print the hidden inputs or the values the grader ex
 import functools
 import math
 import re
+import sys
 
 import torch
 
@@ -433,6 +434,12 @@ NOT_INSTALLED = ("your code imports a module that is not there where it is grade
                  "handed in?)")
 
 
+# a module of Python's standard library the submission's uid could not import (import_failure.STDLIB_UNLOADABLE)
+STDLIB_UNLOADABLE = ("your code imports a module of Python's standard library that the grading environment could not "
+                     "load for it: a limit of the machine it is graded on, not a mistake of yours (tell your "
+                     "instructor); torch and NumPy do load")
+
+
 # `self.mask = self.mask[:num_tokens, :num_tokens]` in forward: the buffer keeps the first input's slice
 MASK_OVERWRITTEN = ("forward overwrites the mask buffer with its slice (self.mask = self.mask[:num_tokens, "
                     ":num_tokens]): the next, longer input finds a mask too small; keep the buffer whole and slice it "
@@ -519,7 +526,8 @@ def error_diagnosis(error, signature=""):
                                                 r"boolean index did not match indexed array", text):  # torch's, NumPy's
         return BOOL_INDEX
     if error.kind == "ModuleNotFoundError":
-        return NOT_INSTALLED
+        named = re.search(r"No module named '(\w+)", text)  # (only ever compared with the standard library's names)
+        return STDLIB_UNLOADABLE if named and named[1] in sys.stdlib_module_names else NOT_INSTALLED
     if error.kind == "RuntimeError" and re.search(r"masked_fill_? only supports boolean masks", text):
         return FLOAT_MASK
     if error.kind == "RuntimeError" and re.search(r"does not require grad and does not have a grad_fn", text):
