@@ -32,6 +32,29 @@ PUBLIC_TESTS = Path(__file__).resolve().parents[1] / "assignments" / "ch03" / "t
 # over 77 mutants, measured 2026-11-28), xdist and anyio load for nothing; outcomes are the same without
 # them (test_suites.test_public_tests_and_grader_agree, test_public_diagnoses read them)
 QUIET_PLUGINS = ("-p", "no:cacheprovider", "-p", "no:unraisableexception", "-p", "no:xdist", "-p", "no:anyio")
+# pytest's own plugins that nothing here uses (no fixture of theirs is asked for, no option of theirs given): each
+# is registered, and its fixtures parsed, at every run's start; the logging plugin alone attached its handler to
+# each of torch's non-propagating loggers three times per test (about 8 % of a run's CPU, cProfile 2026-11-29).
+# What pytest prints and the outcomes are the same without them (the outputs of both modes compared byte for byte,
+# times aside, for every corpus entry and every run of test_public_diagnoses, 2026-11-29)
+IDLE_PLUGINS = tuple(arg for name in ("logging", "doctest", "pastebin", "setuponly", "setupplan", "stepwise",
+                                      "faulthandler", "threadexception", "subtests", "legacypath", "tmpdir",
+                                      "monkeypatch", "recwarn")
+                     for arg in ("-p", f"no:{name}"))
+
+
+def no_seeds_for_absent_devices():
+    """torch.manual_seed(s), which the public tests call as the book does (about 39 times a run), also queues s
+    for every CUDA, XPU and MTIA device, to be set when one is first used; with none there, each queueing formats
+    the whole Python stack, pytest's included (about 3 ms at a test's depth: 1000 calls 2.9 s against 0.01 s
+    for the CPU generator's seed alone, measured 2026-11-29), for a seed no device will take. Here, where no such
+    device exists, the queueing is skipped: the CPU generator is seeded as before, so no value and no outcome
+    changes. Only this harness does it, never the grader or a student's run."""
+    import torch
+
+    for backend in (torch.cuda, torch.xpu, torch.mtia):
+        if not backend.is_available():
+            backend.manual_seed_all = lambda seed: None
 
 
 def dependents(part):
@@ -55,7 +78,7 @@ def public_run(folder, marker, skipped=False, own=None):
         junit = Path(tmp) / "junit.xml"
         printed = io.StringIO()
         with contextlib.redirect_stdout(printed), contextlib.redirect_stderr(printed):
-            pytest.main([str(PUBLIC_TESTS), *QUIET_PLUGINS, "-q", "-m", marker,
+            pytest.main([str(PUBLIC_TESTS), *QUIET_PLUGINS, *IDLE_PLUGINS, "-q", "-m", marker,
                          f"--submission={folder}", f"--junitxml={junit}"])
         outcomes = {}
         for case in ET.parse(junit).iter("testcase"):
@@ -102,7 +125,13 @@ if __name__ == "__main__":
     from autograder.engine import one_thread
 
     one_thread()  # tiny tensors: one thread is faster, the more so on a busy machine
-    if sys.argv[1] == "--folders":
-        main_folders(sys.argv[2], sys.argv[3])
-    else:
-        main(sys.argv[1], sys.argv[2:])
+    no_seeds_for_absent_devices()
+    # pytest imports the public tests' conftest.py again at each run, rewriting its asserts each time unless it
+    # can keep the rewritten code (PYTHONDONTWRITEBYTECODE, set in CI, forbids it): about 22 ms a run. Kept for
+    # this process's runs in a folder of its own (pytest honours sys.pycache_prefix), never in assignments/.
+    with tempfile.TemporaryDirectory() as bytecode:
+        sys.pycache_prefix, sys.dont_write_bytecode = bytecode, False
+        if sys.argv[1] == "--folders":
+            main_folders(sys.argv[2], sys.argv[3])
+        else:
+            main(sys.argv[1], sys.argv[2:])
