@@ -192,6 +192,8 @@ def torch_cache():
 def installed_native():
     import csv  # noqa: F401 (the standard library's native code and an installed package's: the fork server
     import matplotlib.pyplot  # noqa: F401 loaded them, zygote.preload_native)
+    import sqlite3  # noqa: F401 (a module torch's imports never load: where the standard library is closed to
+    # the uid, a pyenv under /root, the fork server imported it, zygote.preload_stdlib; ModuleNotFoundError before)
     import numpy  # a learner's np.random and np.linalg (numpy 2 loads both on first use)
     numpy.random.default_rng(0).normal(size=3)
     numpy.linalg.norm(numpy.ones(3))
@@ -202,6 +204,26 @@ attempt("installed_native", installed_native)
 attempt("read_reference_copy", reference_copy)
 attempt("torch_cache", torch_cache)
 '''
+
+
+def test_a_standard_library_closed_to_other_users_is_found_so(tmp_path):
+    """zygote.closed_to_others: a folder the submission's uid cannot read (no read bit for others on it, or no
+    search bit on a folder above it) is one the fork server imports the standard library from for it."""
+    from autograder.inside import zygote
+
+    home = tmp_path / "home"
+    (home / "lib").mkdir(parents=True)
+    for folder in (tmp_path, home, home / "lib"):
+        folder.chmod(0o755)
+    parents_open = all(p.stat().st_mode & 0o001 for p in tmp_path.parents)
+    assert zygote.closed_to_others(home / "lib") is not parents_open  # (pytest's base folder may be closed)
+    assert zygote.closed_to_others("/usr/lib") is False
+    home.chmod(0o700)
+    assert zygote.closed_to_others(home / "lib") is True
+    home.chmod(0o755)
+    (home / "lib").chmod(0o711)
+    assert zygote.closed_to_others(home / "lib") is True
+    assert zygote.closed_to_others(tmp_path / "missing") is True
 
 
 def attempts_of(results, label):
