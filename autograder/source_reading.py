@@ -757,7 +757,9 @@ def tuple_asserts(source: str, class_name: str = "") -> list:
             if isinstance(node, ast.Assert) and isinstance(node.test, ast.Tuple) and node.test.elts]
 
 
-DISPATCH = r"dispatch|_disable_current_modes|_pop_mode|_push_mode|torch_function|TorchFunction|_python_mode"
+DISPATCH = r"dispatch|_disable_current_modes|_pop_mode|_push_mode|torch_function|TorchFunction|_python_mode|" \
+           r"function_mode|function_stack"  # (torch.overrides._get_current_function_mode_stack: the counter's and
+# the emulated GPU's torch function modes, WholeAttention and OneGPU, seen from the code they measure)
 GRADER_HOOKS = {  # what the code names (an identifier it reads, calls, imports or looks up) -> a pattern
     "a dispatch mode": DISPATCH,  # TorchDispatchMode, _python_dispatch, _pop_torch_dispatch_stack, ...
     "torch's private bindings": r"^_C$",

@@ -188,6 +188,18 @@ def test_the_reading_lists_hooks_on_the_interpreter_s_calls():
         == ["m.py, line 5: stack frames (getargvalues)"]
 
 
+@pytest.mark.quick
+def test_the_reading_lists_a_look_at_torch_s_function_modes():
+    """The counter (counting.WholeAttention) and the emulated GPU (emulated_gpu.OneGPU) run torch function modes
+    around the code they measure: code that looks at their stack (torch.overrides._get_current_function_mode_stack,
+    _get_current_function_mode, torch._C._get_function_stack_at) can tell it is measured, as it could by the dispatch
+    modes. Each is listed as a dispatch mode (it was listed as nothing)."""
+    for code in ("torch.overrides._get_current_function_mode_stack()", "torch.overrides._get_current_function_mode()",
+                 "torch._C._get_function_stack_at(0)"):
+        found = source_reading.tampering({"m": f"import torch\n\n\ndef f():\n    return {code}\n"})
+        assert any("a dispatch mode" in f for f in found), (code, found)
+
+
 def test_a_move_to_cuda_without_an_index_lands_on_the_emulated_gpu_s_device():
     """.cuda() and .to('cuda') go to a GPU machine's current device, cuda:0. torch resolves the index through the
     CUDA device guard, which the emulation lends meta's on a CPU-only build, so both landed on meta, met cuda:0 as
