@@ -159,14 +159,11 @@ def demo_note(skipped: Collection[tuple[str, int, str]], part: str, folder: str 
         package = (statement.module if isinstance(statement, ast.ImportFrom) else
                    statement.names[0].name if isinstance(statement, ast.Import) else "") or "?"
         top = package.split(".")[0]
-        if top in sys.stdlib_module_names:  # there, but not importable by the submission's uid: the environment's
-            said.append(f"{file}, line {line}: `{text.excerpt(code[line - 1].strip(), SOURCE_LINE)}` imports {top}, "
-                        f"{STDLIB_UNLOADABLE}. The grader graded the rest of {file}: code that uses it fails its own "
-                        f"checks (tell your instructor; torch and NumPy do load).")
-        else:
-            said.append(f"{file}, line {line}: `{text.excerpt(code[line - 1].strip(), SOURCE_LINE)}` imports "
-                        f"{top}, which {NOT_INSTALLED}. The grader graded the rest of {file}: "
-                        f"code that uses it fails its own checks (write it with torch or NumPy).")
+        # a standard-library module is there, but not importable by the submission's uid: the environment's doing
+        what, advice = ((STDLIB_UNLOADABLE, "tell your instructor; torch and NumPy do load")
+                        if top in sys.stdlib_module_names else (f"which {NOT_INSTALLED}", "write it with torch or NumPy"))
+        said.append(f"{file}, line {line}: `{text.excerpt(code[line - 1].strip(), SOURCE_LINE)}` imports {top}, "
+                    f"{what}. The grader graded the rest of {file}: code that uses it fails its own checks ({advice}).")
     if demo:
         line, kind, statement = demo[0]
         raised = f"raised {kind}" if kind else "raised an exception of its own class"

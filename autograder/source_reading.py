@@ -648,16 +648,10 @@ def machine_devices(source: Sources, class_name: str, module: str = "", pointer:
     found = find(reading, module, class_name, pointer)
     if found is None:
         return None
-    attributes = set()
-    for cls in reading.bases(found):
-        for init in cls.node.body:
-            if isinstance(init, (ast.FunctionDef, ast.AsyncFunctionDef)) and init.name == "__init__":
-                for node in nodes(init):
-                    if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and \
-                            any(_asks_the_machine(n) for n in nodes(node.value)):
-                        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                        attributes |= {t.attr for t in targets if isinstance(t, ast.Attribute)
-                                       and isinstance(t.value, ast.Name) and t.value.id == "self"}
+    attributes = {target.attr for cls in reading.bases(found) for init in cls.node.body
+                  if isinstance(init, (ast.FunctionDef, ast.AsyncFunctionDef)) and init.name == "__init__"
+                  for node in nodes(init) for target in _bound_from_the_machine(node)
+                  if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self"}
     found_at = []
     for where, function in reading.functions(found):
         names = _read_once("machine names", reading.tree(where), _machine_names) if reading.tree(where) else set()
@@ -682,15 +676,18 @@ def _local_names(function: ast.AST) -> set:
     return bound - declared
 
 
+def _bound_from_the_machine(node: ast.AST) -> list:
+    """The targets of an assignment whose value asks the machine about its devices; [] for any other node."""
+    if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None or \
+            not any(_asks_the_machine(n) for n in nodes(node.value)):
+        return []
+    return node.targets if isinstance(node, ast.Assign) else [node.target]
+
+
 def _machine_names(tree: ast.Module) -> set:
     """The names a module's top level binds from a question to the machine about its devices."""
-    names = set()
-    for node in _run_at_import(tree.body):
-        if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None and \
-                any(_asks_the_machine(n) for n in nodes(node.value)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names |= {n.id for t in targets for n in nodes(t) if isinstance(n, ast.Name)}
-    return names
+    return {n.id for node in _run_at_import(tree.body) for target in _bound_from_the_machine(node)
+            for n in nodes(target) if isinstance(n, ast.Name)}
 
 
 # .to(x.device), .type_as(x): the tensor follows the inputs; .cuda(): it goes to the GPU (`if x.is_cuda: mask =

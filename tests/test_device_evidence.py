@@ -229,31 +229,6 @@ def test_the_reading_takes_cuda_as_a_move_and_a_factory_left_on_the_cpu_as_none(
     assert source_reading.cpu_tensors({"causal": left}, "A", "causal") == [("causal", 4, "torch.ones")]
 
 
-MACHINE_MODULE = """import torch
-{top}
-class MultiHeadAttention(torch.nn.Module):
-    def forward(self, x):
-        return x + {made}
-"""
-
-
-@pytest.mark.parametrize("top, made, expected", [
-    ("dev = 'cuda' if torch.cuda.is_available() else 'cpu'", "torch.ones(3, device=dev)", ("mha", 5)),
-    ("from torch import cuda\nn = cuda.device_count()", "torch.ones(3, device=x.device)[:n]", ("mha", 6)),
-    ("dev = 'cuda' if torch.cuda.is_available() else 'cpu'", "torch.ones(3)", None),  # without device=: that message
-    ("print(torch.cuda.is_available())", "torch.ones(3, device=x.device)", None),  # asked, never read by the class
-    ("", "torch.ones(3, device='cuda:0')", None)])
-def test_a_device_picked_from_the_machine_is_named_where_it_is_read(top, made, expected):
-    """efficiency.machine_query: the first place where what the class runs takes a device from the machine (a name
-    bound from torch.cuda.is_available(), device_count(), ...), which the mixed-devices message then names (selftest
-    mutant learner-causal-mask-on-the-machine-s-device: "comes from the machine"); none where what the class runs
-    also makes a tensor on the CPU by the reading, whose own message names it, or where it reads no such answer."""
-    from autograder.suites import efficiency
-
-    sources = {"mha": MACHINE_MODULE.format(top=top, made=made)}
-    assert efficiency.machine_query(sources, "MultiHeadAttention", "mha") == expected
-
-
 READ_MODULE = """import torch
 {top}
 class CausalAttention(torch.nn.Module):
@@ -265,6 +240,23 @@ class CausalAttention(torch.nn.Module):
         return x
 """
 ASKS = "'cuda' if torch.cuda.is_available() else 'cpu'"
+
+
+@pytest.mark.parametrize("top, made, expected", [
+    ("dev = 'cuda' if torch.cuda.is_available() else 'cpu'", "torch.ones(3, device=dev)", ("causal", 8)),
+    ("from torch import cuda\nn = cuda.device_count()", "torch.ones(3, device=x.device)[:n]", ("causal", 9)),
+    ("dev = 'cuda' if torch.cuda.is_available() else 'cpu'", "torch.ones(3)", None),  # without device=: that message
+    ("print(torch.cuda.is_available())", "torch.ones(3, device=x.device)", None),  # asked, never read by the class
+    ("", "torch.ones(3, device='cuda:0')", None)])
+def test_a_device_picked_from_the_machine_is_named_where_it_is_read(top, made, expected):
+    """efficiency.machine_query: the first place where what the class runs takes a device from the machine (a name
+    bound from torch.cuda.is_available(), device_count(), ...), which the mixed-devices message then names (selftest
+    mutant learner-causal-mask-on-the-machine-s-device: "comes from the machine"); none where what the class runs
+    also makes a tensor on the CPU by the reading, whose own message names it, or where it reads no such answer."""
+    from autograder.suites import efficiency
+
+    sources = {"causal": READ_MODULE.format(top=top, init="pass", body=f"m = {made}")}
+    assert efficiency.machine_query(sources, "CausalAttention", "causal") == expected
 
 
 @pytest.mark.parametrize("top, init, body, expected", [

@@ -145,11 +145,16 @@ class Twins(TorchDispatchMode):
             return func(*real_args, **real_kwargs)
 
 
-def _index_zero(device):
-    """Is device the first GPU named by its index (0, "cuda:0" and torch.device("cuda", 0) alike, or .cuda()'s
-    None), which this build cannot resolve by itself?"""
-    if device is None or (isinstance(device, int) and not isinstance(device, bool)):
-        return device in (None, 0)
+def _index_zero(value):
+    """Is value the index 0 (an int, not a bool)?"""
+    return isinstance(value, int) and not isinstance(value, bool) and value == 0
+
+
+def _first_gpu(device):
+    """Is device the first GPU, named by its index (0, "cuda:0", torch.device("cuda", 0)) or by none (.cuda()'s None),
+    which this build cannot resolve by itself?"""
+    if device is None or _index_zero(device):
+        return True
     if isinstance(device, (str, torch.device)):
         try:
             device = torch.device(device)
@@ -169,14 +174,13 @@ class OneGPU(TorchFunctionMode):
         kwargs = dict(kwargs or {})
         if func is torch.Tensor.cuda:
             device = args[1] if len(args) > 1 else kwargs.pop("device", None)
-            if _index_zero(device):
+            if _first_gpu(device):
                 rest = dict(zip(("non_blocking", "memory_format"), args[2:], strict=False))
                 return args[0].to(CUDA, **{**rest, **kwargs})
         else:
-            if isinstance(kwargs.get("device"), int) and not isinstance(kwargs["device"], bool) \
-                    and kwargs["device"] == 0:
+            if _index_zero(kwargs.get("device")):
                 kwargs["device"] = CUDA
-            if func is torch.Tensor.to and len(args) > 1 and type(args[1]) is int and args[1] == 0:
+            if func is torch.Tensor.to and len(args) > 1 and _index_zero(args[1]):
                 args = (args[0], CUDA, *args[2:])
         return func(*args, **kwargs)
 

@@ -293,8 +293,8 @@ def preload_native():
 # modules of the standard library never preloaded: they act as they are imported (a browser, a window, the Zen of
 # Python printed), are another system's, or are CPython's own tests and tools
 NOT_PRELOADED_STDLIB = {"antigravity", "this", "turtle", "turtledemo", "tkinter", "idlelib", "test", "ensurepip",
-                        "venv", "lib2to3", "pydoc_data", "msvcrt", "winreg", "winsound", "nt", "msilib", "readline", "rlcompleter",
-                        "curses"}
+                        "venv", "lib2to3", "pydoc_data", "msvcrt", "winreg", "winsound", "nt", "msilib", "readline",
+                        "rlcompleter", "curses"}  # (rlcompleter imports readline)
 
 
 def closed_to_others(folder):
